@@ -1,0 +1,39 @@
+# trackway developer commands. Everything runs inside .venv, which `make` creates.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck bench venv clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+# Reinstall when the project metadata changes or a module is added (strict editable mode
+# links each file, so new modules need a refresh).
+$(STAMP): $(BIN)/python pyproject.toml $(wildcard engine/*.py recorders/*.py tools/*.py agent/*.py trackway/*.py)
+	$(BIN)/pip install -q -e '.[dev]' --config-settings editable_mode=strict
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/trackway demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy -p trackway
+
+test: lint typecheck
+	$(BIN)/pytest
+
+bench: $(STAMP)
+	$(BIN)/pip install -q -e '.[dev,bench]' --config-settings editable_mode=strict
+	$(BIN)/python benches/run_all.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,113 @@
+"""trackway.engine: charts of stage functions whose every write lands in one commit log.
+
+Layering: this package imports nothing from ``trackway.recorders``, ``trackway.tools`` or
+``trackway.agent``; they build on its public names only.
+"""
+
+from ._builder import ChartBuilder as ChartBuilder
+from ._builder import DeciderBuilder as DeciderBuilder
+from ._builder import SelectorBuilder as SelectorBuilder
+from ._builder import flow_chart as flow_chart
+from ._chart import Branch as Branch
+from ._chart import FlowChart as FlowChart
+from ._chart import MergePolicy as MergePolicy
+from ._chart import Node as Node
+from ._commit import Commit as Commit
+from ._commit import EmittedEvent as EmittedEvent
+from ._commit import ErrorInfo as ErrorInfo
+from ._commit import Op as Op
+from ._decide import OPERATORS as OPERATORS
+from ._decide import Decision as Decision
+from ._decide import Rule as Rule
+from ._decide import Selection as Selection
+from ._decide import decide as decide
+from ._decide import select as select
+from ._errors import ChartBuildError as ChartBuildError
+from ._errors import ExecutorUsageError as ExecutorUsageError
+from ._errors import LoopLimitError as LoopLimitError
+from ._errors import MergeConflictError as MergeConflictError
+from ._errors import ParallelLimitError as ParallelLimitError
+from ._errors import ReadOnlyStateError as ReadOnlyStateError
+from ._errors import RunError as RunError
+from ._errors import RunTimeoutError as RunTimeoutError
+from ._errors import StageError as StageError
+from ._errors import StateValidationError as StateValidationError
+from ._errors import StateValueError as StateValueError
+from ._errors import TrackwayError as TrackwayError
+from ._errors import UnknownBranchError as UnknownBranchError
+from ._executor import Executor as Executor
+from ._executor import RunResult as RunResult
+from ._recorder import DecisionEvent as DecisionEvent
+from ._recorder import EmitEvent as EmitEvent
+from ._recorder import ErrorEvent as ErrorEvent
+from ._recorder import ReadEvent as ReadEvent
+from ._recorder import Recorder as Recorder
+from ._recorder import RecorderFailure as RecorderFailure
+from ._recorder import RunEndEvent as RunEndEvent
+from ._recorder import RunStartEvent as RunStartEvent
+from ._recorder import StageEndEvent as StageEndEvent
+from ._recorder import StageStartEvent as StageStartEvent
+from ._recorder import SubflowEvent as SubflowEvent
+from ._recorder import WriteEvent as WriteEvent
+from ._retry import Retry as Retry
+from ._scope import Scope as Scope
+from ._snapshot import Snapshot as Snapshot
+from ._snapshot import StateDiff as StateDiff
+from ._values import FrozenDict as FrozenDict
+from ._values import FrozenList as FrozenList
+from ._values import thaw as thaw
+
+__all__ = [
+    "OPERATORS",
+    "Branch",
+    "ChartBuildError",
+    "ChartBuilder",
+    "Commit",
+    "DeciderBuilder",
+    "Decision",
+    "DecisionEvent",
+    "EmitEvent",
+    "EmittedEvent",
+    "ErrorEvent",
+    "ErrorInfo",
+    "Executor",
+    "ExecutorUsageError",
+    "FlowChart",
+    "FrozenDict",
+    "FrozenList",
+    "LoopLimitError",
+    "MergeConflictError",
+    "MergePolicy",
+    "Node",
+    "Op",
+    "ParallelLimitError",
+    "ReadEvent",
+    "ReadOnlyStateError",
+    "Recorder",
+    "RecorderFailure",
+    "Retry",
+    "Rule",
+    "RunEndEvent",
+    "RunError",
+    "RunResult",
+    "RunStartEvent",
+    "RunTimeoutError",
+    "Scope",
+    "SelectorBuilder",
+    "Selection",
+    "Snapshot",
+    "StageEndEvent",
+    "StageError",
+    "StageStartEvent",
+    "StateDiff",
+    "StateValidationError",
+    "StateValueError",
+    "SubflowEvent",
+    "TrackwayError",
+    "UnknownBranchError",
+    "WriteEvent",
+    "decide",
+    "flow_chart",
+    "select",
+    "thaw",
+]

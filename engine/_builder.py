@@ -1,0 +1,493 @@
+"""The fluent chart builder. Every malformed chart fails at ``build()`` (or earlier)."""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal
+
+from ._chart import Branch, FlowChart, Mapper, MergePolicy, Node, StageFn, is_async_callable
+from ._errors import ChartBuildError
+from ._retry import Retry
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+__all__ = ["ChartBuilder", "DeciderBuilder", "SelectorBuilder", "flow_chart"]
+
+_MERGE_NAMES = ("error_on_conflict", "namespace", "last")
+_BAD_ID = re.compile(r"[/#:\s]")
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "stage"
+
+
+def flow_chart(
+    name: str,
+    fn: StageFn,
+    *,
+    id: str | None = None,
+    description: str | None = None,
+    retry: Retry | int | None = None,
+    state: type[BaseModel] | None = None,
+) -> ChartBuilder:
+    """Start a chart whose first stage is ``fn``.
+
+    ``id`` defaults to a slug of ``name``; ``state`` is an optional pydantic model whose
+    fields every write is validated against.
+    """
+    return ChartBuilder(name, fn, id=id, description=description, retry=retry, state=state)
+
+
+class ChartBuilder:
+    """Adds stages to a chart in order; ``build()`` validates and freezes it."""
+
+    def __init__(
+        self,
+        name: str,
+        fn: StageFn,
+        *,
+        id: str | None,
+        description: str | None,
+        retry: Retry | int | None,
+        state: type[BaseModel] | None,
+    ) -> None:
+        self._nodes: dict[str, dict[str, Any]] = {}
+        self._open: list[str] = []
+        self._loops: list[tuple[str, str]] = []
+        self._errors: list[str] = []
+        self._built = False
+        self._state = state
+        self._check_state_model(state)
+        self._root = self._stage(name, fn, id, description, retry, kind="stage")
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _check_state_model(self, state: Any) -> None:
+        if state is None:
+            return
+        from pydantic import BaseModel
+
+        if not (isinstance(state, type) and issubclass(state, BaseModel)):
+            raise ChartBuildError(
+                f"flow_chart(state=...) takes a pydantic BaseModel subclass, got {state!r}"
+            )
+
+    def _guard(self) -> None:
+        if self._built:
+            raise ChartBuildError(
+                "this builder was already built; charts are immutable, so start a new "
+                "flow_chart(...) to make another"
+            )
+
+    def _new_id(self, name: str, id: str | None, what: str) -> str:
+        if not isinstance(name, str) or not name.strip():
+            raise ChartBuildError(f"{what} needs a non-empty name, got {name!r}")
+        if id is None:
+            return _slug(name)
+        if not isinstance(id, str) or not id or _BAD_ID.search(id):
+            raise ChartBuildError(
+                f"{what} {name!r}: id {id!r} is not allowed; use letters, digits, '-', '_' or "
+                "'.' (no '/', '#', ':' or spaces, which stage paths use)"
+            )
+        return id
+
+    def _register(self, fields: dict[str, Any], *, link: bool = True) -> str:
+        nid = fields["id"]
+        if nid in self._nodes:
+            other = self._nodes[nid]["name"]
+            self._errors.append(
+                f"duplicate stage id {nid!r}: stages {other!r} and {fields['name']!r} both "
+                f"use it; pass a distinct id=... to one of them"
+            )
+            nid = f"{nid}\x00{len(self._nodes)}"  # keep building so every error is reported
+            fields["id"] = nid
+        self._nodes[nid] = fields
+        if link:
+            for prev in self._open:
+                self._nodes[prev]["next"] = nid
+            self._open = [nid]
+        return nid
+
+    def _check_fn(self, fn: Any, what: str) -> bool:
+        if not callable(fn):
+            raise ChartBuildError(f"{what}: expected a stage function (scope) -> ..., got {fn!r}")
+        return is_async_callable(fn)
+
+    def _stage(
+        self,
+        name: str,
+        fn: StageFn,
+        id: str | None,
+        description: str | None,
+        retry: Retry | int | None,
+        *,
+        kind: Literal["stage", "decider", "selector"],
+        link: bool = True,
+        **extra: Any,
+    ) -> str:
+        self._guard()
+        nid = self._new_id(name, id, f"stage {name!r}")
+        is_async = self._check_fn(fn, f"stage {name!r}")
+        fields = dict(
+            id=nid, name=name, kind=kind, description=description, fn=fn,
+            is_async=is_async, retry=Retry.coerce(retry), **extra,
+        )  # fmt: skip
+        return self._register(fields, link=link)
+
+    def _branch(self, key: str, name: str, target: Any, owner: str) -> Branch:
+        if not isinstance(key, str) or not key or _BAD_ID.search(key):
+            raise ChartBuildError(
+                f"{owner}: branch key {key!r} must be a non-empty str without '/', '#', ':' or "
+                "spaces"
+            )
+        if isinstance(target, FlowChart):
+            return Branch(key=key, name=name, chart=target)
+        is_async = self._check_fn(target, f"{owner}, branch {key!r}")
+        return Branch(key=key, name=name, fn=target, is_async=is_async)
+
+    def _check_merge(self, merge: Any, owner: str) -> MergePolicy:
+        if isinstance(merge, str) and merge in _MERGE_NAMES:
+            return merge  # type: ignore[return-value]
+        if isinstance(merge, Mapping) and all(
+            isinstance(k, str) and callable(v) for k, v in merge.items()
+        ):
+            return dict(merge)
+        raise ChartBuildError(
+            f"{owner}: merge={merge!r} is not a merge policy; use 'error_on_conflict' "
+            "(default), 'namespace', 'last', or a dict {key: reducer(acc, value)}"
+        )
+
+    # -- public builder API --------------------------------------------------------------
+
+    def then(
+        self,
+        name: str,
+        fn: StageFn,
+        *,
+        id: str | None = None,
+        description: str | None = None,
+        retry: Retry | int | None = None,
+    ) -> ChartBuilder:
+        """Add a stage that runs after the current one(s)."""
+        self._stage(name, fn, id, description, retry, kind="stage")
+        return self
+
+    def decider(
+        self,
+        name: str,
+        fn: StageFn,
+        *,
+        id: str | None = None,
+        description: str | None = None,
+        retry: Retry | int | None = None,
+    ) -> DeciderBuilder:
+        """Add a stage that returns one branch key (or a ``Decision``); declare its branches."""
+        nid = self._stage(name, fn, id, description, retry, kind="decider", branches={})
+        self._open = []
+        return DeciderBuilder(self, nid)
+
+    def selector(
+        self,
+        name: str,
+        fn: StageFn,
+        *,
+        id: str | None = None,
+        description: str | None = None,
+        retry: Retry | int | None = None,
+        merge: MergePolicy = "error_on_conflict",
+    ) -> SelectorBuilder:
+        """Add a stage that returns several branch keys; the chosen branches run in parallel."""
+        policy = self._check_merge(merge, f"selector {name!r}")
+        nid = self._stage(name, fn, id, description, retry, kind="selector", merge=policy)
+        return SelectorBuilder(self, nid)
+
+    def fork(
+        self,
+        name: str,
+        branches: Mapping[str, StageFn | FlowChart | tuple[str, StageFn | FlowChart]],
+        *,
+        id: str | None = None,
+        description: str | None = None,
+        merge: MergePolicy = "error_on_conflict",
+    ) -> ChartBuilder:
+        """Run every branch in parallel, each on its own view of state, then merge them.
+
+        A branch is a stage function, a chart, or ``(display_name, fn_or_chart)``. Writes are
+        merged in declaration order by ``merge``; the merge is its own commit.
+        """
+        self._guard()
+        nid = self._new_id(name, id, f"fork {name!r}")
+        owner = f"fork {name!r}"
+        if not isinstance(branches, Mapping) or not branches:
+            raise ChartBuildError(f"{owner} needs a non-empty dict of branches {{key: fn}}")
+        parallel = []
+        for key, target in branches.items():
+            label, body = target if isinstance(target, tuple) else (key, target)
+            parallel.append(self._branch(key, label, body, owner))
+        self._register(
+            dict(id=nid, name=name, kind="fork", description=description,
+                 parallel=tuple(parallel), merge=self._check_merge(merge, owner))
+        )  # fmt: skip
+        return self
+
+    def subflow(
+        self,
+        name: str,
+        chart: FlowChart,
+        *,
+        id: str | None = None,
+        description: str | None = None,
+        input: Mapper | None = None,
+        output: Mapper | None = None,
+        propagate_break: bool = False,
+    ) -> ChartBuilder:
+        """Mount ``chart`` here.
+
+        Without ``input``/``output`` the subflow shares this chart's state. With either, it
+        runs on its own state: ``input`` seeds it (``{child_key: parent_key}`` or a function
+        of the parent scope returning a dict) and ``output`` writes back (``{parent_key:
+        child_key}`` or a function of the child scope returning a dict); other child writes
+        stay in the subflow's frame of the log.
+        """
+        self._guard()
+        nid = self._new_id(name, id, f"subflow {name!r}")
+        if not isinstance(chart, FlowChart):
+            raise ChartBuildError(
+                f"subflow {name!r} needs a built FlowChart; call .build() on its builder"
+            )
+        for label, mapper in (("input", input), ("output", output)):
+            if mapper is not None and not (callable(mapper) or isinstance(mapper, Mapping)):
+                raise ChartBuildError(
+                    f"subflow {name!r}: {label}= takes a dict of keys or a function, got "
+                    f"{mapper!r}"
+                )
+        self._register(
+            dict(id=nid, name=name, kind="subflow", description=description, chart=chart,
+                 input=input, output=output, propagate_break=propagate_break)
+        )  # fmt: skip
+        return self
+
+    def parallel_for_each(
+        self,
+        name: str,
+        *,
+        items: str | StageFn,
+        branch: StageFn | FlowChart,
+        into: str,
+        max_branches: int,
+        id: str | None = None,
+        description: str | None = None,
+        result_key: str = "result",
+        overflow: Literal["error", "truncate"] = "error",
+        concurrency: int | None = None,
+    ) -> ChartBuilder:
+        """Run ``branch`` once per item, in parallel, and write the results to ``into``.
+
+        Each branch sees the state plus ``item`` and ``index``; its result is what it wrote to
+        ``result_key``. More than ``max_branches`` items is an error, or with
+        ``overflow="truncate"`` the extra items are dropped and the drop is recorded.
+        """
+        self._guard()
+        nid = self._new_id(name, id, f"parallel_for_each {name!r}")
+        owner = f"parallel_for_each {name!r}"
+        if not (isinstance(items, str) or callable(items)):
+            raise ChartBuildError(f"{owner}: items= takes a state key or a function of scope")
+        if not isinstance(into, str) or not into:
+            raise ChartBuildError(f"{owner}: into= must name the state key for the results")
+        if isinstance(max_branches, bool) or not isinstance(max_branches, int) or max_branches < 1:
+            raise ChartBuildError(f"{owner}: max_branches must be a positive int")
+        if overflow not in ("error", "truncate"):
+            raise ChartBuildError(f"{owner}: overflow= must be 'error' or 'truncate'")
+        if concurrency is not None and (not isinstance(concurrency, int) or concurrency < 1):
+            raise ChartBuildError(f"{owner}: concurrency= must be a positive int or None")
+        body = self._branch("each", name, branch, owner)
+        self._register(
+            dict(id=nid, name=name, kind="for_each", description=description, items=items,
+                 parallel=(body,), into=into, max_branches=max_branches, overflow=overflow,
+                 concurrency=concurrency, result_key=result_key)
+        )  # fmt: skip
+        return self
+
+    def loop_to(self, stage_id: str) -> ChartBuilder:
+        """Send control back to ``stage_id`` (a back edge, bounded by ``max_iterations``)."""
+        self._guard()
+        if not self._open:
+            self._errors.append(
+                f"loop_to({stage_id!r}) has nothing to loop from: the previous step already "
+                "ends (another loop_to, or a decider whose branches all loop)"
+            )
+        for src in self._open:
+            self._nodes[src]["next"] = stage_id
+            self._nodes[src]["loop"] = True
+            self._loops.append((src, stage_id))
+        self._open = []
+        return self
+
+    def build(
+        self, *, name: str | None = None, chart_id: str | None = None,
+        description: str | None = None,
+    ) -> FlowChart:  # fmt: skip
+        """Validate and freeze the chart; raise :class:`ChartBuildError` listing every fault."""
+        self._guard()
+        errors = list(self._errors)
+        ids = ", ".join(i for i in self._nodes if "\x00" not in i)
+        for src, target in self._loops:
+            if target not in self._nodes:
+                errors.append(
+                    f"stage {self._nodes[src]['name']!r} loops to {target!r}, but no stage has "
+                    f"that id; ids are: {ids} "
+                    "(did you pass a stage name instead of its id?)"
+                )
+        errors.extend(self._unreachable())
+        if errors:
+            raise ChartBuildError(
+                "the chart is malformed:\n" + "\n".join(f"  - {e}" for e in errors)
+            )
+        self._built = True
+        root = self._nodes[self._root]
+        return FlowChart(
+            id=chart_id or self._root,
+            name=name or root["name"],
+            root=self._root,
+            nodes={nid: Node(**fields) for nid, fields in self._nodes.items()},
+            description=description,
+            state_model=self._state,
+        )
+
+    def _unreachable(self) -> list[str]:
+        seen = {self._root}
+        queue = deque([self._root])
+        while queue:
+            fields = self._nodes[queue.popleft()]
+            targets = [fields.get("next"), *fields.get("branches", {}).values()]
+            for t in targets:
+                if t is not None and t in self._nodes and t not in seen:
+                    seen.add(t)
+                    queue.append(t)
+        return [
+            f"stage {f['name']!r} ({nid}) can never run: nothing leads to it (it follows a "
+            "loop_to, or a decider whose branches all loop back); move it or remove it"
+            for nid, f in self._nodes.items()
+            if nid not in seen and "\x00" not in nid
+        ]
+
+
+class DeciderBuilder:
+    """Declares a decider's branches; ``end()`` returns to the chart."""
+
+    def __init__(self, parent: ChartBuilder, decider_id: str) -> None:
+        self._parent = parent
+        self._id = decider_id
+        self._fields = parent._nodes[decider_id]
+        self._ends: list[str] = []
+        self._default: str | None = None
+        self._closed = False
+
+    def branch(
+        self,
+        key: str,
+        name: str,
+        target: StageFn | FlowChart,
+        *,
+        id: str | None = None,
+        description: str | None = None,
+        retry: Retry | int | None = None,
+        loop_to: str | None = None,
+    ) -> DeciderBuilder:
+        """Declare branch ``key``: a stage function or a chart (run on the same state)."""
+        self._check_open()
+        p = self._parent
+        owner = f"decider {self._fields['name']!r}"
+        p._branch(key, name, target, owner)  # validates the key and the target
+        if key in self._fields["branches"]:
+            raise ChartBuildError(f"{owner} declares branch {key!r} twice")
+        branch_of = f"{self._id}:{key}"
+        if isinstance(target, FlowChart):
+            nid = p._new_id(name, id, f"branch {key!r} of {owner}")
+            nid = p._register(
+                dict(id=nid, name=name, kind="subflow", description=description, chart=target,
+                     branch_of=branch_of),
+                link=False,
+            )  # fmt: skip
+        else:
+            nid = p._stage(
+                name, target, id, description, retry, kind="stage", link=False,
+                branch_of=branch_of,
+            )  # fmt: skip
+        self._fields["branches"][key] = nid
+        if loop_to is None:
+            self._ends.append(nid)
+        else:
+            p._nodes[nid]["next"] = loop_to
+            p._nodes[nid]["loop"] = True
+            p._loops.append((nid, loop_to))
+        return self
+
+    def default(self, key: str) -> DeciderBuilder:
+        """The branch taken when the decider function returns ``None``."""
+        self._check_open()
+        self._default = key
+        return self
+
+    def end(self) -> ChartBuilder:
+        """Close the decider; the next stage added runs after whichever branch ran."""
+        self._check_open()
+        self._closed = True
+        name = self._fields["name"]
+        if not self._fields["branches"]:
+            self._parent._errors.append(
+                f"decider {name!r} has no branches; add .branch(key, name, fn) before .end()"
+            )
+        if self._default is not None:
+            if self._default not in self._fields["branches"]:
+                self._parent._errors.append(
+                    f"decider {name!r}: default {self._default!r} is not one of its branches "
+                    f"({', '.join(self._fields['branches']) or 'none'})"
+                )
+            self._fields["default"] = self._default
+        self._parent._open = list(self._ends)
+        return self._parent
+
+    def _check_open(self) -> None:
+        self._parent._guard()
+        if self._closed:
+            raise ChartBuildError(
+                f"decider {self._fields['name']!r} was already closed with .end()"
+            )
+
+
+class SelectorBuilder:
+    """Declares a selector's branches; ``end()`` returns to the chart."""
+
+    def __init__(self, parent: ChartBuilder, selector_id: str) -> None:
+        self._parent = parent
+        self._fields = parent._nodes[selector_id]
+        self._branches: list[Branch] = []
+        self._closed = False
+
+    def branch(self, key: str, name: str, target: StageFn | FlowChart) -> SelectorBuilder:
+        """Declare branch ``key``: a stage function or a chart, run in parallel when chosen."""
+        owner = f"selector {self._fields['name']!r}"
+        self._parent._guard()
+        if self._closed:
+            raise ChartBuildError(f"{owner} was already closed with .end()")
+        if any(b.key == key for b in self._branches):
+            raise ChartBuildError(f"{owner} declares branch {key!r} twice")
+        self._branches.append(self._parent._branch(key, name, target, owner))
+        return self
+
+    def end(self) -> ChartBuilder:
+        """Close the selector; the next stage added runs after the merge."""
+        self._parent._guard()
+        self._closed = True
+        if not self._branches:
+            self._parent._errors.append(
+                f"selector {self._fields['name']!r} has no branches; add .branch(...) before "
+                ".end()"
+            )
+        self._fields["parallel"] = tuple(self._branches)
+        return self._parent
+

@@ -1,0 +1,206 @@
+"""The tracked scope a stage reads and writes state through."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ._commit import EmittedEvent, Op
+from ._errors import StateValueError
+from ._state import DELETED, MISSING, fold_ops
+from ._values import FrozenDict, FrozenList, encode_value
+
+if TYPE_CHECKING:
+    from ._run import _Strand
+
+__all__ = ["Scope"]
+
+
+class Scope:
+    """A stage's handle on state: tracked reads, staged writes, events and control.
+
+    Reads see committed state plus this stage's own staged writes. Writes are validated and
+    serialized when made, and become one commit when the stage ends (return, raise or pause).
+    """
+
+    __slots__ = (
+        "_broke",
+        "_events",
+        "_ops",
+        "_reads",
+        "_staged",
+        "_store",
+        "_strand",
+        "_touched",
+        "stage_id",
+        "stage_path",
+    )
+
+    def __init__(self, strand: _Strand, stage_path: str, stage_id: str) -> None:
+        self._strand = strand
+        self._store = strand.frame.store
+        self.stage_path = stage_path
+        self.stage_id = stage_id
+        self._ops: list[Op] = []
+        self._touched: dict[str, list[Op]] = {}
+        self._staged: dict[str, Any] = {}
+        self._reads: dict[str, None] = {}
+        self._events: list[EmittedEvent] = []
+        self._broke: str | None = None
+
+    # -- reads ---------------------------------------------------------------------------
+
+    @property
+    def run_id(self) -> str:
+        return self._strand.run.run_id
+
+    def _peek(self, key: str) -> Any:
+        if key in self._touched:
+            staged = self._staged.get(key, MISSING)
+            if staged is MISSING:
+                staged = fold_ops(self._store.get(key), self._touched[key], in_place=False)
+                self._staged[key] = staged
+            return MISSING if staged is DELETED else staged
+        return self._store.get(key)
+
+    def _track(self, key: str, value: Any) -> None:
+        self._reads[key] = None
+        rec = self._strand.run.recorders
+        if rec.on_read:
+            rec.read(self, key, value)
+
+    def __getitem__(self, key: str) -> Any:
+        value = self._peek(key)
+        self._track(key, value)
+        if value is MISSING:
+            present = sorted(self._strand.frame.store.current())
+            raise KeyError(
+                f"state has no key {key!r} (read in stage {self.stage_path!r}); keys present: "
+                f"{present}. Use scope.get({key!r}, default) for a key that may be absent."
+            )
+        return value
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """Tracked read that returns ``default`` when ``key`` is absent."""
+        value = self._peek(key)
+        self._track(key, value)
+        return default if value is MISSING else value
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, str):
+            return False
+        value = self._peek(key)
+        self._track(key, value)
+        return value is not MISSING
+
+    # -- writes --------------------------------------------------------------------------
+
+    def _stage(self, op: Op) -> None:
+        self._ops.append(op)
+        key = op.key
+        ops = self._touched.get(key)
+        if ops is None:
+            self._touched[key] = [op]
+        else:
+            ops.append(op)
+            self._staged.pop(key, None)
+        rec = self._strand.run.recorders
+        if rec.on_write:
+            rec.write(self, op)
+
+    def _encode(self, key: object, value: Any) -> tuple[bytes, Any]:
+        if type(key) is not str:
+            raise StateValueError(
+                f"state keys are str; stage {self.stage_path!r} wrote the key {key!r}",
+                key=repr(key),
+                stage_path=self.stage_path,
+            )
+        return encode_value(value, key, self.stage_path)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        data, owned = self._encode(key, value)
+        validator = self._strand.validator
+        if validator is not None:
+            validator.check_set(key, data, self.stage_path)
+        self._stage(Op("set", key, data, owned))
+
+    def __delitem__(self, key: str) -> None:
+        self._encode(key, None)
+        self._stage(Op("delete", key, b"null", None))
+
+    def append(self, key: str, item: Any) -> None:
+        """Append one item to the list at ``key`` (a new list if absent). Logs the item only."""
+        self._append(key, [item])
+
+    def extend(self, key: str, items: Iterable[Any]) -> None:
+        """Append several items to the list at ``key``. Logs the new items only."""
+        if isinstance(items, (str, bytes, Mapping)):
+            raise StateValueError(
+                f"scope.extend({key!r}, ...) in stage {self.stage_path!r} needs a list of items, "
+                f"not a {type(items).__name__}; use scope.append for a single item",
+                key=key,
+                stage_path=self.stage_path,
+            )
+        self._append(key, list(items))
+
+    def _append(self, key: str, items: list[Any]) -> None:
+        data, owned = self._encode(key, items)
+        current = self._peek(key)
+        if current is not MISSING and not isinstance(current, FrozenList):
+            raise StateValueError(
+                f"cannot append to state key {key!r} in stage {self.stage_path!r}: it holds a "
+                f"{type(current).__name__}, and append needs a list (or an absent key)",
+                key=key,
+                stage_path=self.stage_path,
+            )
+        validator = self._strand.validator
+        if validator is not None:
+            validator.check_append(key, data, self.stage_path)
+        self._stage(Op("append", key, data, owned))
+
+    def merge(self, key: str, values: Mapping[str, Any]) -> None:
+        """Shallow-merge ``values`` into the dict at ``key`` (a new dict if absent).
+
+        Logs only the merged entries; building the new version copies that one dict.
+        """
+        if not isinstance(values, Mapping):
+            raise StateValueError(
+                f"scope.merge({key!r}, ...) in stage {self.stage_path!r} needs a mapping, "
+                f"got {type(values).__name__}",
+                key=key,
+                stage_path=self.stage_path,
+            )
+        data, owned = self._encode(key, values if type(values) is dict else dict(values))
+        current = self._peek(key)
+        if current is not MISSING and not isinstance(current, FrozenDict):
+            raise StateValueError(
+                f"cannot merge into state key {key!r} in stage {self.stage_path!r}: it holds a "
+                f"{type(current).__name__}, and merge needs a dict (or an absent key)",
+                key=key,
+                stage_path=self.stage_path,
+            )
+        op = Op("merge", key, data, owned)
+        validator = self._strand.validator
+        if validator is not None:
+            validator.check_merged(key, fold_ops(current, [op], in_place=False), self.stage_path)
+        self._stage(op)
+
+    # -- events and control --------------------------------------------------------------
+
+    def emit(self, name: str, payload: Any = None) -> None:
+        """Record a named user event in this stage's commit and tell the recorders."""
+        data, _ = encode_value(payload, f"emit:{name}", self.stage_path)
+        event = EmittedEvent(name, data)
+        self._events.append(event)
+        rec = self._strand.run.recorders
+        if rec.on_emit:
+            rec.emit(self, event)
+
+    def break_(self, reason: str | None = None) -> None:
+        """End the chart this stage runs in once this stage commits (the first reason wins)."""
+        if self._broke is None:
+            self._broke = reason if reason is not None else ""
+
+    def __repr__(self) -> str:
+        return f"<Scope {self.stage_path} reads={len(self._reads)} writes={len(self._ops)}>"
+

@@ -1,0 +1,211 @@
+"""Snapshots: a run's commit log with time travel, history and diffs, read from the log alone."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+import orjson
+
+from ._commit import Commit, ErrorInfo
+from ._recorder import RecorderFailure
+from ._state import MISSING, StateStore
+from ._values import FrozenDict, freeze
+
+__all__ = ["SNAPSHOT_FORMAT", "Snapshot", "StateDiff"]
+
+SNAPSHOT_FORMAT = "trackway.snapshot/1"
+
+
+class StateDiff(NamedTuple):
+    """How state changed between two points: keys added, removed, and changed (old, new)."""
+
+    added: dict[str, Any]
+    removed: dict[str, Any]
+    changed: dict[str, tuple[Any, Any]]
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed or self.changed)
+
+
+class Snapshot:
+    """Everything a run committed: the initial state and the ordered commit log.
+
+    ``state_at(k)`` is the run's state after the first ``k`` commits, read from per-key
+    version lists (a bisect per key); nothing is re-run and no whole state is copied per
+    commit. Branch and isolated-subflow commits are in the log too (their ``frame`` is not
+    ``""``); they change the run's state only through the merge or output commit that follows.
+    """
+
+    __slots__ = (
+        "_commits",
+        "_initial",
+        "_n",
+        "_store",
+        "break_reason",
+        "chart_id",
+        "error",
+        "recorder_failures",
+        "run_id",
+        "status",
+    )
+
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        chart_id: str,
+        status: str,
+        initial: Mapping[str, bytes],
+        commits: Sequence[Commit],
+        store: StateStore,
+        break_reason: str | None = None,
+        error: ErrorInfo | None = None,
+        recorder_failures: Sequence[RecorderFailure] = (),
+    ) -> None:
+        self.run_id = run_id
+        self.chart_id = chart_id
+        self.status = status
+        self._initial = dict(initial)
+        self._commits = commits
+        self._n = len(commits)
+        self._store = store
+        self.break_reason = break_reason
+        self.error = error
+        self.recorder_failures = tuple(recorder_failures)
+
+    # -- reading -------------------------------------------------------------------------
+
+    @property
+    def commits(self) -> tuple[Commit, ...]:
+        return tuple(self._commits[: self._n])
+
+    def __len__(self) -> int:
+        return self._n
+
+    @property
+    def initial_state(self) -> FrozenDict:
+        return self.state_at(0)
+
+    @property
+    def state(self) -> FrozenDict:
+        """The run's state after its last commit."""
+        return self.state_at(self._n)
+
+    def state_at(self, k: int) -> FrozenDict:
+        """The run's state after the first ``k`` commits (``0`` is the initial state)."""
+        if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= self._n:
+            raise IndexError(
+                f"state_at({k!r}): this run has {self._n} commits, so k must be an int from 0 "
+                f"to {self._n}"
+            )
+        return FrozenDict(self._store.at(k))
+
+    def value_at(self, key: str, k: int, default: Any = None) -> Any:
+        """One key's value after the first ``k`` commits: a single bisect."""
+        v = self._store.value_at(key, k)
+        return default if v is MISSING else v
+
+    def history(self) -> tuple[Commit, ...]:
+        """The commit log itself: metadata and ops, O(1) per entry, no state rebuilt."""
+        return self.commits
+
+    def diff(self, a: int, b: int) -> StateDiff:
+        """What changed in the run's state between ``state_at(a)`` and ``state_at(b)``."""
+        lo, hi = sorted((a, b))
+        self.state_at(lo), self.state_at(hi)  # validates both bounds
+        keys: dict[str, None] = {}
+        for c in self._commits[lo:hi]:
+            if c.frame == "":
+                for op in c.ops:
+                    keys[op.key] = None
+        added: dict[str, Any] = {}
+        removed: dict[str, Any] = {}
+        changed: dict[str, tuple[Any, Any]] = {}
+        for key in keys:
+            before = self._store.value_at(key, a)
+            after = self._store.value_at(key, b)
+            if before is MISSING and after is not MISSING:
+                added[key] = after
+            elif after is MISSING and before is not MISSING:
+                removed[key] = before
+            elif before is not MISSING and before != after:
+                changed[key] = (before, after)
+        return StateDiff(added, removed, changed)
+
+    # -- serialization -------------------------------------------------------------------
+
+    def to_json(self) -> bytes:
+        """The whole snapshot as JSON bytes; values are embedded as serialized at the write."""
+        return orjson.dumps(
+            {
+                "format": SNAPSHOT_FORMAT,
+                "run_id": self.run_id,
+                "chart_id": self.chart_id,
+                "status": self.status,
+                "break_reason": self.break_reason,
+                "error": None if self.error is None else list(self.error),
+                "initial_state": {k: orjson.Fragment(v) for k, v in self._initial.items()},
+                "commits": [c.to_dict() for c in self._commits[: self._n]],
+                "recorder_failures": [
+                    {"recorder": f.recorder, "hook": f.hook, "error": list(f.error)}
+                    for f in self.recorder_failures
+                ],
+            }
+        )
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> Snapshot:
+        """Rebuild a snapshot (and its time-travel index) from :meth:`to_json` output."""
+        try:
+            doc = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise ValueError(f"not a trackway snapshot: invalid JSON ({exc})") from None
+        if not isinstance(doc, dict) or doc.get("format") != SNAPSHOT_FORMAT:
+            raise ValueError(
+                f"not a trackway snapshot: expected format {SNAPSHOT_FORMAT!r}, got "
+                f"{doc.get('format') if isinstance(doc, dict) else type(doc).__name__!r}"
+            )
+        store = StateStore()
+        initial = {}
+        for key, value in doc["initial_state"].items():
+            initial[key] = orjson.dumps(value)
+            store.seed(key, freeze(value))
+        commits = [Commit.from_dict(c) for c in doc["commits"]]
+        for c in commits:
+            if c.frame == "" and c.ops:
+                store.apply(c.seq, c.ops)
+        err = doc["error"]
+        return cls(
+            run_id=doc["run_id"],
+            chart_id=doc["chart_id"],
+            status=doc["status"],
+            initial=initial,
+            commits=commits,
+            store=store,
+            break_reason=doc["break_reason"],
+            error=None if err is None else ErrorInfo(err[0], err[1]),
+            recorder_failures=[
+                RecorderFailure(f["recorder"], f["hook"], ErrorInfo(*f["error"]))
+                for f in doc["recorder_failures"]
+            ],
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Snapshot):
+            return NotImplemented
+        return (
+            self.run_id == other.run_id
+            and self.chart_id == other.chart_id
+            and self.status == other.status
+            and self.break_reason == other.break_reason
+            and self.error == other.error
+            and self._initial == other._initial
+            and self.commits == other.commits
+            and self.recorder_failures == other.recorder_failures
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"<Snapshot run={self.run_id} status={self.status} commits={self._n}>"

@@ -1,0 +1,3 @@
+"""trackway.recorders: reserved for its own issue; nothing is public here yet."""
+
+__all__: list[str] = []
