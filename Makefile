@@ -25,8 +25,10 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# mypy reads the package through the editable link tree (the source folders are mapped into
+# trackway.* there), so it runs from that tree rather than from the repository root.
 typecheck: $(STAMP)
-	$(BIN)/mypy -p trackway
+	cd build/__editable__.trackway-* && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml -p trackway
 
 test: lint typecheck
 	$(BIN)/pytest

@@ -95,7 +95,7 @@ class ChartBuilder:
         return id
 
     def _register(self, fields: dict[str, Any], *, link: bool = True) -> str:
-        nid = fields["id"]
+        nid: str = fields["id"]
         if nid in self._nodes:
             other = self._nodes[nid]["name"]
             self._errors.append(
@@ -132,9 +132,15 @@ class ChartBuilder:
         nid = self._new_id(name, id, f"stage {name!r}")
         is_async = self._check_fn(fn, f"stage {name!r}")
         fields = dict(
-            id=nid, name=name, kind=kind, description=description, fn=fn,
-            is_async=is_async, retry=Retry.coerce(retry), **extra,
-        )  # fmt: skip
+            id=nid,
+            name=name,
+            kind=kind,
+            description=description,
+            fn=fn,
+            is_async=is_async,
+            retry=Retry.coerce(retry),
+            **extra,
+        )
         return self._register(fields, link=link)
 
     def _branch(self, key: str, name: str, target: Any, owner: str) -> Branch:
@@ -228,9 +234,15 @@ class ChartBuilder:
             label, body = target if isinstance(target, tuple) else (key, target)
             parallel.append(self._branch(key, label, body, owner))
         self._register(
-            dict(id=nid, name=name, kind="fork", description=description,
-                 parallel=tuple(parallel), merge=self._check_merge(merge, owner))
-        )  # fmt: skip
+            dict(
+                id=nid,
+                name=name,
+                kind="fork",
+                description=description,
+                parallel=tuple(parallel),
+                merge=self._check_merge(merge, owner),
+            )
+        )
         return self
 
     def subflow(
@@ -261,13 +273,20 @@ class ChartBuilder:
         for label, mapper in (("input", input), ("output", output)):
             if mapper is not None and not (callable(mapper) or isinstance(mapper, Mapping)):
                 raise ChartBuildError(
-                    f"subflow {name!r}: {label}= takes a dict of keys or a function, got "
-                    f"{mapper!r}"
+                    f"subflow {name!r}: {label}= takes a dict of keys or a function, got {mapper!r}"
                 )
         self._register(
-            dict(id=nid, name=name, kind="subflow", description=description, chart=chart,
-                 input=input, output=output, propagate_break=propagate_break)
-        )  # fmt: skip
+            dict(
+                id=nid,
+                name=name,
+                kind="subflow",
+                description=description,
+                chart=chart,
+                input=input,
+                output=output,
+                propagate_break=propagate_break,
+            )
+        )
         return self
 
     def parallel_for_each(
@@ -305,10 +324,20 @@ class ChartBuilder:
             raise ChartBuildError(f"{owner}: concurrency= must be a positive int or None")
         body = self._branch("each", name, branch, owner)
         self._register(
-            dict(id=nid, name=name, kind="for_each", description=description, items=items,
-                 parallel=(body,), into=into, max_branches=max_branches, overflow=overflow,
-                 concurrency=concurrency, result_key=result_key)
-        )  # fmt: skip
+            dict(
+                id=nid,
+                name=name,
+                kind="for_each",
+                description=description,
+                items=items,
+                parallel=(body,),
+                into=into,
+                max_branches=max_branches,
+                overflow=overflow,
+                concurrency=concurrency,
+                result_key=result_key,
+            )
+        )
         return self
 
     def loop_to(self, stage_id: str) -> ChartBuilder:
@@ -327,9 +356,12 @@ class ChartBuilder:
         return self
 
     def build(
-        self, *, name: str | None = None, chart_id: str | None = None,
+        self,
+        *,
+        name: str | None = None,
+        chart_id: str | None = None,
         description: str | None = None,
-    ) -> FlowChart:  # fmt: skip
+    ) -> FlowChart:
         """Validate and freeze the chart; raise :class:`ChartBuildError` listing every fault."""
         self._guard()
         errors = list(self._errors)
@@ -408,15 +440,27 @@ class DeciderBuilder:
         if isinstance(target, FlowChart):
             nid = p._new_id(name, id, f"branch {key!r} of {owner}")
             nid = p._register(
-                dict(id=nid, name=name, kind="subflow", description=description, chart=target,
-                     branch_of=branch_of),
+                dict(
+                    id=nid,
+                    name=name,
+                    kind="subflow",
+                    description=description,
+                    chart=target,
+                    branch_of=branch_of,
+                ),
                 link=False,
-            )  # fmt: skip
+            )
         else:
             nid = p._stage(
-                name, target, id, description, retry, kind="stage", link=False,
+                name,
+                target,
+                id,
+                description,
+                retry,
+                kind="stage",
+                link=False,
                 branch_of=branch_of,
-            )  # fmt: skip
+            )
         self._fields["branches"][key] = nid
         if loop_to is None:
             self._ends.append(nid)
@@ -485,9 +529,7 @@ class SelectorBuilder:
         self._closed = True
         if not self._branches:
             self._parent._errors.append(
-                f"selector {self._fields['name']!r} has no branches; add .branch(...) before "
-                ".end()"
+                f"selector {self._fields['name']!r} has no branches; add .branch(...) before .end()"
             )
         self._fields["parallel"] = tuple(self._branches)
         return self._parent
-

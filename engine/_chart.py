@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
 
 import networkx as nx
 
@@ -93,9 +93,9 @@ class FlowChart:
         object.__setattr__(self, "nodes", MappingProxyType(dict(self.nodes)))
 
     @cached_property
-    def graph(self) -> nx.DiGraph:
+    def graph(self) -> nx.DiGraph[str]:
         """The chart as a frozen networkx DiGraph (edge attribute ``kind``: next/branch/loop)."""
-        g = nx.DiGraph(chart_id=self.id, name=self.name)
+        g: nx.DiGraph[str] = nx.DiGraph(chart_id=self.id, name=self.name)
         for node in self.nodes.values():
             g.add_node(node.id, name=node.name, kind=node.kind, description=node.description)
         for node in self.nodes.values():
@@ -109,7 +109,7 @@ class FlowChart:
                 g.add_edge(node.id, bid, kind="parallel", label=br.key)
                 if node.next is not None:
                     g.add_edge(bid, node.next, kind="join")
-        return nx.freeze(g)
+        return cast("nx.DiGraph[str]", nx.freeze(g))
 
     @cached_property
     def fingerprint(self) -> str:
@@ -125,8 +125,10 @@ class FlowChart:
                         str(node.loop),
                         ",".join(f"{k}={v}" for k, v in node.branches.items()),
                         str(node.default),
-                        ",".join(b.key + ":" + (b.chart.fingerprint if b.chart else "fn")
-                                 for b in node.parallel),
+                        ",".join(
+                            b.key + ":" + (b.chart.fingerprint if b.chart else "fn")
+                            for b in node.parallel
+                        ),
                         node.chart.fingerprint if node.chart else "",
                     ]
                 )
@@ -151,16 +153,14 @@ class FlowChart:
         for nid, node in self.nodes.items():
             text = f"{indent}{number[nid]}. {node.name}"
             if node.branch_of is not None:
-                decider, key = node.branch_of.split(":", 1)
+                key = node.branch_of.split(":", 1)[1]
                 text = f"{indent}{number[nid]}. [{key}] {node.name}"
             if node.description:
                 text += f" — {node.description}"
             lines.append(text)
             sub = indent + "   "
             if node.kind == "decider":
-                opts = ", ".join(
-                    f"{k} → step {number[t]}" for k, t in node.branches.items()
-                )
+                opts = ", ".join(f"{k} → step {number[t]}" for k, t in node.branches.items())
                 dflt = f"; default {node.default}" if node.default else ""
                 lines.append(f"{sub}decides: {opts}{dflt}")
             elif node.kind in ("fork", "selector"):

@@ -108,9 +108,7 @@ class Commit(NamedTuple):
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Commit:
-        ops = tuple(
-            Op(o["kind"], o["key"], orjson.dumps(o["value"]), o["value"]) for o in d["ops"]
-        )
+        ops = tuple(Op(o["kind"], o["key"], orjson.dumps(o["value"]), o["value"]) for o in d["ops"])
         events = tuple(EmittedEvent(e["name"], orjson.dumps(e["payload"])) for e in d["events"])
         err = d["error"]
         return cls(

@@ -137,9 +137,7 @@ def _evaluate(scope: Scope, rule: Rule, index: int) -> dict[str, Any]:
     return ev
 
 
-def decide(
-    scope: Scope, rules: Sequence[Rule | Mapping[str, Any]], default: str
-) -> Decision:
+def decide(scope: Scope, rules: Sequence[Rule | Mapping[str, Any]], default: str) -> Decision:
     """Return the branch of the first rule that matches (else ``default``) with evidence.
 
     Every rule up to the match is evaluated and recorded; a decider stage that returns this

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import secrets
 import time
@@ -62,10 +61,14 @@ class Executor:
                 f"Executor needs a built FlowChart, got {type(chart).__name__}; call .build() "
                 "on the builder first"
             )
-        if isinstance(max_iterations, bool) or not isinstance(max_iterations, int) or (
-            max_iterations < 1
+        if (
+            isinstance(max_iterations, bool)
+            or not isinstance(max_iterations, int)
+            or (max_iterations < 1)
         ):
-            raise ExecutorUsageError(f"max_iterations must be a positive int, got {max_iterations!r}")
+            raise ExecutorUsageError(
+                f"max_iterations must be a positive int, got {max_iterations!r}"
+            )
         self.chart = chart
         self.recorders = tuple(recorders)
         self.max_iterations = max_iterations
@@ -109,11 +112,15 @@ class Executor:
                 "cancelled and committed as 'cancelled'",
                 stage_path=run.log[-1].stage_path if run.log else None,
             )
-        status: RunStatus = "failed" if error is not None else "broken" if broke is not None else "done"
+        status: RunStatus = (
+            "failed" if error is not None else "broken" if broke is not None else "done"
+        )
         info = None if error is None else ErrorInfo(type(error).__name__, str(error))
         if info is not None and rec.any:
-            rec.fire("on_error", ErrorEvent(run.run_id, error.stage_path if error else None,
-                                            len(run.log), info))  # fmt: skip
+            rec.fire(
+                "on_error",
+                ErrorEvent(run.run_id, error.stage_path if error else None, len(run.log), info),
+            )
         rec.fire("on_run_end", RunEndEvent(run.run_id, len(run.log), status, info))
         snapshot = Snapshot(
             run_id=run.run_id,
@@ -147,8 +154,11 @@ class Executor:
         raise_on_error: bool = True,
     ) -> RunResult:
         """``run`` for callers without an event loop (it starts one)."""
-        with contextlib.suppress(RuntimeError):
+        try:
             asyncio.get_running_loop()
+        except RuntimeError:
+            pass  # no loop running: the normal case
+        else:
             raise ExecutorUsageError(
                 "run_sync() was called inside a running event loop; use "
                 "`await executor.run(...)` there instead"

@@ -76,7 +76,9 @@ def merge_ops(
     for bkey, eff in effects:
         for key, e in eff.items():
             contrib.setdefault(key, []).append((bkey, e))
-    reducers: Mapping[str, Callable[[Any, Any], Any]] = policy if isinstance(policy, Mapping) else {}
+    reducers: Mapping[str, Callable[[Any, Any], Any]] = (
+        policy if isinstance(policy, Mapping) else {}
+    )
     ops = []
     for key, cs in contrib.items():
         if key in reducers:
@@ -124,4 +126,3 @@ def _reduce(
         return Op("delete", key, b"null", None)
     data, owned = encode_value(acc, key, stage_path)
     return Op("set", key, data, owned)
-

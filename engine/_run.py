@@ -131,9 +131,23 @@ class _Frame:
             if ops:
                 self.store.apply(self.local_seq, ops)
         commit = Commit(
-            seq, run.run_id, path, stage_id, stage_name, kind, self.name, started, time(),
-            ops, reads, outcome, error, detail, events, attempts,
-        )  # fmt: skip
+            seq,
+            run.run_id,
+            path,
+            stage_id,
+            stage_name,
+            kind,
+            self.name,
+            started,
+            time(),
+            ops,
+            reads,
+            outcome,
+            error,
+            detail,
+            events,
+            attempts,
+        )
         if self.buffer is None:
             run.append(commit)
         else:
@@ -197,8 +211,9 @@ async def _run_chain(strand: _Strand, chart: FlowChart) -> None:
         node = nodes[nid]
         kind = node.kind
         if kind == "stage":
-            await _run_stage(strand, node.id, node.name, node.fn, node.is_async, "stage",
-                             node.retry)  # fmt: skip
+            await _run_stage(
+                strand, node.id, node.name, node.fn, node.is_async, "stage", node.retry
+            )
             nxt = node.next
         elif kind == "decider":
             nxt = await _exec_decider(strand, node)
@@ -252,8 +267,9 @@ async def _run_stage(
     frame = strand.frame
     path = f"{strand.prefix}{stage_id}#{strand.next_index()}"
     if rec.stage_hooks:
-        rec.fire("on_stage_start",
-                 StageStartEvent(run.run_id, path, len(run.log), stage_id, name, kind))  # fmt: skip
+        rec.fire(
+            "on_stage_start", StageStartEvent(run.run_id, path, len(run.log), stage_id, name, kind)
+        )
     started = time()
     attempt = 1
     failed: list[dict[str, str]] = []
@@ -270,9 +286,20 @@ async def _run_stage(
                 chosen, detail, problem = interpret(result)
             break
         except run.cancelled_exc:
-            frame.record(path, stage_id, name, kind, started, tuple(scope._ops),
-                         tuple(scope._reads), "cancelled", ErrorInfo("Cancelled", "cancelled"),
-                         None, tuple(scope._events), attempt)  # fmt: skip
+            frame.record(
+                path,
+                stage_id,
+                name,
+                kind,
+                started,
+                tuple(scope._ops),
+                tuple(scope._reads),
+                "cancelled",
+                ErrorInfo("Cancelled", "cancelled"),
+                None,
+                tuple(scope._events),
+                attempt,
+            )
             _stage_end(run, path, "cancelled", started)
             raise
         except Exception as exc:
@@ -282,10 +309,20 @@ async def _run_stage(
                 attempt += 1
                 continue
             info = _info(exc)
-            frame.record(path, stage_id, name, kind, started, tuple(scope._ops),
-                         tuple(scope._reads), "error", info,
-                         {"failed_attempts": failed} if failed else None,
-                         tuple(scope._events), attempt)  # fmt: skip
+            frame.record(
+                path,
+                stage_id,
+                name,
+                kind,
+                started,
+                tuple(scope._ops),
+                tuple(scope._reads),
+                "error",
+                info,
+                {"failed_attempts": failed} if failed else None,
+                tuple(scope._events),
+                attempt,
+            )
             if rec.stage_hooks:
                 rec.fire("on_error", ErrorEvent(run.run_id, path, len(run.log), info))
             _stage_end(run, path, "error", started)
@@ -294,16 +331,38 @@ async def _run_stage(
             )
             raise err from exc
         except BaseException as exc:  # KeyboardInterrupt and the like: record, then let go
-            frame.record(path, stage_id, name, kind, started, tuple(scope._ops),
-                         tuple(scope._reads), "error", _info(exc), None, tuple(scope._events),
-                         attempt)  # fmt: skip
+            frame.record(
+                path,
+                stage_id,
+                name,
+                kind,
+                started,
+                tuple(scope._ops),
+                tuple(scope._reads),
+                "error",
+                _info(exc),
+                None,
+                tuple(scope._events),
+                attempt,
+            )
             raise
     if failed:
         detail = {**(detail or {}), "failed_attempts": failed}
     outcome: Outcome = "ok" if problem is None else "error"
-    frame.record(path, stage_id, name, kind, started, tuple(scope._ops), tuple(scope._reads),
-                 outcome, None if problem is None else _info(problem), detail,
-                 tuple(scope._events), attempt)  # fmt: skip
+    frame.record(
+        path,
+        stage_id,
+        name,
+        kind,
+        started,
+        tuple(scope._ops),
+        tuple(scope._reads),
+        outcome,
+        None if problem is None else _info(problem),
+        detail,
+        tuple(scope._events),
+        attempt,
+    )
     if interpret is not None and rec.stage_hooks:
         evidence = detail.get("decision") if isinstance(detail, dict) else None
         rec.fire("on_decision", DecisionEvent(run.run_id, path, len(run.log), chosen, evidence))
@@ -383,16 +442,32 @@ def _selector_reader(node: Node) -> Interpret:
 
 
 async def _exec_decider(strand: _Strand, node: Node) -> str | None:
-    chosen, _ = await _run_stage(strand, node.id, node.name, node.fn, node.is_async, "decider",
-                                 node.retry, _decider_reader(node))  # fmt: skip
+    chosen, _ = await _run_stage(
+        strand,
+        node.id,
+        node.name,
+        node.fn,
+        node.is_async,
+        "decider",
+        node.retry,
+        _decider_reader(node),
+    )
     if strand.broken is not None:
         return None
     return node.branches[chosen[0]]
 
 
 async def _exec_selector(strand: _Strand, node: Node) -> str | None:
-    chosen, scope = await _run_stage(strand, node.id, node.name, node.fn, node.is_async,
-                                     "selector", node.retry, _selector_reader(node))  # fmt: skip
+    chosen, scope = await _run_stage(
+        strand,
+        node.id,
+        node.name,
+        node.fn,
+        node.is_async,
+        "selector",
+        node.retry,
+        _selector_reader(node),
+    )
     if strand.broken is not None:
         return None
     picked = [(b.key, b) for b in node.parallel if b.key in chosen]
@@ -476,13 +551,18 @@ async def _exec_parallel(
 ) -> None:
     started = time()
     results = await _run_parallel(strand, pairs, base_path)
-    detail = {"merge": {"policy": node.merge if isinstance(node.merge, str) else
-                        {"reducers": list(node.merge)}, "branches": [k for k, _ in pairs]}}
+    detail = {
+        "merge": {
+            "policy": node.merge if isinstance(node.merge, str) else {"reducers": list(node.merge)},
+            "branches": [k for k, _ in pairs],
+        }
+    }
     try:
         ops = merge_ops(node.merge, results, strand.frame.store, merge_path)
     except (MergeConflictError, TrackwayError, Exception) as exc:
-        strand.frame.record(merge_path, node.id, node.name, "merge", started, (), (), "error",
-                            _info(exc), detail)  # fmt: skip
+        strand.frame.record(
+            merge_path, node.id, node.name, "merge", started, (), (), "error", _info(exc), detail
+        )
         if isinstance(exc, RunError):
             raise
         raise StageError(
@@ -490,8 +570,9 @@ async def _exec_parallel(
             f"{type(exc).__name__}: {exc}",
             stage_path=merge_path,
         ) from exc
-    strand.frame.record(merge_path, node.id, node.name, "merge", started, tuple(ops), (), "ok",
-                        None, detail)  # fmt: skip
+    strand.frame.record(
+        merge_path, node.id, node.name, "merge", started, tuple(ops), (), "ok", None, detail
+    )
 
 
 async def _exec_for_each(strand: _Strand, node: Node) -> None:
@@ -502,13 +583,19 @@ async def _exec_for_each(strand: _Strand, node: Node) -> None:
     try:
         items = _for_each_items(node, scope)
     except Exception as exc:
-        strand.frame.record(path, node.id, node.name, "merge", started, (), tuple(scope._reads),
-                            "error", _info(exc))  # fmt: skip
-        raise StageError(f"{node.name!r} ({path}) could not get its items: {exc}",
-                         stage_path=path) from exc  # fmt: skip
+        strand.frame.record(
+            path, node.id, node.name, "merge", started, (), tuple(scope._reads), "error", _info(exc)
+        )
+        raise StageError(
+            f"{node.name!r} ({path}) could not get its items: {exc}", stage_path=path
+        ) from exc
     total = len(items)
-    limits = {"items": total, "max_branches": node.max_branches, "ran": min(total,
-              node.max_branches), "dropped": max(0, total - node.max_branches)}  # fmt: skip
+    limits: dict[str, Any] = {
+        "items": total,
+        "max_branches": node.max_branches,
+        "ran": min(total, node.max_branches),
+        "dropped": max(0, total - node.max_branches),
+    }
     if total > node.max_branches and node.overflow == "error":
         err = ParallelLimitError(
             f"{node.name!r} ({path}) got {total} items but max_branches={node.max_branches}; "
@@ -516,8 +603,18 @@ async def _exec_for_each(strand: _Strand, node: Node) -> None:
             f"{node.max_branches} and record the drop",
             stage_path=path,
         )
-        strand.frame.record(path, node.id, node.name, "merge", started, (), tuple(scope._reads),
-                            "error", _info(err), {"for_each": limits})  # fmt: skip
+        strand.frame.record(
+            path,
+            node.id,
+            node.name,
+            "merge",
+            started,
+            (),
+            tuple(scope._reads),
+            "error",
+            _info(err),
+            {"for_each": limits},
+        )
         raise err
     items = items[: node.max_branches]
     body = node.parallel[0]
@@ -539,8 +636,18 @@ async def _exec_for_each(strand: _Strand, node: Node) -> None:
     into = node.into
     assert into is not None
     op = Op("set", into, to_bytes(values), values)
-    strand.frame.record(path, node.id, node.name, "merge", started, (op,), tuple(scope._reads),
-                        "ok", None, {"for_each": limits})  # fmt: skip
+    strand.frame.record(
+        path,
+        node.id,
+        node.name,
+        "merge",
+        started,
+        (op,),
+        tuple(scope._reads),
+        "ok",
+        None,
+        {"for_each": limits},
+    )
     _ = run
 
 
@@ -569,12 +676,10 @@ async def _exec_subflow(strand: _Strand, node: Node) -> None:
     isolated = node.input is not None or node.output is not None
     if not isolated:
         mount = f"{strand.prefix}{node.id}"
-        rec.fire("on_subflow_enter", SubflowEvent(run.run_id, mount, len(run.log), chart.id,
-                                                  False))  # fmt: skip
+        rec.fire("on_subflow_enter", SubflowEvent(run.run_id, mount, len(run.log), chart.id, False))
         sub = _Strand(run, strand.frame, f"{mount}/", strand.counter, run.validator(chart))
         await _run_chain(sub, chart)
-        rec.fire("on_subflow_exit", SubflowEvent(run.run_id, mount, len(run.log), chart.id,
-                                                 False))  # fmt: skip
+        rec.fire("on_subflow_exit", SubflowEvent(run.run_id, mount, len(run.log), chart.id, False))
         if sub.broken is not None and node.propagate_break:
             strand.broken = sub.broken
         return
@@ -593,12 +698,34 @@ async def _exec_subflow(strand: _Strand, node: Node) -> None:
                 validator.check_set(k, data, mount)
             ops.append(Op("set", k, data, owned))
     except Exception as exc:
-        strand.frame.record(mount, node.id, node.name, "subflow-input", started, (),
-                            tuple(pscope._reads), "error", _info(exc))  # fmt: skip
-        raise StageError(f"the input= mapping of subflow {node.name!r} ({mount}) failed: "
-                         f"{type(exc).__name__}: {exc}", stage_path=mount) from exc  # fmt: skip
-    child.record(mount, node.id, node.name, "subflow-input", started, tuple(ops),
-                 tuple(pscope._reads), "ok", None, {"subflow": chart.id})  # fmt: skip
+        strand.frame.record(
+            mount,
+            node.id,
+            node.name,
+            "subflow-input",
+            started,
+            (),
+            tuple(pscope._reads),
+            "error",
+            _info(exc),
+        )
+        raise StageError(
+            f"the input= mapping of subflow {node.name!r} ({mount}) failed: "
+            f"{type(exc).__name__}: {exc}",
+            stage_path=mount,
+        ) from exc
+    child.record(
+        mount,
+        node.id,
+        node.name,
+        "subflow-input",
+        started,
+        tuple(ops),
+        tuple(pscope._reads),
+        "ok",
+        None,
+        {"subflow": chart.id},
+    )
     sub = _Strand(run, child, f"{mount}/", strand.counter, run.validator(chart))
     await _run_chain(sub, chart)
     if node.output is not None:
@@ -610,13 +737,34 @@ async def _exec_subflow(strand: _Strand, node: Node) -> None:
             for k, v in _map(node.output, cscope).items():
                 wscope[k] = v
         except Exception as exc:
-            strand.frame.record(out_path, node.id, node.name, "subflow-output", started, (),
-                                tuple(cscope._reads), "error", _info(exc))  # fmt: skip
-            raise StageError(f"the output= mapping of subflow {node.name!r} ({mount}) failed: "
-                             f"{type(exc).__name__}: {exc}", stage_path=out_path) from exc  # fmt: skip
-        strand.frame.record(out_path, node.id, node.name, "subflow-output", started,
-                            tuple(wscope._ops), tuple(cscope._reads), "ok", None,
-                            {"subflow": chart.id, "reads_frame": mount})  # fmt: skip
+            strand.frame.record(
+                out_path,
+                node.id,
+                node.name,
+                "subflow-output",
+                started,
+                (),
+                tuple(cscope._reads),
+                "error",
+                _info(exc),
+            )
+            raise StageError(
+                f"the output= mapping of subflow {node.name!r} ({mount}) failed: "
+                f"{type(exc).__name__}: {exc}",
+                stage_path=out_path,
+            ) from exc
+        strand.frame.record(
+            out_path,
+            node.id,
+            node.name,
+            "subflow-output",
+            started,
+            tuple(wscope._ops),
+            tuple(cscope._reads),
+            "ok",
+            None,
+            {"subflow": chart.id, "reads_frame": mount},
+        )
     rec.fire("on_subflow_exit", SubflowEvent(run.run_id, mount, len(run.log), chart.id, True))
     if sub.broken is not None and node.propagate_break:
         strand.broken = sub.broken

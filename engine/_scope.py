@@ -203,4 +203,3 @@ class Scope:
 
     def __repr__(self) -> str:
         return f"<Scope {self.stage_path} reads={len(self._reads)} writes={len(self._ops)}>"
-

@@ -41,7 +41,9 @@ def fold_ops(current: Any, ops: Iterable[Op], *, in_place: bool) -> Any:
     for op in ops:
         kind = op.kind
         if kind == "set":
-            value = freeze(op.raw)
+            raw = op.raw
+            # A fresh backing list: extending the op's own list later would rewrite the log.
+            value = FrozenList(list(raw)) if type(raw) is list else freeze(raw)
         elif kind == "append":
             if isinstance(value, FrozenList):
                 if in_place and value.at_tip():

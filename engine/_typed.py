@@ -22,7 +22,7 @@ class StateValidator:
         self._fields: dict[str, TypeAdapter[Any]] = {}
         self._items: dict[str, TypeAdapter[Any] | None] = {}
         for name, info in model.model_fields.items():
-            self._fields[name] = TypeAdapter(info.annotation)
+            self._fields[name] = TypeAdapter(info.annotation if info.annotation else Any)
             self._items[name] = self._item_adapter(info.annotation)
 
     @staticmethod

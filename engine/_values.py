@@ -19,7 +19,7 @@ from ._errors import ReadOnlyStateError, StateValueError
 
 __all__ = ["JSON", "FrozenDict", "FrozenList", "encode_value", "freeze", "thaw"]
 
-JSON: TypeAlias = None | bool | int | float | str | list["JSON"] | dict[str, "JSON"]
+JSON: TypeAlias = bool | int | float | str | list["JSON"] | dict[str, "JSON"] | None
 
 _INT_MIN = -(2**63)
 _INT_MAX = 2**64 - 1
@@ -288,4 +288,3 @@ def _find_problem(value: Any, path: str) -> str | None:
             continue
         return f"{where} is a {t.__module__}.{t.__qualname__}, not a JSON value"
     return None
-

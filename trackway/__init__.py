@@ -4,9 +4,113 @@ The public API for flow authors. Imports flow one way: ``engine`` <- ``recorders
 <- ``agent`` <- this facade; nothing inside imports the facade.
 """
 
-from trackway.engine import *  # noqa: F403
-from trackway.engine import __all__ as _engine_all
+from trackway.engine import OPERATORS as OPERATORS
+from trackway.engine import Branch as Branch
+from trackway.engine import ChartBuilder as ChartBuilder
+from trackway.engine import ChartBuildError as ChartBuildError
+from trackway.engine import Commit as Commit
+from trackway.engine import DeciderBuilder as DeciderBuilder
+from trackway.engine import Decision as Decision
+from trackway.engine import DecisionEvent as DecisionEvent
+from trackway.engine import EmitEvent as EmitEvent
+from trackway.engine import EmittedEvent as EmittedEvent
+from trackway.engine import ErrorEvent as ErrorEvent
+from trackway.engine import ErrorInfo as ErrorInfo
+from trackway.engine import Executor as Executor
+from trackway.engine import ExecutorUsageError as ExecutorUsageError
+from trackway.engine import FlowChart as FlowChart
+from trackway.engine import FrozenDict as FrozenDict
+from trackway.engine import FrozenList as FrozenList
+from trackway.engine import LoopLimitError as LoopLimitError
+from trackway.engine import MergeConflictError as MergeConflictError
+from trackway.engine import MergePolicy as MergePolicy
+from trackway.engine import Node as Node
+from trackway.engine import Op as Op
+from trackway.engine import ParallelLimitError as ParallelLimitError
+from trackway.engine import ReadEvent as ReadEvent
+from trackway.engine import ReadOnlyStateError as ReadOnlyStateError
+from trackway.engine import Recorder as Recorder
+from trackway.engine import RecorderFailure as RecorderFailure
+from trackway.engine import Retry as Retry
+from trackway.engine import Rule as Rule
+from trackway.engine import RunEndEvent as RunEndEvent
+from trackway.engine import RunError as RunError
+from trackway.engine import RunResult as RunResult
+from trackway.engine import RunStartEvent as RunStartEvent
+from trackway.engine import RunTimeoutError as RunTimeoutError
+from trackway.engine import Scope as Scope
+from trackway.engine import Selection as Selection
+from trackway.engine import SelectorBuilder as SelectorBuilder
+from trackway.engine import Snapshot as Snapshot
+from trackway.engine import StageEndEvent as StageEndEvent
+from trackway.engine import StageError as StageError
+from trackway.engine import StageStartEvent as StageStartEvent
+from trackway.engine import StateDiff as StateDiff
+from trackway.engine import StateValidationError as StateValidationError
+from trackway.engine import StateValueError as StateValueError
+from trackway.engine import SubflowEvent as SubflowEvent
+from trackway.engine import TrackwayError as TrackwayError
+from trackway.engine import UnknownBranchError as UnknownBranchError
+from trackway.engine import WriteEvent as WriteEvent
+from trackway.engine import decide as decide
+from trackway.engine import flow_chart as flow_chart
+from trackway.engine import select as select
+from trackway.engine import thaw as thaw
 
 __version__ = "0.1.0"
 
-__all__ = [*_engine_all, "__version__"]  # noqa: PLE0604
+__all__ = [
+    "OPERATORS",
+    "Branch",
+    "ChartBuildError",
+    "ChartBuilder",
+    "Commit",
+    "DeciderBuilder",
+    "Decision",
+    "DecisionEvent",
+    "EmitEvent",
+    "EmittedEvent",
+    "ErrorEvent",
+    "ErrorInfo",
+    "Executor",
+    "ExecutorUsageError",
+    "FlowChart",
+    "FrozenDict",
+    "FrozenList",
+    "LoopLimitError",
+    "MergeConflictError",
+    "MergePolicy",
+    "Node",
+    "Op",
+    "ParallelLimitError",
+    "ReadEvent",
+    "ReadOnlyStateError",
+    "Recorder",
+    "RecorderFailure",
+    "Retry",
+    "Rule",
+    "RunEndEvent",
+    "RunError",
+    "RunResult",
+    "RunStartEvent",
+    "RunTimeoutError",
+    "Scope",
+    "Selection",
+    "SelectorBuilder",
+    "Snapshot",
+    "StageEndEvent",
+    "StageError",
+    "StageStartEvent",
+    "StateDiff",
+    "StateValidationError",
+    "StateValueError",
+    "SubflowEvent",
+    "TrackwayError",
+    "UnknownBranchError",
+    "WriteEvent",
+    "__version__",
+    "decide",
+    "flow_chart",
+    "select",
+    "thaw",
+]
