@@ -12,6 +12,7 @@ from ._chart import Branch as Branch
 from ._chart import FlowChart as FlowChart
 from ._chart import MergePolicy as MergePolicy
 from ._chart import Node as Node
+from ._checkpoint import Checkpoint as Checkpoint
 from ._commit import Commit as Commit
 from ._commit import EmittedEvent as EmittedEvent
 from ._commit import ErrorInfo as ErrorInfo
@@ -23,6 +24,9 @@ from ._decide import Selection as Selection
 from ._decide import decide as decide
 from ._decide import select as select
 from ._errors import ChartBuildError as ChartBuildError
+from ._errors import ChartMismatchError as ChartMismatchError
+from ._errors import CheckpointClaimedError as CheckpointClaimedError
+from ._errors import CheckpointError as CheckpointError
 from ._errors import ExecutorUsageError as ExecutorUsageError
 from ._errors import LoopLimitError as LoopLimitError
 from ._errors import MergeConflictError as MergeConflictError
@@ -33,16 +37,20 @@ from ._errors import RunTimeoutError as RunTimeoutError
 from ._errors import StageError as StageError
 from ._errors import StateValidationError as StateValidationError
 from ._errors import StateValueError as StateValueError
+from ._errors import StoreError as StoreError
 from ._errors import TrackwayError as TrackwayError
 from ._errors import UnknownBranchError as UnknownBranchError
+from ._errors import UnknownRunError as UnknownRunError
 from ._executor import Executor as Executor
 from ._executor import RunResult as RunResult
 from ._recorder import DecisionEvent as DecisionEvent
 from ._recorder import EmitEvent as EmitEvent
 from ._recorder import ErrorEvent as ErrorEvent
+from ._recorder import PauseEvent as PauseEvent
 from ._recorder import ReadEvent as ReadEvent
 from ._recorder import Recorder as Recorder
 from ._recorder import RecorderFailure as RecorderFailure
+from ._recorder import ResumeEvent as ResumeEvent
 from ._recorder import RunEndEvent as RunEndEvent
 from ._recorder import RunStartEvent as RunStartEvent
 from ._recorder import StageEndEvent as StageEndEvent
@@ -53,6 +61,10 @@ from ._retry import Retry as Retry
 from ._scope import Scope as Scope
 from ._snapshot import Snapshot as Snapshot
 from ._snapshot import StateDiff as StateDiff
+from ._store import Durability as Durability
+from ._store import MemoryStore as MemoryStore
+from ._store import RunInfo as RunInfo
+from ._store import RunStore as RunStore
 from ._values import FrozenDict as FrozenDict
 from ._values import FrozenList as FrozenList
 from ._values import thaw as thaw
@@ -62,10 +74,15 @@ __all__ = [
     "Branch",
     "ChartBuildError",
     "ChartBuilder",
+    "ChartMismatchError",
+    "Checkpoint",
+    "CheckpointClaimedError",
+    "CheckpointError",
     "Commit",
     "DeciderBuilder",
     "Decision",
     "DecisionEvent",
+    "Durability",
     "EmitEvent",
     "EmittedEvent",
     "ErrorEvent",
@@ -76,21 +93,26 @@ __all__ = [
     "FrozenDict",
     "FrozenList",
     "LoopLimitError",
+    "MemoryStore",
     "MergeConflictError",
     "MergePolicy",
     "Node",
     "Op",
     "ParallelLimitError",
+    "PauseEvent",
     "ReadEvent",
     "ReadOnlyStateError",
     "Recorder",
     "RecorderFailure",
+    "ResumeEvent",
     "Retry",
     "Rule",
     "RunEndEvent",
     "RunError",
+    "RunInfo",
     "RunResult",
     "RunStartEvent",
+    "RunStore",
     "RunTimeoutError",
     "Scope",
     "Selection",
@@ -102,9 +124,11 @@ __all__ = [
     "StateDiff",
     "StateValidationError",
     "StateValueError",
+    "StoreError",
     "SubflowEvent",
     "TrackwayError",
     "UnknownBranchError",
+    "UnknownRunError",
     "WriteEvent",
     "decide",
     "flow_chart",

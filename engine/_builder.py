@@ -7,7 +7,16 @@ from collections import deque
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._chart import Branch, FlowChart, Mapper, MergePolicy, Node, StageFn, is_async_callable
+from ._chart import (
+    Branch,
+    FlowChart,
+    Mapper,
+    MergePolicy,
+    Node,
+    ResumeFn,
+    StageFn,
+    is_async_callable,
+)
 from ._errors import ChartBuildError
 from ._retry import Retry
 
@@ -24,6 +33,13 @@ def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "stage"
 
 
+def _retry(value: Any, name: str) -> Retry | None:
+    try:
+        return Retry.coerce(value)
+    except (TypeError, ValueError) as exc:
+        raise ChartBuildError(f"stage {name!r}: {exc}") from None
+
+
 def flow_chart(
     name: str,
     fn: StageFn,
@@ -32,13 +48,16 @@ def flow_chart(
     description: str | None = None,
     retry: Retry | int | None = None,
     state: type[BaseModel] | None = None,
+    on_resume: ResumeFn | None = None,
 ) -> ChartBuilder:
     """Start a chart whose first stage is ``fn``.
 
     ``id`` defaults to a slug of ``name``; ``state`` is an optional pydantic model whose
     fields every write is validated against.
     """
-    return ChartBuilder(name, fn, id=id, description=description, retry=retry, state=state)
+    return ChartBuilder(
+        name, fn, id=id, description=description, retry=retry, state=state, on_resume=on_resume
+    )
 
 
 class ChartBuilder:
@@ -53,6 +72,7 @@ class ChartBuilder:
         description: str | None,
         retry: Retry | int | None,
         state: type[BaseModel] | None,
+        on_resume: ResumeFn | None = None,
     ) -> None:
         self._nodes: dict[str, dict[str, Any]] = {}
         self._open: list[str] = []
@@ -61,7 +81,9 @@ class ChartBuilder:
         self._built = False
         self._state = state
         self._check_state_model(state)
-        self._root = self._stage(name, fn, id, description, retry, kind="stage")
+        self._root = self._stage(
+            name, fn, id, description, retry, kind="stage", on_resume=self._resume_fn(on_resume)
+        )
 
     # -- internals -----------------------------------------------------------------------
 
@@ -74,6 +96,12 @@ class ChartBuilder:
             raise ChartBuildError(
                 f"flow_chart(state=...) takes a pydantic BaseModel subclass, got {state!r}"
             )
+
+    @staticmethod
+    def _resume_fn(fn: Any) -> ResumeFn | None:
+        if fn is not None and not callable(fn):
+            raise ChartBuildError(f"on_resume= takes a function (scope, value) -> None, got {fn!r}")
+        return fn  # type: ignore[no-any-return]
 
     def _guard(self) -> None:
         if self._built:
@@ -89,7 +117,7 @@ class ChartBuilder:
             return _slug(name)
         if not isinstance(id, str) or not id or _BAD_ID.search(id):
             raise ChartBuildError(
-                f"{what} {name!r}: id {id!r} is not allowed; use letters, digits, '-', '_' or "
+                f"{what}: id {id!r} is not allowed; use letters, digits, '-', '_' or "
                 "'.' (no '/', '#', ':' or spaces, which stage paths use)"
             )
         return id
@@ -138,7 +166,7 @@ class ChartBuilder:
             description=description,
             fn=fn,
             is_async=is_async,
-            retry=Retry.coerce(retry),
+            retry=_retry(retry, name),
             **extra,
         )
         return self._register(fields, link=link)
@@ -176,9 +204,16 @@ class ChartBuilder:
         id: str | None = None,
         description: str | None = None,
         retry: Retry | int | None = None,
+        on_resume: ResumeFn | None = None,
     ) -> ChartBuilder:
-        """Add a stage that runs after the current one(s)."""
-        self._stage(name, fn, id, description, retry, kind="stage")
+        """Add a stage that runs after the current one(s).
+
+        ``on_resume(scope, value)`` runs, as its own commit, when a run that paused in this
+        stage (``scope.pause(...)``) is resumed with ``value``.
+        """
+        self._stage(
+            name, fn, id, description, retry, kind="stage", on_resume=self._resume_fn(on_resume)
+        )
         return self
 
     def decider(
@@ -428,6 +463,7 @@ class DeciderBuilder:
         description: str | None = None,
         retry: Retry | int | None = None,
         loop_to: str | None = None,
+        on_resume: ResumeFn | None = None,
     ) -> DeciderBuilder:
         """Declare branch ``key``: a stage function or a chart (run on the same state)."""
         self._check_open()
@@ -460,6 +496,7 @@ class DeciderBuilder:
                 kind="stage",
                 link=False,
                 branch_of=branch_of,
+                on_resume=p._resume_fn(on_resume),
             )
         self._fields["branches"][key] = nid
         if loop_to is None:

@@ -19,13 +19,14 @@ if TYPE_CHECKING:
 
     from ._scope import Scope
 
-__all__ = ["Branch", "FlowChart", "MergePolicy", "Node", "NodeKind", "StageFn"]
+__all__ = ["Branch", "FlowChart", "MergePolicy", "Node", "NodeKind", "ResumeFn", "StageFn"]
 
 StageFn: TypeAlias = Callable[["Scope"], Any]
 NodeKind = Literal["stage", "decider", "selector", "fork", "subflow", "for_each"]
 MergePolicy: TypeAlias = (
     Literal["error_on_conflict", "namespace", "last"] | Mapping[str, Callable[[Any, Any], Any]]
 )
+ResumeFn: TypeAlias = Callable[["Scope", Any], Any]
 Mapper: TypeAlias = Mapping[str, str] | Callable[["Scope"], Mapping[str, Any]]
 
 
@@ -59,6 +60,8 @@ class Node:
     fn: StageFn | None = None
     is_async: bool = False
     retry: Retry | None = None
+    on_resume: ResumeFn | None = None
+    """Called as ``on_resume(scope, value)`` when a run paused in this stage is resumed."""
     branch_of: str | None = None
     """For a decider branch: ``"<decider id>:<key>"``."""
     branches: Mapping[str, str] = field(default_factory=dict)

@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, TypeAlias
 
 import orjson
 
-from ._values import freeze
+from ._values import freeze, to_bytes
 
-__all__ = ["Commit", "CommitKind", "EmittedEvent", "ErrorInfo", "Op", "OpKind", "Outcome"]
+__all__ = ["Commit", "CommitKind", "EmittedEvent", "ErrorInfo", "Op", "OpKind", "Outcome", "Write"]
 
 OpKind = Literal["set", "append", "merge", "delete"]
 Outcome = Literal["ok", "error", "cancelled", "paused"]
-CommitKind = Literal["stage", "decider", "selector", "merge", "subflow-input", "subflow-output"]
+CommitKind = Literal[
+    "stage", "decider", "selector", "merge", "resume", "subflow-input", "subflow-output"
+]
+
+
+Write: TypeAlias = tuple[OpKind, str, bytes, Any]
+"""A write as the log keeps it: a plain ``(kind, key, json_bytes, value)`` tuple.
+
+Plain tuples of atoms are untracked by Python's cycle collector, so a long log does not make
+garbage collection slower; :class:`Op` is the named view handed to users.
+"""
 
 
 class Op(NamedTuple):
@@ -72,7 +82,8 @@ class Commit(NamedTuple):
     frame: str
     started_at: float
     ended_at: float
-    ops: tuple[Op, ...]
+    writes: tuple[Write, ...]
+    """The writes as plain tuples (see :attr:`ops` for named views)."""
     reads: tuple[str, ...]
     outcome: Outcome
     error: ErrorInfo | None = None
@@ -82,8 +93,13 @@ class Commit(NamedTuple):
     attempts: int = 1
 
     @property
+    def ops(self) -> tuple[Op, ...]:
+        """The stage's writes, in the order it made them."""
+        return tuple(Op._make(w) for w in self.writes)
+
+    @property
     def keys_written(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(op.key for op in self.ops))
+        return tuple(dict.fromkeys(w[1] for w in self.writes))
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (op values are embedded as their original bytes)."""
@@ -97,7 +113,9 @@ class Commit(NamedTuple):
             "frame": self.frame,
             "started_at": self.started_at,
             "ended_at": self.ended_at,
-            "ops": [op.to_dict() for op in self.ops],
+            "ops": [
+                {"kind": w[0], "key": w[1], "value": orjson.Fragment(w[2])} for w in self.writes
+            ],
             "reads": list(self.reads),
             "outcome": self.outcome,
             "error": None if self.error is None else list(self.error),
@@ -108,8 +126,10 @@ class Commit(NamedTuple):
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Commit:
-        ops = tuple(Op(o["kind"], o["key"], orjson.dumps(o["value"]), o["value"]) for o in d["ops"])
-        events = tuple(EmittedEvent(e["name"], orjson.dumps(e["payload"])) for e in d["events"])
+        writes: tuple[Write, ...] = tuple(
+            (o["kind"], o["key"], to_bytes(o["value"]), o["value"]) for o in d["ops"]
+        )
+        events = tuple(EmittedEvent(e["name"], to_bytes(e["payload"])) for e in d["events"])
         err = d["error"]
         return cls(
             seq=d["seq"],
@@ -121,7 +141,7 @@ class Commit(NamedTuple):
             frame=d["frame"],
             started_at=d["started_at"],
             ended_at=d["ended_at"],
-            ops=ops,
+            writes=writes,
             reads=tuple(d["reads"]),
             outcome=d["outcome"],
             error=None if err is None else ErrorInfo(err[0], err[1]),

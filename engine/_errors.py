@@ -8,13 +8,18 @@ Caller misuse, refused values and run failures are kept apart::
     ├── StateValidationError     a write the chart's state model refuses (TypeError too)
     ├── ReadOnlyStateError       an in-place mutation of committed state (TypeError too)
     ├── ExecutorUsageError       run_sync inside an event loop, bad executor options
+    ├── UnknownRunError          no such run or checkpoint in the store (LookupError too)
+    ├── CheckpointError          a checkpoint that is corrupt or cannot be resumed (ValueError too)
+    │   ├── ChartMismatchError   the checkpoint is from another chart, or the chart changed
+    │   └── CheckpointClaimedError   the checkpoint was already resumed (it resumes once)
     └── RunError                 a run that ended failed; carries ``.snapshot``
         ├── StageError           a stage raised; the original exception is ``__cause__``
         ├── LoopLimitError       a loop went round more than ``max_iterations`` times
         ├── UnknownBranchError   a decider or selector chose a branch that does not exist
         ├── MergeConflictError   parallel branches wrote the same key under "error_on_conflict"
         ├── ParallelLimitError   parallel_for_each got more items than ``max_branches``
-        └── RunTimeoutError      the run's ``timeout=`` elapsed (TimeoutError too)
+        ├── RunTimeoutError      the run's ``timeout=`` elapsed (TimeoutError too)
+        └── StoreError           the store failed (unreachable, not writable, write failed)
 """
 
 from __future__ import annotations
@@ -26,6 +31,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ChartBuildError",
+    "ChartMismatchError",
+    "CheckpointClaimedError",
+    "CheckpointError",
     "ExecutorUsageError",
     "LoopLimitError",
     "MergeConflictError",
@@ -36,8 +44,10 @@ __all__ = [
     "StageError",
     "StateValidationError",
     "StateValueError",
+    "StoreError",
     "TrackwayError",
     "UnknownBranchError",
+    "UnknownRunError",
 ]
 
 
@@ -73,6 +83,25 @@ class ReadOnlyStateError(TrackwayError, TypeError):
 
 class ExecutorUsageError(TrackwayError, RuntimeError):
     """The executor was called in a way it cannot honour (the message says the right call)."""
+
+
+class UnknownRunError(TrackwayError, LookupError):
+    """The store holds no run (or checkpoint) with that id."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class CheckpointError(TrackwayError, ValueError):
+    """The checkpoint is corrupt or cannot be resumed here; the message says why."""
+
+
+class ChartMismatchError(CheckpointError):
+    """The checkpoint was made by another chart, or by this chart before it changed."""
+
+
+class CheckpointClaimedError(CheckpointError):
+    """The checkpoint was already resumed; a checkpoint resumes exactly once."""
 
 
 class RunError(TrackwayError):
@@ -113,3 +142,7 @@ class ParallelLimitError(RunError):
 
 class RunTimeoutError(RunError, TimeoutError):
     """The run's ``timeout=`` elapsed; the stage in flight committed as ``cancelled``."""
+
+
+class StoreError(RunError):
+    """The store failed: unreachable, not writable, or a write failed mid-run."""

@@ -4,25 +4,44 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import re
 import secrets
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import anyio
+import orjson
 
 from ._chart import FlowChart
-from ._commit import ErrorInfo
-from ._errors import ExecutorUsageError, RunError, RunTimeoutError, StateValueError
+from ._checkpoint import Checkpoint, chart_structure, check_chart
+from ._commit import Commit, ErrorInfo
+from ._errors import (
+    CheckpointClaimedError,
+    CheckpointError,
+    ExecutorUsageError,
+    RunError,
+    RunTimeoutError,
+    StateValueError,
+    StoreError,
+    TrackwayError,
+)
 from ._recorder import ErrorEvent, RunEndEvent, RunStartEvent
-from ._run import RunContext, run_root
+from ._run import Paused, RunContext, run_root
 from ._snapshot import Snapshot
-from ._values import FrozenDict, encode_value, freeze
+from ._store import Durability, RunStore, Sink, make_sink
+from ._values import FrozenDict, encode_value, freeze, to_bytes
 
 __all__ = ["Executor", "RunResult", "RunStatus"]
 
-RunStatus = Literal["done", "broken", "failed"]
+RunStatus = Literal["done", "broken", "failed", "paused"]
+_T = TypeVar("_T")
+
+# Checkpoints resumed by executors without a store: a checkpoint resumes once per process.
+_claimed_here: set[str] = set()
+_claim_lock = threading.Lock()
 
 
 def new_run_id() -> str:
@@ -32,7 +51,11 @@ def new_run_id() -> str:
 
 @dataclass(frozen=True)
 class RunResult:
-    """How a run ended. ``state`` is read-only; ``snapshot`` holds the whole commit log."""
+    """How a run ended. ``state`` is read-only; ``snapshot`` holds the whole commit log.
+
+    ``checkpoint`` is set when ``status == "paused"``: resume it with
+    ``Executor(chart).resume(checkpoint, value)``, in this process or another.
+    """
 
     run_id: str
     status: RunStatus
@@ -40,13 +63,16 @@ class RunResult:
     snapshot: Snapshot
     error: RunError | None = None
     break_reason: str | None = None
+    checkpoint: Checkpoint | None = None
 
 
 class Executor:
     """Runs one chart. Each ``run`` is isolated, so one executor may serve many at once.
 
     ``recorders`` observe every run; ``max_iterations`` bounds how many times any one loop
-    may go round in a run (a runaway loop fails with :class:`LoopLimitError`).
+    may go round in a run (a runaway loop fails with :class:`LoopLimitError`). With a
+    ``store``, every commit is written there under ``durability`` ("sync", "batch" or
+    "exit"), checkpoints are kept there and claimed atomically on resume.
     """
 
     def __init__(
@@ -55,26 +81,39 @@ class Executor:
         *,
         recorders: Sequence[object] = (),
         max_iterations: int = 10_000,
+        store: RunStore | None = None,
+        durability: Durability = "sync",
+        queue_size: int = 1024,
     ) -> None:
         if not isinstance(chart, FlowChart):
             raise ExecutorUsageError(
                 f"Executor needs a built FlowChart, got {type(chart).__name__}; call .build() "
                 "on the builder first"
             )
-        if (
-            isinstance(max_iterations, bool)
-            or not isinstance(max_iterations, int)
-            or (max_iterations < 1)
-        ):
+        bad_limit = isinstance(max_iterations, bool) or not isinstance(max_iterations, int)
+        if bad_limit or max_iterations < 1:
             raise ExecutorUsageError(
                 f"max_iterations must be a positive int, got {max_iterations!r}"
             )
+        if durability not in ("sync", "batch", "exit"):
+            raise ExecutorUsageError(
+                f"durability={durability!r}: use 'sync' (each commit durable before the next "
+                "stage), 'batch' (group commit from a bounded queue) or 'exit' (on pause or end)"
+            )
+        if queue_size < 1:
+            raise ExecutorUsageError("queue_size must be >= 1")
         self.chart = chart
         self.recorders = tuple(recorders)
         self.max_iterations = max_iterations
+        self.store = store
+        self.durability: Durability = durability
+        self.queue_size = queue_size
 
     def __repr__(self) -> str:
-        return f"<Executor chart={self.chart.id!r} recorders={len(self.recorders)}>"
+        store = type(self.store).__name__ if self.store is not None else None
+        return f"<Executor chart={self.chart.id!r} store={store} durability={self.durability}>"
+
+    # -- running -------------------------------------------------------------------------
 
     async def run(
         self,
@@ -83,44 +122,189 @@ class Executor:
         timeout: float | None = None,
         raise_on_error: bool = True,
     ) -> RunResult:
-        """Run the chart from ``input`` (the initial state) to its end.
+        """Run the chart from ``input`` (the initial state) to its end or a pause.
 
         A failure raises a :class:`RunError` subclass carrying ``.snapshot`` (``StageError``
         chains the stage's exception as ``__cause__``), or with ``raise_on_error=False`` comes
         back as ``status="failed"`` with ``.error``. ``timeout`` (seconds) cancels the stage in
         flight, which commits as ``cancelled``, and fails the run with ``RunTimeoutError``.
         """
-        run = RunContext(new_run_id(), self.chart, self.recorders, self.max_iterations)
+        run = self._context(new_run_id())
         self._seed(run, input)
+        if self.store is not None:
+            self._call_store(
+                lambda s: s.begin_run(run.run_id, self.chart.id, run.initial), "begin the run"
+            )
+        return await self._drive(run, None, timeout, raise_on_error)
+
+    async def resume(
+        self,
+        checkpoint: Checkpoint | str | bytes,
+        value: Any = None,
+        *,
+        timeout: float | None = None,
+        raise_on_error: bool = True,
+    ) -> RunResult:
+        """Continue a paused run: the paused stage's ``on_resume(scope, value)`` runs first.
+
+        The run keeps its id, its commit log and its counters; nothing that committed runs
+        again. A checkpoint resumes once: a second resume raises
+        :class:`CheckpointClaimedError` (with a store, the claim is atomic across processes).
+        """
+        cp = self._as_checkpoint(checkpoint)
+        check_chart(cp, self.chart)
+        data = encode_value(value, "resume value", cp.paused_at)[1]
+        snapshot = self._checkpoint_log(cp)
+        self._claim(cp)
+        run = self._context(cp.run_id)
+        run.log.extend(snapshot.commits)
+        run.initial = dict(snapshot._initial)
+        run.root = snapshot._store
+        run.resume_value = freeze(data)
+        run.resume_taken = False
+        if self.store is not None:
+            self._call_store(
+                lambda s: s.begin_run(run.run_id, self.chart.id, run.initial), "reopen the run"
+            )
+        return await self._drive(run, cp.cursor, timeout, raise_on_error)
+
+    async def recover(
+        self, run_id: str, *, timeout: float | None = None, raise_on_error: bool = True
+    ) -> RunResult:
+        """Continue a run that stopped without a checkpoint (its process died).
+
+        The store's log is the truth: the run continues after its last committed stage, and
+        the stage that was in flight (it never committed) runs again. Supported when the run
+        stopped between stages of the top-level chart (including shared subflows); a run
+        that stopped inside a parallel branch or an isolated subflow is refused.
+        """
+        if self.store is None:
+            raise ExecutorUsageError("recover() needs the run's store: Executor(chart, store=...)")
+        snapshot = self._call_store(lambda s: s.load(run_id), f"load run {run_id!r}")
+        if snapshot.chart_id != self.chart.id:
+            raise CheckpointError(
+                f"run {run_id!r} was made by chart {snapshot.chart_id!r}, not {self.chart.id!r}"
+            )
+        if snapshot.status in ("done", "broken"):
+            raise CheckpointError(
+                f"run {run_id!r} already ended ({snapshot.status}); nothing to recover"
+            )
+        cursor = _recovery_cursor(self.chart, snapshot.commits)
+        run = self._context(run_id)
+        run.log.extend(snapshot.commits)
+        run.initial = dict(snapshot._initial)
+        run.root = snapshot._store
+        self._call_store(
+            lambda s: s.begin_run(run_id, self.chart.id, run.initial), "reopen the run"
+        )
+        if cursor is None:  # the last commit ended the chart: only the ending is missing
+            return await self._drive(run, {"done": True}, timeout, raise_on_error)
+        return await self._drive(run, cursor, timeout, raise_on_error)
+
+    def run_sync(
+        self,
+        input: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        raise_on_error: bool = True,
+    ) -> RunResult:
+        """``run`` for callers without an event loop (it starts one)."""
+        return _sync(
+            functools.partial(self.run, input, timeout=timeout, raise_on_error=raise_on_error)
+        )
+
+    def resume_sync(
+        self,
+        checkpoint: Checkpoint | str | bytes,
+        value: Any = None,
+        *,
+        timeout: float | None = None,
+        raise_on_error: bool = True,
+    ) -> RunResult:
+        """``resume`` for callers without an event loop."""
+        return _sync(
+            functools.partial(
+                self.resume, checkpoint, value, timeout=timeout, raise_on_error=raise_on_error
+            )
+        )
+
+    def recover_sync(
+        self, run_id: str, *, timeout: float | None = None, raise_on_error: bool = True
+    ) -> RunResult:
+        """``recover`` for callers without an event loop."""
+        return _sync(
+            functools.partial(self.recover, run_id, timeout=timeout, raise_on_error=raise_on_error)
+        )
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _context(self, run_id: str) -> RunContext:
+        return RunContext(run_id, self.chart, self.recorders, self.max_iterations)
+
+    async def _drive(
+        self,
+        run: RunContext,
+        cursor: dict[str, Any] | None,
+        timeout: float | None,
+        raise_on_error: bool,
+    ) -> RunResult:
+        sink: Sink | None = None
+        if self.store is not None:
+            sink = make_sink(self.store, run.run_id, self.durability, self.queue_size)
+            run.sink = sink
         rec = run.recorders
-        rec.fire("on_run_start", RunStartEvent(run.run_id, self.chart.id, 0, run.root.current()))
+        rec.fire(
+            "on_run_start",
+            RunStartEvent(run.run_id, self.chart.id, len(run.log), run.root.current()),
+        )
         error: RunError | None = None
         broke: str | None = None
+        paused: Paused | None = None
         try:
-            if timeout is None:
-                broke = await run_root(run)
-            else:
-                with anyio.fail_after(timeout):
-                    broke = await run_root(run)
+            with anyio.fail_after(timeout) if timeout is not None else _no_timeout():
+                if cursor is None or "done" not in cursor:
+                    broke = await run_root(run, cursor)
         except RunError as exc:
             error = exc
+        except Paused as exc:
+            paused = exc
         except TimeoutError:
             if timeout is None:
                 raise
+            last = run.log[-1] if run.log else None
+            where = (
+                f"the stage in flight, {last.stage_path}, was cancelled and committed as "
+                "'cancelled'"
+                if last is not None and last.outcome == "cancelled"
+                else "it was stopped between stages"
+                + (f", after {last.stage_path}" if last is not None else "")
+            )
             error = RunTimeoutError(
-                f"the run did not finish within timeout={timeout}s; the stage in flight was "
-                "cancelled and committed as 'cancelled'",
-                stage_path=run.log[-1].stage_path if run.log else None,
+                f"the run did not finish within timeout={timeout}s; {where}",
+                stage_path=last.stage_path if last is not None else None,
             )
         status: RunStatus = (
-            "failed" if error is not None else "broken" if broke is not None else "done"
+            "failed"
+            if error is not None
+            else "paused"
+            if paused is not None
+            else "broken"
+            if broke is not None
+            else "done"
         )
         info = None if error is None else ErrorInfo(type(error).__name__, str(error))
+        checkpoint = None
+        if paused is not None:
+            checkpoint = self._make_checkpoint(run, paused)
+        try:
+            self._close_store(run, sink, status, info, checkpoint)
+        except StoreError as exc:
+            if error is None:
+                error, status = exc, "failed"
+                info = ErrorInfo(type(exc).__name__, str(exc))
         if info is not None and rec.any:
-            rec.fire(
-                "on_error",
-                ErrorEvent(run.run_id, error.stage_path if error else None, len(run.log), info),
-            )
+            at = error.stage_path if error is not None else None
+            rec.fire("on_error", ErrorEvent(run.run_id, at, len(run.log), info))
         rec.fire("on_run_end", RunEndEvent(run.run_id, len(run.log), status, info))
         snapshot = Snapshot(
             run_id=run.run_id,
@@ -133,6 +317,8 @@ class Executor:
             error=info,
             recorder_failures=rec.failures,
         )
+        if checkpoint is not None and checkpoint.snapshot is None and self.store is None:
+            checkpoint = _with_log(checkpoint, snapshot)
         if error is not None:
             error.snapshot = snapshot
             if raise_on_error:
@@ -144,28 +330,94 @@ class Executor:
             snapshot=snapshot,
             error=error,
             break_reason=broke,
+            checkpoint=checkpoint,
         )
 
-    def run_sync(
+    def _close_store(
         self,
-        input: Mapping[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-        raise_on_error: bool = True,
-    ) -> RunResult:
-        """``run`` for callers without an event loop (it starts one)."""
+        run: RunContext,
+        sink: Sink | None,
+        status: str,
+        info: ErrorInfo | None,
+        checkpoint: Checkpoint | None,
+    ) -> None:
+        if sink is None:
+            return
         try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            pass  # no loop running: the normal case
-        else:
-            raise ExecutorUsageError(
-                "run_sync() was called inside a running event loop; use "
-                "`await executor.run(...)` there instead"
-            )
-        return anyio.run(
-            functools.partial(self.run, input, timeout=timeout, raise_on_error=raise_on_error)
+            sink.flush()
+        finally:
+            closer: Callable[[], None] | None = getattr(sink, "close", None)
+            if closer is not None:
+                closer()
+        if checkpoint is not None:
+            self._call_store(lambda s: s.save_checkpoint(checkpoint), "save the checkpoint")
+        error = None if info is None else list(info)
+        self._call_store(lambda s: s.finish_run(run.run_id, status, error), "finish the run")
+
+    def _make_checkpoint(self, run: RunContext, paused: Paused) -> Checkpoint:
+        payload = orjson.loads(paused.payload)
+        return Checkpoint(
+            checkpoint_id=f"{run.run_id}@{len(run.log)}",
+            run_id=run.run_id,
+            chart_id=self.chart.id,
+            fingerprint=self.chart.fingerprint,
+            structure=chart_structure(self.chart),
+            cursor=orjson.loads(orjson.dumps(paused.cursor, default=_plain)),
+            payload=payload,
+            paused_at=paused.path,
+            state=orjson.loads(to_bytes(run.root.current())),
+            snapshot=None,
         )
+
+    def _checkpoint_log(self, cp: Checkpoint) -> Snapshot:
+        if cp.snapshot is not None:
+            try:
+                return Snapshot.from_json(orjson.dumps(cp.snapshot))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise CheckpointError(
+                    f"corrupt checkpoint: its commit log is unreadable ({exc})"
+                ) from None
+        if self.store is None:
+            raise CheckpointError(
+                f"checkpoint {cp.checkpoint_id} keeps its commit log in a store; resume it with "
+                "Executor(chart, store=<that store>)"
+            )
+        return self._call_store(lambda s: s.load(cp.run_id), f"load run {cp.run_id!r}")
+
+    def _claim(self, cp: Checkpoint) -> None:
+        if self.store is not None:
+            won = self._call_store(
+                lambda s: s.claim_checkpoint(cp.checkpoint_id), "claim the checkpoint"
+            )
+        else:
+            with _claim_lock:
+                won = cp.checkpoint_id not in _claimed_here
+                _claimed_here.add(cp.checkpoint_id)
+        if not won:
+            raise CheckpointClaimedError(
+                f"checkpoint {cp.checkpoint_id} was already resumed; a checkpoint resumes once. "
+                "If the run paused again, resume its newer checkpoint (RunResult.checkpoint)."
+            )
+
+    def _as_checkpoint(self, checkpoint: Checkpoint | str | bytes) -> Checkpoint:
+        if isinstance(checkpoint, Checkpoint):
+            return checkpoint
+        if isinstance(checkpoint, (str, bytes)):
+            return Checkpoint.from_json(checkpoint)
+        raise CheckpointError(
+            f"resume() takes a Checkpoint or its JSON, got {type(checkpoint).__name__}"
+        )
+
+    def _call_store(self, action: Callable[[RunStore], _T], what: str) -> _T:
+        assert self.store is not None
+        try:
+            return action(self.store)
+        except TrackwayError:
+            raise
+        except Exception as exc:
+            raise StoreError(
+                f"{type(self.store).__name__} could not {what}: {type(exc).__name__}: {exc}"
+            ) from exc
 
     def _seed(self, run: RunContext, input: Mapping[str, Any] | None) -> None:
         if input is None:
@@ -189,3 +441,89 @@ class Executor:
                 validator.check_input(key, data)
             run.initial[key] = data
             run.root.seed(key, freeze(owned))
+
+
+class _no_timeout:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _plain(value: Any) -> Any:
+    from ._values import FrozenDict as _FD
+    from ._values import FrozenList as _FL
+
+    if isinstance(value, _FL):
+        return value._raw()
+    if isinstance(value, _FD):
+        return value._data
+    raise TypeError(type(value).__name__)
+
+
+def _with_log(cp: Checkpoint, snapshot: Snapshot) -> Checkpoint:
+    from dataclasses import replace
+
+    return replace(cp, snapshot=orjson.loads(snapshot.to_json()))
+
+
+def _sync(call: Callable[[], Awaitable[_T]]) -> _T:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass  # no loop running: the normal case
+    else:
+        raise ExecutorUsageError(
+            "a *_sync() method was called inside a running event loop; await the async "
+            "method there instead (e.g. `await executor.run(...)`)"
+        )
+    return anyio.run(call)
+
+
+_INDEX = re.compile(r"#(\d+)")
+
+
+def _recovery_cursor(chart: FlowChart, commits: Sequence[Commit]) -> dict[str, Any] | None:
+    """Where a crashed run continues: after its last top-level commit (None: chart ended)."""
+    if not commits:
+        return {
+            "counter": 0,
+            "chain": {"chart": chart.id, "node": chart.root, "loops": {}, "at": None},
+        }
+    last = commits[-1]
+    if last.frame != "" or last.outcome not in ("ok",):
+        raise CheckpointError(
+            f"run {last.run_id!r} stopped at {last.stage_path!r} "
+            f"({'inside ' + last.frame if last.frame else last.outcome}); recover() continues "
+            "only runs that stopped between top-level stages"
+        )
+    top = last.stage_path.split("/", 1)[0]
+    node_id = top.split("#", 1)[0]
+    if "/" in last.stage_path and last.kind not in ("merge", "subflow-output"):
+        raise CheckpointError(
+            f"run {last.run_id!r} stopped inside subflow {node_id!r} at {last.stage_path!r}; "
+            "recover() continues only runs that stopped between top-level stages"
+        )
+    node = chart.nodes.get(node_id)
+    if node is None:
+        raise CheckpointError(f"the log's last stage {node_id!r} is not in chart {chart.id!r}")
+    if node.kind == "decider":
+        chosen = last.detail["decision"]["chosen"]
+        nxt: str | None = node.branches[chosen]
+    else:
+        nxt = node.next
+    counter = 1 + max((int(n) for c in commits for n in _INDEX.findall(c.stage_path)), default=-1)
+    loops: dict[str, int] = {}
+    for source in chart.nodes.values():
+        if source.loop and source.next is not None:
+            runs = sum(
+                1 for c in commits if c.frame == "" and c.stage_path.startswith(f"{source.id}#")
+            )
+            loops[source.next] = loops.get(source.next, 0) + runs
+    if nxt is None:
+        return None
+    return {
+        "counter": counter,
+        "chain": {"chart": chart.id, "node": nxt, "loops": loops, "at": None},
+    }

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ._chart import MergePolicy
-from ._commit import Commit, Op
+from ._commit import Commit, Write
 from ._errors import MergeConflictError
 from ._state import DELETED, MISSING, StateStore, fold_ops
 from ._values import encode_value, to_bytes
@@ -30,31 +30,31 @@ class BranchResult(NamedTuple):
 
 def net_effects(branch: BranchResult) -> dict[str, Effect]:
     """Per key the branch wrote (in first-write order): pure appends or its final value."""
-    per_key: dict[str, list[Op]] = {}
+    per_key: dict[str, list[Write]] = {}
     for c in branch.commits:
         if c.frame == branch.frame:
-            for op in c.ops:
-                per_key.setdefault(op.key, []).append(op)
+            for op in c.writes:
+                per_key.setdefault(op[1], []).append(op)
     out: dict[str, Effect] = {}
     for key, ops in per_key.items():
         final = branch.store.get(key)
         final = DELETED if final is MISSING else final
-        if all(op.kind == "append" for op in ops):
-            items = [item for op in ops for item in op.raw]
+        if all(op[0] == "append" for op in ops):
+            items = [item for op in ops for item in op[3]]
             out[key] = Effect(items, final)
         else:
             out[key] = Effect(None, final)
     return out
 
 
-def _op_for(key: str, effect_value: Any) -> Op:
+def _op_for(key: str, effect_value: Any) -> Write:
     if effect_value is DELETED:
-        return Op("delete", key, b"null", None)
-    return Op("set", key, to_bytes(effect_value), effect_value)
+        return ("delete", key, b"null", None)
+    return ("set", key, to_bytes(effect_value), effect_value)
 
 
-def _append_op(key: str, items: list[Any]) -> Op:
-    return Op("append", key, to_bytes(items), items)
+def _append_op(key: str, items: list[Any]) -> Write:
+    return ("append", key, to_bytes(items), items)
 
 
 def merge_ops(
@@ -62,15 +62,15 @@ def merge_ops(
     branches: Sequence[BranchResult],
     parent: StateStore,
     stage_path: str,
-) -> list[Op]:
+) -> list[Write]:
     """The ops of the merge commit. Depends only on declaration order, never on timing."""
     effects = [(b.key, net_effects(b)) for b in branches]
+    ops: list[Write] = []
     if policy == "namespace":
-        ops = []
         for bkey, eff in effects:
             values = {k: e.final for k, e in eff.items() if e.final is not DELETED}
             data, owned = encode_value(values, bkey, stage_path)
-            ops.append(Op("set", bkey, data, owned))
+            ops.append(("set", bkey, data, owned))
         return ops
     contrib: dict[str, list[tuple[str, Effect]]] = {}
     for bkey, eff in effects:
@@ -79,7 +79,6 @@ def merge_ops(
     reducers: Mapping[str, Callable[[Any, Any], Any]] = (
         policy if isinstance(policy, Mapping) else {}
     )
-    ops = []
     for key, cs in contrib.items():
         if key in reducers:
             ops.append(_reduce(key, cs, reducers[key], stage_path))
@@ -104,7 +103,7 @@ def merge_ops(
 
 
 def _apply_in_order(current: Any, key: str, cs: list[tuple[str, Effect]]) -> Any:
-    ops: list[Op] = []
+    ops: list[Write] = []
     for _, e in cs:
         if e.appended is not None:
             ops.append(_append_op(key, e.appended))
@@ -116,13 +115,13 @@ def _apply_in_order(current: Any, key: str, cs: list[tuple[str, Effect]]) -> Any
 
 def _reduce(
     key: str, cs: list[tuple[str, Effect]], reducer: Callable[[Any, Any], Any], stage_path: str
-) -> Op:
+) -> Write:
     acc: Any = MISSING
     for _, e in cs:
         if e.final is DELETED:
             continue
         acc = e.final if acc is MISSING else reducer(acc, e.final)
     if acc is MISSING:
-        return Op("delete", key, b"null", None)
+        return ("delete", key, b"null", None)
     data, owned = encode_value(acc, key, stage_path)
-    return Op("set", key, data, owned)
+    return ("set", key, data, owned)

@@ -10,14 +10,17 @@ A recorder is any object with some of the hook methods below (or a subclass of
       on_commit                             (the stage's commit, with its seq)
       on_decision                           (deciders and selectors)
       on_error                              (the stage failed)
+      on_pause                              (the stage paused, after its commit)
       on_stage_end
       on_subflow_exit                       (after a subflow's last stage)
-    on_run_end                              (always: done, broken or failed)
+    on_run_end                              (always: done, broken, failed or paused)
+
+A resumed run fires ``on_run_start`` again, then ``on_resume`` before the resume commit.
 
 In parallel branches, ``on_commit`` for the branch commits fires when the branches are merged,
 in declaration order (that is when they get their seq); the other hooks fire live. A recorder
 that raises is isolated: the run goes on and the failure is kept on
-``snapshot.recorder_errors`` and logged.
+``snapshot.recorder_failures`` and logged.
 """
 
 from __future__ import annotations
@@ -35,9 +38,11 @@ __all__ = [
     "DecisionEvent",
     "EmitEvent",
     "ErrorEvent",
+    "PauseEvent",
     "ReadEvent",
     "Recorder",
     "RecorderFailure",
+    "ResumeEvent",
     "RunEndEvent",
     "RunStartEvent",
     "StageEndEvent",
@@ -60,6 +65,8 @@ HOOKS = (
     "on_stage_end",
     "on_subflow_enter",
     "on_subflow_exit",
+    "on_pause",
+    "on_resume",
     "on_run_end",
 )
 
@@ -135,6 +142,20 @@ class SubflowEvent(NamedTuple):
     isolated: bool
 
 
+class PauseEvent(NamedTuple):
+    run_id: str
+    stage_path: str
+    seq: int
+    payload: Any
+
+
+class ResumeEvent(NamedTuple):
+    run_id: str
+    stage_path: str
+    seq: int
+    value: Any
+
+
 class RunEndEvent(NamedTuple):
     run_id: str
     seq: int
@@ -164,6 +185,8 @@ class Recorder:
     def on_stage_end(self, event: StageEndEvent) -> None: ...
     def on_subflow_enter(self, event: SubflowEvent) -> None: ...
     def on_subflow_exit(self, event: SubflowEvent) -> None: ...
+    def on_pause(self, event: PauseEvent) -> None: ...
+    def on_resume(self, event: ResumeEvent) -> None: ...
     def on_run_end(self, event: RunEndEvent) -> None: ...
 
 

@@ -18,16 +18,15 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from ._chart import Branch, FlowChart, Node
-from ._commit import Commit, CommitKind, ErrorInfo, Op, Outcome
+from ._chart import Branch, FlowChart, Node, ResumeFn, is_async_callable
+from ._commit import Commit, CommitKind, ErrorInfo, Outcome, Write
 from ._decide import Decision, Selection
 from ._errors import (
     LoopLimitError,
-    MergeConflictError,
     ParallelLimitError,
     RunError,
     StageError,
-    TrackwayError,
+    StoreError,
     UnknownBranchError,
 )
 from ._merge import BranchResult, merge_ops
@@ -35,19 +34,23 @@ from ._recorder import (
     DecisionEvent,
     Dispatch,
     ErrorEvent,
+    PauseEvent,
+    ResumeEvent,
     StageEndEvent,
     StageStartEvent,
     SubflowEvent,
 )
 from ._retry import Retry
-from ._scope import Scope
+from ._scope import PauseSignal, Scope
 from ._state import MISSING, StateStore
 from ._typed import StateValidator
 from ._values import FrozenList, encode_value, freeze, to_bytes
 
 __all__ = ["RunContext"]
 
-_YIELD_EVERY = 64  # stages between forced checkpoints, so timeouts reach sync-only loops
+# A chain of plain ``def`` stages never awaits, so the driver yields to the event loop itself
+# (letting timeouts and cancellation in) at least every _YIELD_SECONDS of work.
+_YIELD_SECONDS = 0.005
 
 Interpret = Callable[[Any], tuple[list[str], Any, RunError | None]]
 
@@ -62,8 +65,11 @@ class RunContext:
         "log",
         "max_iterations",
         "recorders",
+        "resume_taken",
+        "resume_value",
         "root",
         "run_id",
+        "sink",
         "validators",
     )
 
@@ -77,18 +83,37 @@ class RunContext:
         self.initial: dict[str, bytes] = {}
         self.max_iterations = max_iterations
         self.recorders = Dispatch(recorders, run_id, self.log.__len__)
-        self.validators: dict[str, StateValidator | None] = {}
+        self.validators: dict[int, StateValidator | None] = {}
         self.cancelled_exc = anyio.get_cancelled_exc_class()
+        self.resume_value: Any = None
+        self.resume_taken = True
+        self.sink: Callable[[Commit], None] | None = None
 
     def validator(self, chart: FlowChart) -> StateValidator | None:
-        v = self.validators.get(chart.id, MISSING)
-        if v is MISSING:
-            v = None if chart.state_model is None else StateValidator(chart.state_model)
-            self.validators[chart.id] = v
-        return v  # type: ignore[return-value]
+        key = id(chart)
+        if key not in self.validators:
+            model = chart.state_model
+            self.validators[key] = None if model is None else StateValidator(model)
+        return self.validators[key]
+
+    def take_resume(self) -> bool:
+        """True once per resume: the first paused stage reached gets the value."""
+        if self.resume_taken:
+            return False
+        self.resume_taken = True
+        return True
 
     def append(self, commit: Commit) -> None:
         self.log.append(commit)
+        if self.sink is not None:
+            try:
+                self.sink(commit)
+            except Exception as exc:
+                raise StoreError(
+                    f"the store could not take commit {commit.seq} ({commit.stage_path}): "
+                    f"{type(exc).__name__}: {exc}",
+                    stage_path=commit.stage_path,
+                ) from exc
         if self.recorders.on_commit:
             self.recorders.fire("on_commit", commit)
 
@@ -112,7 +137,7 @@ class _Frame:
         stage_name: str,
         kind: CommitKind,
         started: float,
-        ops: tuple[Op, ...],
+        ops: tuple[Write, ...],
         reads: tuple[str, ...],
         outcome: Outcome,
         error: ErrorInfo | None = None,
@@ -165,7 +190,7 @@ class _Frame:
 
 
 class _Strand:
-    __slots__ = ("broken", "counter", "frame", "prefix", "run", "validator")
+    __slots__ = ("broken", "counter", "frame", "last", "prefix", "run", "validator")
 
     def __init__(
         self,
@@ -181,6 +206,7 @@ class _Strand:
         self.counter = counter
         self.validator = validator
         self.broken: str | None = None
+        self.last = ""  # path of the last stage this strand ran
 
     def next_index(self) -> int:
         i = self.counter[0]
@@ -192,62 +218,143 @@ def _info(exc: BaseException) -> ErrorInfo:
     return ErrorInfo(type(exc).__name__, str(exc))
 
 
-async def run_root(run: RunContext) -> str | None:
-    """Run the chart on the run's root state; return the break reason, if it broke."""
+async def run_root(run: RunContext, cursor: dict[str, Any] | None = None) -> str | None:
+    """Run the chart on the run's root state; return the break reason, if it broke.
+
+    With ``cursor`` (from a checkpoint) the walk continues where the run paused. A pause
+    raises :class:`Paused` whose cursor starts with the root's execution counter.
+    """
     frame = _Frame(run, "", run.root, None)
-    strand = _Strand(run, frame, "", [0], run.validator(run.chart))
-    await _run_chain(strand, run.chart)
+    counter = [0 if cursor is None else cursor["counter"]]
+    strand = _Strand(run, frame, "", counter, run.validator(run.chart))
+    try:
+        await _run_chain(strand, run.chart, None if cursor is None else cursor["chain"])
+    except Paused as p:
+        p.cursor = {"counter": counter[0], "chain": p.cursor}
+        raise
     return strand.broken
 
 
-async def _run_chain(strand: _Strand, chart: FlowChart) -> None:
+async def _run_chain(
+    strand: _Strand, chart: FlowChart, resume: dict[str, Any] | None = None
+) -> None:
     """Walk one chart in a flat loop: no recursion per step, so loops never grow the stack."""
-    run = strand.run
     nodes = chart.nodes
     nid: str | None = chart.root
     loops: dict[str, int] = {}
-    steps = 0
-    while nid is not None:
-        node = nodes[nid]
-        kind = node.kind
-        if kind == "stage":
-            await _run_stage(
-                strand, node.id, node.name, node.fn, node.is_async, "stage", node.retry
-            )
-            nxt = node.next
-        elif kind == "decider":
-            nxt = await _exec_decider(strand, node)
-        elif kind == "selector":
-            nxt = await _exec_selector(strand, node)
-        elif kind == "fork":
-            idx = strand.next_index()
-            path = f"{strand.prefix}{node.id}#{idx}"
-            pairs = [(b.key, b) for b in node.parallel]
-            await _exec_parallel(strand, node, pairs, path, path)
-            nxt = node.next
-        elif kind == "subflow":
-            await _exec_subflow(strand, node)
-            nxt = node.next
-        else:
-            await _exec_for_each(strand, node)
-            nxt = node.next
-        if strand.broken is not None:
-            return
-        if node.loop and nxt is not None and kind != "decider":
-            count = loops.get(nxt, 0) + 1
-            if count > run.max_iterations:
-                raise LoopLimitError(
-                    f"the loop from {node.name!r} ({node.id}) back to {nxt!r} went round "
-                    f"{run.max_iterations} times, the limit set by Executor(max_iterations="
-                    f"{run.max_iterations}); raise max_iterations if it should run longer, or "
-                    "make a decider route out of the loop or a stage call scope.break_()",
-                    stage_path=f"{strand.prefix}{node.id}",
+    last_yield = time()
+    try:
+        if resume is not None:
+            nid = resume["node"]
+            loops.update(resume["loops"])
+            if resume["at"] is not None:  # a paused node: continue it, then move on
+                node = nodes[nid]
+                await _resume_node(strand, node, resume["at"])
+                if strand.broken is not None:
+                    return
+                nid = _follow(strand, node, node.next, loops)
+        while nid is not None:
+            node = nodes[nid]
+            kind = node.kind
+            if kind == "stage":
+                await _run_stage(
+                    strand, node.id, node.name, node.fn, node.is_async, "stage", node.retry
                 )
-            loops[nxt] = count
-        nid = nxt
-        steps += 1
-        if steps % _YIELD_EVERY == 0:
-            await anyio.lowlevel.checkpoint()
+                nxt = node.next
+            elif kind == "decider":
+                nxt = await _exec_decider(strand, node)
+            elif kind == "selector":
+                nxt = await _exec_selector(strand, node)
+            elif kind == "fork":
+                path = f"{strand.prefix}{node.id}#{strand.next_index()}"
+                pairs = [(b.key, b) for b in node.parallel]
+                await _exec_parallel(strand, node, pairs, path, path)
+                nxt = node.next
+            elif kind == "subflow":
+                await _exec_subflow(strand, node)
+                nxt = node.next
+            else:
+                await _exec_for_each(strand, node)
+                nxt = node.next
+            if strand.broken is not None:
+                return
+            nid = _follow(strand, node, nxt, loops) if node.loop else nxt
+            now = time()
+            if now - last_yield >= _YIELD_SECONDS:
+                await anyio.lowlevel.checkpoint()
+                last_yield = time()
+    except Paused as p:
+        p.cursor = {"chart": chart.id, "node": nid, "loops": dict(loops), "at": p.cursor}
+        raise
+
+
+def _follow(strand: _Strand, node: Node, nxt: str | None, loops: dict[str, int]) -> str | None:
+    """Take the edge out of ``node``, counting a back edge against ``max_iterations``."""
+    if not node.loop or nxt is None or node.kind == "decider":
+        return nxt
+    limit = strand.run.max_iterations
+    count = loops.get(nxt, 0) + 1
+    if count > limit:
+        raise LoopLimitError(
+            f"the loop from {node.name!r} ({node.id}) back to {nxt!r} went round {limit} "
+            f"times, the limit set by Executor(max_iterations={limit}); raise max_iterations "
+            "if it should run longer, or make a decider route out of the loop or a stage call "
+            "scope.break_()",
+            stage_path=strand.last or f"{strand.prefix}{node.id}",
+        )
+    loops[nxt] = count
+    return nxt
+
+
+async def _resume_node(strand: _Strand, node: Node, at: dict[str, Any]) -> None:
+    kind = at["kind"]
+    if kind == "stage":
+        await _resume_stage(strand, node.id, node.name, node.on_resume, at)
+    elif kind == "subflow":
+        await _exec_subflow(strand, node, at)
+    elif node.kind == "for_each":
+        await _exec_for_each(strand, node, at)
+    else:
+        keys = at["keys"]
+        pairs = [(b.key, b) for b in node.parallel if b.key in keys]
+        await _exec_parallel(strand, node, pairs, at["path"], at["merge_path"], at)
+
+
+class Paused(Exception):
+    """Internal: a pause travelling up the driver; each level wraps ``cursor`` in its own."""
+
+    def __init__(self, cursor: dict[str, Any], payload: bytes, path: str) -> None:
+        super().__init__(path)
+        self.cursor = cursor
+        self.payload = payload
+        self.path = path
+
+
+def _commit_scope(
+    frame: _Frame,
+    scope: Scope,
+    name: str,
+    kind: CommitKind,
+    started: float,
+    outcome: Outcome,
+    error: ErrorInfo | None = None,
+    detail: Any = None,
+    attempt: int = 1,
+) -> Commit:
+    return frame.record(
+        scope.stage_path,
+        scope.stage_id,
+        name,
+        kind,
+        started,
+        tuple(scope._ops),
+        tuple(scope._reads),
+        outcome,
+        error,
+        detail,
+        tuple(scope._events),
+        attempt,
+    )
 
 
 async def _run_stage(
@@ -259,13 +366,23 @@ async def _run_stage(
     kind: CommitKind,
     retry: Retry | None,
     interpret: Interpret | None = None,
+    *,
+    path: str | None = None,
+    leaf: dict[str, Any] | None = None,
+    detail: Any = None,
 ) -> tuple[list[str], Scope]:
-    """Run one stage function and commit its writes (on return, raise or cancel)."""
+    """Run one stage function and commit its writes (on return, raise, pause or cancel).
+
+    ``path`` and ``leaf`` are given when resuming: the resume commit's path and the cursor a
+    new pause from ``on_resume`` continues from.
+    """
     assert fn is not None
     run = strand.run
     rec = run.recorders
     frame = strand.frame
-    path = f"{strand.prefix}{stage_id}#{strand.next_index()}"
+    if path is None:
+        path = f"{strand.prefix}{stage_id}#{strand.next_index()}"
+    strand.last = path
     if rec.stage_hooks:
         rec.fire(
             "on_stage_start", StageStartEvent(run.run_id, path, len(run.log), stage_id, name, kind)
@@ -280,26 +397,35 @@ async def _run_stage(
             if is_async or (result is not None and inspect.isawaitable(result)):
                 result = await result
             chosen: list[str] = []
-            detail: Any = None
             problem: RunError | None = None
             if interpret is not None:
                 chosen, detail, problem = interpret(result)
             break
-        except run.cancelled_exc:
-            frame.record(
-                path,
-                stage_id,
+        except PauseSignal as sig:
+            if interpret is not None:
+                exc = TypeError(f"{kind} {name!r} cannot pause; pause in a stage before it")
+                _commit_scope(frame, scope, name, kind, started, "error", _info(exc), None, attempt)
+                raise StageError(str(exc), stage_path=path) from None
+            base = leaf or {"kind": "stage", "path": path, "resumes": 0}
+            cursor = {**base, "payload": sig.payload}
+            _commit_scope(
+                frame,
+                scope,
                 name,
                 kind,
                 started,
-                tuple(scope._ops),
-                tuple(scope._reads),
-                "cancelled",
-                ErrorInfo("Cancelled", "cancelled"),
+                "paused",
                 None,
-                tuple(scope._events),
+                {**(detail or {}), "pause": sig.payload},
                 attempt,
             )
+            if rec.any:
+                rec.fire("on_pause", PauseEvent(run.run_id, path, len(run.log), sig.payload))
+            _stage_end(run, path, "paused", started)
+            raise Paused(cursor, sig.data, path) from None
+        except run.cancelled_exc:
+            info = ErrorInfo("Cancelled", "cancelled")
+            _commit_scope(frame, scope, name, kind, started, "cancelled", info, detail, attempt)
             _stage_end(run, path, "cancelled", started)
             raise
         except Exception as exc:
@@ -309,20 +435,8 @@ async def _run_stage(
                 attempt += 1
                 continue
             info = _info(exc)
-            frame.record(
-                path,
-                stage_id,
-                name,
-                kind,
-                started,
-                tuple(scope._ops),
-                tuple(scope._reads),
-                "error",
-                info,
-                {"failed_attempts": failed} if failed else None,
-                tuple(scope._events),
-                attempt,
-            )
+            extra = {**(detail or {}), "failed_attempts": failed} if failed else detail
+            _commit_scope(frame, scope, name, kind, started, "error", info, extra, attempt)
             if rec.stage_hooks:
                 rec.fire("on_error", ErrorEvent(run.run_id, path, len(run.log), info))
             _stage_end(run, path, "error", started)
@@ -331,38 +445,15 @@ async def _run_stage(
             )
             raise err from exc
         except BaseException as exc:  # KeyboardInterrupt and the like: record, then let go
-            frame.record(
-                path,
-                stage_id,
-                name,
-                kind,
-                started,
-                tuple(scope._ops),
-                tuple(scope._reads),
-                "error",
-                _info(exc),
-                None,
-                tuple(scope._events),
-                attempt,
-            )
+            _commit_scope(frame, scope, name, kind, started, "error", _info(exc), detail, attempt)
             raise
     if failed:
         detail = {**(detail or {}), "failed_attempts": failed}
+    if scope._broke is not None:
+        detail = {**(detail or {}), "break": scope._broke}
     outcome: Outcome = "ok" if problem is None else "error"
-    frame.record(
-        path,
-        stage_id,
-        name,
-        kind,
-        started,
-        tuple(scope._ops),
-        tuple(scope._reads),
-        outcome,
-        None if problem is None else _info(problem),
-        detail,
-        tuple(scope._events),
-        attempt,
-    )
+    error = None if problem is None else _info(problem)
+    _commit_scope(frame, scope, name, kind, started, outcome, error, detail, attempt)
     if interpret is not None and rec.stage_hooks:
         evidence = detail.get("decision") if isinstance(detail, dict) else None
         rec.fire("on_decision", DecisionEvent(run.run_id, path, len(run.log), chosen, evidence))
@@ -376,6 +467,44 @@ async def _run_stage(
         strand.broken = scope._broke
     _stage_end(run, path, "ok", started)
     return chosen, scope
+
+
+async def _resume_stage(
+    strand: _Strand,
+    stage_id: str,
+    name: str,
+    on_resume: ResumeFn | None,
+    at: dict[str, Any],
+) -> None:
+    """Continue a paused stage: ``on_resume(scope, value)`` runs as a ``resume`` commit."""
+    run = strand.run
+    if not run.take_resume():
+        # Another paused branch took this resume's value; this one stays paused as it was.
+        payload = at.get("payload")
+        raise Paused(at, to_bytes(payload), at["path"])
+    value = run.resume_value
+    resumes = at["resumes"] + 1
+    path = f"{at['path']}:resume{resumes}"
+    if run.recorders.any:
+        run.recorders.fire("on_resume", ResumeEvent(run.run_id, path, len(run.log), value))
+
+    def call(scope: Scope) -> Any:
+        return None if on_resume is None else on_resume(scope, value)
+
+    leaf = {"kind": "stage", "path": at["path"], "resumes": resumes}
+    is_async = on_resume is not None and is_async_callable(on_resume)
+    await _run_stage(
+        strand,
+        stage_id,
+        name,
+        call,
+        is_async,
+        "resume",
+        None,
+        path=path,
+        leaf=leaf,
+        detail={"resume": {"value": value}},
+    )
 
 
 def _stage_end(run: RunContext, path: str, outcome: str, started: float) -> None:
@@ -480,34 +609,70 @@ async def _exec_selector(strand: _Strand, node: Node) -> str | None:
 # -- parallel branches --------------------------------------------------------------------
 
 
+def rebuild_frame(
+    run: RunContext, name: str, parent: StateStore | None
+) -> tuple[StateStore, list[Commit]]:
+    """A frame's state and commits, rebuilt from the log (for resuming inside it)."""
+    store = StateStore(parent)
+    commits = [c for c in run.log if c.frame == name]
+    for c in commits:
+        if c.writes:
+            store.apply(c.seq, c.writes)
+    return store, commits
+
+
 async def _run_parallel(
     strand: _Strand,
     pairs: Sequence[tuple[str, Branch]],
     base_path: str,
     seeds: Sequence[Mapping[str, Any]] | None = None,
     limit: int | None = None,
+    resume: dict[str, Any] | None = None,
 ) -> list[BranchResult]:
-    """Run branches concurrently on isolated frames; hand their commits up in order."""
+    """Run branches concurrently on isolated frames; hand their commits up in order.
+
+    If some branches pause, the others still finish; then :class:`Paused` carries which
+    branches are done and where each paused one stands. Resuming rebuilds every branch's
+    frame from the log and runs only the paused ones.
+    """
     run = strand.run
-    frames = [
-        _Frame(run, f"{base_path}/{key}", StateStore(parent=strand.frame.store), [])
-        for key, _ in pairs
-    ]
+    frames: list[_Frame] = []
+    prior: list[list[Commit]] = []
+    before: list[Commit]
+    for key, _ in pairs:
+        name = f"{base_path}/{key}"
+        if resume is None:
+            store, before = StateStore(parent=strand.frame.store), []
+        else:
+            store, before = rebuild_frame(run, name, strand.frame.store)
+        frame = _Frame(run, name, store, [])
+        frame.local_seq = before[-1].seq if before else 0
+        frames.append(frame)
+        prior.append(before)
     if seeds is not None:
         for frame, seed in zip(frames, seeds, strict=True):
             for k, v in seed.items():
                 frame.store.seed(k, v)
+    states: dict[str, Any] = {} if resume is None else resume["branches"]
     errors: list[BaseException | None] = [None] * len(pairs)
+    paused: dict[str, dict[str, Any]] = {}
+    counters = [[states.get(key, {}).get("counter", 0)] for key, _ in pairs]
     limiter = anyio.CapacityLimiter(limit) if limit else None
 
     async def one(i: int, tg: anyio.abc.TaskGroup) -> None:
         key, branch = pairs[i]
+        state = states.get(key)
+        if state is not None and state.get("done"):
+            return
+        at = None if state is None else state["cursor"]
         try:
             if limiter is None:
-                await _run_branch(strand, frames[i], key, branch, base_path)
+                await _run_branch(strand, frames[i], key, branch, base_path, counters[i], at)
             else:
                 async with limiter:
-                    await _run_branch(strand, frames[i], key, branch, base_path)
+                    await _run_branch(strand, frames[i], key, branch, base_path, counters[i], at)
+        except Paused as p:
+            paused[key] = p.cursor
         except Exception as exc:
             errors[i] = exc
             tg.cancel_scope.cancel()
@@ -523,23 +688,59 @@ async def _run_parallel(
     for exc in errors:
         if exc is not None:
             raise exc
+    if paused:
+        branches = {
+            key: {
+                "counter": counters[i][0],
+                **({"cursor": paused[key]} if key in paused else {"done": True}),
+            }
+            for i, (key, _) in enumerate(pairs)
+        }
+        first = next(key for key, _ in pairs if key in paused)
+        leaf = _leaf(paused[first])
+        raise Paused(
+            {"kind": "parallel", "branches": branches}, to_bytes(leaf.get("payload")), leaf["path"]
+        )
     return [
-        BranchResult(key, frame.name, frame.store, frame.buffer or [])
-        for (key, _), frame in zip(pairs, frames, strict=True)
+        BranchResult(key, frame.name, frame.store, [*before, *(frame.buffer or [])])
+        for (key, _), frame, before in zip(pairs, frames, prior, strict=True)
     ]
 
 
+def _leaf(cursor: dict[str, Any]) -> dict[str, Any]:
+    """The paused stage at the bottom of a cursor (the first one, for parallel levels)."""
+    while True:
+        if "at" in cursor:
+            cursor = cursor["at"]
+        elif "chain" in cursor:
+            cursor = cursor["chain"]
+        elif cursor.get("kind") == "parallel":
+            first = next(b for b in cursor["branches"].values() if "cursor" in b)
+            cursor = first["cursor"]
+        else:
+            return cursor
+
+
 async def _run_branch(
-    strand: _Strand, frame: _Frame, key: str, branch: Branch, base_path: str
+    strand: _Strand,
+    frame: _Frame,
+    key: str,
+    branch: Branch,
+    base_path: str,
+    counter: list[int],
+    resume: dict[str, Any] | None,
 ) -> None:
     run = strand.run
     if branch.fn is not None:
-        sub = _Strand(run, frame, f"{base_path}/", [0], strand.validator)
-        await _run_stage(sub, key, branch.name, branch.fn, branch.is_async, "stage", None)
+        sub = _Strand(run, frame, f"{base_path}/", counter, strand.validator)
+        if resume is None:
+            await _run_stage(sub, key, branch.name, branch.fn, branch.is_async, "stage", None)
+        else:
+            await _resume_stage(sub, key, branch.name, None, resume)
     else:
         assert branch.chart is not None
-        sub = _Strand(run, frame, f"{base_path}/{key}/", [0], run.validator(branch.chart))
-        await _run_chain(sub, branch.chart)
+        sub = _Strand(run, frame, f"{base_path}/{key}/", counter, run.validator(branch.chart))
+        await _run_chain(sub, branch.chart, resume)
 
 
 async def _exec_parallel(
@@ -548,18 +749,27 @@ async def _exec_parallel(
     pairs: Sequence[tuple[str, Branch]],
     base_path: str,
     merge_path: str,
+    resume: dict[str, Any] | None = None,
 ) -> None:
-    started = time()
-    results = await _run_parallel(strand, pairs, base_path)
-    detail = {
-        "merge": {
-            "policy": node.merge if isinstance(node.merge, str) else {"reducers": list(node.merge)},
-            "branches": [k for k, _ in pairs],
+    started = time() if resume is None else resume["started"]
+    try:
+        results = await _run_parallel(strand, pairs, base_path, resume=resume)
+    except Paused as p:
+        keys = [k for k, _ in pairs]
+        p.cursor = {
+            **p.cursor,
+            "path": base_path,
+            "merge_path": merge_path,
+            "keys": keys,
+            "started": started,
         }
-    }
+        raise
+    policy = node.merge if isinstance(node.merge, str) else {"reducers": list(node.merge)}
+    detail = {"merge": {"policy": policy, "branches": [k for k, _ in pairs]}}
     try:
         ops = merge_ops(node.merge, results, strand.frame.store, merge_path)
-    except (MergeConflictError, TrackwayError, Exception) as exc:
+        _validate_writes(strand, ops, merge_path)
+    except Exception as exc:
         strand.frame.record(
             merge_path, node.id, node.name, "merge", started, (), (), "error", _info(exc), detail
         )
@@ -575,21 +785,32 @@ async def _exec_parallel(
     )
 
 
-async def _exec_for_each(strand: _Strand, node: Node) -> None:
-    run = strand.run
-    path = f"{strand.prefix}{node.id}#{strand.next_index()}"
-    started = time()
-    scope = Scope(strand, path, node.id)
-    try:
-        items = _for_each_items(node, scope)
-    except Exception as exc:
-        strand.frame.record(
-            path, node.id, node.name, "merge", started, (), tuple(scope._reads), "error", _info(exc)
-        )
-        raise StageError(
-            f"{node.name!r} ({path}) could not get its items: {exc}", stage_path=path
-        ) from exc
-    total = len(items)
+async def _exec_for_each(strand: _Strand, node: Node, resume: dict[str, Any] | None = None) -> None:
+    if resume is not None:
+        path, started, items = resume["path"], resume["started"], resume["items"]
+        total, reads = resume["total"], tuple(resume["reads"])
+    else:
+        path = f"{strand.prefix}{node.id}#{strand.next_index()}"
+        started = time()
+        scope = Scope(strand, path, node.id)
+        try:
+            items = _for_each_items(node, scope)
+        except Exception as exc:
+            strand.frame.record(
+                path,
+                node.id,
+                node.name,
+                "merge",
+                started,
+                (),
+                tuple(scope._reads),
+                "error",
+                _info(exc),
+            )
+            raise StageError(
+                f"{node.name!r} ({path}) could not get its items: {exc}", stage_path=path
+            ) from exc
+        total, reads = len(items), tuple(scope._reads)
     limits: dict[str, Any] = {
         "items": total,
         "max_branches": node.max_branches,
@@ -610,45 +831,59 @@ async def _exec_for_each(strand: _Strand, node: Node) -> None:
             "merge",
             started,
             (),
-            tuple(scope._reads),
+            reads,
             "error",
             _info(err),
             {"for_each": limits},
         )
         raise err
-    items = items[: node.max_branches]
-    body = node.parallel[0]
-    seeds = []
-    for i, item in enumerate(items):
-        _, owned = encode_value(item, "item", path)
-        seeds.append({"item": freeze(owned), "index": i})
-    pairs = [(str(i), body) for i in range(len(items))]
-    results = await _run_parallel(strand, pairs, path, seeds, node.concurrency)
+    if resume is None:
+        plain = []
+        for item in items[: node.max_branches]:
+            _, owned = encode_value(item, "item", path)
+            plain.append(owned)
+        items = plain
+    seeds = [{"item": freeze(item), "index": i} for i, item in enumerate(items)]
+    pairs = [(str(i), node.parallel[0]) for i in range(len(items))]
+    try:
+        results = await _run_parallel(strand, pairs, path, seeds, node.concurrency, resume)
+    except Paused as p:
+        p.cursor = {
+            **p.cursor,
+            "path": path,
+            "started": started,
+            "items": items,
+            "total": total,
+            "reads": list(reads),
+        }
+        raise
     values = []
     missing = []
     for r in results:
-        v = r.store.get(node.result_key)
+        v = r.store.get_own(node.result_key)
         if v is MISSING:
             missing.append(int(r.key))
             v = None
         values.append(v)
     limits["missing_results"] = missing
-    into = node.into
-    assert into is not None
-    op = Op("set", into, to_bytes(values), values)
+    assert node.into is not None
+    op: Write = ("set", node.into, to_bytes(values), values)
+    _validate_writes(strand, [op], path)
     strand.frame.record(
-        path,
-        node.id,
-        node.name,
-        "merge",
-        started,
-        (op,),
-        tuple(scope._reads),
-        "ok",
-        None,
-        {"for_each": limits},
+        path, node.id, node.name, "merge", started, (op,), reads, "ok", None, {"for_each": limits}
     )
-    _ = run
+
+
+def _validate_writes(strand: _Strand, ops: Sequence[Write], where: str) -> None:
+    """Engine-made writes (merges, results) meet the state model like a stage's writes."""
+    validator = strand.validator
+    if validator is None:
+        return
+    for kind, key, data, _ in ops:
+        if kind == "set":
+            validator.check_set(key, data, where)
+        elif kind == "append":
+            validator.check_append(key, data, where)
 
 
 def _for_each_items(node: Node, scope: Scope) -> list[Any]:
@@ -668,66 +903,53 @@ def _for_each_items(node: Node, scope: Scope) -> list[Any]:
 # -- subflows -----------------------------------------------------------------------------
 
 
-async def _exec_subflow(strand: _Strand, node: Node) -> None:
+async def _exec_subflow(strand: _Strand, node: Node, resume: dict[str, Any] | None = None) -> None:
     run = strand.run
     chart = node.chart
     assert chart is not None
     rec = run.recorders
-    isolated = node.input is not None or node.output is not None
-    if not isolated:
+    if node.input is None and node.output is None:
         mount = f"{strand.prefix}{node.id}"
-        rec.fire("on_subflow_enter", SubflowEvent(run.run_id, mount, len(run.log), chart.id, False))
-        sub = _Strand(run, strand.frame, f"{mount}/", strand.counter, run.validator(chart))
-        await _run_chain(sub, chart)
+        if resume is None:
+            rec.fire(
+                "on_subflow_enter", SubflowEvent(run.run_id, mount, len(run.log), chart.id, False)
+            )
+        # A shared subflow writes the parent's state, so the parent's model (if any) rules.
+        validator = strand.validator or run.validator(chart)
+        sub = _Strand(run, strand.frame, f"{mount}/", strand.counter, validator)
+        try:
+            await _run_chain(sub, chart, None if resume is None else resume["chain"])
+        except Paused as p:
+            p.cursor = {"kind": "subflow", "mount": mount, "chain": p.cursor}
+            raise
         rec.fire("on_subflow_exit", SubflowEvent(run.run_id, mount, len(run.log), chart.id, False))
-        if sub.broken is not None and node.propagate_break:
-            strand.broken = sub.broken
-        return
-    mount = f"{strand.prefix}{node.id}#{strand.next_index()}"
-    child = _Frame(run, mount, StateStore(), strand.frame.buffer)
-    rec.fire("on_subflow_enter", SubflowEvent(run.run_id, mount, len(run.log), chart.id, True))
-    started = time()
-    pscope = Scope(strand, mount, node.id)
-    try:
-        seed = _map(node.input, pscope) if node.input is not None else {}
-        ops = []
-        validator = run.validator(chart)
-        for k, v in seed.items():
-            data, owned = encode_value(v, k, mount)
-            if validator is not None:
-                validator.check_set(k, data, mount)
-            ops.append(Op("set", k, data, owned))
-    except Exception as exc:
-        strand.frame.record(
-            mount,
-            node.id,
-            node.name,
-            "subflow-input",
-            started,
-            (),
-            tuple(pscope._reads),
-            "error",
-            _info(exc),
-        )
-        raise StageError(
-            f"the input= mapping of subflow {node.name!r} ({mount}) failed: "
-            f"{type(exc).__name__}: {exc}",
-            stage_path=mount,
-        ) from exc
-    child.record(
-        mount,
-        node.id,
-        node.name,
-        "subflow-input",
-        started,
-        tuple(ops),
-        tuple(pscope._reads),
-        "ok",
-        None,
-        {"subflow": chart.id},
-    )
+    else:
+        sub = await _run_isolated(strand, node, chart, resume)
+    if sub.broken is not None and node.propagate_break:
+        strand.broken = sub.broken
+
+
+async def _run_isolated(
+    strand: _Strand, node: Node, chart: FlowChart, resume: dict[str, Any] | None
+) -> _Strand:
+    run = strand.run
+    rec = run.recorders
+    if resume is None:
+        mount = f"{strand.prefix}{node.id}#{strand.next_index()}"
+        child = _Frame(run, mount, StateStore(), strand.frame.buffer)
+        rec.fire("on_subflow_enter", SubflowEvent(run.run_id, mount, len(run.log), chart.id, True))
+        _seed_isolated(strand, node, chart, child, mount)
+    else:
+        mount = resume["mount"]
+        store, before = rebuild_frame(run, mount, None)
+        child = _Frame(run, mount, store, strand.frame.buffer)
+        child.local_seq = before[-1].seq if before else 0
     sub = _Strand(run, child, f"{mount}/", strand.counter, run.validator(chart))
-    await _run_chain(sub, chart)
+    try:
+        await _run_chain(sub, chart, None if resume is None else resume["chain"])
+    except Paused as p:
+        p.cursor = {"kind": "subflow", "mount": mount, "chain": p.cursor}
+        raise
     if node.output is not None:
         out_path = f"{mount}/output"
         started = time()
@@ -766,8 +988,54 @@ async def _exec_subflow(strand: _Strand, node: Node) -> None:
             {"subflow": chart.id, "reads_frame": mount},
         )
     rec.fire("on_subflow_exit", SubflowEvent(run.run_id, mount, len(run.log), chart.id, True))
-    if sub.broken is not None and node.propagate_break:
-        strand.broken = sub.broken
+    return sub
+
+
+def _seed_isolated(
+    strand: _Strand, node: Node, chart: FlowChart, child: _Frame, mount: str
+) -> None:
+    """Map the parent's state into the subflow's own frame: one ``subflow-input`` commit."""
+    run = strand.run
+    started = time()
+    pscope = Scope(strand, mount, node.id)
+    try:
+        seed = _map(node.input, pscope) if node.input is not None else {}
+        ops: list[Write] = []
+        validator = run.validator(chart)
+        for k, v in seed.items():
+            data, owned = encode_value(v, k, mount)
+            if validator is not None:
+                validator.check_set(k, data, mount)
+            ops.append(("set", k, data, owned))
+    except Exception as exc:
+        strand.frame.record(
+            mount,
+            node.id,
+            node.name,
+            "subflow-input",
+            started,
+            (),
+            tuple(pscope._reads),
+            "error",
+            _info(exc),
+        )
+        raise StageError(
+            f"the input= mapping of subflow {node.name!r} ({mount}) failed: "
+            f"{type(exc).__name__}: {exc}",
+            stage_path=mount,
+        ) from exc
+    child.record(
+        mount,
+        node.id,
+        node.name,
+        "subflow-input",
+        started,
+        tuple(ops),
+        tuple(pscope._reads),
+        "ok",
+        None,
+        {"subflow": chart.id},
+    )
 
 
 def _map(mapper: Any, scope: Scope) -> Mapping[str, Any]:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from ._commit import EmittedEvent, Op
+from ._commit import EmittedEvent, Op, Write
 from ._errors import StateValueError
 from ._state import DELETED, MISSING, fold_ops
 from ._values import FrozenDict, FrozenList, encode_value
@@ -14,6 +14,15 @@ if TYPE_CHECKING:
     from ._run import _Strand
 
 __all__ = ["Scope"]
+
+
+class PauseSignal(BaseException):
+    """Raised by ``scope.pause``; a BaseException so ``except Exception`` cannot swallow it."""
+
+    def __init__(self, data: bytes, payload: Any) -> None:
+        super().__init__("stage paused")
+        self.data = data
+        self.payload = payload
 
 
 class Scope:
@@ -41,8 +50,8 @@ class Scope:
         self._store = strand.frame.store
         self.stage_path = stage_path
         self.stage_id = stage_id
-        self._ops: list[Op] = []
-        self._touched: dict[str, list[Op]] = {}
+        self._ops: list[Write] = []
+        self._touched: dict[str, list[Write]] = {}
         self._staged: dict[str, Any] = {}
         self._reads: dict[str, None] = {}
         self._events: list[EmittedEvent] = []
@@ -95,9 +104,9 @@ class Scope:
 
     # -- writes --------------------------------------------------------------------------
 
-    def _stage(self, op: Op) -> None:
+    def _stage(self, op: Write) -> None:
         self._ops.append(op)
-        key = op.key
+        key = op[1]
         ops = self._touched.get(key)
         if ops is None:
             self._touched[key] = [op]
@@ -106,7 +115,7 @@ class Scope:
             self._staged.pop(key, None)
         rec = self._strand.run.recorders
         if rec.on_write:
-            rec.write(self, op)
+            rec.write(self, Op._make(op))
 
     def _encode(self, key: object, value: Any) -> tuple[bytes, Any]:
         if type(key) is not str:
@@ -122,11 +131,13 @@ class Scope:
         validator = self._strand.validator
         if validator is not None:
             validator.check_set(key, data, self.stage_path)
-        self._stage(Op("set", key, data, owned))
+        self._stage(("set", key, data, owned))
 
     def __delitem__(self, key: str) -> None:
         self._encode(key, None)
-        self._stage(Op("delete", key, b"null", None))
+        if self._strand.validator is not None:
+            self._strand.validator.check_delete(key, self.stage_path)
+        self._stage(("delete", key, b"null", None))
 
     def append(self, key: str, item: Any) -> None:
         """Append one item to the list at ``key`` (a new list if absent). Logs the item only."""
@@ -156,7 +167,7 @@ class Scope:
         validator = self._strand.validator
         if validator is not None:
             validator.check_append(key, data, self.stage_path)
-        self._stage(Op("append", key, data, owned))
+        self._stage(("append", key, data, owned))
 
     def merge(self, key: str, values: Mapping[str, Any]) -> None:
         """Shallow-merge ``values`` into the dict at ``key`` (a new dict if absent).
@@ -179,7 +190,7 @@ class Scope:
                 key=key,
                 stage_path=self.stage_path,
             )
-        op = Op("merge", key, data, owned)
+        op: Write = ("merge", key, data, owned)
         validator = self._strand.validator
         if validator is not None:
             validator.check_merged(key, fold_ops(current, [op], in_place=False), self.stage_path)
@@ -189,12 +200,20 @@ class Scope:
 
     def emit(self, name: str, payload: Any = None) -> None:
         """Record a named user event in this stage's commit and tell the recorders."""
-        data, _ = encode_value(payload, f"emit:{name}", self.stage_path)
+        data, _ = encode_value(payload, name, self.stage_path, f"the payload of event {name!r}")
         event = EmittedEvent(name, data)
         self._events.append(event)
         rec = self._strand.run.recorders
         if rec.on_emit:
             rec.emit(self, event)
+
+    def pause(self, payload: Any = None) -> NoReturn:
+        """Pause the run here: this stage's writes commit (outcome ``paused``) and the run
+        returns ``status="paused"`` with a checkpoint. Resuming calls the stage's
+        ``on_resume(scope, value)``. ``payload`` (JSON) says what the run is waiting for.
+        """
+        data, owned = encode_value(payload, "pause", self.stage_path, "the pause payload")
+        raise PauseSignal(data, owned)
 
     def break_(self, reason: str | None = None) -> None:
         """End the chart this stage runs in once this stage commits (the first reason wins)."""

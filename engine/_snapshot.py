@@ -10,7 +10,7 @@ import orjson
 from ._commit import Commit, ErrorInfo
 from ._recorder import RecorderFailure
 from ._state import MISSING, StateStore
-from ._values import FrozenDict, freeze
+from ._values import FrozenDict, freeze, to_bytes
 
 __all__ = ["SNAPSHOT_FORMAT", "Snapshot", "StateDiff"]
 
@@ -117,8 +117,8 @@ class Snapshot:
         keys: dict[str, None] = {}
         for c in self._commits[lo:hi]:
             if c.frame == "":
-                for op in c.ops:
-                    keys[op.key] = None
+                for op in c.writes:
+                    keys[op[1]] = None
         added: dict[str, Any] = {}
         removed: dict[str, Any] = {}
         changed: dict[str, tuple[Any, Any]] = {}
@@ -169,12 +169,12 @@ class Snapshot:
         store = StateStore()
         initial = {}
         for key, value in doc["initial_state"].items():
-            initial[key] = orjson.dumps(value)
+            initial[key] = to_bytes(value)
             store.seed(key, freeze(value))
         commits = [Commit.from_dict(c) for c in doc["commits"]]
         for c in commits:
-            if c.frame == "" and c.ops:
-                store.apply(c.seq, c.ops)
+            if c.frame == "" and c.writes:
+                store.apply(c.seq, c.writes)
         err = doc["error"]
         return cls(
             run_id=doc["run_id"],

@@ -11,7 +11,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final
 
-from ._commit import Op
+from ._commit import Write
 from ._values import FrozenDict, FrozenList, freeze
 
 __all__ = ["DELETED", "MISSING", "StateStore", "fold_ops"]
@@ -31,31 +31,29 @@ MISSING: Final = _Sentinel("MISSING")
 DELETED: Final = _Sentinel("DELETED")
 
 
-def fold_ops(current: Any, ops: Iterable[Op], *, in_place: bool) -> Any:
+def fold_ops(current: Any, ops: Iterable[Write], *, in_place: bool) -> Any:
     """Apply one key's ops, in order, to its current value and return the new value.
 
     ``in_place`` lets an append extend the backing list of ``current`` when ``current`` is
     its newest view (committing); staging passes ``False`` so nothing shared is touched.
     """
     value = current
-    for op in ops:
-        kind = op.kind
+    for kind, _, _, raw in ops:
         if kind == "set":
-            raw = op.raw
             # A fresh backing list: extending the op's own list later would rewrite the log.
             value = FrozenList(list(raw)) if type(raw) is list else freeze(raw)
         elif kind == "append":
             if isinstance(value, FrozenList):
                 if in_place and value.at_tip():
-                    value._backing.extend(op.raw)
+                    value._backing.extend(raw)
                     value = FrozenList(value._backing)
                 else:
-                    value = FrozenList([*value._raw(), *op.raw])
+                    value = FrozenList([*value._raw(), *raw])
             else:  # absent or deleted: an append starts a new list
-                value = FrozenList(list(op.raw))
+                value = FrozenList(list(raw))
         elif kind == "merge":
             base = value._data if isinstance(value, FrozenDict) else {}
-            value = FrozenDict({**base, **op.raw})
+            value = FrozenDict({**base, **raw})
         else:
             value = DELETED
     return value
@@ -90,18 +88,26 @@ class StateStore:
         v = h.values[-1]
         return MISSING if v is DELETED else v
 
+    def get_own(self, key: str) -> Any:
+        """The current value of ``key`` in this store only (no parent), or ``MISSING``."""
+        h = self._keys.get(key)
+        if h is None:
+            return MISSING
+        v = h.values[-1]
+        return MISSING if v is DELETED else v
+
     def seed(self, key: str, value: Any, seq: int = 0) -> None:
         self._push(key, seq, value)
 
-    def apply(self, seq: int, ops: Sequence[Op]) -> None:
-        """Apply one commit's ops (grouped per key, in first-touch order)."""
+    def apply(self, seq: int, ops: Sequence[Write]) -> None:
+        """Apply one commit's writes (grouped per key, in first-touch order)."""
         if len(ops) == 1:
-            op = ops[0]
-            self._push(op.key, seq, fold_ops(self.get(op.key), ops, in_place=True))
+            key = ops[0][1]
+            self._push(key, seq, fold_ops(self.get(key), ops, in_place=True))
             return
-        grouped: dict[str, list[Op]] = {}
+        grouped: dict[str, list[Write]] = {}
         for op in ops:
-            grouped.setdefault(op.key, []).append(op)
+            grouped.setdefault(op[1], []).append(op)
         for key, key_ops in grouped.items():
             self._push(key, seq, fold_ops(self.get(key), key_ops, in_place=True))
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import typing
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
@@ -21,8 +21,11 @@ class StateValidator:
         self._extra = model.model_config.get("extra") == "allow"
         self._fields: dict[str, TypeAdapter[Any]] = {}
         self._items: dict[str, TypeAdapter[Any] | None] = {}
+        self._required = {n for n, f in model.model_fields.items() if f.is_required()}
         for name, info in model.model_fields.items():
-            self._fields[name] = TypeAdapter(info.annotation if info.annotation else Any)
+            annotation = info.annotation if info.annotation is not None else Any
+            # The FieldInfo carries the constraints (gt=, max_length=, ...): validate them too.
+            self._fields[name] = TypeAdapter(Annotated[annotation, info])  # type: ignore[arg-type]
             self._items[name] = self._item_adapter(info.annotation)
 
     @staticmethod
@@ -82,6 +85,15 @@ class StateValidator:
         adapter = self._adapter(key, stage_path)
         if adapter is not None:
             self._validate(adapter, to_bytes(merged), key, stage_path)
+
+    def check_delete(self, key: str, stage_path: str) -> None:
+        if key in self._required:
+            raise StateValidationError(
+                f"stage {stage_path!r} deleted {key!r}, a required field of "
+                f"{self.model.__name__}; write a new value instead",
+                key=key,
+                stage_path=stage_path,
+            )
 
     def check_input(self, key: str, data: bytes) -> None:
         self.check_set(key, data, "run input")

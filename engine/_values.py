@@ -217,45 +217,63 @@ def thaw(value: Any) -> Any:
     return orjson.loads(orjson.dumps(value, default=_to_plain))
 
 
+def _exact(data: bytes) -> bytes:
+    # orjson hands back bytes that keep their whole working buffer (4 KB and up); the log
+    # keeps values for the life of the run, so copy them to their exact size.
+    return bytes(memoryview(data))
+
+
+_TRUE, _FALSE, _NULL = b"true", b"false", b"null"
+
+
 def to_bytes(value: Any) -> bytes:
     """Serialize an already-accepted state value (frozen views allowed)."""
-    return orjson.dumps(value, default=_to_plain, option=_DUMP_OPTIONS)
+    return _exact(orjson.dumps(value, default=_to_plain, option=_DUMP_OPTIONS))
 
 
-def encode_value(value: Any, key: str, stage_path: str | None) -> tuple[bytes, Any]:
+def encode_value(
+    value: Any, key: str, stage_path: str | None, what: str | None = None
+) -> tuple[bytes, Any]:
     """Serialize ``value`` once and return ``(json_bytes, engine_owned_copy)``.
 
-    Raises :class:`StateValueError` naming the key, the stage and the offending part when
-    the value would not come back from JSON exactly as it was written.
+    Raises :class:`StateValueError` naming the key (or ``what`` it is, e.g. an event
+    payload), the stage and the offending part when the value would not come back from JSON
+    exactly as it was written.
     """
     t = type(value)
     if t is int:
         if not _INT_MIN <= value <= _INT_MAX:
-            _refuse(key, stage_path, f"the int {value} does not fit in 64 bits")
-        return orjson.dumps(value), value
-    if t in _PLAIN:
-        return orjson.dumps(value), value
+            _refuse(key, stage_path, what, f"the int {value} does not fit in 64 bits")
+        return b"%d" % value, value
+    if t is str:
+        return _exact(orjson.dumps(value)), value
+    if value is None:
+        return _NULL, None
+    if t is bool:
+        return (_TRUE if value else _FALSE), value
     if t is float:
         if not math.isfinite(value):
-            _refuse(key, stage_path, f"{value} is not a finite number (JSON has no NaN or inf)")
-        return orjson.dumps(value), value
+            _refuse(
+                key, stage_path, what, f"{value} is not a finite number (JSON has no NaN or inf)"
+            )
+        return _exact(orjson.dumps(value)), value
     if t is FrozenList or t is FrozenDict:
         # Already engine-owned and immutable: share it, serialize only for the log.
         return to_bytes(value), value
     try:
         data = orjson.dumps(value, default=_to_plain, option=_DUMP_OPTIONS)
     except (orjson.JSONEncodeError, TypeError):
-        _refuse(key, stage_path, _find_problem(value, "value") or "it is not JSON")
+        _refuse(key, stage_path, what, _find_problem(value, "value") or "it is not JSON")
     owned = orjson.loads(data)
     if owned != value:
-        _refuse(key, stage_path, _find_problem(value, "value") or "it does not round-trip")
-    return data, owned
+        _refuse(key, stage_path, what, _find_problem(value, "value") or "it does not round-trip")
+    return _exact(data), owned
 
 
-def _refuse(key: str, stage_path: str | None, problem: str) -> NoReturn:
+def _refuse(key: str, stage_path: str | None, what: str | None, problem: str) -> NoReturn:
     where = f" in stage {stage_path!r}" if stage_path else " in the run input"
     raise StateValueError(
-        f"cannot store state key {key!r}{where}: {problem}. State values must be JSON "
+        f"cannot store {what or f'state key {key!r}'}{where}: {problem}. Values must be JSON "
         "(dict with str keys, list, str, int within 64 bits, finite float, bool, None); "
         "convert first, e.g. list(a_tuple), str(a_datetime), model.model_dump(mode='json').",
         key=key,

@@ -116,7 +116,7 @@ def test_writers_mutating_their_object_after_the_write_change_nothing():
         (lambda s: s.merge("text", {"a": 1}), "merge needs a dict"),
         (lambda s: s.merge("m", [1]), "needs a mapping"),
         (lambda s: s.extend("l", "abc"), "needs a list of items"),
-        (lambda s: s.emit("evt", object()), "emit:evt"),
+        (lambda s: s.emit("evt", object()), "the payload of event 'evt'"),
     ],
 )
 def test_bad_writes_fail_at_the_write_naming_key_and_stage(stage, fragment):

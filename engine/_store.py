@@ -1,0 +1,332 @@
+"""Run stores: where commit logs and checkpoints live beyond the process.
+
+One interface (:class:`RunStore`), three implementations: :class:`MemoryStore` here,
+``SqliteStore`` (the embedded default) and ``PostgresStore``. The executor writes each commit
+through a *durability sink*: ``"sync"`` (durable before the next stage starts), ``"batch"``
+(a writer thread group-commits from a bounded queue; a full queue blocks the run, so memory
+never grows without bound) or ``"exit"`` (written when the run pauses or ends).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
+
+import orjson
+
+from ._checkpoint import Checkpoint
+from ._commit import Commit
+from ._errors import StoreError, UnknownRunError
+from ._snapshot import Snapshot
+from ._state import StateStore
+from ._values import freeze
+
+__all__ = [
+    "Durability",
+    "MemoryStore",
+    "RunInfo",
+    "RunStore",
+    "make_sink",
+    "snapshot_from_rows",
+]
+
+Durability = Literal["sync", "batch", "exit"]
+
+
+class RunInfo(NamedTuple):
+    """A run's metadata, listed without loading its commits."""
+
+    run_id: str
+    chart_id: str
+    status: str
+    started_at: float
+    ended_at: float | None
+    commit_count: int
+
+
+@runtime_checkable
+class RunStore(Protocol):
+    """What the executor needs from a store. Every method is safe to call from any thread."""
+
+    def begin_run(self, run_id: str, chart_id: str, initial: dict[str, bytes]) -> None: ...
+    def append(self, run_id: str, commits: Sequence[Commit]) -> None: ...
+    def finish_run(self, run_id: str, status: str, error: Any = None) -> None: ...
+    def save_checkpoint(self, checkpoint: Checkpoint) -> None: ...
+    def claim_checkpoint(self, checkpoint_id: str) -> bool: ...
+    def load_checkpoint(self, checkpoint_id: str) -> Checkpoint: ...
+    def load(self, run_id: str) -> Snapshot: ...
+    def list_runs(self) -> list[RunInfo]: ...
+    def prune(
+        self,
+        *,
+        run_ids: Sequence[str] | None = None,
+        older_than: float | None = None,
+        keep_latest: int | None = None,
+    ) -> int: ...
+    def delete(self, run_id: str) -> None: ...
+    def close(self) -> None: ...
+
+
+def snapshot_from_rows(
+    run_id: str,
+    chart_id: str,
+    status: str,
+    initial: dict[str, bytes],
+    commit_docs: Sequence[bytes],
+    error: Any = None,
+) -> Snapshot:
+    """Rebuild a snapshot (and its time-travel index) from stored rows."""
+    from ._commit import ErrorInfo
+
+    store = StateStore()
+    for key, data in initial.items():
+        store.seed(key, freeze(orjson.loads(data)))
+    commits = [Commit.from_dict(orjson.loads(doc)) for doc in commit_docs]
+    for c in commits:
+        if c.frame == "" and c.writes:
+            store.apply(c.seq, c.writes)
+    return Snapshot(
+        run_id=run_id,
+        chart_id=chart_id,
+        status=status,
+        initial=initial,
+        commits=commits,
+        store=store,
+        error=None if error is None else ErrorInfo(*error),
+    )
+
+
+def commit_bytes(commit: Commit) -> bytes:
+    return orjson.dumps(commit.to_dict())
+
+
+def select_prunable(
+    runs: Sequence[RunInfo],
+    run_ids: Sequence[str] | None,
+    older_than: float | None,
+    keep_latest: int | None,
+) -> list[str]:
+    """Which runs a prune call removes (shared by every store)."""
+    chosen: set[str] = set(run_ids or ())
+    if older_than is not None:
+        cutoff = time.time() - older_than
+        chosen |= {r.run_id for r in runs if (r.ended_at or r.started_at) < cutoff}
+    if keep_latest is not None:
+        if keep_latest < 0:
+            raise ValueError("keep_latest must be >= 0")
+        newest = sorted(runs, key=lambda r: r.started_at, reverse=True)
+        chosen |= {r.run_id for r in newest[keep_latest:]}
+    return sorted(chosen)
+
+
+class MemoryStore:
+    """A store in this process's memory: the same interface, nothing survives the process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._runs: dict[str, dict[str, Any]] = {}
+        self._checkpoints: dict[str, bytes] = {}
+        self._claimed: set[str] = set()
+
+    def __repr__(self) -> str:
+        return f"<MemoryStore runs={len(self._runs)}>"
+
+    def begin_run(self, run_id: str, chart_id: str, initial: dict[str, bytes]) -> None:
+        with self._lock:
+            if run_id in self._runs:
+                self._runs[run_id]["status"] = "running"
+                return
+            self._runs[run_id] = {
+                "chart_id": chart_id,
+                "status": "running",
+                "started_at": time.time(),
+                "ended_at": None,
+                "initial": dict(initial),
+                "commits": [],
+                "error": None,
+            }
+
+    def append(self, run_id: str, commits: Sequence[Commit]) -> None:
+        with self._lock:
+            self._run(run_id)["commits"].extend(commit_bytes(c) for c in commits)
+
+    def finish_run(self, run_id: str, status: str, error: Any = None) -> None:
+        with self._lock:
+            run = self._run(run_id)
+            run.update(status=status, ended_at=time.time(), error=error)
+
+    def save_checkpoint(self, checkpoint: Checkpoint) -> None:
+        with self._lock:
+            self._checkpoints[checkpoint.checkpoint_id] = checkpoint.to_json()
+
+    def claim_checkpoint(self, checkpoint_id: str) -> bool:
+        with self._lock:
+            if checkpoint_id in self._claimed:
+                return False
+            self._claimed.add(checkpoint_id)
+            return True
+
+    def load_checkpoint(self, checkpoint_id: str) -> Checkpoint:
+        with self._lock:
+            data = self._checkpoints.get(checkpoint_id)
+        if data is None:
+            raise UnknownRunError(f"no checkpoint {checkpoint_id!r} in this store")
+        return Checkpoint.from_json(data)
+
+    def load(self, run_id: str) -> Snapshot:
+        with self._lock:
+            run = self._run(run_id)
+            docs = list(run["commits"])
+        return snapshot_from_rows(
+            run_id, run["chart_id"], run["status"], run["initial"], docs, run["error"]
+        )
+
+    def list_runs(self) -> list[RunInfo]:
+        with self._lock:
+            return [
+                RunInfo(
+                    rid,
+                    r["chart_id"],
+                    r["status"],
+                    r["started_at"],
+                    r["ended_at"],
+                    len(r["commits"]),
+                )
+                for rid, r in self._runs.items()
+            ]
+
+    def prune(
+        self,
+        *,
+        run_ids: Sequence[str] | None = None,
+        older_than: float | None = None,
+        keep_latest: int | None = None,
+    ) -> int:
+        doomed = select_prunable(self.list_runs(), run_ids, older_than, keep_latest)
+        with self._lock:
+            for rid in doomed:
+                self._runs.pop(rid, None)
+        return len(doomed)
+
+    def delete(self, run_id: str) -> None:
+        with self._lock:
+            self._run(run_id)
+            del self._runs[run_id]
+
+    def close(self) -> None:
+        return None
+
+    def _run(self, run_id: str) -> dict[str, Any]:
+        run = self._runs.get(run_id)
+        if run is None:
+            raise UnknownRunError(f"no run {run_id!r} in this store; store.list_runs() lists them")
+        return run
+
+
+# -- durability sinks ---------------------------------------------------------------------
+
+
+class Sink(Protocol):
+    def __call__(self, commit: Commit) -> None: ...
+    def flush(self) -> None: ...
+
+
+class _SyncSink:
+    """Each commit is durable before the next stage starts."""
+
+    def __init__(self, store: RunStore, run_id: str) -> None:
+        self._store = store
+        self._run_id = run_id
+
+    def __call__(self, commit: Commit) -> None:
+        self._store.append(self._run_id, [commit])
+
+    def flush(self) -> None:
+        return None
+
+
+class _ExitSink:
+    """Commits are written in one transaction when the run pauses or ends."""
+
+    def __init__(self, store: RunStore, run_id: str) -> None:
+        self._store = store
+        self._run_id = run_id
+        self._pending: list[Commit] = []
+
+    def __call__(self, commit: Commit) -> None:
+        self._pending.append(commit)
+
+    def flush(self) -> None:
+        if self._pending:
+            self._store.append(self._run_id, self._pending)
+            self._pending = []
+
+
+class _BatchSink:
+    """A writer thread group-commits from a bounded queue; a full queue blocks the run."""
+
+    def __init__(self, store: RunStore, run_id: str, queue_size: int, batch_size: int) -> None:
+        self._store = store
+        self._run_id = run_id
+        self._queue: queue.Queue[Commit | None] = queue.Queue(maxsize=queue_size)
+        self._batch_size = batch_size
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._write, name=f"trackway-{run_id}", daemon=True)
+        self._thread.start()
+
+    def __call__(self, commit: Commit) -> None:
+        if self._error is not None:
+            raise self._error
+        self._queue.put(commit)
+
+    def _write(self) -> None:
+        q = self._queue
+        while True:
+            first = q.get()
+            if first is None:
+                q.task_done()
+                return
+            batch = [first]
+            stop = False
+            while len(batch) < self._batch_size:
+                try:
+                    item = q.get_nowait()
+                except queue.Empty:
+                    break
+                if item is None:
+                    stop = True
+                    break
+                batch.append(item)
+            try:
+                if self._error is None:
+                    self._store.append(self._run_id, batch)
+            except BaseException as exc:  # surfaced to the run at the next commit or flush
+                self._error = exc
+            for _ in range(len(batch) + stop):
+                q.task_done()
+            if stop:
+                return
+
+    def flush(self) -> None:
+        self._queue.join()
+        if self._error is not None:
+            raise self._error
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join()
+
+
+def make_sink(store: RunStore, run_id: str, durability: Durability, queue_size: int = 1024) -> Sink:
+    if durability == "sync":
+        return _SyncSink(store, run_id)
+    if durability == "exit":
+        return _ExitSink(store, run_id)
+    return _BatchSink(store, run_id, queue_size, batch_size=256)
+
+
+def wrap_store_error(exc: BaseException, store: object, action: str) -> StoreError:
+    return StoreError(f"{type(store).__name__} could not {action}: {type(exc).__name__}: {exc}")
