@@ -1,0 +1,148 @@
+"""Shared helpers for the benches: timing, medians, machine info, tables and JSON output."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import gc
+import itertools
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+BENCH_DIR = Path(__file__).resolve().parent
+RESULTS_DIR = BENCH_DIR / "results"
+
+
+def clock() -> float:
+    """The benchmark clock (``time.perf_counter``), in seconds."""
+    return time.perf_counter()
+
+
+def fresh_heap() -> None:
+    """Collect garbage twice so one run's leftovers do not bill the next run."""
+    gc.collect()
+    gc.collect()
+
+
+def median_runs(
+    fn: Callable[[], Mapping[str, float]],
+    repeats: int,
+    *,
+    adaptive_s: float | None = None,
+) -> dict[str, Any]:
+    """Run ``fn`` up to ``repeats`` times and return the median of every metric it reports.
+
+    ``fn`` returns a dict of floats (one of them should be ``"total_s"``). A full collection
+    runs before each repeat. With ``adaptive_s``, a first run slower than that many seconds
+    is not repeated (the slow peer runs); ``"repeats"`` in the result says how many ran.
+    """
+    samples: list[Mapping[str, float]] = []
+    for i in range(repeats):
+        fresh_heap()
+        samples.append(fn())
+        if i == 0 and adaptive_s is not None and samples[0].get("total_s", 0.0) > adaptive_s:
+            break
+    out: dict[str, Any] = {
+        key: statistics.median(s[key] for s in samples) for key in samples[0] if key != "_"
+    }
+    out["repeats"] = len(samples)
+    return out
+
+
+def tenth_growth(stamps: Sequence[float]) -> dict[str, float]:
+    """Stage time early vs late in a run, from a timestamp taken at the start of every stage.
+
+    ``first_tenth_us``/``last_tenth_us`` are the mean interval over the first and last tenth
+    of the run (GC pauses included: this is what the run paid); ``growth`` is last / first.
+    ``growth_median`` compares the median interval of the two tenths instead, which leaves out
+    rare pauses (cyclic GC) and shows whether the ordinary stage itself got slower.
+    """
+    n = len(stamps)
+    k = max(1, (n - 1) // 10)
+    first = (stamps[k] - stamps[0]) / k
+    last = (stamps[-1] - stamps[-1 - k]) / k
+    head = [b - a for a, b in itertools.pairwise(stamps[: k + 1])]
+    tail = [b - a for a, b in itertools.pairwise(stamps[-1 - k :])]
+    med_first, med_last = statistics.median(head), statistics.median(tail)
+    return {
+        "first_tenth_us": first * 1e6,
+        "last_tenth_us": last * 1e6,
+        "growth": last / first if first > 0 else float("inf"),
+        "growth_median": med_last / med_first if med_first > 0 else float("inf"),
+    }
+
+
+def dist_version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def machine_info() -> dict[str, Any]:
+    return {
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "processor": platform.processor() or None,
+        "cpu_count": os.cpu_count(),
+        "executable": sys.executable,
+    }
+
+
+def write_json(name: str, payload: Mapping[str, Any]) -> Path:
+    """Write ``payload`` to ``benches/results/<name>.json`` (the directory is gitignored)."""
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / f"{name}.json"
+    doc = {
+        "bench": name,
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "machine": machine_info(),
+        **payload,
+    }
+    path.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
+    return path
+
+
+def fmt(value: Any, digits: int = 1) -> str:
+    """A table cell: numbers with thousands separators, ``None`` as an en dash."""
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "PASS" if value else "FAIL"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    return str(value)
+
+
+def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    """Print a markdown table: the first column left-aligned, the others right-aligned."""
+    cells = [[fmt(c) for c in row] for row in rows]
+    widths = [len(h) for h in headers]
+    for row in cells:
+        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
+
+    def line(values: Sequence[str]) -> str:
+        parts = [
+            v.ljust(w) if i == 0 else v.rjust(w)
+            for i, (v, w) in enumerate(zip(values, widths, strict=True))
+        ]
+        return "| " + " | ".join(parts) + " |"
+
+    rule = ["-" * widths[0]] + ["-" * (w - 1) + ":" for w in widths[1:]]
+    print(f"\n{title}\n")
+    print(line(headers))
+    print("| " + " | ".join(rule) + " |")
+    for row in cells:
+        print(line(row))
+    sys.stdout.flush()
