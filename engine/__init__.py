@@ -43,6 +43,7 @@ from ._errors import UnknownBranchError as UnknownBranchError
 from ._errors import UnknownRunError as UnknownRunError
 from ._executor import Executor as Executor
 from ._executor import RunResult as RunResult
+from ._postgres import PostgresStore as PostgresStore
 from ._recorder import DecisionEvent as DecisionEvent
 from ._recorder import EmitEvent as EmitEvent
 from ._recorder import ErrorEvent as ErrorEvent
@@ -61,6 +62,7 @@ from ._retry import Retry as Retry
 from ._scope import Scope as Scope
 from ._snapshot import Snapshot as Snapshot
 from ._snapshot import StateDiff as StateDiff
+from ._sqlite import SqliteStore as SqliteStore
 from ._store import Durability as Durability
 from ._store import MemoryStore as MemoryStore
 from ._store import RunInfo as RunInfo
@@ -100,6 +102,7 @@ __all__ = [
     "Op",
     "ParallelLimitError",
     "PauseEvent",
+    "PostgresStore",
     "ReadEvent",
     "ReadOnlyStateError",
     "Recorder",
@@ -118,6 +121,7 @@ __all__ = [
     "Selection",
     "SelectorBuilder",
     "Snapshot",
+    "SqliteStore",
     "StageEndEvent",
     "StageError",
     "StageStartEvent",

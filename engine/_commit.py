@@ -6,7 +6,8 @@ from typing import Any, Literal, NamedTuple, TypeAlias
 
 import orjson
 
-from ._values import freeze, to_bytes
+from ._values import freeze
+from ._values import to_bytes as _json_bytes
 
 __all__ = ["Commit", "CommitKind", "EmittedEvent", "ErrorInfo", "Op", "OpKind", "Outcome", "Write"]
 
@@ -124,16 +125,28 @@ class Commit(NamedTuple):
             "attempts": self.attempts,
         }
 
+    def to_bytes(self) -> bytes:
+        """Compact JSON for stores: no run id (the row has it), defaults left out."""
+        doc = self.to_dict()
+        del doc["run_id"]
+        for key, default in (("error", None), ("detail", None), ("events", []), ("attempts", 1)):
+            if doc[key] == default:
+                del doc[key]
+        return orjson.dumps(doc)
+
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Commit:
+    def from_dict(cls, d: dict[str, Any], run_id: str | None = None) -> Commit:
+        """Inverse of :meth:`to_dict` (and of :meth:`to_bytes`, given the ``run_id``)."""
         writes: tuple[Write, ...] = tuple(
-            (o["kind"], o["key"], to_bytes(o["value"]), o["value"]) for o in d["ops"]
+            (o["kind"], o["key"], _json_bytes(o["value"]), o["value"]) for o in d["ops"]
         )
-        events = tuple(EmittedEvent(e["name"], to_bytes(e["payload"])) for e in d["events"])
-        err = d["error"]
+        events = tuple(
+            EmittedEvent(e["name"], _json_bytes(e["payload"])) for e in d.get("events", ())
+        )
+        err = d.get("error")
         return cls(
             seq=d["seq"],
-            run_id=d["run_id"],
+            run_id=d.get("run_id") or run_id or "",
             stage_path=d["stage_path"],
             stage_id=d["stage_id"],
             stage_name=d["stage_name"],
@@ -145,7 +158,7 @@ class Commit(NamedTuple):
             reads=tuple(d["reads"]),
             outcome=d["outcome"],
             error=None if err is None else ErrorInfo(err[0], err[1]),
-            detail=d["detail"],
+            detail=d.get("detail"),
             events=events,
-            attempts=d["attempts"],
+            attempts=d.get("attempts", 1),
         )

@@ -297,7 +297,7 @@ class Executor:
         if paused is not None:
             checkpoint = self._make_checkpoint(run, paused)
         try:
-            self._close_store(run, sink, status, info, checkpoint)
+            self._close_store(run, sink, status, info, checkpoint, broke)
         except StoreError as exc:
             if error is None:
                 error, status = exc, "failed"
@@ -340,6 +340,7 @@ class Executor:
         status: str,
         info: ErrorInfo | None,
         checkpoint: Checkpoint | None,
+        broke: str | None,
     ) -> None:
         if sink is None:
             return
@@ -351,8 +352,15 @@ class Executor:
                 closer()
         if checkpoint is not None:
             self._call_store(lambda s: s.save_checkpoint(checkpoint), "save the checkpoint")
-        error = None if info is None else list(info)
-        self._call_store(lambda s: s.finish_run(run.run_id, status, error), "finish the run")
+        outcome = {
+            "error": None if info is None else list(info),
+            "break_reason": broke,
+            "recorder_failures": [
+                {"recorder": f.recorder, "hook": f.hook, "error": list(f.error)}
+                for f in run.recorders.failures
+            ],
+        }
+        self._call_store(lambda s: s.finish_run(run.run_id, status, outcome), "finish the run")
 
     def _make_checkpoint(self, run: RunContext, paused: Paused) -> Checkpoint:
         payload = orjson.loads(paused.payload)

@@ -19,7 +19,7 @@ import orjson
 
 from ._checkpoint import Checkpoint
 from ._commit import Commit
-from ._errors import StoreError, UnknownRunError
+from ._errors import UnknownRunError
 from ._snapshot import Snapshot
 from ._state import StateStore
 from ._values import freeze
@@ -53,7 +53,7 @@ class RunStore(Protocol):
 
     def begin_run(self, run_id: str, chart_id: str, initial: dict[str, bytes]) -> None: ...
     def append(self, run_id: str, commits: Sequence[Commit]) -> None: ...
-    def finish_run(self, run_id: str, status: str, error: Any = None) -> None: ...
+    def finish_run(self, run_id: str, status: str, outcome: Any = None) -> None: ...
     def save_checkpoint(self, checkpoint: Checkpoint) -> None: ...
     def claim_checkpoint(self, checkpoint_id: str) -> bool: ...
     def load_checkpoint(self, checkpoint_id: str) -> Checkpoint: ...
@@ -76,15 +76,23 @@ def snapshot_from_rows(
     status: str,
     initial: dict[str, bytes],
     commit_docs: Sequence[bytes],
-    error: Any = None,
+    outcome: Any = None,
 ) -> Snapshot:
-    """Rebuild a snapshot (and its time-travel index) from stored rows."""
+    """Rebuild a snapshot (and its time-travel index) from stored rows.
+
+    ``outcome`` is what ``finish_run`` stored: ``{"error", "break_reason",
+    "recorder_failures"}``.
+    """
     from ._commit import ErrorInfo
+    from ._recorder import RecorderFailure
+
+    outcome = outcome or {}
+    error = outcome.get("error")
 
     store = StateStore()
     for key, data in initial.items():
         store.seed(key, freeze(orjson.loads(data)))
-    commits = [Commit.from_dict(orjson.loads(doc)) for doc in commit_docs]
+    commits = [Commit.from_dict(orjson.loads(doc), run_id) for doc in commit_docs]
     for c in commits:
         if c.frame == "" and c.writes:
             store.apply(c.seq, c.writes)
@@ -96,11 +104,12 @@ def snapshot_from_rows(
         commits=commits,
         store=store,
         error=None if error is None else ErrorInfo(*error),
+        break_reason=outcome.get("break_reason"),
+        recorder_failures=[
+            RecorderFailure(f["recorder"], f["hook"], ErrorInfo(*f["error"]))
+            for f in outcome.get("recorder_failures", ())
+        ],
     )
-
-
-def commit_bytes(commit: Commit) -> bytes:
-    return orjson.dumps(commit.to_dict())
 
 
 def select_prunable(
@@ -146,17 +155,17 @@ class MemoryStore:
                 "ended_at": None,
                 "initial": dict(initial),
                 "commits": [],
-                "error": None,
+                "outcome": None,
             }
 
     def append(self, run_id: str, commits: Sequence[Commit]) -> None:
         with self._lock:
-            self._run(run_id)["commits"].extend(commit_bytes(c) for c in commits)
+            self._run(run_id)["commits"].extend(c.to_bytes() for c in commits)
 
-    def finish_run(self, run_id: str, status: str, error: Any = None) -> None:
+    def finish_run(self, run_id: str, status: str, outcome: Any = None) -> None:
         with self._lock:
             run = self._run(run_id)
-            run.update(status=status, ended_at=time.time(), error=error)
+            run.update(status=status, ended_at=time.time(), outcome=outcome)
 
     def save_checkpoint(self, checkpoint: Checkpoint) -> None:
         with self._lock:
@@ -181,7 +190,7 @@ class MemoryStore:
             run = self._run(run_id)
             docs = list(run["commits"])
         return snapshot_from_rows(
-            run_id, run["chart_id"], run["status"], run["initial"], docs, run["error"]
+            run_id, run["chart_id"], run["status"], run["initial"], docs, run["outcome"]
         )
 
     def list_runs(self) -> list[RunInfo]:
@@ -326,7 +335,3 @@ def make_sink(store: RunStore, run_id: str, durability: Durability, queue_size: 
     if durability == "exit":
         return _ExitSink(store, run_id)
     return _BatchSink(store, run_id, queue_size, batch_size=256)
-
-
-def wrap_store_error(exc: BaseException, store: object, action: str) -> StoreError:
-    return StoreError(f"{type(store).__name__} could not {action}: {type(exc).__name__}: {exc}")

@@ -44,6 +44,7 @@ from trackway.engine import Node as Node
 from trackway.engine import Op as Op
 from trackway.engine import ParallelLimitError as ParallelLimitError
 from trackway.engine import PauseEvent as PauseEvent
+from trackway.engine import PostgresStore as PostgresStore
 from trackway.engine import ReadEvent as ReadEvent
 from trackway.engine import ReadOnlyStateError as ReadOnlyStateError
 from trackway.engine import Recorder as Recorder
@@ -62,6 +63,7 @@ from trackway.engine import Scope as Scope
 from trackway.engine import Selection as Selection
 from trackway.engine import SelectorBuilder as SelectorBuilder
 from trackway.engine import Snapshot as Snapshot
+from trackway.engine import SqliteStore as SqliteStore
 from trackway.engine import StageEndEvent as StageEndEvent
 from trackway.engine import StageError as StageError
 from trackway.engine import StageStartEvent as StageStartEvent
@@ -112,6 +114,7 @@ __all__ = [
     "Op",
     "ParallelLimitError",
     "PauseEvent",
+    "PostgresStore",
     "ReadEvent",
     "ReadOnlyStateError",
     "Recorder",
@@ -130,6 +133,7 @@ __all__ = [
     "Selection",
     "SelectorBuilder",
     "Snapshot",
+    "SqliteStore",
     "StageEndEvent",
     "StageError",
     "StageStartEvent",

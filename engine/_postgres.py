@@ -1,0 +1,221 @@
+"""PostgresStore: runs, commits and checkpoints in PostgreSQL (psycopg 3, the postgres extra)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import orjson
+
+from ._checkpoint import Checkpoint
+from ._commit import Commit
+from ._errors import StoreError, UnknownRunError
+from ._snapshot import Snapshot
+from ._sqlite import initial_doc, initial_from_doc
+from ._store import RunInfo, select_prunable, snapshot_from_rows
+
+__all__ = ["PostgresStore"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS trackway_runs (
+    run_id TEXT PRIMARY KEY,
+    chart_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    started_at DOUBLE PRECISION NOT NULL,
+    ended_at DOUBLE PRECISION,
+    commit_count BIGINT NOT NULL DEFAULT 0,
+    initial BYTEA NOT NULL,
+    outcome BYTEA
+);
+CREATE TABLE IF NOT EXISTS trackway_commits (
+    run_id TEXT NOT NULL,
+    seq BIGINT NOT NULL,
+    doc BYTEA NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+CREATE TABLE IF NOT EXISTS trackway_checkpoints (
+    checkpoint_id TEXT PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    doc BYTEA NOT NULL
+);
+CREATE TABLE IF NOT EXISTS trackway_claims (
+    checkpoint_id TEXT PRIMARY KEY,
+    claimed_at DOUBLE PRECISION NOT NULL
+);
+"""
+
+
+def _where(dsn: str) -> str:
+    """``host:port/dbname`` of a DSN, never its password."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        info = conninfo_to_dict(dsn)
+    except Exception:
+        return "the given DSN (unparseable)"
+    host = info.get("host") or "localhost"
+    return f"{host}:{info.get('port') or 5432}/{info.get('dbname') or ''}"
+
+
+class PostgresStore:
+    """A :class:`RunStore` on PostgreSQL. Claims are atomic across processes and hosts.
+
+    ``dsn`` is a libpq connection string or URL. Install with ``pip install
+    'trackway[postgres]'``.
+    """
+
+    def __init__(self, dsn: str, *, connect_timeout: float = 10.0) -> None:
+        try:
+            import psycopg
+        except ImportError as exc:
+            raise StoreError(
+                "PostgresStore needs psycopg 3: pip install 'trackway[postgres]'"
+            ) from exc
+        self.where = _where(dsn)
+        self._lock = threading.Lock()
+        try:
+            self._db = psycopg.connect(dsn, connect_timeout=max(1, int(connect_timeout)))
+            with self._db.transaction():
+                self._db.execute(_SCHEMA)
+        except psycopg.Error as exc:
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise StoreError(
+                f"cannot reach PostgreSQL at {self.where}: {_scrub(reason, dsn)}. Check that the "
+                "server is running and accepts connections there, and the user and password."
+            ) from None
+
+    def __repr__(self) -> str:
+        return f"<PostgresStore {self.where}>"
+
+    @contextmanager
+    def _tx(self) -> Iterator[Any]:
+        with self._lock, self._db.transaction():
+            yield self._db
+
+    def begin_run(self, run_id: str, chart_id: str, initial: dict[str, bytes]) -> None:
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO trackway_runs (run_id, chart_id, status, started_at, initial) "
+                "VALUES (%s, %s, 'running', %s, %s) ON CONFLICT (run_id) DO UPDATE SET "
+                "status = 'running', ended_at = NULL, outcome = NULL",
+                (run_id, chart_id, time.time(), initial_doc(initial)),
+            )
+
+    def append(self, run_id: str, commits: Sequence[Commit]) -> None:
+        rows = [(run_id, c.seq, c.to_bytes()) for c in commits]
+        with self._tx() as db, db.cursor() as cur:
+            cur.executemany("INSERT INTO trackway_commits VALUES (%s, %s, %s)", rows)
+            cur.execute(
+                "UPDATE trackway_runs SET commit_count = commit_count + %s WHERE run_id = %s",
+                (len(rows), run_id),
+            )
+
+    def finish_run(self, run_id: str, status: str, outcome: Any = None) -> None:
+        with self._tx() as db:
+            db.execute(
+                "UPDATE trackway_runs SET status = %s, ended_at = %s, outcome = %s "
+                "WHERE run_id = %s",
+                (status, time.time(), None if outcome is None else orjson.dumps(outcome), run_id),
+            )
+
+    def save_checkpoint(self, checkpoint: Checkpoint) -> None:
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO trackway_checkpoints VALUES (%s, %s, %s) ON CONFLICT "
+                "(checkpoint_id) DO UPDATE SET doc = EXCLUDED.doc",
+                (checkpoint.checkpoint_id, checkpoint.run_id, checkpoint.to_json()),
+            )
+
+    def claim_checkpoint(self, checkpoint_id: str) -> bool:
+        with self._tx() as db:
+            cur = db.execute(
+                "INSERT INTO trackway_claims VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                (checkpoint_id, time.time()),
+            )
+            return bool(cur.rowcount == 1)
+
+    def load_checkpoint(self, checkpoint_id: str) -> Checkpoint:
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT doc FROM trackway_checkpoints WHERE checkpoint_id = %s", (checkpoint_id,)
+            ).fetchone()
+        if row is None:
+            raise UnknownRunError(f"no checkpoint {checkpoint_id!r} in {self!r}")
+        return Checkpoint.from_json(bytes(row[0]))
+
+    def load(self, run_id: str) -> Snapshot:
+        with self._tx() as db:
+            run = db.execute(
+                "SELECT chart_id, status, initial, outcome FROM trackway_runs WHERE run_id = %s",
+                (run_id,),
+            ).fetchone()
+            docs = [
+                bytes(r[0])
+                for r in db.execute(
+                    "SELECT doc FROM trackway_commits WHERE run_id = %s ORDER BY seq", (run_id,)
+                )
+            ]
+        if run is None:
+            raise UnknownRunError(
+                f"no run {run_id!r} in {self!r}; store.list_runs() lists the runs it holds"
+            )
+        chart_id, status, initial, outcome = run
+        return snapshot_from_rows(
+            run_id,
+            chart_id,
+            status,
+            initial_from_doc(bytes(initial)),
+            docs,
+            None if outcome is None else orjson.loads(bytes(outcome)),
+        )
+
+    def list_runs(self) -> list[RunInfo]:
+        with self._tx() as db:
+            rows = db.execute(
+                "SELECT run_id, chart_id, status, started_at, ended_at, commit_count "
+                "FROM trackway_runs ORDER BY started_at, run_id"
+            ).fetchall()
+        return [RunInfo(*row) for row in rows]
+
+    def prune(
+        self,
+        *,
+        run_ids: Sequence[str] | None = None,
+        older_than: float | None = None,
+        keep_latest: int | None = None,
+    ) -> int:
+        doomed = select_prunable(self.list_runs(), run_ids, older_than, keep_latest)
+        with self._tx() as db:
+            for rid in doomed:
+                self._delete(db, rid)
+        return len(doomed)
+
+    def delete(self, run_id: str) -> None:
+        with self._tx() as db:
+            if not self._delete(db, run_id):
+                raise UnknownRunError(f"no run {run_id!r} in {self!r}")
+
+    @staticmethod
+    def _delete(db: Any, run_id: str) -> bool:
+        db.execute("DELETE FROM trackway_commits WHERE run_id = %s", (run_id,))
+        db.execute("DELETE FROM trackway_checkpoints WHERE run_id = %s", (run_id,))
+        cur = db.execute("DELETE FROM trackway_runs WHERE run_id = %s", (run_id,))
+        return bool(cur.rowcount > 0)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def _scrub(text: str, dsn: str) -> str:
+    """Remove the password from a driver message, in case the driver echoed it."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        password = conninfo_to_dict(dsn).get("password")
+    except Exception:
+        return text
+    return text.replace(str(password), "***") if password else text

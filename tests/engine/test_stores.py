@@ -1,0 +1,210 @@
+"""One conformance suite for every store: memory, SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import anyio
+import pytest
+from trackway.engine import PostgresStore, SqliteStore
+
+from trackway import (
+    CheckpointClaimedError,
+    Executor,
+    MemoryStore,
+    RunStore,
+    StoreError,
+    UnknownRunError,
+    flow_chart,
+)
+
+from . import pause_charts as pc
+
+PG_DSN = os.environ.get("TRACKWAY_TEST_PG_DSN")
+
+
+def _postgres() -> RunStore:
+    if not PG_DSN:
+        if os.environ.get("CI"):
+            pytest.fail("CI must provide TRACKWAY_TEST_PG_DSN (.ci/run starts PostgreSQL)")
+        pytest.skip("no PostgreSQL: set TRACKWAY_TEST_PG_DSN (see .ci/postgres.sh)")
+    import psycopg
+
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        for table in ("trackway_commits", "trackway_runs", "trackway_checkpoints",
+                      "trackway_claims"):  # fmt: skip
+            conn.execute(f"DROP TABLE IF EXISTS {table}")
+    return PostgresStore(PG_DSN)
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def store(request, tmp_path):
+    if request.param == "memory":
+        s: RunStore = MemoryStore()
+    elif request.param == "sqlite":
+        s = SqliteStore(tmp_path / "runs.db")
+    else:
+        s = _postgres()
+    yield s
+    s.close()
+
+
+def growing_chart(n: int = 20):
+    def step(s):
+        i = s.get("i", 0) + 1
+        s["i"] = i
+        s.append("log", "x" * 100)
+        if i == n:
+            s.break_("done")
+
+    return flow_chart("Step", step).loop_to("step").build()
+
+
+@pytest.mark.parametrize("durability", ["sync", "batch", "exit"])
+def test_every_commit_lands_and_loads_back_equal(store, durability):
+    result = Executor(growing_chart(), store=store, durability=durability).run_sync({"i": 0})
+    loaded = store.load(result.run_id)
+    assert loaded == result.snapshot
+    assert loaded.state_at(7) == result.snapshot.state_at(7)
+    (info,) = [r for r in store.list_runs() if r.run_id == result.run_id]
+    assert (info.status, info.commit_count, info.chart_id) == ("broken", 20, "step")
+    assert info.ended_at is not None and info.ended_at >= info.started_at
+
+
+def test_failed_runs_are_stored_with_their_error(store):
+    def bad(s):
+        s["partial"] = 1
+        raise ValueError("nope")
+
+    result = Executor(flow_chart("Bad", bad).build(), store=store).run_sync(raise_on_error=False)
+    loaded = store.load(result.run_id)
+    assert loaded.status == "failed" and loaded.error.type == "StageError"
+    assert loaded.history()[0].outcome == "error" and loaded.state["partial"] == 1
+
+
+def test_paused_runs_keep_their_log_in_the_store_and_resume_from_it(store):
+    ex = Executor(pc.approval_chart(), store=store)
+    first = ex.run_sync({"amount": 3})
+    cp = first.checkpoint
+    assert cp.snapshot is None  # the log is referenced, not embedded
+    assert store.load_checkpoint(cp.checkpoint_id) == cp
+    assert [r.status for r in store.list_runs()] == ["paused"]
+    second = Executor(pc.approval_chart(), store=store).resume_sync(cp.to_json(), "yes")
+    assert second.status == "done"
+    loaded = store.load(first.run_id)
+    assert loaded == second.snapshot
+    assert [c.seq for c in loaded.history()] == [1, 2, 3, 4]
+    with pytest.raises(CheckpointClaimedError):
+        Executor(pc.approval_chart(), store=store).resume_sync(cp, "again")
+
+
+def test_two_concurrent_resumes_exactly_one_wins(store):
+    cp = Executor(pc.approval_chart(), store=store).run_sync().checkpoint
+    outcomes: list[str] = []
+
+    async def resume_one():
+        try:
+            await Executor(pc.approval_chart(), store=store).resume(cp, "x")
+            outcomes.append("won")
+        except CheckpointClaimedError:
+            outcomes.append("refused")
+
+    async def main():
+        async with anyio.create_task_group() as tg:
+            for _ in range(2):
+                tg.start_soon(resume_one)
+
+    anyio.run(main)
+    assert sorted(outcomes) == ["refused", "won"]
+
+
+def test_list_prune_and_delete(store):
+    ids = [Executor(growing_chart(3), store=store).run_sync().run_id for _ in range(4)]
+    assert [r.run_id for r in store.list_runs()] == ids
+    assert store.prune(keep_latest=2) == 2
+    assert [r.run_id for r in store.list_runs()] == ids[2:]
+    store.delete(ids[2])
+    assert [r.run_id for r in store.list_runs()] == ids[3:]
+    assert store.prune(run_ids=[ids[3]]) == 1 and store.list_runs() == []
+    with pytest.raises(UnknownRunError, match="list_runs"):
+        store.load(ids[0])
+    with pytest.raises(UnknownRunError):
+        store.delete(ids[0])
+
+
+def test_prune_by_age(store):
+    old = Executor(growing_chart(2), store=store).run_sync().run_id
+    time.sleep(0.05)
+    assert store.prune(older_than=10) == 0
+    assert store.prune(older_than=0.01) == 1
+    assert old not in {r.run_id for r in store.list_runs()}
+
+
+def test_storage_grows_linearly_with_the_bytes_written(tmp_path):
+    sizes = {}
+    for n in (200, 400):
+        path = tmp_path / f"{n}.db"
+        store = SqliteStore(path)
+
+        def step(s, n=n):
+            i = s.get("i", 0) + 1
+            s["i"] = i
+            s.append("log", "y" * 1000)
+            if i == n:
+                s.break_()
+
+        Executor(flow_chart("Step", step).loop_to("step").build(), store=store).run_sync()
+        store.close()
+        sizes[n] = sum(p.stat().st_size for p in tmp_path.glob(f"{n}.db*"))
+    raw = 400 * 1000
+    assert sizes[400] <= 1.5 * raw + 64 * 1024, sizes  # values stored once, appends as items
+    assert sizes[400] / sizes[200] < 2.3  # linear, not quadratic (which would be ~4x)
+
+
+def test_unknown_runs_and_bad_paths_get_specific_errors(tmp_path):
+    with pytest.raises(StoreError, match="cannot open the SQLite store at .*directory exists"):
+        SqliteStore(tmp_path / "missing-dir" / "runs.db")
+    not_db = tmp_path / "not.db"
+    not_db.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(StoreError, match="SQLite database"):
+        SqliteStore(not_db)
+    ex = Executor(pc.approval_chart(), store=MemoryStore())
+    with pytest.raises(UnknownRunError, match="no run 'nope'"):
+        ex.recover_sync("nope")
+
+
+def test_unreachable_postgres_names_host_and_port_never_the_password():
+    with pytest.raises(StoreError) as info:
+        PostgresStore("postgresql://alice:s3cret-pw@127.0.0.1:1/db", connect_timeout=2)
+    message = str(info.value)
+    assert "127.0.0.1:1/db" in message and "s3cret-pw" not in message
+    assert "server is running" in message
+
+
+def test_a_failing_store_fails_the_run_and_keeps_the_commits_in_memory():
+    class Broken(MemoryStore):
+        def append(self, run_id, commits):
+            raise OSError("disk full")
+
+    with pytest.raises(StoreError, match="disk full") as info:
+        Executor(growing_chart(5), store=Broken()).run_sync()
+    assert len(info.value.snapshot) == 1  # the commit the store refused is still on record
+
+
+def test_batch_durability_applies_backpressure():
+    class Slow(MemoryStore):
+        def __init__(self):
+            super().__init__()
+            self.batches = []
+
+        def append(self, run_id, commits):
+            time.sleep(0.002)
+            self.batches.append(len(commits))
+            super().append(run_id, commits)
+
+    store = Slow()
+    result = Executor(growing_chart(200), store=store, durability="batch",
+                      queue_size=8).run_sync()  # fmt: skip
+    assert sum(store.batches) == 200 and max(store.batches) <= 8
+    assert store.load(result.run_id) == result.snapshot
