@@ -63,6 +63,7 @@ from ._scope import Scope as Scope
 from ._snapshot import Snapshot as Snapshot
 from ._snapshot import StateDiff as StateDiff
 from ._sqlite import SqliteStore as SqliteStore
+from ._store import CommitMeta as CommitMeta
 from ._store import Durability as Durability
 from ._store import MemoryStore as MemoryStore
 from ._store import RunInfo as RunInfo
@@ -81,6 +82,7 @@ __all__ = [
     "CheckpointClaimedError",
     "CheckpointError",
     "Commit",
+    "CommitMeta",
     "DeciderBuilder",
     "Decision",
     "DecisionEvent",

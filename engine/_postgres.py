@@ -15,9 +15,11 @@ from ._commit import Commit
 from ._errors import StoreError, UnknownRunError
 from ._snapshot import Snapshot
 from ._sqlite import initial_doc, initial_from_doc
-from ._store import RunInfo, select_prunable, snapshot_from_rows
+from ._store import CommitMeta, RunInfo, select_prunable, snapshot_from_rows
 
 __all__ = ["PostgresStore"]
+
+_NINE = ", ".join(["%s"] * 9)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS trackway_runs (
@@ -33,6 +35,12 @@ CREATE TABLE IF NOT EXISTS trackway_runs (
 CREATE TABLE IF NOT EXISTS trackway_commits (
     run_id TEXT NOT NULL,
     seq BIGINT NOT NULL,
+    stage_path TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    frame TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    started_at DOUBLE PRECISION NOT NULL,
+    ended_at DOUBLE PRECISION NOT NULL,
     doc BYTEA NOT NULL,
     PRIMARY KEY (run_id, seq)
 );
@@ -95,6 +103,10 @@ class PostgresStore:
         with self._lock, self._db.transaction():
             yield self._db
 
+    def _rows(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
+        with self._tx() as db:
+            return list(db.execute(sql, args).fetchall())
+
     def begin_run(self, run_id: str, chart_id: str, initial: dict[str, bytes]) -> None:
         with self._tx() as db:
             db.execute(
@@ -105,9 +117,24 @@ class PostgresStore:
             )
 
     def append(self, run_id: str, commits: Sequence[Commit]) -> None:
-        rows = [(run_id, c.seq, c.to_bytes()) for c in commits]
+        rows = [
+            (
+                run_id,
+                c.seq,
+                c.stage_path,
+                c.kind,
+                c.frame,
+                c.outcome,
+                c.started_at,
+                c.ended_at,
+                c.to_bytes(),
+            )
+            for c in commits
+        ]
         with self._tx() as db, db.cursor() as cur:
-            cur.executemany("INSERT INTO trackway_commits VALUES (%s, %s, %s)", rows)
+            cur.executemany(
+                "INSERT INTO trackway_commits VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)", rows
+            )
             cur.execute(
                 "UPDATE trackway_runs SET commit_count = commit_count + %s WHERE run_id = %s",
                 (len(rows), run_id),
@@ -171,6 +198,17 @@ class PostgresStore:
             docs,
             None if outcome is None else orjson.loads(bytes(outcome)),
         )
+
+    def history(self, run_id: str) -> list[CommitMeta]:
+        """Commit metadata from its own columns: no document is read or decoded."""
+        rows = self._rows(
+            "SELECT seq, stage_path, kind, frame, outcome, started_at, ended_at "
+            "FROM trackway_commits WHERE run_id = %s ORDER BY seq",
+            (run_id,),
+        )
+        if not rows and not self._rows("SELECT 1 FROM trackway_runs WHERE run_id = %s", (run_id,)):
+            raise UnknownRunError(f"no run {run_id!r} in {self!r}")
+        return [CommitMeta(*row) for row in rows]
 
     def list_runs(self) -> list[RunInfo]:
         with self._tx() as db:

@@ -16,7 +16,7 @@ from ._checkpoint import Checkpoint
 from ._commit import Commit
 from ._errors import StoreError, UnknownRunError
 from ._snapshot import Snapshot
-from ._store import RunInfo, select_prunable, snapshot_from_rows
+from ._store import CommitMeta, RunInfo, select_prunable, snapshot_from_rows
 
 __all__ = ["SqliteStore"]
 
@@ -35,6 +35,12 @@ CREATE TABLE IF NOT EXISTS trackway_runs (
 CREATE TABLE IF NOT EXISTS trackway_commits (
     run_id TEXT NOT NULL,
     seq INTEGER NOT NULL,
+    stage_path TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    frame TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    started_at REAL NOT NULL,
+    ended_at REAL NOT NULL,
     doc BLOB NOT NULL,
     UNIQUE (run_id, seq)
 );
@@ -80,9 +86,11 @@ class SqliteStore:
         self._lock = threading.Lock()
         try:
             self._db = sqlite3.connect(
-                self.path, check_same_thread=False, isolation_level=None,
+                self.path,
+                check_same_thread=False,
+                isolation_level=None,
                 timeout=busy_timeout,
-            )  # fmt: skip
+            )
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={synchronous}")
             self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
@@ -124,6 +132,9 @@ class SqliteStore:
     def _tx(self) -> SqliteStore._Tx:
         return SqliteStore._Tx(self)
 
+    def _rows(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
+        return self._read(sql, args)
+
     def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
         with self._lock:
             return self._db.execute(sql, args).fetchall()
@@ -140,11 +151,24 @@ class SqliteStore:
             )
 
     def append(self, run_id: str, commits: Sequence[Commit]) -> None:
-        rows = [(run_id, c.seq, c.to_bytes()) for c in commits]
+        rows = [
+            (
+                run_id,
+                c.seq,
+                c.stage_path,
+                c.kind,
+                c.frame,
+                c.outcome,
+                c.started_at,
+                c.ended_at,
+                c.to_bytes(),
+            )
+            for c in commits
+        ]
         with self._tx() as db:
             # A rowid table packs ~1 KB documents densely; WITHOUT ROWID would spill each
             # large row to an overflow page (4 KB per commit).
-            db.executemany("INSERT INTO trackway_commits VALUES (?, ?, ?)", rows)
+            db.executemany("INSERT INTO trackway_commits VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
             db.execute(
                 "UPDATE trackway_runs SET commit_count = commit_count + ? WHERE run_id = ?",
                 (len(rows), run_id),
@@ -202,9 +226,24 @@ class SqliteStore:
             )
         chart_id, status, initial, outcome = run
         return snapshot_from_rows(
-            run_id, chart_id, status, initial_from_doc(initial), docs,
+            run_id,
+            chart_id,
+            status,
+            initial_from_doc(initial),
+            docs,
             None if outcome is None else orjson.loads(outcome),
-        )  # fmt: skip
+        )
+
+    def history(self, run_id: str) -> list[CommitMeta]:
+        """Commit metadata from its own columns: no document is read or decoded."""
+        rows = self._rows(
+            "SELECT seq, stage_path, kind, frame, outcome, started_at, ended_at "
+            "FROM trackway_commits WHERE run_id = ? ORDER BY seq",
+            (run_id,),
+        )
+        if not rows and not self._rows("SELECT 1 FROM trackway_runs WHERE run_id = ?", (run_id,)):
+            raise UnknownRunError(f"no run {run_id!r} in {self!r}")
+        return [CommitMeta(*row) for row in rows]
 
     def list_runs(self) -> list[RunInfo]:
         rows = self._read(

@@ -25,6 +25,7 @@ from ._state import StateStore
 from ._values import freeze
 
 __all__ = [
+    "CommitMeta",
     "Durability",
     "MemoryStore",
     "RunInfo",
@@ -47,6 +48,22 @@ class RunInfo(NamedTuple):
     commit_count: int
 
 
+class CommitMeta(NamedTuple):
+    """One commit's metadata, listed from a store without decoding any value."""
+
+    seq: int
+    stage_path: str
+    kind: str
+    frame: str
+    outcome: str
+    started_at: float
+    ended_at: float
+
+    @classmethod
+    def of(cls, c: Commit) -> CommitMeta:
+        return cls(c.seq, c.stage_path, c.kind, c.frame, c.outcome, c.started_at, c.ended_at)
+
+
 @runtime_checkable
 class RunStore(Protocol):
     """What the executor needs from a store. Every method is safe to call from any thread."""
@@ -58,6 +75,7 @@ class RunStore(Protocol):
     def claim_checkpoint(self, checkpoint_id: str) -> bool: ...
     def load_checkpoint(self, checkpoint_id: str) -> Checkpoint: ...
     def load(self, run_id: str) -> Snapshot: ...
+    def history(self, run_id: str) -> list[CommitMeta]: ...
     def list_runs(self) -> list[RunInfo]: ...
     def prune(
         self,
@@ -155,12 +173,15 @@ class MemoryStore:
                 "ended_at": None,
                 "initial": dict(initial),
                 "commits": [],
+                "meta": [],
                 "outcome": None,
             }
 
     def append(self, run_id: str, commits: Sequence[Commit]) -> None:
         with self._lock:
-            self._run(run_id)["commits"].extend(c.to_bytes() for c in commits)
+            run = self._run(run_id)
+            run["commits"].extend(c.to_bytes() for c in commits)
+            run["meta"].extend(CommitMeta.of(c) for c in commits)
 
     def finish_run(self, run_id: str, status: str, outcome: Any = None) -> None:
         with self._lock:
@@ -192,6 +213,10 @@ class MemoryStore:
         return snapshot_from_rows(
             run_id, run["chart_id"], run["status"], run["initial"], docs, run["outcome"]
         )
+
+    def history(self, run_id: str) -> list[CommitMeta]:
+        with self._lock:
+            return list(self._run(run_id)["meta"])
 
     def list_runs(self) -> list[RunInfo]:
         with self._lock:

@@ -23,6 +23,7 @@ from trackway.engine import Checkpoint as Checkpoint
 from trackway.engine import CheckpointClaimedError as CheckpointClaimedError
 from trackway.engine import CheckpointError as CheckpointError
 from trackway.engine import Commit as Commit
+from trackway.engine import CommitMeta as CommitMeta
 from trackway.engine import DeciderBuilder as DeciderBuilder
 from trackway.engine import Decision as Decision
 from trackway.engine import DecisionEvent as DecisionEvent
@@ -93,6 +94,7 @@ __all__ = [
     "CheckpointClaimedError",
     "CheckpointError",
     "Commit",
+    "CommitMeta",
     "DeciderBuilder",
     "Decision",
     "DecisionEvent",

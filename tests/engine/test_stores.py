@@ -208,3 +208,13 @@ def test_batch_durability_applies_backpressure():
                       queue_size=8).run_sync()  # fmt: skip
     assert sum(store.batches) == 200 and max(store.batches) <= 8
     assert store.load(result.run_id) == result.snapshot
+
+
+def test_history_lists_commit_metadata_without_loading_values(store):
+    result = Executor(growing_chart(5), store=store).run_sync()
+    metas = store.history(result.run_id)
+    assert [(m.seq, m.stage_path, m.kind, m.outcome) for m in metas] == [
+        (c.seq, c.stage_path, c.kind, c.outcome) for c in result.snapshot.history()
+    ]
+    with pytest.raises(UnknownRunError):
+        store.history("run-that-does-not-exist")
