@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from trackway import Snapshot
+from trackway import SqliteStore
 from trackway.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,23 +27,30 @@ def test_loan_example_rejects_high_risk():
     assert route.detail["decision"]["rules"][0]["matched"] is True
 
 
-def test_cli_demo_prints_the_trail_and_writes_a_recording(tmp_path, capsys):
-    assert main(["demo", "--out", str(tmp_path)]) == 0
+def test_cli_demo_runs_on_the_sqlite_store_then_lists_and_shows_the_run(tmp_path, capsys):
+    db = tmp_path / "runs.db"
+    assert main(["demo", "--db", str(db)]) == 0
     out = capsys.readouterr().out
     assert "FlowChart: Loan decision (demo)" in out and "Final decision: approved" in out
-    (recording,) = tmp_path.glob("run-*.json")
-    snap = Snapshot.from_json(recording.read_bytes())
+    store = SqliteStore(db)
+    (info,) = store.list_runs()
+    snap = store.load(info.run_id)
+    store.close()
     assert snap.status == "done" and snap.state["decision"] == "approved"
+    assert main(["runs", "--db", str(db)]) == 0
+    assert info.run_id in capsys.readouterr().out
+    assert main(["show", info.run_id, "--db", str(db)]) == 0
+    shown = capsys.readouterr().out
+    assert "chose 'approve'" in shown and f"{len(snap)} commits" in shown
+    assert main(["show", "run-nope", "--db", str(db)]) == 1
+    assert "no run 'run-nope'" in capsys.readouterr().err
 
 
 def test_cli_is_installed_as_a_command(tmp_path):
     exe = Path(sys.executable).with_name("trackway")
+    db = tmp_path / "runs.db"
     proc = subprocess.run(
-        [str(exe), "demo", "--out", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+        [str(exe), "demo", "--db", str(db)], capture_output=True, text=True, timeout=60, check=False
     )
     assert proc.returncode == 0, proc.stderr
-    assert "Recording:" in proc.stdout
+    assert "stored in" in proc.stdout and db.exists()

@@ -1,64 +1,123 @@
-"""The ``trackway`` command line."""
+"""The ``trackway`` command line: an offline demo and a look into a run store."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
-from trackway.engine import Executor, Snapshot
+from trackway.engine import Executor, Snapshot, SqliteStore, UnknownRunError
 
 from ._demo import demo_chart
 
 __all__ = ["main"]
 
+DEFAULT_DB = Path("trackway-demo") / "runs.db"
 
-def _demo(out_dir: Path) -> int:
-    chart = demo_chart()
-    print(chart.describe(), end="\n\n")
-    result = Executor(chart).run_sync(
-        {"application": {"name": "Ada Lovelace", "amount": 18_000, "income": 64_000}}
-    )
-    snap = result.snapshot
-    print(f"Run {result.run_id}: {result.status}, {len(snap)} commits")
+
+def _when(ts: float | None) -> str:
+    if ts is None:
+        return "-"
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _print_trail(snap: Snapshot) -> None:
     for c in snap.history():
         writes = ", ".join(f"{op.kind} {op.key}" for op in c.ops) or "no writes"
-        frame = f" [branch {c.frame}]" if c.frame else ""
+        frame = f" [in {c.frame}]" if c.frame else ""
         print(
-            f"  {c.seq:>2}. {c.stage_path:<22} {c.outcome:<5} read {list(c.reads)}; {writes}{frame}"
+            f"  {c.seq:>3}. {c.stage_path:<22} {c.outcome:<8} read {list(c.reads)}; {writes}{frame}"
         )
         decision = (c.detail or {}).get("decision")
         if decision:
             for rule in decision.get("rules", []):
                 mark = "matched" if rule["matched"] else "no match"
-                print(f"        rule {rule['label']!r}: {mark}")
-            print(f"        chose {decision['chosen']!r}")
+                print(f"         rule {rule['label']!r}: {mark}")
+            print(f"         chose {decision.get('chosen', decision.get('selected'))!r}")
+
+
+def _demo(db: Path) -> int:
+    chart = demo_chart()
+    print(chart.describe(), end="\n\n")
+    db.parent.mkdir(parents=True, exist_ok=True)
+    store = SqliteStore(db)
+    try:
+        result = Executor(chart, store=store).run_sync(
+            {"application": {"name": "Ada Lovelace", "amount": 18_000, "income": 64_000}}
+        )
+        snap = store.load(result.run_id)  # read back from the store, not from memory
+        assert snap == result.snapshot, "the stored run differs from the run"
+    finally:
+        store.close()
+    print(f"Run {result.run_id}: {result.status}, {len(snap)} commits, stored in {db}")
+    _print_trail(snap)
     route = next(c.seq for c in snap.history() if c.stage_id == "route")
-    print(f"\nState just before Route (state_at({route - 1})): {dict(snap.state_at(route - 1))}")
+    before = {k: snap.state_at(route - 1)[k] for k in ("credit_score", "debt_to_income")}
+    print(f"\nTime travel: just before Route (state_at({route - 1})): {before}")
     print(f"Final decision: {result.state['decision']}")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{result.run_id}.json"
-    path.write_bytes(snap.to_json())
-    again = Snapshot.from_json(path.read_bytes())
-    assert again == snap, "the recording did not round-trip"
-    print(f"Recording: {path}")
+    print(f"\nNext: trackway runs --db {db}   |   trackway show {result.run_id} --db {db}")
+    return 0
+
+
+def _runs(db: Path) -> int:
+    if not db.exists():
+        print(f"no run store at {db}; run `trackway demo` first or pass --db", file=sys.stderr)
+        return 1
+    store = SqliteStore(db)
+    try:
+        runs = store.list_runs()
+    finally:
+        store.close()
+    print(f"{'run id':<32} {'chart':<10} {'status':<8} {'commits':>7}  started (UTC)")
+    for r in runs:
+        print(
+            f"{r.run_id:<32} {r.chart_id:<10} {r.status:<8} {r.commit_count:>7}  "
+            f"{_when(r.started_at)}"
+        )
+    return 0
+
+
+def _show(run_id: str, db: Path) -> int:
+    if not db.exists():
+        print(f"no run store at {db}; pass --db", file=sys.stderr)
+        return 1
+    store = SqliteStore(db)
+    try:
+        snap = store.load(run_id)
+    except UnknownRunError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    finally:
+        store.close()
+    print(f"Run {snap.run_id} (chart {snap.chart_id}): {snap.status}, {len(snap)} commits")
+    _print_trail(snap)
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="trackway", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="run an offline demo chart and print its audit trail")
-    demo.add_argument(
-        "--out",
-        type=Path,
-        default=Path("trackway-demo"),
-        help="where to write the run's recording (default: ./trackway-demo)",
-    )
+    for name, text in (
+        ("demo", "run an offline demo chart on the embedded SQLite store; print its trail"),
+        ("runs", "list the runs in a store"),
+        ("show", "print one run's commit log"),
+    ):
+        cmd = sub.add_parser(name, help=text)
+        if name == "show":
+            cmd.add_argument("run_id")
+        cmd.add_argument(
+            "--db",
+            type=Path,
+            default=DEFAULT_DB,
+            help=f"the SQLite run store (default: {DEFAULT_DB})",
+        )
     args = parser.parse_args(argv)
     if args.command == "demo":
-        return _demo(args.out)
-    return 2  # pragma: no cover - argparse rejects unknown commands
+        return _demo(args.db)
+    if args.command == "runs":
+        return _runs(args.db)
+    return _show(args.run_id, args.db)
 
 
 if __name__ == "__main__":
