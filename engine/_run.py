@@ -678,9 +678,23 @@ async def _run_parallel(
             tg.cancel_scope.cancel()
 
     try:
-        async with anyio.create_task_group() as tg:
-            for i in range(len(pairs)):
-                tg.start_soon(one, i, tg)
+        if resume is None and limiter is None and all(
+            b.fn is not None and not b.is_async for _, b in pairs
+        ):
+            # Plain ``def`` branches never yield, so tasks would run them one after another
+            # anyway; running them inline gives the same log without the task overhead.
+            for i, (key, branch) in enumerate(pairs):
+                try:
+                    await _run_branch(strand, frames[i], key, branch, base_path, counters[i], None)
+                except Paused as p:
+                    paused[key] = p.cursor
+                except Exception as exc:
+                    errors[i] = exc
+                    break
+        else:
+            async with anyio.create_task_group() as tg:
+                for i in range(len(pairs)):
+                    tg.start_soon(one, i, tg)
     finally:
         for frame in frames:
             assert frame.buffer is not None

@@ -295,3 +295,26 @@ def test_subflow_mapper_errors_fail_the_run_naming_the_mount():
     chart = flow_chart("S", lambda s: None).subflow("Sub", sub, input={"n": "absent"}).build()
     with pytest.raises(StageError, match="the input= mapping of subflow 'Sub'"):
         run(chart)
+
+
+def test_sync_branches_stop_at_the_first_failure_in_declaration_order():
+    def boom(s):
+        s["b"] = 1
+        raise ValueError("b failed")
+
+    # every branch is a plain def: the inline path
+    chart = (
+        flow_chart("S", lambda s: None)
+        .fork(
+            "F",
+            {"a": lambda s: s.__setitem__("a", 1), "b": boom, "c": lambda s: s.__setitem__("c", 1)},
+        )
+        .build()
+    )
+    with pytest.raises(StageError, match="b failed") as info:
+        run(chart)
+    assert [(c.stage_id, c.outcome) for c in info.value.snapshot.history()] == [
+        ("s", "ok"),
+        ("a", "ok"),
+        ("b", "error"),
+    ]
