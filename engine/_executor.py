@@ -27,6 +27,7 @@ from ._errors import (
     StateValueError,
     StoreError,
     TrackwayError,
+    UnknownRunError,
 )
 from ._recorder import ErrorEvent, RunEndEvent, RunStartEvent
 from ._run import Paused, RunContext, run_root
@@ -163,9 +164,7 @@ class Executor:
         run.resume_value = freeze(data)
         run.resume_taken = False
         if self.store is not None:
-            self._call_store(
-                lambda s: s.begin_run(run.run_id, self.chart.id, run.initial), "reopen the run"
-            )
+            self._adopt_run(run, embedded=cp.snapshot is not None)
         return await self._drive(run, cp.cursor, timeout, raise_on_error)
 
     async def recover(
@@ -237,6 +236,20 @@ class Executor:
         )
 
     # -- internals -----------------------------------------------------------------------
+
+    def _adopt_run(self, run: RunContext, *, embedded: bool) -> None:
+        """Reopen the run in the store; a run it has never seen gets the log so far first."""
+        known = True
+        if embedded:
+            try:
+                self._call_store(lambda s: s.history(run.run_id), "look the run up")
+            except UnknownRunError:
+                known = False
+        self._call_store(
+            lambda s: s.begin_run(run.run_id, self.chart.id, run.initial), "reopen the run"
+        )
+        if not known and run.log:
+            self._call_store(lambda s: s.append(run.run_id, run.log), "store the log so far")
 
     def _context(self, run_id: str) -> RunContext:
         return RunContext(run_id, self.chart, self.recorders, self.max_iterations)

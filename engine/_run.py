@@ -678,8 +678,10 @@ async def _run_parallel(
             tg.cancel_scope.cancel()
 
     try:
-        if resume is None and limiter is None and all(
-            b.fn is not None and not b.is_async for _, b in pairs
+        if (
+            resume is None
+            and limiter is None
+            and all(b.fn is not None and not b.is_async for _, b in pairs)
         ):
             # Plain ``def`` branches never yield, so tasks would run them one after another
             # anyway; running them inline gives the same log without the task overhead.
@@ -688,8 +690,8 @@ async def _run_parallel(
                     await _run_branch(strand, frames[i], key, branch, base_path, counters[i], None)
                 except Paused as p:
                     paused[key] = p.cursor
-                except Exception as exc:
-                    errors[i] = exc
+                except Exception as branch_error:
+                    errors[i] = branch_error
                     break
         else:
             async with anyio.create_task_group() as tg:
@@ -699,9 +701,9 @@ async def _run_parallel(
         for frame in frames:
             assert frame.buffer is not None
             strand.frame.adopt(frame.buffer)
-    for exc in errors:
-        if exc is not None:
-            raise exc
+    for failure in errors:
+        if failure is not None:
+            raise failure
     if paused:
         branches = {
             key: {

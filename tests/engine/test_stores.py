@@ -218,3 +218,11 @@ def test_history_lists_commit_metadata_without_loading_values(store):
     ]
     with pytest.raises(UnknownRunError):
         store.history("run-that-does-not-exist")
+
+
+def test_resuming_an_embedded_checkpoint_with_a_new_store_stores_the_whole_log(store):
+    first = Executor(pc.approval_chart()).run_sync()  # no store: the log is embedded
+    assert first.checkpoint.snapshot is not None
+    second = Executor(pc.approval_chart(), store=store).resume_sync(first.checkpoint, "ok")
+    assert store.load(first.run_id) == second.snapshot
+    assert [m.seq for m in store.history(first.run_id)] == [1, 2, 3, 4]
