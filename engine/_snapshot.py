@@ -166,29 +166,58 @@ class Snapshot:
                 f"not a trackway snapshot: expected format {SNAPSHOT_FORMAT!r}, got "
                 f"{doc.get('format') if isinstance(doc, dict) else type(doc).__name__!r}"
             )
-        store = StateStore()
-        initial = {}
-        for key, value in doc["initial_state"].items():
-            initial[key] = to_bytes(value)
-            store.seed(key, freeze(value))
-        commits = [Commit.from_dict(c) for c in doc["commits"]]
-        for c in commits:
-            if c.frame == "" and c.writes:
-                store.apply(c.seq, c.writes)
         err = doc["error"]
-        return cls(
+        return cls.from_commits(
             run_id=doc["run_id"],
             chart_id=doc["chart_id"],
             status=doc["status"],
-            initial=initial,
-            commits=commits,
-            store=store,
+            initial=doc["initial_state"],
+            commits=[Commit.from_dict(c) for c in doc["commits"]],
             break_reason=doc["break_reason"],
             error=None if err is None else ErrorInfo(err[0], err[1]),
             recorder_failures=[
                 RecorderFailure(f["recorder"], f["hook"], ErrorInfo(*f["error"]))
                 for f in doc["recorder_failures"]
             ],
+        )
+
+    @classmethod
+    def from_commits(
+        cls,
+        *,
+        run_id: str,
+        chart_id: str,
+        status: str,
+        initial: Mapping[str, Any],
+        commits: Sequence[Commit],
+        break_reason: str | None = None,
+        error: ErrorInfo | None = None,
+        recorder_failures: Sequence[RecorderFailure] = (),
+    ) -> Snapshot:
+        """Build a snapshot from an initial state (JSON values) and a commit log.
+
+        The time-travel index is rebuilt by applying the run-state commits in order:
+        O(total size of their writes), once.
+        """
+        store = StateStore()
+        encoded = {}
+        for key, value in initial.items():
+            encoded[key] = to_bytes(value)
+            store.seed(key, freeze(value))
+        commits = list(commits)
+        for c in commits:
+            if c.frame == "" and c.writes:
+                store.apply(c.seq, c.writes)
+        return cls(
+            run_id=run_id,
+            chart_id=chart_id,
+            status=status,
+            initial=encoded,
+            commits=commits,
+            store=store,
+            break_reason=break_reason,
+            error=error,
+            recorder_failures=recorder_failures,
         )
 
     def __eq__(self, other: object) -> bool:

@@ -21,8 +21,6 @@ from ._checkpoint import Checkpoint
 from ._commit import Commit
 from ._errors import UnknownRunError
 from ._snapshot import Snapshot
-from ._state import StateStore
-from ._values import freeze
 
 __all__ = [
     "CommitMeta",
@@ -106,21 +104,12 @@ def snapshot_from_rows(
 
     outcome = outcome or {}
     error = outcome.get("error")
-
-    store = StateStore()
-    for key, data in initial.items():
-        store.seed(key, freeze(orjson.loads(data)))
-    commits = [Commit.from_dict(orjson.loads(doc), run_id) for doc in commit_docs]
-    for c in commits:
-        if c.frame == "" and c.writes:
-            store.apply(c.seq, c.writes)
-    return Snapshot(
+    return Snapshot.from_commits(
         run_id=run_id,
         chart_id=chart_id,
         status=status,
-        initial=initial,
-        commits=commits,
-        store=store,
+        initial={k: orjson.loads(v) for k, v in initial.items()},
+        commits=[Commit.from_dict(orjson.loads(doc), run_id) for doc in commit_docs],
         error=None if error is None else ErrorInfo(*error),
         break_reason=outcome.get("break_reason"),
         recorder_failures=[
