@@ -6,7 +6,7 @@ from typing import Any, Literal, NamedTuple, TypeAlias
 
 import orjson
 
-from ._values import freeze
+from ._values import freeze, to_plain
 from ._values import to_bytes as _json_bytes
 
 __all__ = ["Commit", "CommitKind", "EmittedEvent", "ErrorInfo", "Op", "OpKind", "Outcome", "Write"]
@@ -132,7 +132,7 @@ class Commit(NamedTuple):
         for key, default in (("error", None), ("detail", None), ("events", []), ("attempts", 1)):
             if doc[key] == default:
                 del doc[key]
-        return orjson.dumps(doc)
+        return orjson.dumps(doc, default=to_plain)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], run_id: str | None = None) -> Commit:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import re
 import secrets
@@ -174,8 +175,8 @@ class Executor:
 
         The store's log is the truth: the run continues after its last committed stage, and
         the stage that was in flight (it never committed) runs again. Supported when the run
-        stopped between stages of the top-level chart (including shared subflows); a run
-        that stopped inside a parallel branch or an isolated subflow is refused.
+        stopped between stages of the top-level chart; a run whose last commit is inside a
+        subflow or a parallel branch, or that paused or failed, is refused with the reason.
         """
         if self.store is None:
             raise ExecutorUsageError("recover() needs the run's store: Executor(chart, store=...)")
@@ -196,9 +197,8 @@ class Executor:
         self._call_store(
             lambda s: s.begin_run(run_id, self.chart.id, run.initial), "reopen the run"
         )
-        if cursor is None:  # the last commit ended the chart: only the ending is missing
-            return await self._drive(run, {"done": True}, timeout, raise_on_error)
-        return await self._drive(run, cursor, timeout, raise_on_error)
+        # cursor None: the last commit ended the chart, only the ending is missing
+        return await self._drive(run, cursor or {"done": True}, timeout, raise_on_error)
 
     def run_sync(
         self,
@@ -277,6 +277,8 @@ class Executor:
             with anyio.fail_after(timeout) if timeout is not None else _no_timeout():
                 if cursor is None or "done" not in cursor:
                     broke = await run_root(run, cursor)
+                else:
+                    broke = cursor.get("break")
         except RunError as exc:
             error = exc
         except Paused as exc:
@@ -359,6 +361,16 @@ class Executor:
             return
         try:
             sink.flush()
+        except TrackwayError:
+            raise
+        except Exception as exc:
+            # Still record how the run ended, then report the lost writes.
+            with contextlib.suppress(Exception):
+                self.store.finish_run(run.run_id, "failed", {"error": list(_info(exc))})  # type: ignore[union-attr]
+            raise StoreError(
+                f"{type(self.store).__name__} could not write the run's last commits: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
         finally:
             closer: Callable[[], None] | None = getattr(sink, "close", None)
             if closer is not None:
@@ -513,6 +525,8 @@ def _recovery_cursor(chart: FlowChart, commits: Sequence[Commit]) -> dict[str, A
             "chain": {"chart": chart.id, "node": chart.root, "loops": {}, "at": None},
         }
     last = commits[-1]
+    if last.frame == "" and last.outcome == "ok" and "break" in (last.detail or {}):
+        return {"done": True, "break": last.detail["break"]}
     if last.frame != "" or last.outcome not in ("ok",):
         raise CheckpointError(
             f"run {last.run_id!r} stopped at {last.stage_path!r} "
@@ -548,3 +562,7 @@ def _recovery_cursor(chart: FlowChart, commits: Sequence[Commit]) -> dict[str, A
         "counter": counter,
         "chain": {"chart": chart.id, "node": nxt, "loops": loops, "at": None},
     }
+
+
+def _info(exc: BaseException) -> ErrorInfo:
+    return ErrorInfo(type(exc).__name__, str(exc))

@@ -44,7 +44,7 @@ from ._retry import Retry
 from ._scope import PauseSignal, Scope
 from ._state import MISSING, StateStore
 from ._typed import StateValidator
-from ._values import FrozenList, encode_value, freeze, to_bytes
+from ._values import FrozenList, encode_value, freeze, thaw, to_bytes
 
 __all__ = ["RunContext"]
 
@@ -190,7 +190,18 @@ class _Frame:
 
 
 class _Strand:
-    __slots__ = ("broken", "counter", "frame", "last", "prefix", "run", "validator")
+    __slots__ = (
+        "base_control",
+        "broken",
+        "control",
+        "counter",
+        "decision",
+        "frame",
+        "last",
+        "prefix",
+        "run",
+        "validator",
+    )
 
     def __init__(
         self,
@@ -207,6 +218,11 @@ class _Strand:
         self.validator = validator
         self.broken: str | None = None
         self.last = ""  # path of the last stage this strand ran
+        # The decision that chose the branch now running (recorded on its commits), and the
+        # last decision this strand made.
+        self.base_control: dict[str, str] | None = None  # inherited: the whole strand is in
+        self.control: dict[str, str] | None = None  # for the node running now
+        self.decision: dict[str, str] | None = None
 
     def next_index(self) -> int:
         i = self.counter[0]
@@ -256,6 +272,7 @@ async def _run_chain(
         while nid is not None:
             node = nodes[nid]
             kind = node.kind
+            strand.control = strand.decision if node.branch_of is not None else strand.base_control
             if kind == "stage":
                 await _run_stage(
                     strand, node.id, node.name, node.fn, node.is_async, "stage", node.retry
@@ -390,6 +407,8 @@ async def _run_stage(
     started = time()
     attempt = 1
     failed: list[dict[str, str]] = []
+    if strand.control is not None:
+        detail = {**(detail or {}), "control": strand.control}
     while True:
         scope = Scope(strand, path, stage_id)
         try:
@@ -503,7 +522,7 @@ async def _resume_stage(
         None,
         path=path,
         leaf=leaf,
-        detail={"resume": {"value": value}},
+        detail={"resume": {"value": thaw(value)}},
     )
 
 
@@ -571,7 +590,7 @@ def _selector_reader(node: Node) -> Interpret:
 
 
 async def _exec_decider(strand: _Strand, node: Node) -> str | None:
-    chosen, _ = await _run_stage(
+    chosen, scope = await _run_stage(
         strand,
         node.id,
         node.name,
@@ -581,6 +600,7 @@ async def _exec_decider(strand: _Strand, node: Node) -> str | None:
         node.retry,
         _decider_reader(node),
     )
+    strand.decision = {"decider": scope.stage_path, "branch": chosen[0]}
     if strand.broken is not None:
         return None
     return node.branches[chosen[0]]
@@ -749,6 +769,7 @@ async def _run_branch(
     run = strand.run
     if branch.fn is not None:
         sub = _Strand(run, frame, f"{base_path}/", counter, strand.validator)
+        sub.base_control = strand.control
         if resume is None:
             await _run_stage(sub, key, branch.name, branch.fn, branch.is_async, "stage", None)
         else:
@@ -756,6 +777,7 @@ async def _run_branch(
     else:
         assert branch.chart is not None
         sub = _Strand(run, frame, f"{base_path}/{key}/", counter, run.validator(branch.chart))
+        sub.base_control = strand.control
         await _run_chain(sub, branch.chart, resume)
 
 
@@ -908,7 +930,12 @@ def _for_each_items(node: Node, scope: Scope) -> list[Any]:
         value = scope[source]
     else:
         assert source is not None
-        value = source(scope)
+        try:
+            value = source(scope)
+        except PauseSignal:
+            raise TypeError(
+                "the items= function cannot pause; pause in a stage before it"
+            ) from None
         if scope._ops:
             raise TypeError("the items= function must only read state, not write it")
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, (list, tuple, FrozenList)):
@@ -933,6 +960,7 @@ async def _exec_subflow(strand: _Strand, node: Node, resume: dict[str, Any] | No
         # A shared subflow writes the parent's state, so the parent's model (if any) rules.
         validator = strand.validator or run.validator(chart)
         sub = _Strand(run, strand.frame, f"{mount}/", strand.counter, validator)
+        sub.base_control = strand.control
         try:
             await _run_chain(sub, chart, None if resume is None else resume["chain"])
         except Paused as p:
@@ -961,6 +989,7 @@ async def _run_isolated(
         child = _Frame(run, mount, store, strand.frame.buffer)
         child.local_seq = before[-1].seq if before else 0
     sub = _Strand(run, child, f"{mount}/", strand.counter, run.validator(chart))
+    sub.base_control = strand.control
     try:
         await _run_chain(sub, chart, None if resume is None else resume["chain"])
     except Paused as p:
@@ -1058,7 +1087,10 @@ def _map(mapper: Any, scope: Scope) -> Mapping[str, Any]:
     """Apply an input/output mapper: ``{to_key: from_key}`` or a function of the scope."""
     if isinstance(mapper, Mapping):
         return {to: scope[src] for to, src in mapper.items()}
-    result = mapper(scope)
+    try:
+        result = mapper(scope)
+    except PauseSignal:
+        raise TypeError("an input=/output= mapping cannot pause; pause in a stage") from None
     if not isinstance(result, Mapping):
         raise TypeError(f"the mapping function must return a dict, got {type(result).__name__}")
     return result

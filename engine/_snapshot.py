@@ -10,7 +10,7 @@ import orjson
 from ._commit import Commit, ErrorInfo
 from ._recorder import RecorderFailure
 from ._state import MISSING, StateStore
-from ._values import FrozenDict, freeze, to_bytes
+from ._values import FrozenDict, freeze, to_bytes, to_plain
 
 __all__ = ["SNAPSHOT_FORMAT", "Snapshot", "StateDiff"]
 
@@ -151,7 +151,8 @@ class Snapshot:
                     {"recorder": f.recorder, "hook": f.hook, "error": list(f.error)}
                     for f in self.recorder_failures
                 ],
-            }
+            },
+            default=to_plain,
         )
 
     @classmethod

@@ -231,16 +231,22 @@ class MemoryStore:
         doomed = select_prunable(self.list_runs(), run_ids, older_than, keep_latest)
         with self._lock:
             for rid in doomed:
-                self._runs.pop(rid, None)
+                self._forget(rid)
         return len(doomed)
 
     def delete(self, run_id: str) -> None:
         with self._lock:
             self._run(run_id)
-            del self._runs[run_id]
+            self._forget(run_id)
 
     def close(self) -> None:
         return None
+
+    def _forget(self, run_id: str) -> None:
+        self._runs.pop(run_id, None)
+        prefix = f"{run_id}@"
+        for cid in [c for c in self._checkpoints if c.startswith(prefix)]:
+            del self._checkpoints[cid]
 
     def _run(self, run_id: str) -> dict[str, Any]:
         run = self._runs.get(run_id)

@@ -197,7 +197,7 @@ def freeze(value: Any) -> Any:
     return value
 
 
-def _to_plain(value: Any) -> Any:
+def to_plain(value: Any) -> Any:
     """orjson ``default`` hook: frozen views and plain dict/list subclasses become JSON."""
     if isinstance(value, FrozenList):
         return value._raw()
@@ -214,7 +214,7 @@ def thaw(value: Any) -> Any:
     """Return a deep, mutable, plain-JSON copy of a (possibly frozen) state value."""
     if isinstance(value, _PLAIN) or type(value) in (int, float):
         return value
-    return orjson.loads(orjson.dumps(value, default=_to_plain))
+    return orjson.loads(orjson.dumps(value, default=to_plain))
 
 
 def _exact(data: bytes) -> bytes:
@@ -228,7 +228,7 @@ _TRUE, _FALSE, _NULL = b"true", b"false", b"null"
 
 def to_bytes(value: Any) -> bytes:
     """Serialize an already-accepted state value (frozen views allowed)."""
-    return _exact(orjson.dumps(value, default=_to_plain, option=_DUMP_OPTIONS))
+    return _exact(orjson.dumps(value, default=to_plain, option=_DUMP_OPTIONS))
 
 
 def encode_value(
@@ -261,7 +261,7 @@ def encode_value(
         # Already engine-owned and immutable: share it, serialize only for the log.
         return to_bytes(value), value
     try:
-        data = orjson.dumps(value, default=_to_plain, option=_DUMP_OPTIONS)
+        data = orjson.dumps(value, default=to_plain, option=_DUMP_OPTIONS)
     except (orjson.JSONEncodeError, TypeError):
         _refuse(key, stage_path, what, _find_problem(value, "value") or "it is not JSON")
     owned = orjson.loads(data)

@@ -116,3 +116,54 @@ def test_log_entries_are_invisible_to_the_cycle_collector():
     gc.collect()  # an outer tuple is untracked on the pass after its items were
     assert not gc.is_tracked(commit.writes)
     assert not gc.is_tracked(commit.writes[0])
+
+
+def test_container_resume_values_and_pause_payloads_serialize():
+    from trackway import MemoryStore
+
+    chart = flow_chart("A", lambda s: s.pause(s["payload"]), on_resume=lambda s, v: None)
+    store = MemoryStore()
+    ex = Executor(chart.build(), store=store)
+    first = ex.run_sync({"payload": {"q": [1, 2]}})  # a frozen view as the pause payload
+    second = ex.resume_sync(first.checkpoint, {"ok": True, "items": [1]})
+    assert second.snapshot.history()[-1].detail["resume"]["value"] == {"ok": True, "items": [1]}
+    assert store.load(second.run_id) == second.snapshot
+    assert second.snapshot.to_json()
+
+
+def test_recover_after_a_committed_break_ends_the_run_broken():
+    from trackway import MemoryStore
+
+    def step(s):
+        s["i"] = s.get("i", 0) + 1
+        if s["i"] == 3:
+            s.break_("three")
+
+    chart = flow_chart("S", step).loop_to("s").build()
+    store = MemoryStore()
+    run_id = Executor(chart, store=store).run_sync().run_id
+    store.begin_run(run_id, "s", {})  # as if the process died before finishing the run
+    result = Executor(chart, store=store).recover_sync(run_id)
+    assert (result.status, result.break_reason, result.state["i"]) == ("broken", "three", 3)
+
+
+def test_a_store_failing_at_the_final_flush_fails_the_run_cleanly():
+    from trackway import MemoryStore, StoreError
+
+    class Broken(MemoryStore):
+        def append(self, run_id, commits):
+            raise OSError("disk gone")
+
+    result = Executor(
+        flow_chart("O", lambda s: None).build(), store=Broken(), durability="exit"
+    ).run_sync(raise_on_error=False)
+    assert result.status == "failed" and isinstance(result.error, StoreError)
+    assert "disk gone" in str(result.error)
+
+
+def test_pausing_in_items_or_mappers_is_a_clear_error():
+    chart = flow_chart("S", lambda s: None).parallel_for_each(
+        "E", items=lambda s: s.pause("no"), branch=lambda s: None, into="o", max_branches=2
+    )
+    with pytest.raises(StageError, match="cannot pause"):
+        Executor(chart.build()).run_sync()
