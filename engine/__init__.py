@@ -8,6 +8,8 @@ from ._builder import ChartBuilder as ChartBuilder
 from ._builder import DeciderBuilder as DeciderBuilder
 from ._builder import SelectorBuilder as SelectorBuilder
 from ._builder import flow_chart as flow_chart
+from ._causal import CausalChain as CausalChain
+from ._causal import causal_chain as causal_chain
 from ._chart import Branch as Branch
 from ._chart import FlowChart as FlowChart
 from ._chart import MergePolicy as MergePolicy
@@ -75,6 +77,7 @@ from ._values import thaw as thaw
 __all__ = [
     "OPERATORS",
     "Branch",
+    "CausalChain",
     "ChartBuildError",
     "ChartBuilder",
     "ChartMismatchError",
@@ -136,6 +139,7 @@ __all__ = [
     "UnknownBranchError",
     "UnknownRunError",
     "WriteEvent",
+    "causal_chain",
     "decide",
     "flow_chart",
     "select",

@@ -16,6 +16,7 @@ if not _os.path.isdir(_os.path.join(_here, "engine")):
 
 from trackway.engine import OPERATORS as OPERATORS
 from trackway.engine import Branch as Branch
+from trackway.engine import CausalChain as CausalChain
 from trackway.engine import ChartBuilder as ChartBuilder
 from trackway.engine import ChartBuildError as ChartBuildError
 from trackway.engine import ChartMismatchError as ChartMismatchError
@@ -77,6 +78,7 @@ from trackway.engine import TrackwayError as TrackwayError
 from trackway.engine import UnknownBranchError as UnknownBranchError
 from trackway.engine import UnknownRunError as UnknownRunError
 from trackway.engine import WriteEvent as WriteEvent
+from trackway.engine import causal_chain as causal_chain
 from trackway.engine import decide as decide
 from trackway.engine import flow_chart as flow_chart
 from trackway.engine import select as select
@@ -87,6 +89,7 @@ __version__ = "0.1.0"
 __all__ = [
     "OPERATORS",
     "Branch",
+    "CausalChain",
     "ChartBuildError",
     "ChartBuilder",
     "ChartMismatchError",
@@ -149,6 +152,7 @@ __all__ = [
     "UnknownRunError",
     "WriteEvent",
     "__version__",
+    "causal_chain",
     "decide",
     "flow_chart",
     "select",

@@ -1,0 +1,193 @@
+"""Causal traces: why does a key hold its value? Walk back through writers and their reads.
+
+The time-travel index doubles as a last-writer index: every key's versions carry the seq of
+the commit that wrote them, so "who last wrote k before commit n" is one bisect. A trace
+therefore costs O(depth x reads x log versions), never a scan of the whole log, for keys of
+the run's state; keys inside a parallel branch or an isolated subflow are looked up in that
+frame's commits.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+
+from ._commit import Commit
+from ._snapshot import Snapshot
+
+__all__ = ["CausalChain", "causal_chain"]
+
+INPUT = "input"
+
+
+@dataclass
+class CausalChain:
+    """A backward slice: ``graph`` has one node per commit (its seq) plus source nodes.
+
+    Edges point from a value to what it depends on, with ``kind`` "data" (``key`` read) or
+    "control" (the decision that chose the branch). ``gaps`` lists what the log cannot
+    explain (values from outside tracked scope); ``truncated`` says whether limits cut it.
+    """
+
+    key: str
+    root: int | None
+    graph: nx.DiGraph[Any]
+    gaps: list[str] = field(default_factory=list)
+    truncated: bool = False
+
+    def writers(self) -> list[int]:
+        """Seqs of every commit in the slice, newest first."""
+        return sorted((n for n in self.graph if isinstance(n, int)), reverse=True)
+
+    def render(self) -> str:
+        """An indented, readable tree of the slice."""
+        if self.root is None:
+            return f"{self.key}: never written by a stage" + (
+                " (it came from the run input)" if INPUT in self.graph else ""
+            )
+        lines: list[str] = []
+        seen: set[Any] = set()
+        stack: list[tuple[Any, int, str]] = [(self.root, 0, "")]
+        while stack:
+            node, depth, via = stack.pop()
+            pad = "  " * depth
+            label = self.graph.nodes[node].get("label", str(node))
+            again = " (see above)" if node in seen else ""
+            lines.append(f"{pad}{via}{label}{again}")
+            if node in seen:
+                continue
+            seen.add(node)
+            edges = sorted(self.graph.out_edges(node, data=True), key=lambda e: str(e[1]))
+            for _, target, data in reversed(edges):
+                how = (
+                    f"← control: {data.get('branch')!r} chosen by "
+                    if data["kind"] == "control"
+                    else f"← via {data.get('key')}: "
+                )
+                stack.append((target, depth + 1, how))
+        if self.gaps:
+            lines.extend(f"⚠ {gap}" for gap in self.gaps)
+        if self.truncated:
+            lines.append("⚠ the slice was truncated by max_nodes; it is not complete")
+        return "\n".join(lines)
+
+
+def causal_chain(
+    snapshot: Snapshot, key: str, *, at: int | None = None, max_nodes: int = 500
+) -> CausalChain:
+    """Trace the value of ``key`` after commit ``at`` (default: the end) back to its causes."""
+    n = len(snapshot) if at is None else at
+    snapshot.state_at(n)  # validates ``at``
+    commits = snapshot._commits
+    store = snapshot._store
+    by_path = {c.stage_path: c for c in commits[:n]}
+    graph: nx.DiGraph[Any] = nx.DiGraph()
+    chain = CausalChain(key=key, root=None, graph=graph)
+
+    frames = {c.frame for c in commits[:n]}
+    isolated = {c.frame for c in commits[:n] if c.kind == "subflow-input"}
+
+    def writer(k: str, before: int, frame: str) -> int | None:
+        """Seq of the last commit before ``before`` that wrote ``k`` as seen from ``frame``."""
+        while frame:
+            for c in reversed(commits[: before - 1]):
+                if c.frame == frame and any(w[1] == k for w in c.writes):
+                    return int(c.seq)
+            if frame in isolated:
+                return None  # an isolated subflow sees only what its input= seeded
+            # a parallel branch reads through to the frame its fork ran in
+            parent = frame
+            while "/" in parent:
+                parent = parent.rsplit("/", 1)[0]
+                if parent in frames:
+                    break
+            else:
+                parent = ""
+            frame = parent if parent in frames else ""
+        h = store._keys.get(k)
+        if h is None:
+            return None
+        i = bisect_left(h.seqs, before) - 1
+        return int(h.seqs[i]) if i >= 0 else None
+
+    def add(seq: int) -> None:
+        c = commits[seq - 1]
+        written = ", ".join(c.keys_written) or "nothing"
+        graph.add_node(seq, label=f"{c.stage_name} ({c.stage_path}, commit {seq}) wrote "
+                       f"{written}", commit=c)  # fmt: skip
+
+    start = writer(key, n + 1, "")
+    if start is None:
+        return chain
+    if start == 0:
+        graph.add_node(INPUT, label=f"{key} came from the run input")
+        chain.root = None
+        return chain
+    chain.root = start
+    add(start)
+    queue: deque[int] = deque([start])
+    while queue:
+        seq = queue.popleft()
+        c = commits[seq - 1]
+        for dep_key, dep_seq, kind, extra in _dependencies(c, commits, by_path, writer):
+            if dep_seq is None:
+                chain.gaps.append(
+                    f"{c.stage_path} read {dep_key!r}, which no stage had written and the "
+                    "input did not hold (it was absent)"
+                )
+                continue
+            if dep_seq == 0:
+                if INPUT not in graph:
+                    graph.add_node(INPUT, label="run input")
+                graph.add_edge(seq, INPUT, kind=kind, key=dep_key, **extra)
+                continue
+            if dep_seq not in graph:
+                if graph.number_of_nodes() >= max_nodes:
+                    chain.truncated = True
+                    continue
+                add(dep_seq)
+                queue.append(dep_seq)
+            graph.add_edge(seq, dep_seq, kind=kind, key=dep_key, **extra)
+        if c.kind == "resume":
+            chain.gaps.append(
+                f"{c.stage_path} used a resume value from outside the run "
+                f"({(c.detail or {}).get('resume', {}).get('value')!r})"
+            )
+    return chain
+
+
+def _dependencies(
+    c: Commit, commits: Any, by_path: dict[str, Commit], writer: Any
+) -> list[tuple[str, int | None, str, dict[str, Any]]]:
+    """What one commit depends on: its reads' writers, its branch's decision, merged work."""
+    deps: list[tuple[str, int | None, str, dict[str, Any]]] = []
+    detail = c.detail or {}
+    read_frame = detail.get("reads_frame", c.frame) if c.kind == "subflow-output" else c.frame
+    for k in c.reads:
+        deps.append((k, writer(k, c.seq, read_frame), "data", {}))
+    control = detail.get("control")
+    if control is not None:
+        decider = by_path.get(control["decider"])
+        if decider is not None:
+            deps.append((control["decider"], decider.seq, "control", {"branch": control["branch"]}))
+    if c.kind == "merge":
+        prefix = c.stage_path.removesuffix("/merge") + "/"
+        block = []  # the branch commits just before the merge
+        for other in reversed(commits[: c.seq - 1]):
+            if other.frame.startswith(prefix):
+                block.append(other)
+            elif other.frame == c.frame:
+                break
+        for k in c.keys_written:
+            found = [o for o in block if k in o.keys_written][:1]
+            if not found:  # namespace and for_each merges gather whole branches
+                last: dict[str, Commit] = {}
+                for o in block:
+                    last.setdefault(o.frame, o)
+                found = list(last.values())
+            deps.extend((k, o.seq, "data", {"merged": True}) for o in found)
+    return deps
