@@ -47,8 +47,10 @@ from ._executor import Executor as Executor
 from ._executor import RunResult as RunResult
 from ._postgres import PostgresStore as PostgresStore
 from ._recorder import DecisionEvent as DecisionEvent
+from ._recorder import Deferred as Deferred
 from ._recorder import EmitEvent as EmitEvent
 from ._recorder import ErrorEvent as ErrorEvent
+from ._recorder import ObserverStats as ObserverStats
 from ._recorder import PauseEvent as PauseEvent
 from ._recorder import ReadEvent as ReadEvent
 from ._recorder import Recorder as Recorder
@@ -60,6 +62,7 @@ from ._recorder import StageEndEvent as StageEndEvent
 from ._recorder import StageStartEvent as StageStartEvent
 from ._recorder import SubflowEvent as SubflowEvent
 from ._recorder import WriteEvent as WriteEvent
+from ._recorder import deferred as deferred
 from ._retry import Retry as Retry
 from ._scope import Scope as Scope
 from ._snapshot import Snapshot as Snapshot
@@ -89,6 +92,7 @@ __all__ = [
     "DeciderBuilder",
     "Decision",
     "DecisionEvent",
+    "Deferred",
     "Durability",
     "EmitEvent",
     "EmittedEvent",
@@ -104,6 +108,7 @@ __all__ = [
     "MergeConflictError",
     "MergePolicy",
     "Node",
+    "ObserverStats",
     "Op",
     "ParallelLimitError",
     "PauseEvent",
@@ -141,6 +146,7 @@ __all__ = [
     "WriteEvent",
     "causal_chain",
     "decide",
+    "deferred",
     "flow_chart",
     "select",
     "thaw",

@@ -321,6 +321,7 @@ class Executor:
             at = error.stage_path if error is not None else None
             rec.fire("on_error", ErrorEvent(run.run_id, at, len(run.log), info))
         rec.fire("on_run_end", RunEndEvent(run.run_id, len(run.log), status, info))
+        rec.flush()  # deferred recorders hear everything before run() returns or pauses
         snapshot = Snapshot(
             run_id=run.run_id,
             chart_id=self.chart.id,
@@ -331,6 +332,7 @@ class Executor:
             break_reason=broke,
             error=info,
             recorder_failures=rec.failures,
+            observer_stats=rec.stats(),
         )
         if checkpoint is not None and checkpoint.snapshot is None and self.store is None:
             checkpoint = _with_log(checkpoint, snapshot)

@@ -25,9 +25,11 @@ that raises is isolated: the run goes on and the failure is kept on
 
 from __future__ import annotations
 
+import functools
 import logging
+from collections import deque
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from ._commit import Commit, EmittedEvent, ErrorInfo, Op
 
@@ -36,8 +38,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DecisionEvent",
+    "Deferred",
     "EmitEvent",
     "ErrorEvent",
+    "ObserverStats",
     "PauseEvent",
     "ReadEvent",
     "Recorder",
@@ -49,6 +53,7 @@ __all__ = [
     "StageStartEvent",
     "SubflowEvent",
     "WriteEvent",
+    "deferred",
 ]
 
 _log = logging.getLogger("trackway")
@@ -190,6 +195,95 @@ class Recorder:
     def on_run_end(self, event: RunEndEvent) -> None: ...
 
 
+class ObserverStats(NamedTuple):
+    """How a deferred recorder's queue fared in one run (kept on the snapshot)."""
+
+    recorder: str
+    delivered: int
+    dropped: int
+    inline_flushes: int
+    max_depth: int
+
+
+class Deferred:
+    """A recorder whose events are queued on the hot path and delivered at checkpoints.
+
+    Build it with :func:`deferred`. The queue is per run and bounded by ``max_queue``; when
+    full, ``overflow="drop_oldest"`` drops the oldest event (counted), ``"block"`` delivers
+    the backlog right away (counted as an inline flush), so nothing is lost. Everything left
+    is delivered before ``run`` returns or pauses.
+    """
+
+    def __init__(
+        self,
+        recorder: object,
+        *,
+        max_queue: int = 10_000,
+        overflow: Literal["drop_oldest", "block"] = "drop_oldest",
+    ) -> None:
+        if isinstance(recorder, Deferred):
+            raise TypeError("this recorder is already deferred")
+        if not isinstance(max_queue, int) or max_queue < 1:
+            raise ValueError(f"max_queue must be a positive int, got {max_queue!r}")
+        if overflow not in ("drop_oldest", "block"):
+            raise ValueError(f"overflow must be 'drop_oldest' or 'block', got {overflow!r}")
+        self.recorder = recorder
+        self.max_queue = max_queue
+        self.overflow = overflow
+        self.name = str(getattr(recorder, "name", None) or type(recorder).__name__)
+
+    def __repr__(self) -> str:
+        return f"deferred({self.name}, max_queue={self.max_queue}, overflow={self.overflow!r})"
+
+
+def deferred(
+    recorder: object,
+    *,
+    max_queue: int = 10_000,
+    overflow: Literal["drop_oldest", "block"] = "drop_oldest",
+) -> Deferred:
+    """Deliver ``recorder``'s events off the hot path (see :class:`Deferred`)."""
+    return Deferred(recorder, max_queue=max_queue, overflow=overflow)
+
+
+class _RunQueue:
+    """One run's queue for one deferred recorder."""
+
+    __slots__ = ("delivered", "dispatch", "dropped", "inline", "items", "max_depth", "spec")
+
+    def __init__(self, spec: Deferred, dispatch: Dispatch) -> None:
+        self.spec = spec
+        self.dispatch = dispatch
+        self.items: deque[tuple[str, Any]] = deque()
+        self.delivered = self.dropped = self.inline = self.max_depth = 0
+
+    def push(self, hook: str, event: Any) -> None:
+        items = self.items
+        if len(items) >= self.spec.max_queue:
+            if self.spec.overflow == "drop_oldest":
+                items.popleft()
+                self.dropped += 1
+            else:
+                self.inline += 1
+                self.flush()
+        items.append((hook, event))
+        if len(items) > self.max_depth:
+            self.max_depth = len(items)
+
+    def flush(self) -> None:
+        items = self.items
+        rec = self.spec.recorder
+        while items:
+            hook, event = items.popleft()
+            self.dispatch.call(self.spec.name, hook, getattr(rec, hook), event)
+            self.delivered += 1
+
+    def stats(self) -> ObserverStats:
+        return ObserverStats(
+            self.spec.name, self.delivered, self.dropped, self.inline, self.max_depth
+        )
+
+
 class Dispatch:
     """Fans events out to the hooks recorders define; empty lists cost one truth test."""
 
@@ -198,13 +292,21 @@ class Dispatch:
         self.run_id = run_id
         self._log_len = log_len
         self._hooks: dict[str, list[tuple[str, Any]]] = {h: [] for h in HOOKS}
+        self.queues: list[_RunQueue] = []
         for rec in recorders:
-            label = getattr(rec, "name", None) or type(rec).__name__
+            queue = None
+            target = rec
+            if isinstance(rec, Deferred):
+                queue = _RunQueue(rec, self)
+                self.queues.append(queue)
+                target = rec.recorder
+            label = getattr(target, "name", None) or type(target).__name__
             for hook in HOOKS:
-                fn = getattr(rec, hook, None)
+                fn = getattr(target, hook, None)
                 base = getattr(Recorder, hook)
                 if fn is not None and getattr(fn, "__func__", None) is not base:
-                    self._hooks[hook].append((str(label), fn))
+                    sink = fn if queue is None else functools.partial(queue.push, hook)
+                    self._hooks[hook].append((str(label), sink))
         h = self._hooks
         self.on_read = bool(h["on_read"])
         self.on_write = bool(h["on_write"])
@@ -217,12 +319,23 @@ class Dispatch:
 
     def fire(self, hook: str, event: Any) -> None:
         for label, fn in self._hooks[hook]:
-            try:
-                fn(event)
-            except Exception as exc:
-                info = ErrorInfo(type(exc).__name__, str(exc))
-                self.failures.append(RecorderFailure(label, hook, info))
-                _log.warning("recorder %s failed in %s: %s: %s", label, hook, info[0], info[1])
+            self.call(label, hook, fn, event)
+
+    def call(self, label: str, hook: str, fn: Any, event: Any) -> None:
+        try:
+            fn(event)
+        except Exception as exc:
+            info = ErrorInfo(type(exc).__name__, str(exc))
+            self.failures.append(RecorderFailure(label, hook, info))
+            _log.warning("recorder %s failed in %s: %s: %s", label, hook, info[0], info[1])
+
+    def flush(self) -> None:
+        """Deliver everything deferred recorders have queued."""
+        for queue in self.queues:
+            queue.flush()
+
+    def stats(self) -> list[ObserverStats]:
+        return [q.stats() for q in self.queues]
 
     def read(self, scope: Scope, key: str, value: Any) -> None:
         self.fire("on_read", ReadEvent(self.run_id, scope.stage_path, self._log_len(), key, value))

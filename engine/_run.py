@@ -298,6 +298,8 @@ async def _run_chain(
             nid = _follow(strand, node, nxt, loops) if node.loop else nxt
             now = time()
             if now - last_yield >= _YIELD_SECONDS:
+                if strand.run.recorders.queues:
+                    strand.run.recorders.flush()
                 await anyio.lowlevel.checkpoint()
                 last_yield = time()
     except Paused as p:

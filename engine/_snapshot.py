@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from ._commit import Commit, ErrorInfo
-from ._recorder import RecorderFailure
+from ._recorder import ObserverStats, RecorderFailure
 from ._state import MISSING, StateStore
 from ._values import FrozenDict, freeze, to_bytes, to_plain
 
@@ -45,6 +45,7 @@ class Snapshot:
         "break_reason",
         "chart_id",
         "error",
+        "observer_stats",
         "recorder_failures",
         "run_id",
         "status",
@@ -62,6 +63,7 @@ class Snapshot:
         break_reason: str | None = None,
         error: ErrorInfo | None = None,
         recorder_failures: Sequence[RecorderFailure] = (),
+        observer_stats: Sequence[ObserverStats] = (),
     ) -> None:
         self.run_id = run_id
         self.chart_id = chart_id
@@ -73,6 +75,11 @@ class Snapshot:
         self.break_reason = break_reason
         self.error = error
         self.recorder_failures = tuple(recorder_failures)
+        self.observer_stats = tuple(observer_stats)
+        """Queue counts of deferred recorders (delivered, dropped, ...), one per recorder.
+
+        Delivery telemetry of the process that ran it: kept in ``to_json`` but not in stores,
+        and not part of snapshot equality."""
 
     # -- reading -------------------------------------------------------------------------
 
@@ -151,6 +158,7 @@ class Snapshot:
                     {"recorder": f.recorder, "hook": f.hook, "error": list(f.error)}
                     for f in self.recorder_failures
                 ],
+                "observer_stats": [list(s) for s in self.observer_stats],
             },
             default=to_plain,
         )
@@ -180,6 +188,7 @@ class Snapshot:
                 RecorderFailure(f["recorder"], f["hook"], ErrorInfo(*f["error"]))
                 for f in doc["recorder_failures"]
             ],
+            observer_stats=[ObserverStats(*s) for s in doc.get("observer_stats", ())],
         )
 
     @classmethod
@@ -194,6 +203,7 @@ class Snapshot:
         break_reason: str | None = None,
         error: ErrorInfo | None = None,
         recorder_failures: Sequence[RecorderFailure] = (),
+        observer_stats: Sequence[ObserverStats] = (),
     ) -> Snapshot:
         """Build a snapshot from an initial state (JSON values) and a commit log.
 
@@ -219,6 +229,7 @@ class Snapshot:
             break_reason=break_reason,
             error=error,
             recorder_failures=recorder_failures,
+            observer_stats=observer_stats,
         )
 
     def __eq__(self, other: object) -> bool:

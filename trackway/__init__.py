@@ -28,6 +28,7 @@ from trackway.engine import CommitMeta as CommitMeta
 from trackway.engine import DeciderBuilder as DeciderBuilder
 from trackway.engine import Decision as Decision
 from trackway.engine import DecisionEvent as DecisionEvent
+from trackway.engine import Deferred as Deferred
 from trackway.engine import Durability as Durability
 from trackway.engine import EmitEvent as EmitEvent
 from trackway.engine import EmittedEvent as EmittedEvent
@@ -43,6 +44,7 @@ from trackway.engine import MemoryStore as MemoryStore
 from trackway.engine import MergeConflictError as MergeConflictError
 from trackway.engine import MergePolicy as MergePolicy
 from trackway.engine import Node as Node
+from trackway.engine import ObserverStats as ObserverStats
 from trackway.engine import Op as Op
 from trackway.engine import ParallelLimitError as ParallelLimitError
 from trackway.engine import PauseEvent as PauseEvent
@@ -80,6 +82,7 @@ from trackway.engine import UnknownRunError as UnknownRunError
 from trackway.engine import WriteEvent as WriteEvent
 from trackway.engine import causal_chain as causal_chain
 from trackway.engine import decide as decide
+from trackway.engine import deferred as deferred
 from trackway.engine import flow_chart as flow_chart
 from trackway.engine import select as select
 from trackway.engine import thaw as thaw
@@ -101,6 +104,7 @@ __all__ = [
     "DeciderBuilder",
     "Decision",
     "DecisionEvent",
+    "Deferred",
     "Durability",
     "EmitEvent",
     "EmittedEvent",
@@ -116,6 +120,7 @@ __all__ = [
     "MergeConflictError",
     "MergePolicy",
     "Node",
+    "ObserverStats",
     "Op",
     "ParallelLimitError",
     "PauseEvent",
@@ -154,6 +159,7 @@ __all__ = [
     "__version__",
     "causal_chain",
     "decide",
+    "deferred",
     "flow_chart",
     "select",
     "thaw",
