@@ -30,8 +30,10 @@ from ._errors import ChartMismatchError as ChartMismatchError
 from ._errors import CheckpointClaimedError as CheckpointClaimedError
 from ._errors import CheckpointError as CheckpointError
 from ._errors import ExecutorUsageError as ExecutorUsageError
+from ._errors import InputValidationError as InputValidationError
 from ._errors import LoopLimitError as LoopLimitError
 from ._errors import MergeConflictError as MergeConflictError
+from ._errors import OutputValidationError as OutputValidationError
 from ._errors import ParallelLimitError as ParallelLimitError
 from ._errors import ReadOnlyStateError as ReadOnlyStateError
 from ._errors import RunError as RunError
@@ -103,6 +105,7 @@ __all__ = [
     "FlowChart",
     "FrozenDict",
     "FrozenList",
+    "InputValidationError",
     "LoopLimitError",
     "MemoryStore",
     "MergeConflictError",
@@ -110,6 +113,7 @@ __all__ = [
     "Node",
     "ObserverStats",
     "Op",
+    "OutputValidationError",
     "ParallelLimitError",
     "PauseEvent",
     "PostgresStore",

@@ -17,6 +17,7 @@ from ._chart import (
     StageFn,
     is_async_callable,
 )
+from ._contract import Schema, check_schema
 from ._errors import ChartBuildError
 from ._retry import Retry
 
@@ -396,6 +397,8 @@ class ChartBuilder:
         name: str | None = None,
         chart_id: str | None = None,
         description: str | None = None,
+        input_schema: Schema | None = None,
+        output_schema: Schema | None = None,
     ) -> FlowChart:
         """Validate and freeze the chart; raise :class:`ChartBuildError` listing every fault."""
         self._guard()
@@ -413,6 +416,8 @@ class ChartBuilder:
             raise ChartBuildError(
                 "the chart is malformed:\n" + "\n".join(f"  - {e}" for e in errors)
             )
+        inputs = check_schema(input_schema, "build(input_schema=...)")
+        outputs = check_schema(output_schema, "build(output_schema=...)")
         self._built = True
         root = self._nodes[self._root]
         return FlowChart(
@@ -422,6 +427,8 @@ class ChartBuilder:
             nodes={nid: Node(**fields) for nid, fields in self._nodes.items()},
             description=description,
             state_model=self._state,
+            input_schema=inputs,
+            output_schema=outputs,
         )
 
     def _unreachable(self) -> list[str]:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
 
 import networkx as nx
 
+from ._contract import Schema, json_schema
 from ._retry import Retry
 
 if TYPE_CHECKING:
@@ -91,6 +92,11 @@ class FlowChart:
     nodes: Mapping[str, Node]
     description: str | None = None
     state_model: type[BaseModel] | None = None
+    input_schema: Schema | None = None
+    """What ``run(input)`` accepts: a pydantic model or a JSON Schema (checked before the
+    first stage, also when no input is given)."""
+    output_schema: Schema | None = None
+    """What the final state must satisfy when the run ends (checked then)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "nodes", MappingProxyType(dict(self.nodes)))
@@ -184,6 +190,60 @@ class FlowChart:
                 lines.append(f"{sub}→ loops back to step {number[node.next]} ({node.next})")
         return lines
 
+    def to_mcp_tool(self) -> dict[str, Any]:
+        """The chart as an MCP tool definition (name, description, input and output schema)."""
+        tool: dict[str, Any] = {
+            "name": self.id,
+            "title": self.name,
+            "description": self.description or self.describe(),
+            "inputSchema": _object_schema(self.input_schema),
+        }
+        if self.output_schema is not None:
+            tool["outputSchema"] = json_schema(self.output_schema)
+        return tool
+
+    def to_openapi(self, *, version: str = "1.0.0") -> dict[str, Any]:
+        """An OpenAPI 3.1 document with one operation, ``POST /{id}/run``."""
+        state = json_schema(self.output_schema) if self.output_schema else {"type": "object"}
+        result = {
+            "type": "object",
+            "required": ["run_id", "status", "state"],
+            "properties": {
+                "run_id": {"type": "string"},
+                "status": {"type": "string", "enum": ["done", "broken", "failed", "paused"]},
+                "state": state,
+            },
+        }
+        return {
+            "openapi": "3.1.0",
+            "info": {
+                "title": self.name,
+                "version": version,
+                "description": self.description or self.describe(),
+            },
+            "paths": {
+                f"/{self.id}/run": {
+                    "post": {
+                        "operationId": f"run_{_mid(self.id)[2:]}",
+                        "summary": f"Run {self.name}",
+                        "requestBody": {
+                            "required": self.input_schema is not None,
+                            "content": {
+                                "application/json": {"schema": _object_schema(self.input_schema)}
+                            },
+                        },
+                        "responses": {
+                            "200": {
+                                "description": "The run ended (see status)",
+                                "content": {"application/json": {"schema": result}},
+                            },
+                            "422": {"description": "The input failed the input schema"},
+                        },
+                    }
+                }
+            },
+        }
+
     def to_mermaid(self) -> str:
         """The chart as a Mermaid ``flowchart TD`` diagram."""
         out = ["flowchart TD"]
@@ -210,6 +270,10 @@ class FlowChart:
                 arrow = "-.->|loop|" if node.loop else "-->"
                 out.append(f"    {src} {arrow} {_mid(node.next)}")
         return "\n".join(out)
+
+
+def _object_schema(schema: Schema | None) -> dict[str, Any]:
+    return json_schema(schema) if schema is not None else {"type": "object"}
 
 
 def _mid(node_id: str) -> str:

@@ -8,6 +8,7 @@ Caller misuse, refused values and run failures are kept apart::
     ├── StateValidationError     a write the chart's state model refuses (TypeError too)
     ├── ReadOnlyStateError       an in-place mutation of committed state (TypeError too)
     ├── ExecutorUsageError       run_sync inside an event loop, bad executor options
+    ├── InputValidationError     the run input fails the chart's input schema (ValueError too)
     ├── UnknownRunError          no such run or checkpoint in the store (LookupError too)
     ├── CheckpointError          a checkpoint that is corrupt or cannot be resumed (ValueError too)
     │   ├── ChartMismatchError   the checkpoint is from another chart, or the chart changed
@@ -18,6 +19,7 @@ Caller misuse, refused values and run failures are kept apart::
         ├── UnknownBranchError   a decider or selector chose a branch that does not exist
         ├── MergeConflictError   parallel branches wrote the same key under "error_on_conflict"
         ├── ParallelLimitError   parallel_for_each got more items than ``max_branches``
+        ├── OutputValidationError    the final state fails the chart's output schema
         ├── RunTimeoutError      the run's ``timeout=`` elapsed (TimeoutError too)
         └── StoreError           the store failed (unreachable, not writable, write failed)
 """
@@ -35,8 +37,10 @@ __all__ = [
     "CheckpointClaimedError",
     "CheckpointError",
     "ExecutorUsageError",
+    "InputValidationError",
     "LoopLimitError",
     "MergeConflictError",
+    "OutputValidationError",
     "ParallelLimitError",
     "ReadOnlyStateError",
     "RunError",
@@ -83,6 +87,14 @@ class ReadOnlyStateError(TrackwayError, TypeError):
 
 class ExecutorUsageError(TrackwayError, RuntimeError):
     """The executor was called in a way it cannot honour (the message says the right call)."""
+
+
+class InputValidationError(TrackwayError, ValueError):
+    """The run input fails the chart's declared input schema; nothing ran."""
+
+    def __init__(self, message: str, *, issues: list[dict[str, str]]) -> None:
+        super().__init__(message)
+        self.issues = issues
 
 
 class UnknownRunError(TrackwayError, LookupError):
@@ -146,3 +158,11 @@ class RunTimeoutError(RunError, TimeoutError):
 
 class StoreError(RunError):
     """The store failed: unreachable, not writable, or a write failed mid-run."""
+
+
+class OutputValidationError(RunError):
+    """The run's final state fails the chart's declared output schema (every commit is kept)."""
+
+    def __init__(self, message: str, *, issues: list[dict[str, str]]) -> None:
+        super().__init__(message)
+        self.issues = issues

@@ -19,10 +19,13 @@ import orjson
 from ._chart import FlowChart
 from ._checkpoint import Checkpoint, chart_structure, check_chart
 from ._commit import Commit, ErrorInfo
+from ._contract import validate
 from ._errors import (
     CheckpointClaimedError,
     CheckpointError,
     ExecutorUsageError,
+    InputValidationError,
+    OutputValidationError,
     RunError,
     RunTimeoutError,
     StateValueError,
@@ -34,7 +37,7 @@ from ._recorder import ErrorEvent, RunEndEvent, RunStartEvent
 from ._run import Paused, RunContext, run_root
 from ._snapshot import Snapshot
 from ._store import Durability, RunStore, Sink, make_sink
-from ._values import FrozenDict, encode_value, freeze, to_bytes
+from ._values import FrozenDict, encode_value, freeze, thaw, to_bytes
 
 __all__ = ["Executor", "RunResult", "RunStatus"]
 
@@ -131,6 +134,7 @@ class Executor:
         back as ``status="failed"`` with ``.error``. ``timeout`` (seconds) cancels the stage in
         flight, which commits as ``cancelled``, and fails the run with ``RunTimeoutError``.
         """
+        self._check_input(input)
         run = self._context(new_run_id())
         self._seed(run, input)
         if self.store is not None:
@@ -298,6 +302,8 @@ class Executor:
                 f"the run did not finish within timeout={timeout}s; {where}",
                 stage_path=last.stage_path if last is not None else None,
             )
+        if error is None and paused is None:
+            error = self._check_output(run)
         status: RunStatus = (
             "failed"
             if error is not None
@@ -453,6 +459,32 @@ class Executor:
             raise StoreError(
                 f"{type(self.store).__name__} could not {what}: {type(exc).__name__}: {exc}"
             ) from exc
+
+    def _check_input(self, input: Mapping[str, Any] | None) -> None:
+        schema = self.chart.input_schema
+        if schema is None:
+            return
+        value = thaw(input) if input is not None else {}
+        issues = validate(schema, value)
+        if issues:
+            listed = "; ".join(f"{i['path']}: {i['message']}" for i in issues[:5])
+            raise InputValidationError(
+                f"the input to chart {self.chart.id!r} fails its input schema: {listed}",
+                issues=issues,
+            )
+
+    def _check_output(self, run: RunContext) -> OutputValidationError | None:
+        schema = self.chart.output_schema
+        if schema is None:
+            return None
+        issues = validate(schema, thaw(run.root.current()))
+        if not issues:
+            return None
+        listed = "; ".join(f"{i['path']}: {i['message']}" for i in issues[:5])
+        return OutputValidationError(
+            f"the final state of chart {self.chart.id!r} fails its output schema: {listed}",
+            issues=issues,
+        )
 
     def _seed(self, run: RunContext, input: Mapping[str, Any] | None) -> None:
         if input is None:

@@ -39,6 +39,7 @@ from trackway.engine import ExecutorUsageError as ExecutorUsageError
 from trackway.engine import FlowChart as FlowChart
 from trackway.engine import FrozenDict as FrozenDict
 from trackway.engine import FrozenList as FrozenList
+from trackway.engine import InputValidationError as InputValidationError
 from trackway.engine import LoopLimitError as LoopLimitError
 from trackway.engine import MemoryStore as MemoryStore
 from trackway.engine import MergeConflictError as MergeConflictError
@@ -46,6 +47,7 @@ from trackway.engine import MergePolicy as MergePolicy
 from trackway.engine import Node as Node
 from trackway.engine import ObserverStats as ObserverStats
 from trackway.engine import Op as Op
+from trackway.engine import OutputValidationError as OutputValidationError
 from trackway.engine import ParallelLimitError as ParallelLimitError
 from trackway.engine import PauseEvent as PauseEvent
 from trackway.engine import PostgresStore as PostgresStore
@@ -115,6 +117,7 @@ __all__ = [
     "FlowChart",
     "FrozenDict",
     "FrozenList",
+    "InputValidationError",
     "LoopLimitError",
     "MemoryStore",
     "MergeConflictError",
@@ -122,6 +125,7 @@ __all__ = [
     "Node",
     "ObserverStats",
     "Op",
+    "OutputValidationError",
     "ParallelLimitError",
     "PauseEvent",
     "PostgresStore",

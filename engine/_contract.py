@@ -1,0 +1,65 @@
+"""Declared input and output schemas: validation at the run's edges and self-description.
+
+A schema is a pydantic model class or a JSON Schema dict (draft 2020-12, checked with
+``jsonschema``). Input is validated before the first stage runs, also when no input is
+given; output (the run's final state) is validated when the run ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import jsonschema
+from pydantic import BaseModel, ValidationError
+
+from ._errors import ChartBuildError
+
+__all__ = ["Schema", "SchemaIssue", "check_schema", "json_schema", "validate"]
+
+Schema = type[BaseModel] | Mapping[str, Any]
+
+
+def check_schema(schema: Any, what: str) -> Schema | None:
+    """Accept a pydantic model class or a valid JSON Schema; refuse anything else at build."""
+    if schema is None:
+        return None
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        return schema
+    if isinstance(schema, Mapping):
+        try:
+            jsonschema.Draft202012Validator.check_schema(dict(schema))
+        except jsonschema.SchemaError as exc:
+            raise ChartBuildError(f"{what} is not a valid JSON Schema: {exc.message}") from None
+        return schema
+    raise ChartBuildError(
+        f"{what} takes a pydantic BaseModel subclass or a JSON Schema dict, got {schema!r}"
+    )
+
+
+def json_schema(schema: Schema) -> dict[str, Any]:
+    """The JSON Schema of a declared schema."""
+    if isinstance(schema, type):
+        return schema.model_json_schema()
+    return dict(schema)
+
+
+SchemaIssue = dict[str, str]
+
+
+def validate(schema: Schema, value: Any) -> list[SchemaIssue]:
+    """Every way ``value`` fails ``schema``, as ``{"path", "message"}`` dicts (empty: valid)."""
+    if isinstance(schema, type):
+        try:
+            schema.model_validate(value)
+        except ValidationError as exc:
+            return [
+                {"path": ".".join(str(p) for p in e["loc"]) or "(root)", "message": e["msg"]}
+                for e in exc.errors()
+            ]
+        return []
+    validator = jsonschema.Draft202012Validator(dict(schema))
+    return [
+        {"path": ".".join(str(p) for p in e.absolute_path) or "(root)", "message": e.message}
+        for e in sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+    ]
