@@ -65,6 +65,7 @@ from ._recorder import StageStartEvent as StageStartEvent
 from ._recorder import SubflowEvent as SubflowEvent
 from ._recorder import WriteEvent as WriteEvent
 from ._recorder import deferred as deferred
+from ._redact import RedactionPolicy as RedactionPolicy
 from ._retry import Retry as Retry
 from ._scope import Scope as Scope
 from ._snapshot import Snapshot as Snapshot
@@ -121,6 +122,7 @@ __all__ = [
     "ReadOnlyStateError",
     "Recorder",
     "RecorderFailure",
+    "RedactionPolicy",
     "ResumeEvent",
     "Retry",
     "Rule",

@@ -26,6 +26,7 @@ _FIELDS = (
     "paused_at",
     "state",
     "snapshot",
+    "redacted",
 )
 
 
@@ -49,6 +50,8 @@ class Checkpoint:
     paused_at: str
     state: dict[str, Any]
     snapshot: dict[str, Any] | None
+    redacted: bool = False
+    """Masked at rest by the redaction policy: such a checkpoint cannot be resumed."""
 
     def to_json(self) -> bytes:
         doc = {"format": CHECKPOINT_FORMAT, **{f: getattr(self, f) for f in _FIELDS}}
@@ -66,6 +69,7 @@ class Checkpoint:
             raise CheckpointError(
                 f"not a trackway checkpoint: expected format {CHECKPOINT_FORMAT!r}, got {found!r}"
             )
+        doc.setdefault("redacted", False)
         missing = [f for f in _FIELDS if f not in doc]
         if missing:
             raise CheckpointError(f"corrupt checkpoint: missing {', '.join(missing)}")

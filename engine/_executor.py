@@ -10,7 +10,7 @@ import secrets
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar
 
 import anyio
@@ -34,6 +34,7 @@ from ._errors import (
     UnknownRunError,
 )
 from ._recorder import ErrorEvent, RunEndEvent, RunStartEvent
+from ._redact import RedactionPolicy, Redactor
 from ._run import Paused, RunContext, run_root
 from ._snapshot import Snapshot
 from ._store import Durability, RunStore, Sink, make_sink
@@ -89,6 +90,7 @@ class Executor:
         store: RunStore | None = None,
         durability: Durability = "sync",
         queue_size: int = 1024,
+        redact: RedactionPolicy | None = None,
     ) -> None:
         if not isinstance(chart, FlowChart):
             raise ExecutorUsageError(
@@ -113,6 +115,9 @@ class Executor:
         self.store = store
         self.durability: Durability = durability
         self.queue_size = queue_size
+        if redact is not None and not isinstance(redact, RedactionPolicy):
+            raise ExecutorUsageError(f"redact= takes a RedactionPolicy(...), got {redact!r}")
+        self.redact = redact
 
     def __repr__(self) -> str:
         store = type(self.store).__name__ if self.store is not None else None
@@ -138,8 +143,9 @@ class Executor:
         run = self._context(new_run_id())
         self._seed(run, input)
         if self.store is not None:
+            initial = self._retained_initial(run)
             self._call_store(
-                lambda s: s.begin_run(run.run_id, self.chart.id, run.initial), "begin the run"
+                lambda s: s.begin_run(run.run_id, self.chart.id, initial), "begin the run"
             )
         return await self._drive(run, None, timeout, raise_on_error)
 
@@ -158,6 +164,12 @@ class Executor:
         :class:`CheckpointClaimedError` (with a store, the claim is atomic across processes).
         """
         cp = self._as_checkpoint(checkpoint)
+        if cp.redacted:
+            raise CheckpointError(
+                f"checkpoint {cp.checkpoint_id} was redacted at rest "
+                "(RedactionPolicy(redact_checkpoints=True)), so it holds no real values to "
+                "resume with"
+            )
         check_chart(cp, self.chart)
         data = encode_value(value, "resume value", cp.paused_at)[1]
         snapshot = self._checkpoint_log(cp)
@@ -184,6 +196,11 @@ class Executor:
         """
         if self.store is None:
             raise ExecutorUsageError("recover() needs the run's store: Executor(chart, store=...)")
+        if self.redact is not None:
+            raise ExecutorUsageError(
+                "recover() cannot continue a run under a redaction policy: the store holds its "
+                "redacted values only. Pause-and-resume keeps real values in the checkpoint."
+            )
         snapshot = self._call_store(lambda s: s.load(run_id), f"load run {run_id!r}")
         if snapshot.chart_id != self.chart.id:
             raise CheckpointError(
@@ -256,7 +273,13 @@ class Executor:
             self._call_store(lambda s: s.append(run.run_id, run.log), "store the log so far")
 
     def _context(self, run_id: str) -> RunContext:
-        return RunContext(run_id, self.chart, self.recorders, self.max_iterations)
+        redactor = Redactor(self.redact) if self.redact is not None else None
+        return RunContext(run_id, self.chart, self.recorders, self.max_iterations, redactor)
+
+    def _retained_initial(self, run: RunContext) -> dict[str, bytes]:
+        if run.redactor is None:
+            return run.initial
+        return {k: to_bytes(v) for k, v in run.redactor.initial(run.initial).items()}
 
     async def _drive(
         self,
@@ -328,7 +351,7 @@ class Executor:
             rec.fire("on_error", ErrorEvent(run.run_id, at, len(run.log), info))
         rec.fire("on_run_end", RunEndEvent(run.run_id, len(run.log), status, info))
         rec.flush()  # deferred recorders hear everything before run() returns or pauses
-        snapshot = Snapshot(
+        live = Snapshot(
             run_id=run.run_id,
             chart_id=self.chart.id,
             status=status,
@@ -340,8 +363,9 @@ class Executor:
             recorder_failures=rec.failures,
             observer_stats=rec.stats(),
         )
-        if checkpoint is not None and checkpoint.snapshot is None and self.store is None:
-            checkpoint = _with_log(checkpoint, snapshot)
+        snapshot = live if run.redactor is None else _redacted(live, run.redactor)
+        if checkpoint is not None:
+            checkpoint = self._finish_checkpoint(checkpoint, live, snapshot)
         if error is not None:
             error.snapshot = snapshot
             if raise_on_error:
@@ -384,7 +408,18 @@ class Executor:
             if closer is not None:
                 closer()
         if checkpoint is not None:
-            self._call_store(lambda s: s.save_checkpoint(checkpoint), "save the checkpoint")
+            kept = checkpoint
+            if run.redactor is not None:
+                # Store rows are always redacted: the store keeps a masked copy, which cannot
+                # be resumed; RunResult.checkpoint keeps the real values for the caller.
+                retained = run.redactor
+                kept = replace(
+                    checkpoint,
+                    state=thaw(retained.state(run.root.current())),
+                    snapshot=None,
+                    redacted=True,
+                )
+            self._call_store(lambda s: s.save_checkpoint(kept), "save the checkpoint")
         outcome = {
             "error": None if info is None else list(info),
             "break_reason": broke,
@@ -394,6 +429,21 @@ class Executor:
             ],
         }
         self._call_store(lambda s: s.finish_run(run.run_id, status, outcome), "finish the run")
+
+    def _finish_checkpoint(
+        self, checkpoint: Checkpoint, live: Snapshot, retained: Snapshot
+    ) -> Checkpoint:
+        """Embed the log a resume needs: real values, unless checkpoints are redacted too."""
+        policy = self.redact
+        if policy is not None and policy.redact_checkpoints:
+            state = thaw(retained.state)
+            return replace(checkpoint, snapshot=orjson.loads(retained.to_json()), state=state,
+                           redacted=True)  # fmt: skip
+        if self.store is None or policy is not None:
+            # Without a store the log must travel with the checkpoint; with redaction the
+            # store holds a redacted log, so the checkpoint carries the real one.
+            return replace(checkpoint, snapshot=orjson.loads(live.to_json()))
+        return checkpoint
 
     def _make_checkpoint(self, run: RunContext, paused: Paused) -> Checkpoint:
         payload = orjson.loads(paused.payload)
@@ -529,10 +579,19 @@ def _plain(value: Any) -> Any:
     raise TypeError(type(value).__name__)
 
 
-def _with_log(cp: Checkpoint, snapshot: Snapshot) -> Checkpoint:
-    from dataclasses import replace
-
-    return replace(cp, snapshot=orjson.loads(snapshot.to_json()))
+def _redacted(live: Snapshot, redactor: Redactor) -> Snapshot:
+    """The retained snapshot: every commit through the funnel, its own time-travel index."""
+    return Snapshot.from_commits(
+        run_id=live.run_id,
+        chart_id=live.chart_id,
+        status=live.status,
+        initial=redactor.initial(live._initial),
+        commits=[redactor.commit(c) for c in live._commits],
+        break_reason=live.break_reason,
+        error=live.error,
+        recorder_failures=live.recorder_failures,
+        observer_stats=live.observer_stats,
+    )
 
 
 def _sync(call: Callable[[], Awaitable[_T]]) -> _T:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from ._commit import Commit, EmittedEvent, ErrorInfo, Op
 
 if TYPE_CHECKING:
+    from ._redact import Redactor
     from ._scope import Scope
 
 __all__ = [
@@ -287,8 +288,15 @@ class _RunQueue:
 class Dispatch:
     """Fans events out to the hooks recorders define; empty lists cost one truth test."""
 
-    def __init__(self, recorders: Sequence[object], run_id: str, log_len: Any) -> None:
+    def __init__(
+        self,
+        recorders: Sequence[object],
+        run_id: str,
+        log_len: Any,
+        redactor: Redactor | None = None,
+    ) -> None:
         self.failures: list[RecorderFailure] = []
+        self.redactor = redactor
         self.run_id = run_id
         self._log_len = log_len
         self._hooks: dict[str, list[tuple[str, Any]]] = {h: [] for h in HOOKS}
@@ -318,7 +326,12 @@ class Dispatch:
         self.any = any(h.values())
 
     def fire(self, hook: str, event: Any) -> None:
-        for label, fn in self._hooks[hook]:
+        hooks = self._hooks[hook]
+        if not hooks:
+            return
+        if self.redactor is not None:
+            event = _redact_event(self.redactor, hook, event)
+        for label, fn in hooks:
             self.call(label, hook, fn, event)
 
     def call(self, label: str, hook: str, fn: Any, event: Any) -> None:
@@ -348,3 +361,18 @@ class Dispatch:
             "on_emit",
             EmitEvent(self.run_id, scope.stage_path, self._log_len(), event.name, event.payload),
         )
+
+
+def _redact_event(r: Redactor, hook: str, event: Any) -> Any:
+    """Events that carry state values get them through the redaction funnel."""
+    if hook == "on_read":
+        return event._replace(value=r.value(event.key, event.value))
+    if hook == "on_write":
+        return event._replace(op=Op._make(r.write(tuple(event.op))))
+    if hook == "on_emit" and r.emit_hidden(event.name):
+        return event._replace(payload=r.marker)
+    if hook == "on_decision":
+        return event._replace(evidence=r.detail({"decision": event.evidence})["decision"])
+    if hook == "on_run_start":
+        return event._replace(input=r.state(event.input))
+    return event

@@ -40,6 +40,7 @@ from ._recorder import (
     StageStartEvent,
     SubflowEvent,
 )
+from ._redact import Redactor
 from ._retry import Retry
 from ._scope import PauseSignal, Scope
 from ._state import MISSING, StateStore
@@ -65,6 +66,7 @@ class RunContext:
         "log",
         "max_iterations",
         "recorders",
+        "redactor",
         "resume_taken",
         "resume_value",
         "root",
@@ -74,15 +76,21 @@ class RunContext:
     )
 
     def __init__(
-        self, run_id: str, chart: FlowChart, recorders: Sequence[object], max_iterations: int
+        self,
+        run_id: str,
+        chart: FlowChart,
+        recorders: Sequence[object],
+        max_iterations: int,
+        redactor: Redactor | None = None,
     ) -> None:
         self.run_id = run_id
+        self.redactor = redactor
         self.chart = chart
         self.log: list[Commit] = []
         self.root = StateStore()
         self.initial: dict[str, bytes] = {}
         self.max_iterations = max_iterations
-        self.recorders = Dispatch(recorders, run_id, self.log.__len__)
+        self.recorders = Dispatch(recorders, run_id, self.log.__len__, redactor)
         self.validators: dict[int, StateValidator | None] = {}
         self.cancelled_exc = anyio.get_cancelled_exc_class()
         self.resume_value: Any = None
@@ -104,7 +112,9 @@ class RunContext:
         return True
 
     def append(self, commit: Commit) -> None:
-        self.log.append(commit)
+        self.log.append(commit)  # the live log keeps real values (resume needs them)
+        if self.redactor is not None:
+            commit = self.redactor.commit(commit)  # the one funnel to retained surfaces
         if self.sink is not None:
             try:
                 self.sink(commit)

@@ -55,6 +55,7 @@ from trackway.engine import ReadEvent as ReadEvent
 from trackway.engine import ReadOnlyStateError as ReadOnlyStateError
 from trackway.engine import Recorder as Recorder
 from trackway.engine import RecorderFailure as RecorderFailure
+from trackway.engine import RedactionPolicy as RedactionPolicy
 from trackway.engine import ResumeEvent as ResumeEvent
 from trackway.engine import Retry as Retry
 from trackway.engine import Rule as Rule
@@ -133,6 +134,7 @@ __all__ = [
     "ReadOnlyStateError",
     "Recorder",
     "RecorderFailure",
+    "RedactionPolicy",
     "ResumeEvent",
     "Retry",
     "Rule",

@@ -1,0 +1,179 @@
+"""Redaction: one funnel between the live run and everything it leaves behind.
+
+The running stages always see real values. Everything retained — commits handed to
+recorders and stores, snapshots, events, and through them narratives and recordings — passes
+through one :class:`Redactor`. A whole key's writes become a single ``set`` of the marker
+(so replaying a redacted log gives the marker, never a half-hidden value); ``fields`` mask
+dot-paths inside a value (through lists, element by element). Checkpoints keep real values
+by default, because resuming needs them; ``redact_checkpoints=True`` masks them too, and such
+a checkpoint can no longer be resumed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._commit import Commit, EmittedEvent, Write
+from ._values import thaw, to_bytes
+
+__all__ = ["MARKER", "RedactionPolicy", "Redactor"]
+
+MARKER = "[REDACTED]"
+_WHOLE, _FIELDS = "whole", "fields"
+
+
+@dataclass(frozen=True)
+class RedactionPolicy:
+    """What to hide from retained surfaces.
+
+    ``keys``: state keys hidden whole. ``patterns``: regular expressions; a key any of them
+    matches (``re.search``) is hidden whole. ``fields``: ``{key: ["a.b", ...]}`` dot-paths
+    hidden inside a key's value. ``emits``: patterns on event names whose payload is hidden.
+    """
+
+    keys: Sequence[str] = ()
+    patterns: Sequence[str | re.Pattern[str]] = ()
+    fields: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    emits: Sequence[str | re.Pattern[str]] = ()
+    redact_checkpoints: bool = False
+    marker: str = MARKER
+
+    def __post_init__(self) -> None:
+        for name in ("keys", "patterns", "emits"):
+            if isinstance(getattr(self, name), str):
+                raise TypeError(f"RedactionPolicy({name}=...) takes a list, not a single str")
+        for key, paths in self.fields.items():
+            if isinstance(paths, str):
+                raise TypeError(f"RedactionPolicy(fields={{{key!r}: ...}}) takes a list of paths")
+
+
+class Redactor:
+    """Applies a :class:`RedactionPolicy`; verdicts per key are cached."""
+
+    def __init__(self, policy: RedactionPolicy) -> None:
+        self.policy = policy
+        self.marker = policy.marker
+        self._marker_bytes = to_bytes(policy.marker)
+        self._keys = set(policy.keys)
+        self._patterns = [re.compile(p) if isinstance(p, str) else p for p in policy.patterns]
+        self._emits = [re.compile(p) if isinstance(p, str) else p for p in policy.emits]
+        self._fields = {k: [p.split(".") for p in paths] for k, paths in policy.fields.items()}
+        self._verdicts: dict[str, str | None] = {}
+
+    def verdict(self, key: str) -> str | None:
+        """``"whole"``, ``"fields"`` or ``None`` for a state key."""
+        v = self._verdicts.get(key, "?")
+        if v == "?":
+            if key in self._keys or any(p.search(key) for p in self._patterns):
+                v = _WHOLE
+            elif key in self._fields:
+                v = _FIELDS
+            else:
+                v = None
+            self._verdicts[key] = v
+        return v
+
+    # -- values --------------------------------------------------------------------------
+
+    def value(self, key: str, value: Any) -> Any:
+        """The retained form of ``key``'s value."""
+        v = self.verdict(key)
+        if v is None:
+            return value
+        if v == _WHOLE:
+            return self.marker
+        return self._mask(thaw(value), key)
+
+    def _mask(self, value: Any, key: str) -> Any:
+        for path in self._fields[key]:
+            value = _mask_path(value, path, self.marker)
+        return value
+
+    def write(self, w: Write) -> Write:
+        kind, key, _, raw = w
+        v = self.verdict(key)
+        if v is None:
+            return w
+        if v == _WHOLE:
+            return ("set", key, self._marker_bytes, self.marker)
+        if kind == "append":
+            masked = [self._mask(thaw(item), key) for item in raw]
+        elif kind == "merge":
+            masked = self._mask(thaw(raw), key)
+        elif kind == "delete":
+            return w
+        else:
+            masked = self._mask(thaw(raw), key)
+        return (kind, key, to_bytes(masked), masked)
+
+    def initial(self, initial: Mapping[str, bytes]) -> dict[str, Any]:
+        """The run input as JSON values, redacted."""
+        import orjson
+
+        return {k: self.value(k, orjson.loads(v)) for k, v in initial.items()}
+
+    def state(self, state: Mapping[str, Any]) -> dict[str, Any]:
+        return {k: self.value(k, v) for k, v in state.items()}
+
+    def emit_hidden(self, name: str) -> bool:
+        return any(p.search(name) for p in self._emits)
+
+    # -- records -------------------------------------------------------------------------
+
+    def commit(self, c: Commit) -> Commit:
+        """The retained form of a commit (the same object when nothing in it is hidden)."""
+        writes = tuple(self.write(w) for w in c.writes)
+        changed = any(a is not b for a, b in zip(writes, c.writes, strict=True))
+        detail = self.detail(c.detail)
+        events = c.events
+        if self._emits and any(self.emit_hidden(e.name) for e in c.events):
+            events = tuple(
+                EmittedEvent(e.name, self._marker_bytes) if self.emit_hidden(e.name) else e
+                for e in c.events
+            )
+        if not changed and detail is c.detail and events is c.events:
+            return c
+        return c._replace(writes=writes, detail=detail, events=events)
+
+    def detail(self, detail: Any) -> Any:
+        """Decision evidence quotes the values it read: hide the hidden ones."""
+        if not isinstance(detail, Mapping) or "decision" not in detail:
+            return detail
+        evidence = detail["decision"]
+        if not isinstance(evidence, Mapping) or not evidence.get("rules"):
+            return detail
+        rules = []
+        touched = False
+        for rule in evidence["rules"]:
+            rule = dict(rule)
+            for field_name, names in (
+                ("conditions", ("actual", "expected")),
+                ("inputs", ("value",)),
+            ):
+                entries = []
+                for entry in rule.get(field_name, ()):
+                    if self.verdict(entry.get("key", "")) is not None:
+                        # what the rule compared against can be as telling as the value
+                        entry = {**entry, **dict.fromkeys(names, self.marker), "redacted": True}
+                        touched = True
+                    entries.append(entry)
+                if field_name in rule:
+                    rule[field_name] = entries
+            rules.append(rule)
+        if not touched:
+            return detail
+        return {**detail, "decision": {**evidence, "rules": rules}}
+
+
+def _mask_path(value: Any, path: list[str], marker: str) -> Any:
+    if isinstance(value, list):
+        return [_mask_path(v, path, marker) for v in value]
+    if not isinstance(value, dict) or path[0] not in value:
+        return value
+    head, rest = path[0], path[1:]
+    out = dict(value)
+    out[head] = marker if not rest else _mask_path(value[head], rest, marker)
+    return out
