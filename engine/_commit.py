@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple, TypeAlias
 
 import orjson
@@ -66,6 +67,10 @@ class EmittedEvent(NamedTuple):
         return freeze(orjson.loads(self.data))
 
 
+ROW_FIELDS = ("seq", "stage_path", "kind", "frame", "outcome", "started_at", "ended_at")
+"""Commit fields a store keeps in columns of their own (see ``Commit.to_bytes(slim=True)``)."""
+
+
 class Commit(NamedTuple):
     """The writes of one executed stage, in the order they were made.
 
@@ -125,18 +130,50 @@ class Commit(NamedTuple):
             "attempts": self.attempts,
         }
 
-    def to_bytes(self) -> bytes:
-        """Compact JSON for stores: no run id (the row has it), defaults left out."""
-        doc = self.to_dict()
-        del doc["run_id"]
-        for key, default in (("error", None), ("detail", None), ("events", []), ("attempts", 1)):
-            if doc[key] == default:
-                del doc[key]
+    def to_bytes(self, *, slim: bool = False) -> bytes:
+        """Compact JSON for stores: no run id (the row has it), defaults left out.
+
+        ``slim`` also leaves out what a store keeps in columns of its own (``ROW_FIELDS``);
+        :meth:`from_dict` takes them back through ``row=``.
+        """
+        doc: dict[str, Any] = {
+            "stage_id": self.stage_id,
+            "stage_name": self.stage_name,
+            "ops": [
+                {"kind": w[0], "key": w[1], "value": orjson.Fragment(w[2])} for w in self.writes
+            ],
+            "reads": self.reads,
+        }
+        if not slim:
+            doc.update(
+                seq=self.seq,
+                stage_path=self.stage_path,
+                kind=self.kind,
+                frame=self.frame,
+                started_at=self.started_at,
+                ended_at=self.ended_at,
+                outcome=self.outcome,
+            )
+        if self.error is not None:
+            doc["error"] = list(self.error)
+        if self.detail is not None:
+            doc["detail"] = self.detail
+        if self.events:
+            doc["events"] = [
+                {"name": e.name, "payload": orjson.Fragment(e.data)} for e in self.events
+            ]
+        if self.attempts != 1:
+            doc["attempts"] = self.attempts
         return orjson.dumps(doc, default=to_plain)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any], run_id: str | None = None) -> Commit:
-        """Inverse of :meth:`to_dict` (and of :meth:`to_bytes`, given the ``run_id``)."""
+    def from_dict(
+        cls, d: dict[str, Any], run_id: str | None = None, row: Sequence[Any] | None = None
+    ) -> Commit:
+        """Inverse of :meth:`to_dict` and :meth:`to_bytes` (given the ``run_id``, and for a
+        slim document the store's ``row`` of ``ROW_FIELDS`` values)."""
+        if row is not None:
+            d = {**d, **dict(zip(ROW_FIELDS, row, strict=True))}
         writes: tuple[Write, ...] = tuple(
             (o["kind"], o["key"], _json_bytes(o["value"]), o["value"]) for o in d["ops"]
         )

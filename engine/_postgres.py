@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 
 from ._checkpoint import Checkpoint
-from ._commit import Commit
+from ._commit import ROW_FIELDS, Commit
 from ._errors import StoreError, UnknownRunError
 from ._snapshot import Snapshot
 from ._sqlite import initial_doc, initial_from_doc
@@ -20,6 +20,7 @@ from ._store import CommitMeta, RunInfo, select_prunable, snapshot_from_rows
 __all__ = ["PostgresStore"]
 
 _NINE = ", ".join(["%s"] * 9)
+_ROW = ", ".join(ROW_FIELDS)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS trackway_runs (
@@ -28,7 +29,6 @@ CREATE TABLE IF NOT EXISTS trackway_runs (
     status TEXT NOT NULL,
     started_at DOUBLE PRECISION NOT NULL,
     ended_at DOUBLE PRECISION,
-    commit_count BIGINT NOT NULL DEFAULT 0,
     initial BYTEA NOT NULL,
     outcome BYTEA
 );
@@ -127,17 +127,13 @@ class PostgresStore:
                 c.outcome,
                 c.started_at,
                 c.ended_at,
-                c.to_bytes(),
+                c.to_bytes(slim=True),
             )
             for c in commits
         ]
         with self._tx() as db, db.cursor() as cur:
             cur.executemany(
                 "INSERT INTO trackway_commits VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)", rows
-            )
-            cur.execute(
-                "UPDATE trackway_runs SET commit_count = commit_count + %s WHERE run_id = %s",
-                (len(rows), run_id),
             )
 
     def finish_run(self, run_id: str, status: str, outcome: Any = None) -> None:
@@ -180,9 +176,10 @@ class PostgresStore:
                 (run_id,),
             ).fetchone()
             docs = [
-                bytes(r[0])
+                (bytes(r[7]), r[:7])
                 for r in db.execute(
-                    "SELECT doc FROM trackway_commits WHERE run_id = %s ORDER BY seq", (run_id,)
+                    f"SELECT {_ROW}, doc FROM trackway_commits WHERE run_id = %s ORDER BY seq",
+                    (run_id,),
                 )
             ]
         if run is None:
@@ -213,8 +210,10 @@ class PostgresStore:
     def list_runs(self) -> list[RunInfo]:
         with self._tx() as db:
             rows = db.execute(
-                "SELECT run_id, chart_id, status, started_at, ended_at, commit_count "
-                "FROM trackway_runs ORDER BY started_at, run_id"
+                "SELECT r.run_id, r.chart_id, r.status, r.started_at, r.ended_at, "
+                "COALESCE((SELECT MAX(c.seq) FROM trackway_commits c "
+                "WHERE c.run_id = r.run_id), 0) "
+                "FROM trackway_runs r ORDER BY r.started_at, r.run_id"
             ).fetchall()
         return [RunInfo(*row) for row in rows]
 

@@ -13,7 +13,7 @@ from typing import Any, Literal
 import orjson
 
 from ._checkpoint import Checkpoint
-from ._commit import Commit
+from ._commit import ROW_FIELDS, Commit
 from ._errors import StoreError, UnknownRunError
 from ._snapshot import Snapshot
 from ._store import CommitMeta, RunInfo, select_prunable, snapshot_from_rows
@@ -28,7 +28,6 @@ CREATE TABLE IF NOT EXISTS trackway_runs (
     status TEXT NOT NULL,
     started_at REAL NOT NULL,
     ended_at REAL,
-    commit_count INTEGER NOT NULL DEFAULT 0,
     initial BLOB NOT NULL,
     outcome BLOB
 );
@@ -55,6 +54,7 @@ CREATE TABLE IF NOT EXISTS trackway_claims (
 );
 """
 SCHEMA_VERSION = "1"
+_ROW = ", ".join(ROW_FIELDS)
 
 
 def initial_doc(initial: dict[str, bytes]) -> bytes:
@@ -161,7 +161,7 @@ class SqliteStore:
                 c.outcome,
                 c.started_at,
                 c.ended_at,
-                c.to_bytes(),
+                c.to_bytes(slim=True),
             )
             for c in commits
         ]
@@ -169,10 +169,6 @@ class SqliteStore:
             # A rowid table packs ~1 KB documents densely; WITHOUT ROWID would spill each
             # large row to an overflow page (4 KB per commit).
             db.executemany("INSERT INTO trackway_commits VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-            db.execute(
-                "UPDATE trackway_runs SET commit_count = commit_count + ? WHERE run_id = ?",
-                (len(rows), run_id),
-            )
 
     def finish_run(self, run_id: str, status: str, outcome: Any = None) -> None:
         with self._tx() as db:
@@ -213,9 +209,10 @@ class SqliteStore:
                     (run_id,),
                 ).fetchone()
                 docs = [
-                    r[0]
+                    (r[7], r[:7])
                     for r in db.execute(
-                        "SELECT doc FROM trackway_commits WHERE run_id = ? ORDER BY seq", (run_id,)
+                        f"SELECT {_ROW}, doc FROM trackway_commits WHERE run_id = ? ORDER BY seq",
+                        (run_id,),
                     )
                 ]
             finally:
@@ -247,8 +244,10 @@ class SqliteStore:
 
     def list_runs(self) -> list[RunInfo]:
         rows = self._read(
-            "SELECT run_id, chart_id, status, started_at, ended_at, commit_count "
-            "FROM trackway_runs ORDER BY started_at, run_id"
+            "SELECT r.run_id, r.chart_id, r.status, r.started_at, r.ended_at, "
+            "COALESCE((SELECT MAX(c.seq) FROM trackway_commits c "
+            "WHERE c.run_id = r.run_id), 0) "
+            "FROM trackway_runs r ORDER BY r.started_at, r.run_id"
         )
         return [RunInfo(*row) for row in rows]
 
