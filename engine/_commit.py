@@ -136,14 +136,14 @@ class Commit(NamedTuple):
         ``slim`` also leaves out what a store keeps in columns of its own (``ROW_FIELDS``);
         :meth:`from_dict` takes them back through ``row=``.
         """
-        doc: dict[str, Any] = {
-            "stage_id": self.stage_id,
-            "stage_name": self.stage_name,
-            "ops": [
+        doc: dict[str, Any] = {"stage_id": self.stage_id, "stage_name": self.stage_name}
+        if slim:  # writes as [kind, key, value] triples: no repeated field names
+            doc["w"] = [[w[0], w[1], orjson.Fragment(w[2])] for w in self.writes]
+        else:
+            doc["ops"] = [
                 {"kind": w[0], "key": w[1], "value": orjson.Fragment(w[2])} for w in self.writes
-            ],
-            "reads": self.reads,
-        }
+            ]
+        doc["reads"] = self.reads
         if not slim:
             doc.update(
                 seq=self.seq,
@@ -174,9 +174,14 @@ class Commit(NamedTuple):
         slim document the store's ``row`` of ``ROW_FIELDS`` values)."""
         if row is not None:
             d = {**d, **dict(zip(ROW_FIELDS, row, strict=True))}
-        writes: tuple[Write, ...] = tuple(
-            (o["kind"], o["key"], _json_bytes(o["value"]), o["value"]) for o in d["ops"]
-        )
+        if "w" in d:
+            writes: tuple[Write, ...] = tuple(
+                (kind, key, _json_bytes(value), value) for kind, key, value in d["w"]
+            )
+        else:
+            writes = tuple(
+                (o["kind"], o["key"], _json_bytes(o["value"]), o["value"]) for o in d["ops"]
+            )
         events = tuple(
             EmittedEvent(e["name"], _json_bytes(e["payload"])) for e in d.get("events", ())
         )

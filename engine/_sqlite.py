@@ -21,9 +21,9 @@ from ._store import CommitMeta, RunInfo, select_prunable, snapshot_from_rows
 __all__ = ["SqliteStore"]
 
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS trackway_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS trackway_runs (
-    run_id TEXT PRIMARY KEY,
+    run_no INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL UNIQUE,
     chart_id TEXT NOT NULL,
     status TEXT NOT NULL,
     started_at REAL NOT NULL,
@@ -31,30 +31,29 @@ CREATE TABLE IF NOT EXISTS trackway_runs (
     initial BLOB NOT NULL,
     outcome BLOB
 );
+-- One row per commit, keyed by run_no * 2^32 + seq: ordered per run with no extra index and
+-- no run id repeated per row, so storage stays close to the bytes written.
 CREATE TABLE IF NOT EXISTS trackway_commits (
-    run_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
+    id INTEGER PRIMARY KEY,
     stage_path TEXT NOT NULL,
     kind TEXT NOT NULL,
     frame TEXT NOT NULL,
     outcome TEXT NOT NULL,
     started_at REAL NOT NULL,
     ended_at REAL NOT NULL,
-    doc BLOB NOT NULL,
-    UNIQUE (run_id, seq)
-);
-CREATE TABLE IF NOT EXISTS trackway_checkpoints (
-    checkpoint_id TEXT PRIMARY KEY,
-    run_id TEXT NOT NULL,
     doc BLOB NOT NULL
 );
-CREATE TABLE IF NOT EXISTS trackway_claims (
+-- Saved checkpoints and claims (a claim may name a checkpoint this store never saved).
+CREATE TABLE IF NOT EXISTS trackway_checkpoints (
     checkpoint_id TEXT PRIMARY KEY,
-    claimed_at REAL NOT NULL
-);
+    doc BLOB,
+    claimed_at REAL
+) WITHOUT ROWID;
 """
-SCHEMA_VERSION = "1"
-_ROW = ", ".join(ROW_FIELDS)
+SCHEMA_VERSION = 2  # PRAGMA user_version
+PAGE_SIZE = 8192  # ~1 KB commit documents pack 7 to a page (3 on 4 KB pages)
+_SPAN = 1 << 32  # commits of one run: ids run_no * _SPAN + seq
+_ROW = "id & 4294967295, " + ", ".join(ROW_FIELDS[1:])
 
 
 def initial_doc(initial: dict[str, bytes]) -> bytes:
@@ -84,6 +83,7 @@ class SqliteStore:
         if synchronous not in ("FULL", "NORMAL"):
             raise ValueError("synchronous must be 'FULL' or 'NORMAL'")
         self._lock = threading.Lock()
+        self._run_nos: dict[str, int] = {}
         try:
             self._db = sqlite3.connect(
                 self.path,
@@ -91,14 +91,18 @@ class SqliteStore:
                 isolation_level=None,
                 timeout=busy_timeout,
             )
+            self._db.execute(f"PRAGMA page_size={PAGE_SIZE}")  # new files only
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={synchronous}")
             self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
-            self._db.executescript(_SCHEMA)
-            with self._tx():
-                self._db.execute(
-                    "INSERT OR IGNORE INTO trackway_meta VALUES ('schema', ?)", (SCHEMA_VERSION,)
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            if version not in (0, SCHEMA_VERSION):
+                raise sqlite3.DatabaseError(
+                    f"it has trackway schema version {version}; this trackway reads version "
+                    f"{SCHEMA_VERSION}"
                 )
+            self._db.executescript(_SCHEMA)
+            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except sqlite3.Error as exc:
             raise StoreError(
                 f"cannot open the SQLite store at {str(self.path)!r}: {exc}. Check that its "
@@ -150,25 +154,39 @@ class SqliteStore:
                 (run_id, chart_id, time.time(), initial_doc(initial)),
             )
 
+    def _run_no(self, db: sqlite3.Connection, run_id: str) -> int:
+        no = self._run_nos.get(run_id)
+        if no is None:
+            row = db.execute("SELECT run_no FROM trackway_runs WHERE run_id = ?", (run_id,))
+            found = row.fetchone()
+            if found is None:
+                raise UnknownRunError(f"no run {run_id!r} in {self!r}")
+            no = self._run_nos[run_id] = int(found[0])
+        return no
+
+    def _span(self, db: sqlite3.Connection, run_id: str) -> tuple[int, int]:
+        base = self._run_no(db, run_id) * _SPAN
+        return base, base + _SPAN - 1
+
     def append(self, run_id: str, commits: Sequence[Commit]) -> None:
-        rows = [
-            (
-                run_id,
-                c.seq,
-                c.stage_path,
-                c.kind,
-                c.frame,
-                c.outcome,
-                c.started_at,
-                c.ended_at,
-                c.to_bytes(slim=True),
-            )
-            for c in commits
-        ]
         with self._tx() as db:
+            base = self._run_no(db, run_id) * _SPAN
+            rows = [
+                (
+                    base + c.seq,
+                    c.stage_path,
+                    c.kind,
+                    c.frame,
+                    c.outcome,
+                    c.started_at,
+                    c.ended_at,
+                    c.to_bytes(slim=True),
+                )
+                for c in commits
+            ]
             # A rowid table packs ~1 KB documents densely; WITHOUT ROWID would spill each
             # large row to an overflow page (4 KB per commit).
-            db.executemany("INSERT INTO trackway_commits VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            db.executemany("INSERT INTO trackway_commits VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
 
     def finish_run(self, run_id: str, status: str, outcome: Any = None) -> None:
         with self._tx() as db:
@@ -180,20 +198,25 @@ class SqliteStore:
     def save_checkpoint(self, checkpoint: Checkpoint) -> None:
         with self._tx() as db:
             db.execute(
-                "INSERT OR REPLACE INTO trackway_checkpoints VALUES (?, ?, ?)",
-                (checkpoint.checkpoint_id, checkpoint.run_id, checkpoint.to_json()),
+                "INSERT INTO trackway_checkpoints (checkpoint_id, doc) VALUES (?, ?) "
+                "ON CONFLICT (checkpoint_id) DO UPDATE SET doc = excluded.doc",
+                (checkpoint.checkpoint_id, checkpoint.to_json()),
             )
 
     def claim_checkpoint(self, checkpoint_id: str) -> bool:
         with self._tx() as db:
             cur = db.execute(
-                "INSERT OR IGNORE INTO trackway_claims VALUES (?, ?)", (checkpoint_id, time.time())
+                "INSERT INTO trackway_checkpoints (checkpoint_id, claimed_at) VALUES (?, ?) "
+                "ON CONFLICT (checkpoint_id) DO UPDATE SET claimed_at = excluded.claimed_at "
+                "WHERE claimed_at IS NULL",
+                (checkpoint_id, time.time()),
             )
             return cur.rowcount == 1
 
     def load_checkpoint(self, checkpoint_id: str) -> Checkpoint:
         rows = self._read(
-            "SELECT doc FROM trackway_checkpoints WHERE checkpoint_id = ?", (checkpoint_id,)
+            "SELECT doc FROM trackway_checkpoints WHERE checkpoint_id = ? AND doc IS NOT NULL",
+            (checkpoint_id,),
         )
         if not rows:
             raise UnknownRunError(f"no checkpoint {checkpoint_id!r} in {self!r}")
@@ -208,13 +231,17 @@ class SqliteStore:
                     "SELECT chart_id, status, initial, outcome FROM trackway_runs WHERE run_id = ?",
                     (run_id,),
                 ).fetchone()
-                docs = [
-                    (r[7], r[:7])
-                    for r in db.execute(
-                        f"SELECT {_ROW}, doc FROM trackway_commits WHERE run_id = ? ORDER BY seq",
-                        (run_id,),
-                    )
-                ]
+                docs = []
+                if run is not None:
+                    lo, hi = self._span(db, run_id)
+                    docs = [
+                        (r[7], r[:7])
+                        for r in db.execute(
+                            f"SELECT {_ROW}, doc FROM trackway_commits "
+                            "WHERE id BETWEEN ? AND ? ORDER BY id",
+                            (lo, hi),
+                        )
+                    ]
             finally:
                 db.execute("COMMIT")
         if run is None:
@@ -233,20 +260,19 @@ class SqliteStore:
 
     def history(self, run_id: str) -> list[CommitMeta]:
         """Commit metadata from its own columns: no document is read or decoded."""
-        rows = self._rows(
-            "SELECT seq, stage_path, kind, frame, outcome, started_at, ended_at "
-            "FROM trackway_commits WHERE run_id = ? ORDER BY seq",
-            (run_id,),
-        )
-        if not rows and not self._rows("SELECT 1 FROM trackway_runs WHERE run_id = ?", (run_id,)):
-            raise UnknownRunError(f"no run {run_id!r} in {self!r}")
-        return [CommitMeta(*row) for row in rows]
+        with self._lock:
+            lo, hi = self._span(self._db, run_id)
+            cur = self._db.execute(
+                f"SELECT {_ROW} FROM trackway_commits WHERE id BETWEEN ? AND ? ORDER BY id",
+                (lo, hi),
+            )
+            return list(map(CommitMeta._make, cur))
 
     def list_runs(self) -> list[RunInfo]:
         rows = self._read(
             "SELECT r.run_id, r.chart_id, r.status, r.started_at, r.ended_at, "
-            "COALESCE((SELECT MAX(c.seq) FROM trackway_commits c "
-            "WHERE c.run_id = r.run_id), 0) "
+            "COALESCE((SELECT MAX(c.id) FROM trackway_commits c WHERE c.id BETWEEN "
+            f"r.run_no * {_SPAN} AND r.run_no * {_SPAN} + {_SPAN - 1}) - r.run_no * {_SPAN}, 0) "
             "FROM trackway_runs r ORDER BY r.started_at, r.run_id"
         )
         return [RunInfo(*row) for row in rows]
@@ -269,10 +295,17 @@ class SqliteStore:
             if not self._delete(db, run_id):
                 raise UnknownRunError(f"no run {run_id!r} in {self!r}")
 
-    @staticmethod
-    def _delete(db: sqlite3.Connection, run_id: str) -> bool:
-        db.execute("DELETE FROM trackway_commits WHERE run_id = ?", (run_id,))
-        db.execute("DELETE FROM trackway_checkpoints WHERE run_id = ?", (run_id,))
+    def _delete(self, db: sqlite3.Connection, run_id: str) -> bool:
+        try:
+            lo, hi = self._span(db, run_id)
+        except UnknownRunError:
+            return False
+        self._run_nos.pop(run_id, None)
+        db.execute("DELETE FROM trackway_commits WHERE id BETWEEN ? AND ?", (lo, hi))
+        db.execute(
+            "DELETE FROM trackway_checkpoints WHERE checkpoint_id >= ? AND checkpoint_id < ?",
+            (f"{run_id}@", f"{run_id}A"),  # ids are "<run id>@<commit count>"; 'A' follows '@'
+        )
         return db.execute("DELETE FROM trackway_runs WHERE run_id = ?", (run_id,)).rowcount > 0
 
     def close(self) -> None:

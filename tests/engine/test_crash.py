@@ -39,7 +39,8 @@ def run_and_kill(db: Path, durability: str) -> None:
 def stored_seqs(db: Path) -> list[int]:
     with closing(sqlite3.connect(db)) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-        return [r[0] for r in conn.execute("SELECT seq FROM trackway_commits ORDER BY seq")]
+        rows = conn.execute("SELECT id & 4294967295 FROM trackway_commits ORDER BY id")
+        return [r[0] for r in rows]
 
 
 @pytest.mark.slow
