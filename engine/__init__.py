@@ -71,6 +71,7 @@ from ._scope import Scope as Scope
 from ._snapshot import Snapshot as Snapshot
 from ._snapshot import StateDiff as StateDiff
 from ._sqlite import SqliteStore as SqliteStore
+from ._state import MISSING as MISSING
 from ._store import CommitMeta as CommitMeta
 from ._store import Durability as Durability
 from ._store import MemoryStore as MemoryStore
@@ -81,6 +82,7 @@ from ._values import FrozenList as FrozenList
 from ._values import thaw as thaw
 
 __all__ = [
+    "MISSING",
     "OPERATORS",
     "Branch",
     "CausalChain",

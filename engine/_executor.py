@@ -349,7 +349,7 @@ class Executor:
         if info is not None and rec.any:
             at = error.stage_path if error is not None else None
             rec.fire("on_error", ErrorEvent(run.run_id, at, len(run.log), info))
-        rec.fire("on_run_end", RunEndEvent(run.run_id, len(run.log), status, info))
+        rec.fire("on_run_end", RunEndEvent(run.run_id, len(run.log), status, info, broke))
         rec.flush()  # deferred recorders hear everything before run() returns or pauses
         live = Snapshot(
             run_id=run.run_id,

@@ -167,6 +167,7 @@ class RunEndEvent(NamedTuple):
     seq: int
     status: str
     error: ErrorInfo | None
+    break_reason: str | None = None
 
 
 class RecorderFailure(NamedTuple):

@@ -965,10 +965,8 @@ async def _exec_subflow(strand: _Strand, node: Node, resume: dict[str, Any] | No
     rec = run.recorders
     if node.input is None and node.output is None:
         mount = f"{strand.prefix}{node.id}"
-        if resume is None:
-            rec.fire(
-                "on_subflow_enter", SubflowEvent(run.run_id, mount, len(run.log), chart.id, False)
-            )
+        # fired on resume too: a resumed run re-enters the subflows it paused inside
+        rec.fire("on_subflow_enter", SubflowEvent(run.run_id, mount, len(run.log), chart.id, False))
         # A shared subflow writes the parent's state, so the parent's model (if any) rules.
         validator = strand.validator or run.validator(chart)
         sub = _Strand(run, strand.frame, f"{mount}/", strand.counter, validator)
@@ -997,6 +995,7 @@ async def _run_isolated(
         _seed_isolated(strand, node, chart, child, mount)
     else:
         mount = resume["mount"]
+        rec.fire("on_subflow_enter", SubflowEvent(run.run_id, mount, len(run.log), chart.id, True))
         store, before = rebuild_frame(run, mount, None)
         child = _Frame(run, mount, store, strand.frame.buffer)
         child.local_seq = before[-1].seq if before else 0

@@ -28,6 +28,7 @@ class _Sentinel:
 
 
 MISSING: Final = _Sentinel("MISSING")
+"""The value of an absent key in read events (``ReadEvent.value``) and lookups."""
 DELETED: Final = _Sentinel("DELETED")
 
 

@@ -29,9 +29,8 @@ def test_all_is_sorted_and_matches_the_public_names(name):
 
 
 def test_facade_re_exports_the_engine_unchanged():
-    import trackway.engine
-
     import trackway
+    import trackway.engine
 
     for attr in trackway.engine.__all__:
         assert getattr(trackway, attr) is getattr(trackway.engine, attr)

@@ -14,6 +14,7 @@ if not _os.path.isdir(_os.path.join(_here, "engine")):
     if _os.path.isfile(_os.path.join(_root, "engine", "__init__.py")):
         __path__.append(_root)
 
+from trackway.engine import MISSING as MISSING
 from trackway.engine import OPERATORS as OPERATORS
 from trackway.engine import Branch as Branch
 from trackway.engine import CausalChain as CausalChain
@@ -93,6 +94,7 @@ from trackway.engine import thaw as thaw
 __version__ = "0.1.0"
 
 __all__ = [
+    "MISSING",
     "OPERATORS",
     "Branch",
     "CausalChain",

@@ -7,7 +7,6 @@ import time
 
 import anyio
 import pytest
-from trackway.engine import PostgresStore, SqliteStore
 
 from trackway import (
     CheckpointClaimedError,
@@ -18,6 +17,7 @@ from trackway import (
     UnknownRunError,
     flow_chart,
 )
+from trackway.engine import PostgresStore, SqliteStore
 
 from . import pause_charts as pc
 

@@ -5,9 +5,9 @@ import math
 from datetime import datetime
 
 import pytest
-from trackway.engine._values import encode_value
 
 from trackway import FrozenDict, FrozenList, ReadOnlyStateError, StateValueError, thaw
+from trackway.engine._values import encode_value
 
 
 class Color(enum.IntEnum):
