@@ -1,3 +1,34 @@
-"""trackway.recorders: reserved for its own issue; nothing is public here yet."""
+"""trackway.recorders: built-in observers of runs.
 
-__all__: list[str] = []
+``narrative()`` tells a run in plain English, ``metrics()`` times its stages, ``jsonl(path)``
+writes a recording that ``load_recording`` turns back into a snapshot, and ``otel()`` sends
+OpenTelemetry spans. Each is an ordinary recorder: pass it to ``Executor(chart, recorders=[...])``.
+"""
+
+from ._jsonl import RECORDING_FORMAT as RECORDING_FORMAT
+from ._jsonl import JsonlRecorder as JsonlRecorder
+from ._jsonl import jsonl as jsonl
+from ._jsonl import load_recording as load_recording
+from ._jsonl import read_recording as read_recording
+from ._metrics import Metrics as Metrics
+from ._metrics import metrics as metrics
+from ._narrative import Narrative as Narrative
+from ._narrative import NarrativeEntry as NarrativeEntry
+from ._narrative import narrative as narrative
+from ._otel import OtelRecorder as OtelRecorder
+from ._otel import otel as otel
+
+__all__ = [
+    "RECORDING_FORMAT",
+    "JsonlRecorder",
+    "Metrics",
+    "Narrative",
+    "NarrativeEntry",
+    "OtelRecorder",
+    "jsonl",
+    "load_recording",
+    "metrics",
+    "narrative",
+    "otel",
+    "read_recording",
+]

@@ -1,0 +1,278 @@
+"""Recordings: every event and commit of a run as JSON lines, and the snapshot rebuilt from them.
+
+One line per hook call, ``{"type": "<hook name>", ...the event's fields}``; a commit line is
+``{"type": "on_commit", **commit.to_dict()}``. Op values are written as the bytes the commit
+already holds (never serialized again). Lines are appended, so one file may hold many runs
+(and a run's resume, under the same run id).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from trackway.engine import (
+    Commit,
+    DecisionEvent,
+    EmitEvent,
+    ErrorEvent,
+    ErrorInfo,
+    FrozenDict,
+    FrozenList,
+    PauseEvent,
+    ReadEvent,
+    Recorder,
+    ResumeEvent,
+    RunEndEvent,
+    RunStartEvent,
+    Snapshot,
+    StageEndEvent,
+    StageStartEvent,
+    SubflowEvent,
+    WriteEvent,
+    thaw,
+)
+
+from ._narrative import is_absent
+
+__all__ = ["RECORDING_FORMAT", "JsonlRecorder", "jsonl", "load_recording", "read_recording"]
+
+RECORDING_FORMAT = "trackway.recording/1"
+
+
+def _plain(value: Any) -> Any:
+    """orjson ``default``: read-only state views become plain JSON."""
+    if isinstance(value, (FrozenList, FrozenDict)):
+        return thaw(value)
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def _error(info: ErrorInfo | None) -> list[str] | None:
+    return None if info is None else [info.type, info.message]
+
+
+class JsonlRecorder(Recorder):
+    """Appends each run's events and commits to a JSON-lines file; see :func:`jsonl`."""
+
+    name = "jsonl"
+
+    def __init__(self, path: str | Path, *, read_values: bool = True) -> None:
+        self.path = Path(path)
+        if not self.path.parent.is_dir():
+            raise FileNotFoundError(
+                f"jsonl({str(path)!r}): the folder {str(self.path.parent)!r} does not exist"
+            )
+        self.read_values = read_values
+        self._file: IO[bytes] | None = None
+        self._active: set[str] = set()
+        self._breaks: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def _write(self, line: dict[str, Any]) -> None:
+        data = orjson.dumps(line, default=_plain) + b"\n"
+        with self._lock:
+            if self._file is None:
+                self._file = self.path.open("ab")
+            self._file.write(data)
+
+    def _event(self, hook: str, event: Any) -> None:
+        line: dict[str, Any] = {"type": hook}
+        line.update(event._asdict())
+        self._write(line)
+
+    def on_run_start(self, event: RunStartEvent) -> None:
+        self._active.add(event.run_id)
+        self._breaks.pop(event.run_id, None)
+        self._write(
+            {
+                "type": "on_run_start",
+                "format": RECORDING_FORMAT,
+                "run_id": event.run_id,
+                "chart_id": event.chart_id,
+                "seq": event.seq,
+                "input": event.input,
+            }
+        )
+
+    def on_stage_start(self, event: StageStartEvent) -> None:
+        self._event("on_stage_start", event)
+
+    def on_read(self, event: ReadEvent) -> None:
+        line: dict[str, Any] = {
+            "type": "on_read",
+            "run_id": event.run_id,
+            "stage_path": event.stage_path,
+            "seq": event.seq,
+            "key": event.key,
+        }
+        if is_absent(event.value):
+            line["absent"] = True
+        elif self.read_values:
+            line["value"] = event.value
+        self._write(line)
+
+    def on_write(self, event: WriteEvent) -> None:
+        self._write(
+            {
+                "type": "on_write",
+                "run_id": event.run_id,
+                "stage_path": event.stage_path,
+                "seq": event.seq,
+                "op": event.op.to_dict(),
+            }
+        )
+
+    def on_emit(self, event: EmitEvent) -> None:
+        self._event("on_emit", event)
+
+    def on_commit(self, commit: Commit) -> None:
+        if isinstance(commit.detail, Mapping) and "break" in commit.detail:
+            self._breaks[commit.run_id] = commit.detail["break"]
+        self._write({"type": "on_commit", **commit.to_dict()})
+
+    def on_decision(self, event: DecisionEvent) -> None:
+        self._event("on_decision", event)
+
+    def on_error(self, event: ErrorEvent) -> None:
+        self._write(
+            {
+                "type": "on_error",
+                "run_id": event.run_id,
+                "stage_path": event.stage_path,
+                "seq": event.seq,
+                "error": _error(event.error),
+            }
+        )
+
+    def on_stage_end(self, event: StageEndEvent) -> None:
+        self._event("on_stage_end", event)
+
+    def on_subflow_enter(self, event: SubflowEvent) -> None:
+        self._event("on_subflow_enter", event)
+
+    def on_subflow_exit(self, event: SubflowEvent) -> None:
+        self._event("on_subflow_exit", event)
+
+    def on_pause(self, event: PauseEvent) -> None:
+        self._event("on_pause", event)
+
+    def on_resume(self, event: ResumeEvent) -> None:
+        self._event("on_resume", event)
+
+    def on_run_end(self, event: RunEndEvent) -> None:
+        broke = self._breaks.pop(event.run_id, None)
+        self._write(
+            {
+                "type": "on_run_end",
+                "run_id": event.run_id,
+                "seq": event.seq,
+                "status": event.status,
+                "error": _error(event.error),
+                "break_reason": broke if event.status == "broken" else None,
+            }
+        )
+        with self._lock:
+            self._active.discard(event.run_id)
+            if self._file is not None:
+                self._file.flush()
+                if not self._active:
+                    self._file.close()
+                    self._file = None
+
+
+def jsonl(path: str | Path, *, read_values: bool = True) -> JsonlRecorder:
+    """A recorder that appends every event and commit of each run to ``path`` (JSON lines).
+
+    The file is flushed when each run ends. ``load_recording(path)`` rebuilds a run's
+    snapshot from it. With ``read_values=False`` read lines carry the key but not the value
+    (a recording then grows with what the run writes, not with what it reads).
+    """
+    return JsonlRecorder(path, read_values=read_values)
+
+
+def read_recording(path: str | Path) -> Iterator[dict[str, Any]]:
+    """Yield the lines of a recording, parsed, in file order."""
+    with Path(path).open("rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            try:
+                line = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                raise ValueError(f"{path}: line {number} is not JSON ({exc})") from None
+            if not isinstance(line, dict) or "type" not in line:
+                raise ValueError(f"{path}: line {number} is not a recording line (no 'type')")
+            yield line
+
+
+def load_recording(path: str | Path, run_id: str | None = None) -> Snapshot:
+    """Rebuild a run's snapshot from a recording (default: the last run started in it).
+
+    The initial state comes from the run's first ``on_run_start`` line, the commits from its
+    ``on_commit`` lines and the status, error and break reason from its last ``on_run_end``
+    (a run with none, e.g. cut short by a crash, gets status ``"incomplete"``).
+    """
+    if run_id is None:
+        for line in read_recording(path):
+            if line["type"] == "on_run_start":
+                run_id = line["run_id"]
+        if run_id is None:
+            raise ValueError(f"{path}: the recording holds no run")
+    start: dict[str, Any] | None = None
+    end: dict[str, Any] | None = None
+    commits: dict[int, Commit] = {}
+    for line in read_recording(path):
+        if line.get("run_id") != run_id:
+            continue
+        kind = line["type"]
+        if kind == "on_run_start":
+            if line.get("format") != RECORDING_FORMAT:
+                raise ValueError(
+                    f"{path}: run {run_id!r} was recorded as {line.get('format')!r}; this "
+                    f"version reads {RECORDING_FORMAT!r}"
+                )
+            if start is None or line["seq"] < start["seq"]:
+                start = line
+        elif kind == "on_commit":
+            commit = Commit.from_dict(line)
+            if commits.setdefault(commit.seq, commit) != commit:
+                raise ValueError(f"{path}: run {run_id!r} has two different commits {commit.seq}")
+        elif kind == "on_run_end":
+            end = line
+    if start is None:
+        raise ValueError(f"{path}: no run {run_id!r} in the recording")
+    if start["seq"] != 0:
+        raise ValueError(
+            f"{path}: the recording of run {run_id!r} begins at a resume (after commit "
+            f"{start['seq']}), so its initial state is not in it"
+        )
+    ordered = [commits[k] for k in sorted(commits)]
+    if [c.seq for c in ordered] != list(range(1, len(ordered) + 1)):
+        missing = sorted(set(range(1, max(commits) + 1)) - set(commits))
+        raise ValueError(f"{path}: the recording of run {run_id!r} lacks commits {missing}")
+    status, error, broke = "incomplete", None, None
+    if end is not None:
+        status = end["status"]
+        err = end.get("error")
+        error = None if err is None else ErrorInfo(err[0], err[1])
+        broke = end.get("break_reason")
+        if status == "broken" and broke is None:
+            broke = next(
+                (c.detail["break"] for c in reversed(ordered) if "break" in (c.detail or {})),
+                None,
+            )
+    return Snapshot.from_commits(
+        run_id=run_id,
+        chart_id=start["chart_id"],
+        status=status,
+        initial=start["input"],
+        commits=ordered,
+        break_reason=broke,
+        error=error,
+    )

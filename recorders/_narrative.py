@@ -1,0 +1,510 @@
+"""The narrative recorder: a run told in plain English, one line per stage.
+
+Every entry is built from the events as they arrive (nothing is read back from the snapshot):
+reads and emits are told live, writes from the stage's commit (so failed retry attempts are
+not told), decisions from ``on_decision``. ``text()`` groups the entries into lines: a stage,
+subflow or merge entry starts a line and the entries with its stage path join it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, NamedTuple
+
+import orjson
+
+from trackway.engine import (
+    Commit,
+    DecisionEvent,
+    EmitEvent,
+    ErrorEvent,
+    ErrorInfo,
+    FrozenDict,
+    FrozenList,
+    PauseEvent,
+    ReadEvent,
+    Recorder,
+    ResumeEvent,
+    RunEndEvent,
+    RunStartEvent,
+    StageEndEvent,
+    StageStartEvent,
+    SubflowEvent,
+)
+
+__all__ = [
+    "EntryType",
+    "Narrative",
+    "NarrativeEntry",
+    "decision_text",
+    "is_absent",
+    "narrative",
+    "summarize",
+]
+
+EntryType = Literal[
+    "stage",
+    "read",
+    "write",
+    "decision",
+    "subflow",
+    "merge",
+    "pause",
+    "resume",
+    "error",
+    "emit",
+    "break",
+]
+
+_HEADERS = frozenset({"stage", "subflow", "merge"})
+_ORDER: dict[str, int] = {
+    "resume": 0,
+    "read": 1,
+    "emit": 2,
+    "write": 3,
+    "decision": 4,
+    "break": 5,
+    "error": 6,
+    "pause": 7,
+    # headers never join a line; listed so every type has a place
+    "stage": 8,
+    "subflow": 8,
+    "merge": 8,
+}
+_JSON_TYPES = (str, int, float, bool, type(None), FrozenList, FrozenDict, list, dict)
+_STAGE_KINDS = frozenset({"stage", "decider", "selector", "resume"})
+_DICT_KEYS_SHOWN = 4
+
+
+class NarrativeEntry(NamedTuple):
+    """One fact of the narrative.
+
+    ``type`` is what happened; ``depth`` how deep in subflows and parallel branches it
+    happened (the number of ``/`` in the stage path); ``text`` the plain-English fragment.
+    ``step`` is the stage number on ``stage`` entries; ``key`` the state key on ``read`` and
+    ``write`` entries.
+    """
+
+    type: EntryType
+    depth: int
+    stage_path: str
+    text: str
+    step: int | None = None
+    key: str | None = None
+
+
+def is_absent(value: Any) -> bool:
+    """True for the engine's marker of an absent key (a read value that is not JSON)."""
+    return not isinstance(value, _JSON_TYPES)
+
+
+def summarize(value: Any, max_chars: int = 40) -> str:
+    """A short rendering of a state value.
+
+    Strings are quoted (and cut after ``max_chars`` characters), numbers and booleans are
+    printed raw (JSON spelling), lists as ``(N items)`` and dicts as ``{a, b, ... (N keys)}``.
+    """
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, str):
+        text = value if len(value) <= max_chars else value[:max_chars] + "..."
+        return orjson.dumps(text).decode()
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, (FrozenList, list)):
+        n = len(value)
+        return "[]" if n == 0 else f"({n} item{'' if n == 1 else 's'})"
+    if isinstance(value, Mapping):
+        keys = [str(k) for k in value]
+        if not keys:
+            return "{}"
+        if len(keys) <= _DICT_KEYS_SHOWN:
+            return "{" + ", ".join(keys) + "}"
+        shown = ", ".join(keys[:_DICT_KEYS_SHOWN])
+        return "{" + f"{shown}, ... ({len(keys)} keys)" + "}"
+    if is_absent(value):
+        return "(absent)"
+    return type(value).__name__  # pragma: no cover - state values are JSON
+
+
+def _depth(path: str) -> int:
+    return path.count("/")
+
+
+def _prefix(path: str) -> str:
+    """The strand a stage path runs in: everything up to its last ``/``."""
+    return path[: path.rfind("/") + 1]
+
+
+def _rule_name(rule: Mapping[str, Any]) -> str:
+    label = rule.get("label")
+    return f"'{label}'" if label else f"#{rule.get('rule')}"
+
+
+def decision_text(
+    chosen: Sequence[str], evidence: Any, names: Mapping[str, str] | None = None
+) -> str:
+    """The plain-English fragment for a decision (``names`` maps branch keys to names)."""
+    ev: Mapping[str, Any] = evidence if isinstance(evidence, Mapping) else {}
+    rules = ev.get("rules")
+    if "selected" in ev:
+        keys = [str(k) for k in ev["selected"]]
+        listing = ", ".join(keys)
+        if rules is None:
+            return f"selected {listing}" if keys else "selected no branch"
+        matched = [_rule_name(r) for r in rules if r.get("matched")]
+        if not matched:
+            return "selected no branch; no rule matched"
+        which = "rule" if len(matched) == 1 else "rules"
+        return f"selected {listing} because {which} {', '.join(matched)} matched"
+    key = chosen[0] if chosen else str(ev.get("chosen"))
+    name = (names or {}).get(key, key)
+    if rules is not None:
+        if ev.get("default"):
+            return f"chose {name}: no rule matched; default"
+        winner = next((r for r in reversed(rules) if r.get("matched")), None)
+        if winner is not None:
+            return f"chose {name} because rule {_rule_name(winner)} matched"
+    if ev.get("default"):
+        return f"chose {name} (default)"
+    return f"chose {name}"
+
+
+class _Run:
+    """What the narrative keeps per run: its entries, and the state of stages in flight."""
+
+    __slots__ = (
+        "choices",
+        "entries",
+        "errors",
+        "mounts",
+        "open",
+        "outputs",
+        "reads",
+        "resumes",
+        "step",
+    )
+
+    def __init__(self) -> None:
+        self.entries: list[NarrativeEntry] = []
+        self.step = 0  # stages told so far: numbering goes on across a resume
+        self.open: set[str] = set()
+        self.reads: dict[str, set[str]] = {}
+        self.errors: dict[str, set[ErrorInfo]] = {}
+        self.mounts: set[str] = set()
+        # prefix -> (entry index, chosen key, evidence) of a decision awaiting its branch name
+        self.choices: dict[str, tuple[int, str, Any]] = {}
+        self.resumes: dict[str, str] = {}
+        self.outputs: dict[str, list[NarrativeEntry]] = {}
+
+    def reset_flight(self) -> None:
+        self.open.clear()
+        self.reads.clear()
+        self.mounts.clear()
+        self.choices.clear()
+        self.resumes.clear()
+        self.outputs.clear()
+
+
+class Narrative(Recorder):
+    """Tells each run in plain English; see :func:`narrative`."""
+
+    name = "narrative"
+
+    def __init__(self, *, values: bool = True, max_value_chars: int = 40) -> None:
+        self.values = values
+        self.max_value_chars = max_value_chars
+        self._runs: dict[str, _Run] = {}
+
+    # -- reading ---------------------------------------------------------------------------
+
+    @property
+    def run_ids(self) -> list[str]:
+        """The runs told so far, the most recently started last."""
+        return list(self._runs)
+
+    def entries(self, run_id: str | None = None) -> list[NarrativeEntry]:
+        """The entries of one run (default: the last run started), in the order they came."""
+        run = self._run_for(run_id)
+        return [] if run is None else list(run.entries)
+
+    def lines(self, run_id: str | None = None) -> list[str]:
+        """One line per stage, subflow boundary and merge, indented two spaces per depth."""
+        run = self._run_for(run_id)
+        if run is None:
+            return []
+        groups: list[tuple[NarrativeEntry, list[NarrativeEntry]]] = []
+        header_at: dict[str, int] = {}
+        for entry in run.entries:
+            at = None if entry.type in _HEADERS else header_at.get(entry.stage_path)
+            if at is None:
+                if entry.type in _HEADERS:
+                    header_at[entry.stage_path] = len(groups)
+                groups.append((entry, []))
+            else:
+                groups[at][1].append(entry)
+        return [_render(head, parts) for head, parts in groups]
+
+    def text(self, run_id: str | None = None) -> str:
+        """The narrative of one run (default: the last run started) as one string."""
+        return "\n".join(self.lines(run_id))
+
+    def clear(self) -> None:
+        """Forget every run told so far."""
+        self._runs.clear()
+
+    def _run_for(self, run_id: str | None) -> _Run | None:
+        if run_id is None:
+            return self._runs[next(reversed(self._runs))] if self._runs else None
+        try:
+            return self._runs[run_id]
+        except KeyError:
+            known = ", ".join(self._runs) or "none yet"
+            raise KeyError(f"no narrative for run {run_id!r}; runs told: {known}") from None
+
+    # -- hooks -----------------------------------------------------------------------------
+
+    def _run(self, run_id: str) -> _Run:
+        run = self._runs.get(run_id)
+        if run is None:
+            run = self._runs[run_id] = _Run()
+        return run
+
+    def _add(self, run: _Run, entry: NarrativeEntry) -> None:
+        run.entries.append(entry)
+
+    def _value(self, value: Any) -> str:
+        return summarize(value, self.max_value_chars)
+
+    def on_run_start(self, event: RunStartEvent) -> None:
+        run = self._runs.pop(event.run_id, None) or _Run()
+        run.reset_flight()
+        self._runs[event.run_id] = run  # (re)inserted last: the most recent run
+
+    def on_stage_start(self, event: StageStartEvent) -> None:
+        run = self._run(event.run_id)
+        path = event.stage_path
+        run.step += 1
+        step = run.step
+        run.open.add(path)
+        pending = run.choices.pop(_prefix(path), None)
+        if pending is not None and event.kind == "stage":
+            index, key, evidence = pending
+            old = run.entries[index]
+            text = decision_text([key], evidence, {key: event.stage_name})
+            run.entries[index] = old._replace(text=text)
+        depth = _depth(path)
+        self._add(
+            run, NarrativeEntry("stage", depth, path, f"Stage {step}: {event.stage_name}", step)
+        )
+        resumed = run.resumes.pop(path, None)
+        if resumed is not None:
+            self._add(run, NarrativeEntry("resume", depth, path, resumed))
+
+    def on_read(self, event: ReadEvent) -> None:
+        run = self._run(event.run_id)
+        path = event.stage_path
+        if path not in run.open and path not in run.mounts:
+            return  # engine-made reads (items=, output= mappings) are told with their commit
+        told = run.reads.setdefault(path, set())
+        if event.key in told:
+            return
+        told.add(event.key)
+        if is_absent(event.value):
+            text = f"read {event.key} (absent)"
+        elif self.values:
+            text = f"read {event.key} = {self._value(event.value)}"
+        else:
+            text = f"read {event.key}"
+        self._add(run, NarrativeEntry("read", _depth(path), path, text, key=event.key))
+
+    def on_emit(self, event: EmitEvent) -> None:
+        run = self._run(event.run_id)
+        text = f"emitted {event.name}"
+        if event.payload is not None and self.values:
+            text += f" {self._value(event.payload)}"
+        self._add(run, NarrativeEntry("emit", _depth(event.stage_path), event.stage_path, text))
+
+    def on_commit(self, commit: Commit) -> None:
+        run = self._run(commit.run_id)
+        path = commit.stage_path
+        kind = commit.kind
+        detail = commit.detail if isinstance(commit.detail, Mapping) else {}
+        if kind in _STAGE_KINDS:
+            self._writes(run, commit, path, _depth(path))
+            if "break" in detail:
+                reason = detail["break"]
+                text = "ended the flow early" + (f": {reason}" if reason else "")
+                self._add(run, NarrativeEntry("break", _depth(path), path, text))
+        elif kind == "merge":
+            depth = _depth(path) - (1 if path.endswith("/merge") else 0)
+            self._add(run, NarrativeEntry("merge", depth, path, _merge_text(commit, detail)))
+            self._writes(run, commit, path, depth)
+            self._commit_error(run, commit, depth)
+        elif kind == "subflow-input":
+            self._writes(run, commit, path, _depth(path), verb="input")
+            self._commit_error(run, commit, _depth(path))
+        else:  # subflow-output: told when the subflow is left
+            mount = path.rsplit("/", 1)[0]
+            if commit.outcome == "ok":
+                entries = [e._replace(stage_path=mount) for e in self._ops(commit, "output")]
+                run.outputs.setdefault(mount, []).extend(entries)
+            else:
+                text = f"Leaving subflow {detail.get('subflow') or commit.stage_name}"
+                self._add(run, NarrativeEntry("subflow", _depth(mount), path, text))
+                self._commit_error(run, commit, _depth(mount))
+
+    def _ops(self, commit: Commit, verb: str | None = None) -> list[NarrativeEntry]:
+        path = commit.stage_path
+        depth = _depth(path)
+        out = []
+        for kind, key, _, raw in commit.writes:
+            if kind == "set":
+                text = f"{verb or 'wrote'} {key}"
+                if self.values:
+                    text += f" = {self._value(raw)}"
+            elif kind == "append":
+                n = len(raw)
+                if n == 1 and self.values:
+                    text = f"appended {self._value(raw[0])} to {key}"
+                else:
+                    text = f"appended {n} item{'' if n == 1 else 's'} to {key}"
+            elif kind == "merge":
+                text = (
+                    f"merged {self._value(raw)} into {key}" if self.values else f"merged into {key}"
+                )
+            else:
+                text = f"deleted {key}"
+            out.append(NarrativeEntry("write", depth, path, text, key=key))
+        return out
+
+    def _writes(
+        self, run: _Run, commit: Commit, path: str, depth: int, verb: str | None = None
+    ) -> None:
+        for entry in self._ops(commit, verb):
+            self._add(run, entry._replace(depth=depth))
+
+    def _commit_error(self, run: _Run, commit: Commit, depth: int) -> None:
+        if commit.outcome == "ok" or commit.error is None:
+            return
+        path = commit.stage_path
+        run.errors.setdefault(path, set()).add(commit.error)
+        text = f"failed with {commit.error.type}: {commit.error.message}"
+        self._add(run, NarrativeEntry("error", depth, path, text))
+
+    def on_decision(self, event: DecisionEvent) -> None:
+        run = self._run(event.run_id)
+        path = event.stage_path
+        text = decision_text(event.chosen, event.evidence)
+        index = len(run.entries)
+        self._add(run, NarrativeEntry("decision", _depth(path), path, text))
+        evidence = event.evidence if isinstance(event.evidence, Mapping) else {}
+        if "selected" not in evidence and len(event.chosen) == 1:
+            run.choices[_prefix(path)] = (index, event.chosen[0], event.evidence)
+
+    def on_error(self, event: ErrorEvent) -> None:
+        run = self._run(event.run_id)
+        path = event.stage_path
+        info = event.error
+        if path is not None and path in run.open:
+            run.errors.setdefault(path, set()).add(info)
+            text = f"failed with {info.type}: {info.message}"
+            self._add(run, NarrativeEntry("error", _depth(path), path, text))
+            return
+        told = run.errors.get(path or "", set())
+        if info in told or (told and info.type == "StageError"):
+            return  # the run's error is the stage's, already told on its line
+        self._add(
+            run, NarrativeEntry("error", 0, "", f"The run failed: {info.type}: {info.message}")
+        )
+
+    def on_pause(self, event: PauseEvent) -> None:
+        run = self._run(event.run_id)
+        text = "paused"
+        if event.payload is not None:
+            text += f" waiting for {self._value(event.payload)}" if self.values else ""
+        self._add(run, NarrativeEntry("pause", _depth(event.stage_path), event.stage_path, text))
+
+    def on_resume(self, event: ResumeEvent) -> None:
+        run = self._run(event.run_id)
+        text = "resumed"
+        if event.value is not None and self.values:
+            text += f" with {self._value(event.value)}"
+        run.resumes[event.stage_path] = text
+
+    def on_stage_end(self, event: StageEndEvent) -> None:
+        run = self._run(event.run_id)
+        path = event.stage_path
+        run.open.discard(path)
+        run.reads.pop(path, None)
+        if event.outcome == "cancelled":
+            run.errors.setdefault(path, set()).add(ErrorInfo("Cancelled", "cancelled"))
+            self._add(run, NarrativeEntry("error", _depth(path), path, "was cancelled"))
+
+    def on_subflow_enter(self, event: SubflowEvent) -> None:
+        run = self._run(event.run_id)
+        mount = event.stage_path
+        run.choices.pop(_prefix(mount), None)  # a decider's branch that is a chart
+        if event.isolated:
+            run.mounts.add(mount)
+        text = f"Entering subflow {event.subflow_id}"
+        self._add(run, NarrativeEntry("subflow", _depth(mount), mount, text))
+
+    def on_subflow_exit(self, event: SubflowEvent) -> None:
+        run = self._run(event.run_id)
+        mount = event.stage_path
+        run.mounts.discard(mount)
+        run.reads.pop(mount, None)
+        text = f"Leaving subflow {event.subflow_id}"
+        self._add(run, NarrativeEntry("subflow", _depth(mount), mount, text))
+        for entry in run.outputs.pop(mount, []):
+            self._add(run, entry._replace(depth=_depth(mount)))
+
+    def on_run_end(self, event: RunEndEvent) -> None:
+        run = self._run(event.run_id)
+        run.reset_flight()
+
+
+def _merge_text(commit: Commit, detail: Mapping[str, Any]) -> str:
+    merge = detail.get("merge")
+    if isinstance(merge, Mapping):
+        branches = ", ".join(str(b) for b in merge.get("branches", ()))
+        return f"Merged {commit.stage_name}: branches {branches}"
+    each = detail.get("for_each")
+    if isinstance(each, Mapping):
+        text = f"Merged {commit.stage_name}: {each.get('ran')} of {each.get('items')} items"
+        if each.get("dropped"):
+            text += f" ({each['dropped']} dropped)"
+        return text
+    return f"Merged {commit.stage_name}"
+
+
+def _render(head: NarrativeEntry, parts: list[NarrativeEntry]) -> str:
+    line = "  " * head.depth + head.text
+    if not parts:
+        return line
+    pieces: list[str] = []
+    verb = ""
+    # A stage's facts in one order, however late its commit arrived (parallel branches).
+    for part in sorted(parts, key=lambda p: _ORDER[p.type]):
+        word = part.text.split(" ", 1)[0]
+        same = part.type in ("read", "write") and word in ("read", "wrote", "input", "output")
+        if same and pieces and word == verb:
+            pieces[-1] += ", " + part.text[len(word) + 1 :]
+        else:
+            pieces.append(part.text)
+        verb = word if same else ""
+    return line + " — " + "; ".join(pieces)
+
+
+def narrative(*, values: bool = True, max_value_chars: int = 40) -> Narrative:
+    """A recorder that tells each run in plain English.
+
+    ``narrative().text()`` gives lines such as ``Stage 3: Route — read risk_tier = "high";
+    chose Reject because rule 'High risk' matched``. Entries are kept per run
+    (``text(run_id)``; by default the last run started). ``values=False`` leaves values out
+    (keys only); strings longer than ``max_value_chars`` are cut.
+    """
+    return Narrative(values=values, max_value_chars=max_value_chars)
