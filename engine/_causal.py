@@ -151,6 +151,11 @@ def causal_chain(
                     continue
                 add(dep_seq)
                 queue.append(dep_seq)
+            if graph.has_edge(seq, dep_seq) and kind == "data":
+                edge = graph.edges[seq, dep_seq]
+                if dep_key not in edge["key"].split(", "):
+                    edge["key"] += f", {dep_key}"  # several keys came from one writer
+                continue
             graph.add_edge(seq, dep_seq, kind=kind, key=dep_key, **extra)
         if c.kind == "resume":
             chain.gaps.append(

@@ -32,6 +32,9 @@ def test_cli_demo_runs_on_the_sqlite_store_then_lists_and_shows_the_run(tmp_path
     assert main(["demo", "--db", str(db)]) == 0
     out = capsys.readouterr().out
     assert "FlowChart: Loan decision (demo)" in out and "Final decision: approved" in out
+    assert "chose Approve because rule 'Good credit, affordable' matched" in out
+    assert "Why 'decision'?" in out and "← control: 'approve' chosen by Route" in out
+    assert (tmp_path / "recording.jsonl").exists()
     store = SqliteStore(db)
     (info,) = store.list_runs()
     snap = store.load(info.run_id)
@@ -53,4 +56,4 @@ def test_cli_is_installed_as_a_command(tmp_path):
         [str(exe), "demo", "--db", str(db)], capture_output=True, text=True, timeout=60, check=False
     )
     assert proc.returncode == 0, proc.stderr
-    assert "stored in" in proc.stdout and db.exists()
+    assert "Store:" in proc.stdout and "Recording:" in proc.stdout and db.exists()

@@ -7,7 +7,8 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from trackway.engine import Executor, Snapshot, SqliteStore, UnknownRunError
+from trackway.engine import Executor, Snapshot, SqliteStore, UnknownRunError, causal_chain
+from trackway.recorders import jsonl, load_recording, narrative
 
 from ._demo import demo_chart
 
@@ -41,22 +42,28 @@ def _demo(db: Path) -> int:
     chart = demo_chart()
     print(chart.describe(), end="\n\n")
     db.parent.mkdir(parents=True, exist_ok=True)
+    recording = db.parent / "recording.jsonl"
+    story = narrative()
     store = SqliteStore(db)
     try:
-        result = Executor(chart, store=store).run_sync(
+        result = Executor(chart, store=store, recorders=[story, jsonl(recording)]).run_sync(
             {"application": {"name": "Ada Lovelace", "amount": 18_000, "income": 64_000}}
         )
         snap = store.load(result.run_id)  # read back from the store, not from memory
-        assert snap == result.snapshot, "the stored run differs from the run"
     finally:
         store.close()
-    print(f"Run {result.run_id}: {result.status}, {len(snap)} commits, stored in {db}")
-    _print_trail(snap)
+    if snap != result.snapshot or load_recording(recording, result.run_id) != snap:
+        print("the stored run or the recording differs from the run", file=sys.stderr)
+        return 1
+    print(f"Run {result.run_id}: {result.status}, {len(snap)} commits\n")
+    print(story.text(result.run_id))
     route = next(c.seq for c in snap.history() if c.stage_id == "route")
     before = {k: snap.state_at(route - 1)[k] for k in ("credit_score", "debt_to_income")}
     print(f"\nTime travel: just before Route (state_at({route - 1})): {before}")
-    print(f"Final decision: {result.state['decision']}")
-    print(f"\nNext: trackway runs --db {db}   |   trackway show {result.run_id} --db {db}")
+    print(f"Why 'decision'? (causal trace)\n{causal_chain(snap, 'decision').render()}")
+    print(f"\nFinal decision: {result.state['decision']}")
+    print(f"Store: {db}\nRecording: {recording}")
+    print(f"Next: trackway runs --db {db}   |   trackway show {result.run_id} --db {db}")
     return 0
 
 
