@@ -134,6 +134,11 @@ def causal_chain(
         seq = queue.popleft()
         c = commits[seq - 1]
         for dep_key, dep_seq, kind, extra in _dependencies(c, commits, by_path, writer):
+            if dep_seq is None and dep_key in ("item", "index") and "/" in c.frame:
+                source = f"{dep_key} of {c.frame}"
+                graph.add_node(source, label=f"{dep_key} seeded by parallel_for_each")
+                graph.add_edge(seq, source, kind=kind, key=dep_key)
+                continue
             if dep_seq is None:
                 chain.gaps.append(
                     f"{c.stage_path} read {dep_key!r}, which no stage had written and the "
@@ -171,7 +176,7 @@ def _dependencies(
     """What one commit depends on: its reads' writers, its branch's decision, merged work."""
     deps: list[tuple[str, int | None, str, dict[str, Any]]] = []
     detail = c.detail or {}
-    read_frame = detail.get("reads_frame", c.frame) if c.kind == "subflow-output" else c.frame
+    read_frame = detail.get("reads_frame", c.frame)
     for k in c.reads:
         deps.append((k, writer(k, c.seq, read_frame), "data", {}))
     control = detail.get("control")
@@ -187,12 +192,18 @@ def _dependencies(
                 block.append(other)
             elif other.frame == c.frame:
                 break
+        last: dict[str, Commit] = {}  # the last commit of each branch frame
+        for o in block:
+            last.setdefault(o.frame, o)
         for k in c.keys_written:
-            found = [o for o in block if k in o.keys_written][:1]
-            if not found:  # namespace and for_each merges gather whole branches
-                last: dict[str, Commit] = {}
-                for o in block:
-                    last.setdefault(o.frame, o)
+            writers: dict[str, Commit] = {}  # the last writer of k in each branch
+            for o in block:
+                if k in o.keys_written:
+                    writers.setdefault(o.frame, o)
+            found = list(writers.values())
+            if not found and prefix + k in last:  # namespace: the branch named k
+                found = [last[prefix + k]]
+            elif not found:  # for_each results: every branch
                 found = list(last.values())
             deps.extend((k, o.seq, "data", {"merged": True}) for o in found)
     return deps

@@ -166,9 +166,10 @@ class Executor:
         cp = self._as_checkpoint(checkpoint)
         if cp.redacted:
             raise CheckpointError(
-                f"checkpoint {cp.checkpoint_id} was redacted at rest "
-                "(RedactionPolicy(redact_checkpoints=True)), so it holds no real values to "
-                "resume with"
+                f"checkpoint {cp.checkpoint_id} is a masked copy (a store keeps masked "
+                "checkpoints under a redaction policy, and redact_checkpoints=True masks the "
+                "returned one too), so it holds no real values to resume with; resume with "
+                "the RunResult.checkpoint of the run that paused"
             )
         check_chart(cp, self.chart)
         data = encode_value(value, "resume value", cp.paused_at)[1]

@@ -95,17 +95,13 @@ class Redactor:
     def write(self, w: Write) -> Write:
         kind, key, _, raw = w
         v = self.verdict(key)
-        if v is None:
+        if v is None or kind == "delete":
             return w
         if v == _WHOLE:
             return ("set", key, self._marker_bytes, self.marker)
         if kind == "append":
             masked = [self._mask(thaw(item), key) for item in raw]
-        elif kind == "merge":
-            masked = self._mask(thaw(raw), key)
-        elif kind == "delete":
-            return w
-        else:
+        else:  # set, merge: mask the value (or the merged entries)
             masked = self._mask(thaw(raw), key)
         return (kind, key, to_bytes(masked), masked)
 

@@ -660,6 +660,7 @@ async def _run_parallel(
     seeds: Sequence[Mapping[str, Any]] | None = None,
     limit: int | None = None,
     resume: dict[str, Any] | None = None,
+    chooser: str | None = None,
 ) -> list[BranchResult]:
     """Run branches concurrently on isolated frames; hand their commits up in order.
 
@@ -699,10 +700,14 @@ async def _run_parallel(
         at = None if state is None else state["cursor"]
         try:
             if limiter is None:
-                await _run_branch(strand, frames[i], key, branch, base_path, counters[i], at)
+                await _run_branch(
+                    strand, frames[i], key, branch, base_path, counters[i], at, chooser
+                )
             else:
                 async with limiter:
-                    await _run_branch(strand, frames[i], key, branch, base_path, counters[i], at)
+                    await _run_branch(
+                        strand, frames[i], key, branch, base_path, counters[i], at, chooser
+                    )
         except Paused as p:
             paused[key] = p.cursor
         except Exception as exc:
@@ -719,7 +724,9 @@ async def _run_parallel(
             # anyway; running them inline gives the same log without the task overhead.
             for i, (key, branch) in enumerate(pairs):
                 try:
-                    await _run_branch(strand, frames[i], key, branch, base_path, counters[i], None)
+                    await _run_branch(
+                        strand, frames[i], key, branch, base_path, counters[i], None, chooser
+                    )
                 except Paused as p:
                     paused[key] = p.cursor
                 except Exception as branch_error:
@@ -777,11 +784,14 @@ async def _run_branch(
     base_path: str,
     counter: list[int],
     resume: dict[str, Any] | None,
+    chooser: str | None = None,
 ) -> None:
     run = strand.run
+    # A selector's branch ran because the selector chose it: that is its control dependency.
+    control = strand.control if chooser is None else {"decider": chooser, "branch": key}
     if branch.fn is not None:
         sub = _Strand(run, frame, f"{base_path}/", counter, strand.validator)
-        sub.base_control = strand.control
+        sub.base_control = sub.control = control
         if resume is None:
             await _run_stage(sub, key, branch.name, branch.fn, branch.is_async, "stage", None)
         else:
@@ -789,7 +799,7 @@ async def _run_branch(
     else:
         assert branch.chart is not None
         sub = _Strand(run, frame, f"{base_path}/{key}/", counter, run.validator(branch.chart))
-        sub.base_control = strand.control
+        sub.base_control = control
         await _run_chain(sub, branch.chart, resume)
 
 
@@ -803,7 +813,13 @@ async def _exec_parallel(
 ) -> None:
     started = time() if resume is None else resume["started"]
     try:
-        results = await _run_parallel(strand, pairs, base_path, resume=resume)
+        results = await _run_parallel(
+            strand,
+            pairs,
+            base_path,
+            resume=resume,
+            chooser=base_path if node.kind == "selector" else None,
+        )
     except Paused as p:
         keys = [k for k, _ in pairs]
         p.cursor = {
@@ -1090,7 +1106,7 @@ def _seed_isolated(
         tuple(pscope._reads),
         "ok",
         None,
-        {"subflow": chart.id},
+        {"subflow": chart.id, "reads_frame": strand.frame.name},
     )
 
 

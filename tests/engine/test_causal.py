@@ -86,3 +86,39 @@ def test_absent_reads_and_resume_values_are_reported_as_gaps():
     assert any("resume value from outside the run ('yes')" in g for g in chain.gaps)
     text = causal_chain(snap, "answer").render()
     assert "⚠" in text
+
+
+def test_selector_branches_subflow_inputs_for_each_items_and_multi_branch_appends():
+    from trackway import select
+
+    sub = flow_chart("Inner", lambda s: s.__setitem__("y", s["x"] * 2), id="inner").build()
+    chart = (
+        flow_chart("Seed", lambda s: s.__setitem__("t", 3))
+        .subflow("Sub", sub, id="sub", input={"x": "t"}, output={"o": "y"})
+        .selector("Pick", lambda s: select(s, [{"when": {"o": {"gt": 1}}, "then": "a"}]))
+        .branch("a", "A", lambda s: s.__setitem__("picked", s["o"]))
+        .end()
+        .fork("Logs", {"p": lambda s: s.append("log", s["t"]), "q": lambda s: s.append("log", 2)})
+        .parallel_for_each(
+            "Each",
+            items=lambda s: [1, 2],
+            branch=lambda s: s.__setitem__("result", s["item"]),
+            into="out",
+            max_branches=2,
+        )
+        .build()
+    )
+    snap = Executor(chart).run_sync().snapshot
+    picked = causal_chain(snap, "picked")
+    assert not picked.gaps
+    kinds = {d["kind"] for _, _, d in picked.graph.edges(data=True)}
+    assert kinds == {"data", "control"}  # the selector's choice is a control edge
+    paths = {snap.history()[n - 1].stage_path for n in picked.writers()}
+    assert {"sub#1", "sub#1/inner#2", "seed#0"} <= paths  # through the input mapping
+    log = causal_chain(snap, "log")
+    log_paths = {snap.history()[n - 1].stage_path for n in log.writers()}
+    assert {"logs#4/p#0", "logs#4/q#0", "seed#0"} <= log_paths  # both appending branches
+    out = causal_chain(snap, "out")
+    assert not out.gaps and any(
+        "seeded by parallel_for_each" in out.graph.nodes[n].get("label", "") for n in out.graph
+    )

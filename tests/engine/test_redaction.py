@@ -118,10 +118,20 @@ def test_checkpoints_carry_real_values_unless_redacted_at_rest():
     ex = Executor(chart(), redact=masked_policy)
     masked = ex.run_sync({"input_key": SECRET}).checkpoint
     assert masked.redacted and SECRET.encode() not in masked.to_json()
-    with pytest.raises(CheckpointError, match="redacted at rest"):
+    with pytest.raises(CheckpointError, match="masked copy"):
         ex.resume_sync(masked, "yes")
 
 
 def test_policy_misuse_is_refused():
     with pytest.raises(TypeError, match="takes a list"):
         RedactionPolicy(keys="api_key")  # type: ignore[arg-type]
+
+
+def test_deleting_a_hidden_key_deletes_it_in_the_retained_snapshot_too():
+    chart = (
+        flow_chart("Set", lambda s: s.__setitem__("t", "x"))
+        .then("Drop", lambda s: s.__delitem__("t"))
+        .build()
+    )
+    result = Executor(chart, redact=RedactionPolicy(keys=["t"])).run_sync()
+    assert dict(result.snapshot.state) == {} and result.snapshot.state_at(1) == {"t": "[REDACTED]"}
