@@ -69,9 +69,25 @@ def chart():
 
 
 def test_no_retained_surface_holds_the_secret_and_the_live_run_used_it(tmp_path):
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from trackway.recorders import jsonl, metrics, narrative, otel
+
     store = SqliteStore(tmp_path / "runs.db")
     recorder = Everything()
-    ex = Executor(chart(), store=store, recorders=[recorder], redact=POLICY)
+    story = narrative()
+    spans = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    recording = tmp_path / "run.jsonl"
+    ex = Executor(
+        chart(),
+        store=store,
+        recorders=[recorder, story, jsonl(recording), metrics(), otel(tracer_provider=provider)],
+        redact=POLICY,
+    )
     first = ex.run_sync(
         {"input_key": "placeholder", "api_key_hint": "none"} | {"input_key": SECRET}
     )
@@ -94,6 +110,8 @@ def test_no_retained_surface_holds_the_secret_and_the_live_run_used_it(tmp_path)
         "snapshot reloaded": Snapshot.from_json(snap.to_json()).to_json(),
         "recorder events": "\n".join(recorder.lines).encode(),
         "store load": store.load(result.run_id).to_json(),
+        "narrative": story.text().encode(),
+        "spans": "\n".join(s.to_json() for s in spans.get_finished_spans()).encode(),
     }
     store.close()
     for path in tmp_path.iterdir():
