@@ -1,3 +1,71 @@
-"""trackway.agent: reserved for its own issue; nothing is public here yet."""
+"""trackway.agent: an LLM agent (ReAct loop) declared as a flowchart on the engine.
 
-__all__: list[str] = []
+Every model request is assembled from committed state, so ``served_at`` rebuilds it from the
+log and ``replay`` re-runs a turn without a model.
+"""
+
+from ._agent import Agent as Agent
+from ._agent import AgentBuilder as AgentBuilder
+from ._agent import Conversation as Conversation
+from ._errors import AgentBuildError as AgentBuildError
+from ._errors import InvalidRunInputError as InvalidRunInputError
+from ._errors import OutputContractError as OutputContractError
+from ._errors import ReplayDivergence as ReplayDivergence
+from ._errors import RunInFlightError as RunInFlightError
+from ._messages import LLMRequest as LLMRequest
+from ._messages import LLMResponse as LLMResponse
+from ._messages import Message as Message
+from ._messages import StreamDelta as StreamDelta
+from ._messages import ToolCall as ToolCall
+from ._messages import ToolSpec as ToolSpec
+from ._messages import Usage as Usage
+from ._mock import MockExhaustedError as MockExhaustedError
+from ._mock import MockProvider as MockProvider
+from ._mock import mock as mock
+from ._provider import ModelNotFoundError as ModelNotFoundError
+from ._provider import Provider as Provider
+from ._provider import ProviderAuthError as ProviderAuthError
+from ._provider import ProviderConnectionError as ProviderConnectionError
+from ._provider import ProviderError as ProviderError
+from ._provider import ProviderRateLimitError as ProviderRateLimitError
+from ._provider import ProviderResponseError as ProviderResponseError
+from ._provider import StreamingProvider as StreamingProvider
+from ._replay import load_recording as load_recording
+from ._replay import receipts as receipts
+from ._replay import replay as replay
+from ._replay import save_recording as save_recording
+from ._replay import served_at as served_at
+
+__all__ = [
+    "Agent",
+    "AgentBuildError",
+    "AgentBuilder",
+    "Conversation",
+    "InvalidRunInputError",
+    "LLMRequest",
+    "LLMResponse",
+    "Message",
+    "MockExhaustedError",
+    "MockProvider",
+    "ModelNotFoundError",
+    "OutputContractError",
+    "Provider",
+    "ProviderAuthError",
+    "ProviderConnectionError",
+    "ProviderError",
+    "ProviderRateLimitError",
+    "ProviderResponseError",
+    "ReplayDivergence",
+    "RunInFlightError",
+    "StreamDelta",
+    "StreamingProvider",
+    "ToolCall",
+    "ToolSpec",
+    "Usage",
+    "load_recording",
+    "mock",
+    "receipts",
+    "replay",
+    "save_recording",
+    "served_at",
+]

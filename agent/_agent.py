@@ -1,0 +1,400 @@
+"""``Agent``: a ReAct loop declared as a flowchart, run by the engine.
+
+The chart is ``seed → [system-prompt] → [tools] → call-llm → route → tool-calls (loops back)
+| [wrap-up] (loops back) | [output-retry] (loops back) | final``; stages in brackets are
+mounted only when configured. Every model request is assembled from committed state alone,
+so it can be rebuilt from the log (``served_at``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import anyio
+import orjson
+from pydantic import BaseModel
+
+from trackway.engine import (
+    Commit,
+    Executor,
+    FlowChart,
+    Recorder,
+    RunStartEvent,
+    Snapshot,
+    flow_chart,
+    thaw,
+)
+from trackway.tools import Tool
+
+from ._errors import AgentBuildError, InvalidRunInputError, OutputContractError, RunInFlightError
+from ._events import EventBus, Listener
+from ._provider import Provider
+from ._stages import AgentConfig, stage_functions
+
+__all__ = ["Agent", "AgentBuilder", "Conversation"]
+
+_M = TypeVar("_M", bound=BaseModel)
+CONVERSATION_FORMAT = "trackway.conversation/1"
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """A conversation so far (history including the last answer): continue it anywhere."""
+
+    history: list[dict[str, Any]]
+    agent: str
+
+    def to_json(self) -> bytes:
+        return orjson.dumps(
+            {"format": CONVERSATION_FORMAT, "agent": self.agent, "history": self.history}
+        )
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> Conversation:
+        doc = orjson.loads(data)
+        if not isinstance(doc, dict) or doc.get("format") != CONVERSATION_FORMAT:
+            raise InvalidRunInputError(
+                f"not a trackway conversation checkpoint (expected {CONVERSATION_FORMAT!r})"
+            )
+        return cls(history=list(doc["history"]), agent=str(doc["agent"]))
+
+
+class _LiveLog(Recorder):
+    """Keeps the commits of the run in flight, so ``agent.snapshot()`` is live."""
+
+    name = "agent-live-log"
+
+    def __init__(self) -> None:
+        self.run_id = ""
+        self.initial: dict[str, Any] = {}
+        self.commits: list[Commit] = []
+
+    def on_run_start(self, event: RunStartEvent) -> None:
+        if event.seq == 0:
+            self.commits = []
+            self.initial = thaw(event.input)
+        self.run_id = event.run_id
+
+    def on_commit(self, commit: Commit) -> None:
+        self.commits.append(commit)
+
+
+class AgentBuilder:
+    """Configures an :class:`Agent`; ``build()`` declares its chart."""
+
+    def __init__(self, provider: Provider, model: str, **options: Any) -> None:
+        if not hasattr(provider, "complete"):
+            raise AgentBuildError(
+                f"provider {provider!r} has no complete(request); use mock(...), openai(...) "
+                "or anthropic(...), or implement the Provider interface"
+            )
+        if not isinstance(model, str) or not model:
+            raise AgentBuildError("Agent.create(model=...) needs the model name")
+        limit = options["max_iterations"]
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise AgentBuildError(f"max_iterations must be a positive int, got {limit!r}")
+        self._provider = provider
+        self._model = model
+        self._options = options
+        self._system: str | None = None
+        self._tools: dict[str, Tool] = {}
+        self._configure: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
+        self._output: tuple[type[BaseModel], int] | None = None
+        self._recorders: list[object] = []
+
+    def system(self, prompt: str) -> AgentBuilder:
+        """The system prompt."""
+        if not isinstance(prompt, str):
+            raise AgentBuildError("system(prompt) takes a str")
+        self._system = prompt
+        return self
+
+    def tool(self, tool: Tool) -> AgentBuilder:
+        """Offer ``tool`` to the model. A second tool with the same name is refused."""
+        if not isinstance(tool, Tool):
+            raise AgentBuildError(f"tool(...) takes a Tool from define_tool(...), got {tool!r}")
+        if tool.name in self._tools:
+            raise AgentBuildError(
+                f"two tools are named {tool.name!r}; tool names must be unique per agent"
+            )
+        self._tools[tool.name] = tool
+        return self
+
+    def tools(self, tools: Iterable[Tool]) -> AgentBuilder:
+        for t in tools:
+            self.tool(t)
+        return self
+
+    def configure(self, fn: Callable[[Mapping[str, Any]], Mapping[str, Any]]) -> AgentBuilder:
+        """Per-run ``model`` and ``instructions``: ``fn({"message", "identity"})`` -> dict,
+        committed before the first call."""
+        if not callable(fn):
+            raise AgentBuildError("configure(fn) takes a function")
+        self._configure = fn
+        return self
+
+    def output_schema(self, model: type[_M], *, retries: int = 2) -> AgentBuilder:
+        """Answers must be JSON matching ``model``; a failing answer is re-asked ``retries``
+        times with the validator's message."""
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            raise AgentBuildError("output_schema(...) takes a pydantic BaseModel subclass")
+        if retries < 0:
+            raise AgentBuildError("retries must be >= 0")
+        self._output = (model, retries)
+        return self
+
+    def recorder(self, recorder: object) -> AgentBuilder:
+        """Attach a recorder to every run (e.g. ``narrative()``, ``jsonl(path)``)."""
+        self._recorders.append(recorder)
+        return self
+
+    def build(self) -> Agent:
+        o = self._options
+        output_model, retries = self._output if self._output else (None, 0)
+        cfg = AgentConfig(
+            provider=self._provider,
+            model=self._model,
+            max_iterations=o["max_iterations"],
+            temperature=o["temperature"],
+            max_tokens=o["max_tokens"],
+            name=o["name"],
+            system=self._system,
+            tools=dict(self._tools),
+            configure=self._configure,
+            output_model=output_model,
+            output_retries=retries,
+            wrap_up=o["wrap_up_at_max_iterations"] and bool(self._tools),
+            stream=o["stream"],
+        )
+        return Agent(cfg, _chart(cfg), list(self._recorders))
+
+
+def _chart(cfg: AgentConfig) -> FlowChart:
+    fns = stage_functions(cfg)
+    b = flow_chart("Seed", fns["seed"], id="seed", description="Take the message")
+    if cfg.system is not None or cfg.configure is not None:
+        b = b.then("System prompt", fns["system-prompt"], id="system-prompt")
+    if cfg.tools:
+        b = b.then("Tools", fns["tools"], id="tools", description="Offer the tools")
+    b = b.then("Call LLM", fns["call-llm"], id="call-llm", description="Ask the model")
+    d = b.decider("Route", fns["route"], id="route", description="Tools, retry or answer")
+    if cfg.tools:
+        d = d.branch(
+            "tool-calls", "Tool calls", fns["tool-calls"], id="tool-calls", loop_to="call-llm"
+        )
+        if cfg.wrap_up:
+            d = d.branch("wrap-up", "Wrap up", fns["wrap-up"], id="wrap-up", loop_to="call-llm")
+    if cfg.output_model is not None and cfg.output_retries > 0:
+        d = d.branch(
+            "output-retry",
+            "Output retry",
+            fns["output-retry"],
+            id="output-retry",
+            loop_to="call-llm",
+        )
+    d = d.branch("final", "Final", fns["final"], id="final")
+    return d.end().build(
+        name=f"Agent {cfg.name}", chart_id=f"agent-{cfg.name}", description="ReAct loop"
+    )
+
+
+class Agent:
+    """An LLM agent whose every step is a commit. Build with ``Agent.create(...)``."""
+
+    @staticmethod
+    def create(
+        *,
+        provider: Provider,
+        model: str,
+        max_iterations: int = 10,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        name: str = "agent",
+        wrap_up_at_max_iterations: bool = True,
+        stream: bool = True,
+    ) -> AgentBuilder:
+        """Start configuring an agent (``stream`` uses the provider's streaming when it has it)."""
+        return AgentBuilder(
+            provider,
+            model,
+            max_iterations=max_iterations,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            name=name,
+            wrap_up_at_max_iterations=wrap_up_at_max_iterations,
+            stream=stream,
+        )
+
+    def __init__(self, cfg: AgentConfig, chart: FlowChart, recorders: Sequence[object]) -> None:
+        self._cfg = cfg
+        self._chart = chart
+        self._events = EventBus()
+        self._live = _LiveLog()
+        self._recorders = [self._events, self._live, *recorders]
+        self._running = False
+        self._last: Snapshot | None = None
+
+    def __repr__(self) -> str:
+        return f"<Agent {self._cfg.name!r} model={self._cfg.model!r} tools={list(self._cfg.tools)}>"
+
+    # -- introspection -------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self._cfg.name
+
+    def spec(self) -> FlowChart:
+        """The agent's chart."""
+        return self._chart
+
+    def snapshot(self) -> Snapshot:
+        """The last run's snapshot; during a run, the commits so far."""
+        if self._running:
+            return Snapshot.from_commits(
+                run_id=self._live.run_id,
+                chart_id=self._chart.id,
+                status="running",
+                initial=self._live.initial,
+                commits=list(self._live.commits),
+            )
+        if self._last is None:
+            raise RuntimeError("the agent has not run yet; call run(...) first")
+        return self._last
+
+    def commit_count(self) -> int:
+        if self._running:
+            return len(self._live.commits)
+        return 0 if self._last is None else len(self._last)
+
+    def _state(self) -> Mapping[str, Any]:
+        return self.snapshot().state
+
+    def stopped_early(self) -> dict[str, Any] | None:
+        """Why the last run stopped before the model was done with tools (or ``None``)."""
+        value = self._state().get("stopped_early")
+        return None if value is None else dict(thaw(value))
+
+    def output_contract_unmet(self) -> dict[str, Any] | None:
+        """How the last answer failed the output schema after every retry (or ``None``)."""
+        value = self._state().get("output_contract_unmet")
+        return None if value is None else dict(thaw(value))
+
+    # -- events --------------------------------------------------------------------------
+
+    def on(self, pattern: str, fn: Listener) -> Callable[[], None]:
+        """Listen to agent events: an exact name, ``"domain.*"`` or ``"*"``."""
+        return self._events.on(pattern, fn)
+
+    def once(self, pattern: str, fn: Listener) -> Callable[[], None]:
+        return self._events.once(pattern, fn)
+
+    def off(self, pattern: str, fn: Listener | None = None) -> None:
+        self._events.off(pattern, fn)
+
+    # -- running -------------------------------------------------------------------------
+
+    async def run(
+        self,
+        message: str | Mapping[str, Any],
+        *,
+        continue_from: Conversation | None = None,
+        timeout: float | None = None,
+    ) -> str:
+        """Run one turn and return the final answer.
+
+        ``message`` is a non-empty str, or ``{"message": ..., "identity": ...}``.
+        ``continue_from`` continues a conversation (``agent.checkpoint()``).
+        """
+        initial = _run_input(message, continue_from)
+        if self._running:
+            raise RunInFlightError(
+                f"agent {self._cfg.name!r} is already running a turn; await it first (or use "
+                "another Agent instance for concurrent turns)"
+            )
+        self._running = True
+        executor = Executor(
+            self._chart,
+            recorders=self._recorders,
+            max_iterations=self._cfg.max_iterations + self._cfg.output_retries + 2,
+        )
+        try:
+            result = await executor.run(initial, timeout=timeout, raise_on_error=False)
+        finally:
+            self._running = False
+            self._cfg.caches.clear()
+        self._last = result.snapshot
+        if result.error is not None:
+            raise result.error
+        return str(result.state["final_answer"])
+
+    def run_sync(
+        self,
+        message: str | Mapping[str, Any],
+        *,
+        continue_from: Conversation | None = None,
+        timeout: float | None = None,
+    ) -> str:
+        """``run`` for callers without an event loop."""
+        call = functools.partial(self.run, message, continue_from=continue_from, timeout=timeout)
+        return anyio.run(call)
+
+    async def run_typed(self, message: str | Mapping[str, Any], **kwargs: Any) -> BaseModel:
+        """Run and return the answer parsed into the output schema's model."""
+        if self._cfg.output_model is None:
+            raise AgentBuildError("run_typed needs .output_schema(Model) on the builder")
+        answer = await self.run(message, **kwargs)
+        unmet = self.output_contract_unmet()
+        if unmet is not None:
+            raise OutputContractError(
+                f"the answer did not match {self._cfg.output_model.__name__} after "
+                f"{unmet['attempts']} attempt(s): {unmet['error']}",
+                attempts=int(unmet["attempts"]),
+                last_error=str(unmet["error"]),
+                answer=answer,
+            )
+        return self._cfg.output_model.model_validate_json(answer)
+
+    def checkpoint(self) -> Conversation:
+        """The conversation so far, with the last answer appended: continue it anywhere."""
+        state = self._state()
+        history = [dict(m) for m in thaw(state["history"])]
+        if "final_answer" in state:
+            history.append({"role": "assistant", "content": state["final_answer"]})
+        return Conversation(history=history, agent=self._cfg.name)
+
+    async def follow_up(self, message: str | Mapping[str, Any], **kwargs: Any) -> str:
+        """Continue the last conversation with a new message."""
+        return await self.run(message, continue_from=self.checkpoint(), **kwargs)
+
+
+def _run_input(message: Any, continue_from: Conversation | None) -> dict[str, Any]:
+    """Check the run input before anything runs; say what was wrong."""
+    identity = None
+    if isinstance(message, Mapping):
+        unknown = set(message) - {"message", "identity"}
+        if unknown:
+            raise InvalidRunInputError(
+                f"run input has unknown keys {sorted(unknown)}; allowed: 'message', 'identity'"
+            )
+        if "message" not in message:
+            raise InvalidRunInputError("run input dict needs a 'message'")
+        identity = message.get("identity")
+        message = message["message"]
+    if not isinstance(message, str):
+        raise InvalidRunInputError(
+            f"the message must be a str, got {type(message).__name__}; pass run('...') or "
+            "run({'message': '...', 'identity': ...})"
+        )
+    if not message.strip():
+        raise InvalidRunInputError("the message is empty; there is nothing to answer")
+    initial: dict[str, Any] = {"message": message}
+    if identity is not None:
+        initial["identity"] = identity
+    if continue_from is not None:
+        if not isinstance(continue_from, Conversation):
+            raise InvalidRunInputError("continue_from takes agent.checkpoint() (a Conversation)")
+        initial["prior_history"] = continue_from.history
+    return initial

@@ -1,0 +1,66 @@
+"""Agent events: ``agent.on(name, fn)`` with exact names, ``"domain.*"`` and ``"*"``.
+
+Every event is emitted by a stage through ``scope.emit`` (so it is in that stage's commit
+and in any recording); listeners hear it live through an internal recorder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from trackway.engine import EmitEvent, Recorder
+
+__all__ = ["EventBus", "Listener"]
+
+Listener = Callable[[EmitEvent], Any]
+
+
+class EventBus(Recorder):
+    """Listeners by pattern; also the recorder that feeds them."""
+
+    name = "agent-events"
+
+    def __init__(self) -> None:
+        self._listeners: dict[str, list[Listener]] = {}
+
+    def on(self, pattern: str, fn: Listener) -> Callable[[], None]:
+        """Call ``fn(event)`` for events matching ``pattern``; returns an unsubscribe."""
+        if not isinstance(pattern, str) or not pattern:
+            raise ValueError("an event pattern is a name, 'domain.*' or '*'")
+        if not callable(fn):
+            raise TypeError("on(pattern, fn): fn must be callable")
+        self._listeners.setdefault(pattern, []).append(fn)
+        return lambda: self.off(pattern, fn)
+
+    def once(self, pattern: str, fn: Listener) -> Callable[[], None]:
+        """Like :meth:`on`, but only for the first matching event."""
+
+        def wrapper(event: EmitEvent) -> Any:
+            self.off(pattern, wrapper)
+            return fn(event)
+
+        return self.on(pattern, wrapper)
+
+    def off(self, pattern: str, fn: Listener | None = None) -> None:
+        """Remove ``fn`` (or every listener) from ``pattern``."""
+        if fn is None:
+            self._listeners.pop(pattern, None)
+            return
+        fns = self._listeners.get(pattern, [])
+        if fn in fns:
+            fns.remove(fn)
+
+    def listener_count(self, pattern: str | None = None) -> int:
+        if pattern is None:
+            return sum(len(v) for v in self._listeners.values())
+        return len(self._listeners.get(pattern, ()))
+
+    def on_emit(self, event: EmitEvent) -> None:
+        if not self._listeners:
+            return
+        name = event.name
+        domain = name.split(".", 1)[0] + ".*"
+        for pattern in (name, domain, "*"):
+            for fn in list(self._listeners.get(pattern, ())):
+                fn(event)

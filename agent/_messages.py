@@ -1,0 +1,111 @@
+"""The provider-neutral request and response: what the agent sends and what comes back.
+
+``LLMRequest.canonical_json()`` is the request's identity: sorted keys, UTF-8, no NaN, unset
+fields left out. Its SHA-256 (``.hash``) is what receipts record and what ``served_at``
+must reproduce.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "LLMRequest",
+    "LLMResponse",
+    "Message",
+    "StreamDelta",
+    "ToolCall",
+    "ToolSpec",
+    "Usage",
+    "canonical_json",
+    "sha256",
+]
+
+
+def canonical_json(value: Any) -> bytes:
+    """Canonical JSON bytes: sorted keys, UTF-8, no NaN or infinity (refused)."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def canonical_json(self) -> bytes:
+        return canonical_json(self.model_dump(mode="json", exclude_none=True))
+
+    @property
+    def hash(self) -> str:
+        """SHA-256 of :meth:`canonical_json`."""
+        return sha256(self.canonical_json())
+
+
+class ToolCall(_Frozen):
+    """A call the model asked for: ``name`` with JSON ``args``; ``id`` pairs the result."""
+
+    id: str
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class Message(_Frozen):
+    """One message of the conversation sent to the model."""
+
+    role: Literal["user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] | None = None
+    """On assistant messages that asked for tools."""
+    tool_call_id: str | None = None
+    """On tool messages: the call this is the result of."""
+    name: str | None = None
+    """On tool messages: the tool's name."""
+
+
+class ToolSpec(_Frozen):
+    """A tool as offered to the model: name, description, JSON Schema of its arguments."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+class LLMRequest(_Frozen):
+    """Everything a provider needs for one call, and nothing else."""
+
+    model: str
+    system: str | None = None
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...] | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+
+
+class Usage(_Frozen):
+    """Token counts as the provider reported them (``None`` when it did not)."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+
+
+class LLMResponse(_Frozen):
+    """What the model answered: text, tool calls, usage and why it stopped."""
+
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage | None = None
+    stop_reason: str | None = None
+    model: str | None = None
+
+
+class StreamDelta(_Frozen):
+    """A piece of streamed text (providers that stream yield these, then the response)."""
+
+    text: str

@@ -1,0 +1,106 @@
+"""``mock``: a scripted provider for tests, demos and benchmarks (no network, no model)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+from ._messages import LLMRequest, LLMResponse, StreamDelta, ToolCall, Usage
+from ._provider import ProviderError
+
+__all__ = ["MockExhaustedError", "MockProvider", "mock"]
+
+Reply = str | dict[str, Any] | LLMResponse
+
+
+class MockExhaustedError(ProviderError):
+    """The scripted replies ran out: the run asked the model more often than the script said."""
+
+
+def _as_response(reply: Reply, n: int) -> LLMResponse:
+    if isinstance(reply, LLMResponse):
+        return reply
+    if isinstance(reply, str):
+        return LLMResponse(content=reply, stop_reason="end_turn")
+    if isinstance(reply, dict):
+        calls = tuple(
+            ToolCall(id=c.get("id") or f"call_{n}_{i}", name=c["name"], args=c.get("args", {}))
+            for i, c in enumerate(reply.get("tool_calls", ()))
+        )
+        usage = reply.get("usage")
+        return LLMResponse(
+            content=reply.get("content", ""),
+            tool_calls=calls,
+            usage=Usage(**usage) if usage else None,
+            stop_reason=reply.get("stop_reason", "tool_use" if calls else "end_turn"),
+        )
+    raise TypeError(
+        f"mock reply {n} is {reply!r}; a reply is a str (the answer), a dict "
+        "{'content': ..., 'tool_calls': [{'id', 'name', 'args'}]} or an LLMResponse"
+    )
+
+
+class MockProvider:
+    """Answers from a script (``replies``, in order) or a function of each request.
+
+    ``requests`` keeps every request it was handed: a tap for tests. With ``stream=True`` it
+    also streams each answer word by word.
+    """
+
+    def __init__(
+        self,
+        replies: Sequence[Reply] | None = None,
+        respond: Callable[[LLMRequest], Reply] | None = None,
+        *,
+        stream: bool = False,
+        name: str = "mock",
+    ) -> None:
+        self.name = name
+        self._replies = list(replies) if replies is not None else None
+        self._respond = respond
+        self._stream = stream
+        self.requests: list[LLMRequest] = []
+
+    def _next(self, request: LLMRequest) -> LLMResponse:
+        n = len(self.requests)
+        self.requests.append(request)
+        if self._respond is not None:
+            return _as_response(self._respond(request), n)
+        assert self._replies is not None
+        if n >= len(self._replies):
+            raise MockExhaustedError(
+                f"mock provider ran out of replies: the run made call {n + 1} but the script "
+                f"has {len(self._replies)}; add replies, or check max_iterations"
+            )
+        return _as_response(self._replies[n], n)
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        return self._next(request)
+
+    async def stream(self, request: LLMRequest) -> AsyncIterator[StreamDelta | LLMResponse]:
+        response = self._next(request)
+        if self._stream and response.content:
+            words = response.content.split(" ")
+            for i, word in enumerate(words):
+                yield StreamDelta(text=word if i == 0 else " " + word)
+        yield response
+
+    @property
+    def streams(self) -> bool:
+        return self._stream
+
+
+def mock(
+    reply: Reply | None = None,
+    *,
+    replies: Sequence[Reply] | None = None,
+    respond: Callable[[LLMRequest], Reply] | None = None,
+    stream: bool = False,
+) -> MockProvider:
+    """A scripted provider: one ``reply`` for every call, ``replies`` in order, or ``respond``."""
+    given = sum(x is not None for x in (reply, replies, respond))
+    if given != 1:
+        raise TypeError("mock() takes exactly one of reply=, replies= or respond=")
+    if reply is not None:
+        return MockProvider(respond=lambda _request: reply, stream=stream)
+    return MockProvider(replies=replies, respond=respond, stream=stream)

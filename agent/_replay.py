@@ -1,0 +1,229 @@
+"""Rebuilding and replaying agent runs from their record alone.
+
+``served_at(record, k)`` rebuilds the k-th model request from the log: the state just before
+the k-th ``call-llm`` commit, through the same assembly ``call-llm`` used. The conformance
+law: ``served_at(record, k).hash == receipts(record)[k - 1]["request_hash"]`` for every k.
+``replay(record, agent)`` re-runs the turn with the recorded model answers and tool results
+(never a live model or tool) and fails on the first commit that differs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from trackway.engine import Commit, Snapshot, thaw
+from trackway.tools import define_tool
+
+from ._agent import Agent
+from ._errors import ReplayDivergence
+from ._messages import LLMRequest, LLMResponse
+from ._mock import MockProvider
+from ._request import assemble
+
+__all__ = [
+    "RECORDING_FORMAT",
+    "load_recording",
+    "receipts",
+    "replay",
+    "save_recording",
+    "served_at",
+]
+
+RECORDING_FORMAT = "trackway.agent-recording/1"
+Record = Snapshot | Agent | str | os.PathLike[str]
+
+
+def _snapshot(record: Record) -> Snapshot:
+    if isinstance(record, Snapshot):
+        return record
+    if isinstance(record, Agent):
+        return record.snapshot()
+    return load_recording(record)
+
+
+def _llm_commits(snap: Snapshot) -> list[Commit]:
+    return [c for c in snap.history() if c.stage_id == "call-llm" and c.frame == ""]
+
+
+def served_at(record: Record, k: int) -> LLMRequest:
+    """The exact request of model call ``k`` (1-based), rebuilt from the log alone."""
+    snap = _snapshot(record)
+    calls = _llm_commits(snap)
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= len(calls):
+        raise IndexError(f"served_at(..., {k!r}): the run made {len(calls)} model calls (1..)")
+    before = calls[k - 1].seq - 1
+    return assemble(snap.state_at(before)).request
+
+
+def receipts(record: Record) -> list[dict[str, Any]]:
+    """The receipt of every model call: request hashes, tool schema hashes, usage."""
+    return [dict(r) for r in thaw(_snapshot(record).state.get("receipts", []))]
+
+
+def save_recording(agent: Agent | Snapshot, path: str | os.PathLike[str]) -> Path:
+    """Write the agent's last run (its whole snapshot) to ``path`` as JSON."""
+    snap = agent.snapshot() if isinstance(agent, Agent) else agent
+    out = Path(path)
+    doc = {"format": RECORDING_FORMAT, "snapshot": orjson.Fragment(snap.to_json())}
+    out.write_bytes(orjson.dumps(doc))
+    return out
+
+
+def load_recording(path: str | os.PathLike[str]) -> Snapshot:
+    """Read a recording written by :func:`save_recording` (or a snapshot's ``to_json``)."""
+    data = Path(path).read_bytes()
+    doc = orjson.loads(data)
+    if isinstance(doc, dict) and doc.get("format") == RECORDING_FORMAT:
+        return Snapshot.from_json(orjson.dumps(doc["snapshot"]))
+    return Snapshot.from_json(data)
+
+
+def _recorded_answers(snap: Snapshot) -> list[LLMResponse]:
+    answers = []
+    for c in _llm_commits(snap):
+        for op in c.ops:
+            if op.key == "response":
+                answers.append(LLMResponse.model_validate(thaw(op.value)))
+    return answers
+
+
+def _recorded_tool_results(snap: Snapshot) -> dict[str, list[str]]:
+    """Each tool's results, in call order, from the tool messages the run committed."""
+    results: dict[str, list[str]] = {}
+    for c in snap.history():
+        if c.stage_id != "tool-calls" or c.frame != "":
+            continue
+        for op in c.ops:
+            if op.key == "history":
+                for message in thaw(op.value):
+                    if message.get("role") == "tool":
+                        results.setdefault(message["name"], []).append(message["content"])
+    return results
+
+
+def replay(record: Record, agent: Agent) -> Snapshot:
+    """Re-run a recorded turn hermetically and check every commit against the recording.
+
+    The agent supplies the chart (system prompt, tools' schemas, output schema); the model
+    answers and tool results come from the recording. Returns the replayed snapshot; raises
+    :class:`ReplayDivergence` naming the first stage and key that differ.
+    """
+    snap = _snapshot(record)
+    twin = _replay_agent(agent, snap)
+    initial = thaw(snap.initial_state)
+    message = {"message": initial["message"]}
+    if "identity" in initial:
+        message["identity"] = initial["identity"]
+    from ._agent import Conversation
+
+    prior = initial.get("prior_history")
+    convo = None if prior is None else Conversation(history=prior, agent=agent.name)
+    try:
+        twin.run_sync(message, continue_from=convo)
+    except Exception:
+        if twin.commit_count() == 0:
+            raise
+    replayed = twin.snapshot()
+    _compare(snap.history(), replayed.history())
+    return replayed
+
+
+def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
+    cfg = agent._cfg
+    answers = _recorded_answers(snap)
+    provider = MockProvider(replies=answers)
+    provider.name = "replay"
+    results = _recorded_tool_results(snap)
+    counters: dict[str, int] = {}
+
+    def recorded(name: str) -> Any:
+        def execute(args: dict[str, Any], ctx: Any) -> str:
+            i = counters.get(name, 0)
+            counters[name] = i + 1
+            outputs = results.get(name, [])
+            if i >= len(outputs):
+                raise ReplayDivergence(
+                    f"the replay called tool {name!r} {i + 1} times; the recording has "
+                    f"{len(outputs)}",
+                    stage_path="tool-calls",
+                    key="history",
+                )
+            return outputs[i]
+
+        return execute
+
+    tools = [
+        define_tool(
+            name=t.name,
+            description=t.description,
+            input_schema=t.input_schema,
+            execute=recorded(t.name),
+        )
+        for t in cfg.tools.values()
+    ]
+    from ._agent import AgentBuilder
+
+    builder = AgentBuilder(
+        provider,
+        cfg.model,
+        max_iterations=cfg.max_iterations,
+        temperature=cfg.temperature,
+        max_tokens=cfg.max_tokens,
+        name=cfg.name,
+        wrap_up_at_max_iterations=cfg.wrap_up,
+        stream=False,
+    ).tools(tools)
+    if cfg.system is not None:
+        builder.system(cfg.system)
+    if cfg.configure is not None:
+        builder.configure(cfg.configure)
+    if cfg.output_model is not None:
+        builder.output_schema(cfg.output_model, retries=cfg.output_retries)
+    return builder.build()
+
+
+def _compare(recorded: Sequence[Commit], replayed: Sequence[Commit]) -> None:
+    for old, new in zip(recorded, replayed, strict=False):
+        if old.stage_path != new.stage_path:
+            raise ReplayDivergence(
+                f"commit {old.seq}: the recording ran {old.stage_path!r}, the replay ran "
+                f"{new.stage_path!r}",
+                stage_path=old.stage_path,
+                key=None,
+            )
+        old_writes = [(w[0], w[1], w[2]) for w in old.writes]
+        new_writes = [(w[0], w[1], w[2]) for w in new.writes]
+        if old_writes != new_writes:
+            for a, b in zip(old_writes, new_writes, strict=False):
+                if a != b:
+                    raise ReplayDivergence(
+                        f"commit {old.seq} ({old.stage_path}) wrote {a[1]!r} = "
+                        f"{a[2][:80].decode(errors='replace')}; the replay wrote {b[1]!r} = "
+                        f"{b[2][:80].decode(errors='replace')}",
+                        stage_path=old.stage_path,
+                        key=a[1],
+                    )
+            raise ReplayDivergence(
+                f"commit {old.seq} ({old.stage_path}) made {len(old_writes)} writes; the "
+                f"replay made {len(new_writes)}",
+                stage_path=old.stage_path,
+                key=None,
+            )
+        if old.outcome != new.outcome:
+            raise ReplayDivergence(
+                f"commit {old.seq} ({old.stage_path}) ended {old.outcome!r}; the replay "
+                f"ended {new.outcome!r}",
+                stage_path=old.stage_path,
+                key=None,
+            )
+    if len(recorded) != len(replayed):
+        raise ReplayDivergence(
+            f"the recording has {len(recorded)} commits; the replay made {len(replayed)}",
+            stage_path=(recorded or replayed)[min(len(recorded), len(replayed)) - 1].stage_path,
+            key=None,
+        )

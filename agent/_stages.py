@@ -1,0 +1,346 @@
+"""The agent's stages. Each reads committed state and writes what it did; nothing else is
+kept. A feature that is not configured mounts no stage and writes no key.
+
+State keys: ``user_message``, ``history`` (the conversation sent to the model, grown by
+appends), ``settings`` (model, temperature, max_tokens), ``iteration``, ``max_iterations``,
+``system_prompt``, ``tools``, ``response`` (the last model answer), ``receipts`` (one per
+call), ``usage_total``, ``wrap_up_asked``, ``stopped_early``, ``output_attempts``,
+``output_error``, ``output_contract_unmet``, ``final_answer``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonschema
+import orjson
+from pydantic import BaseModel, ValidationError
+
+from trackway.engine import Decision, Scope, thaw
+from trackway.tools import Tool, ToolContext
+
+from ._messages import LLMResponse, StreamDelta
+from ._provider import Provider
+from ._request import MessageCache, assemble, receipt_for
+
+__all__ = ["WRAP_UP_PROMPT", "AgentConfig", "stage_functions"]
+
+WRAP_UP_PROMPT = (
+    "You have reached the limit of tool calls for this request. Do not call any tools. "
+    "Give your best final answer now from what you already know, and say what you could "
+    "not find out."
+)
+
+
+@dataclass
+class AgentConfig:
+    """Everything the stages need that is not state (the agent's definition)."""
+
+    provider: Provider
+    model: str
+    max_iterations: int
+    temperature: float | None
+    max_tokens: int | None
+    name: str
+    system: str | None
+    tools: dict[str, Tool]
+    configure: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None
+    output_model: type[BaseModel] | None
+    output_retries: int
+    wrap_up: bool
+    stream: bool
+    caches: dict[str, MessageCache] = field(default_factory=dict)
+
+
+def _emit(scope: Scope, name: str, payload: Any) -> None:
+    scope.emit(name, payload)
+
+
+def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
+    """The stage functions of one agent, closed over its configuration."""
+
+    def seed(scope: Scope) -> None:
+        message = scope["message"]
+        prior = thaw(scope.get("prior_history", []))
+        settings: dict[str, Any] = {"model": cfg.model}
+        if cfg.temperature is not None:
+            settings["temperature"] = cfg.temperature
+        if cfg.max_tokens is not None:
+            settings["max_tokens"] = cfg.max_tokens
+        if cfg.configure is not None:
+            chosen = dict(cfg.configure({"message": message, "identity": scope.get("identity")}))
+            if "model" in chosen:
+                settings["model"] = chosen["model"]
+            if "instructions" in chosen:
+                scope["resolved_instructions"] = chosen["instructions"]
+        scope["settings"] = settings
+        scope["user_message"] = message
+        scope["iteration"] = 1
+        scope["max_iterations"] = cfg.max_iterations
+        scope.extend("history", [*prior, {"role": "user", "content": message}])
+        _emit(scope, "agent.turn_start", {"message": message, "agent": cfg.name})
+
+    def system_prompt(scope: Scope) -> None:
+        text = scope.get("resolved_instructions", cfg.system)
+        if text is not None:
+            scope["system_prompt"] = text
+
+    def tools(scope: Scope) -> None:
+        scope["tools"] = [tool.spec() for tool in cfg.tools.values()]
+
+    async def call_llm(scope: Scope) -> None:
+        state = _Reader(scope)
+        cache = cfg.caches.setdefault(scope.run_id, MessageCache())
+        assembled = assemble(state, cache)
+        k = len(scope.get("receipts", [])) + 1
+        iteration = scope["iteration"]
+        _emit(scope, "agent.iteration_start", {"iteration": iteration})
+        _emit(scope, "stream.llm_start", {"k": k, "model": assembled.request.model})
+        response = await _call(cfg, scope, assembled.request)
+        usage = None if response.usage is None else response.usage.model_dump(exclude_none=True)
+        scope.append("receipts", receipt_for(k, assembled, usage, response.stop_reason))
+        scope["response"] = response.model_dump(mode="json", exclude_none=True)
+        totals = dict(scope.get("usage_total", {"input_tokens": 0, "output_tokens": 0}))
+        if usage:
+            for key in ("input_tokens", "output_tokens"):
+                totals[key] = totals.get(key, 0) + (usage.get(key) or 0)
+            scope["usage_total"] = totals
+        _emit(
+            scope,
+            "stream.llm_end",
+            {
+                "k": k,
+                "tool_calls": len(response.tool_calls),
+                "usage": usage,
+                "stop_reason": response.stop_reason,
+            },
+        )
+        _emit(scope, "cost.tick", {"k": k, "usage": usage, "total": totals})
+
+    def route(scope: Scope) -> Decision:
+        response = scope["response"]
+        calls = response.get("tool_calls") or []
+        iteration = scope["iteration"]
+        limit = scope["max_iterations"]
+        evidence: dict[str, Any] = {
+            "tool_calls": len(calls),
+            "iteration": iteration,
+            "max_iterations": limit,
+        }
+        if calls and cfg.tools:
+            if iteration < limit:
+                return Decision("tool-calls", {**evidence, "chosen": "tool-calls"})
+            if cfg.wrap_up and not scope.get("wrap_up_asked"):
+                return Decision(
+                    "wrap-up",
+                    {
+                        **evidence,
+                        "chosen": "wrap-up",
+                        "why": "max_iterations reached with tool calls",
+                    },
+                )
+            return Decision("final", {**evidence, "chosen": "final", "why": "cut short"})
+        if cfg.output_model is not None:
+            error = _output_error(cfg.output_model, response.get("content", ""))
+            if error is not None:
+                scope["output_error"] = error
+                attempts = scope.get("output_attempts", 0)
+                if attempts < cfg.output_retries:
+                    return Decision(
+                        "output-retry", {**evidence, "chosen": "output-retry", "error": error}
+                    )
+            elif "output_error" in scope:
+                del scope["output_error"]
+        return Decision("final", {**evidence, "chosen": "final"})
+
+    async def tool_calls(scope: Scope) -> None:
+        response = scope["response"]
+        calls = thaw(response["tool_calls"])
+        iteration = scope["iteration"]
+        messages: list[dict[str, Any]] = [
+            {"role": "assistant", "content": response.get("content", ""), "tool_calls": calls}
+        ]
+        for call in calls:
+            _emit(
+                scope,
+                "stream.tool_start",
+                {"id": call["id"], "name": call["name"], "args": call.get("args", {})},
+            )
+            ok, content = await _run_tool(cfg, scope, call, iteration)
+            _emit(scope, "stream.tool_end", {"id": call["id"], "name": call["name"], "ok": ok})
+            messages.append(
+                {
+                    "role": "tool",
+                    "content": content,
+                    "tool_call_id": call["id"],
+                    "name": call["name"],
+                }
+            )
+        scope.extend("history", messages)
+        scope["iteration"] = iteration + 1
+        _emit(scope, "agent.iteration_end", {"iteration": iteration, "tool_calls": len(calls)})
+
+    def wrap_up(scope: Scope) -> None:
+        response = scope["response"]
+        iteration = scope["iteration"]
+        scope.append("history", {"role": "user", "content": WRAP_UP_PROMPT})
+        scope["wrap_up_asked"] = True
+        stopped = {
+            "reason": "max-iterations",
+            "iteration": iteration,
+            "pending_tool_calls": thaw(response.get("tool_calls") or []),
+            "wrapped_up": True,
+        }
+        scope["stopped_early"] = stopped
+        scope["iteration"] = iteration + 1
+        _emit(scope, "agent.budget_exhausted", {**stopped, "action": "wrapped-up"})
+        _emit(scope, "agent.iteration_end", {"iteration": iteration, "tool_calls": 0})
+
+    def output_retry(scope: Scope) -> None:
+        response = scope["response"]
+        error = scope["output_error"]
+        attempts = scope.get("output_attempts", 0) + 1
+        scope.extend(
+            "history",
+            [
+                {"role": "assistant", "content": response.get("content", "")},
+                {
+                    "role": "user",
+                    "content": "Your answer did not match the required output "
+                    f"schema: {error}. Answer again with JSON that matches it exactly.",
+                },
+            ],
+        )
+        scope["output_attempts"] = attempts
+        scope["iteration"] = scope["iteration"] + 1
+        _emit(scope, "agent.output_retry", {"attempt": attempts, "error": error})
+
+    def final(scope: Scope) -> None:
+        response = scope["response"]
+        answer = response.get("content", "")
+        calls = response.get("tool_calls") or []
+        if calls and cfg.tools and not scope.get("wrap_up_asked"):
+            stopped = {
+                "reason": "max-iterations",
+                "iteration": scope["iteration"],
+                "pending_tool_calls": thaw(calls),
+                "wrapped_up": False,
+            }
+            scope["stopped_early"] = stopped
+            _emit(scope, "agent.budget_exhausted", {**stopped, "action": "cut-short"})
+        if cfg.output_model is not None and "output_error" in scope:
+            scope["output_contract_unmet"] = {
+                "error": scope["output_error"],
+                "attempts": scope.get("output_attempts", 0) + 1,
+            }
+        scope["final_answer"] = answer
+        usage = scope.get("usage_total")
+        _emit(
+            scope,
+            "agent.turn_end",
+            {
+                "answer": answer,
+                "iterations": scope["iteration"],
+                "usage": thaw(usage) if usage else None,
+            },
+        )
+        scope.break_("final answer")
+
+    return {
+        "seed": seed,
+        "system-prompt": system_prompt,
+        "tools": tools,
+        "call-llm": call_llm,
+        "route": route,
+        "tool-calls": tool_calls,
+        "wrap-up": wrap_up,
+        "output-retry": output_retry,
+        "final": final,
+    }
+
+
+class _Reader(Mapping[str, Any]):
+    """Committed state as ``assemble`` sees it: tracked reads through the scope."""
+
+    _KEYS = ("history", "settings", "system_prompt", "tools", "wrap_up_asked")
+
+    def __init__(self, scope: Scope) -> None:
+        self._scope = scope
+
+    def __getitem__(self, key: str) -> Any:
+        return self._scope[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._scope.get(key, default)
+
+    def __iter__(self) -> Any:
+        return iter(self._KEYS)
+
+    def __len__(self) -> int:
+        return len(self._KEYS)
+
+
+async def _call(cfg: AgentConfig, scope: Scope, request: Any) -> LLMResponse:
+    stream = getattr(cfg.provider, "stream", None)
+    if cfg.stream and stream is not None:
+        final: LLMResponse | None = None
+        async for piece in stream(request):
+            if isinstance(piece, StreamDelta):
+                if piece.text:
+                    scope.emit("stream.token", {"text": piece.text})
+            else:
+                final = piece
+        if final is None:
+            raise RuntimeError(f"provider {cfg.provider.name!r} ended a stream without a response")
+        return final
+    return await cfg.provider.complete(request)
+
+
+def _output_error(model: type[BaseModel], content: str) -> str | None:
+    try:
+        model.model_validate_json(content)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        return f"{loc + ': ' if loc else ''}{first['msg']}"
+    return None
+
+
+async def _run_tool(
+    cfg: AgentConfig, scope: Scope, call: dict[str, Any], iteration: int
+) -> tuple[bool, str]:
+    """Run one tool call; every failure becomes a result the model can read and act on."""
+    tool = cfg.tools.get(call["name"])
+    if tool is None:
+        names = ", ".join(cfg.tools) or "none"
+        return False, f"Error: there is no tool named {call['name']!r}. Available tools: {names}."
+    args = call.get("args") or {}
+    errors = sorted(
+        jsonschema.Draft202012Validator(dict(tool.input_schema)).iter_errors(args),
+        key=lambda e: list(e.absolute_path),
+    )
+    if errors:
+        where = ".".join(str(p) for p in errors[0].absolute_path) or "arguments"
+        return False, (
+            f"Error: invalid arguments for {tool.name}: {where}: {errors[0].message}. "
+            "Call the tool again with arguments that match its schema."
+        )
+    ctx = ToolContext(
+        call_id=call["id"], tool_name=tool.name, run_id=scope.run_id, iteration=iteration
+    )
+    try:
+        result = tool.execute(args, ctx)
+        if inspect.isawaitable(result):
+            result = await result
+    except Exception as exc:
+        return False, f"Error: {tool.name} failed: {type(exc).__name__}: {exc}"
+    if isinstance(result, str):
+        return True, result
+    return True, orjson.dumps(result, default=_plain).decode()
+
+
+def _plain(value: Any) -> Any:
+    return thaw(value)
