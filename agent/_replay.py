@@ -93,7 +93,7 @@ def _recorded_answers(snap: Snapshot) -> list[LLMResponse]:
 
 
 def _recorded_tool_results(snap: Snapshot) -> dict[str, list[str]]:
-    """Each tool's results, in call order, from the tool messages the run committed."""
+    """Each tool result, by the id of the call it answered, from the committed history."""
     results: dict[str, list[str]] = {}
     for c in snap.history():
         if c.stage_id != "tool-calls" or c.frame != "":
@@ -102,7 +102,7 @@ def _recorded_tool_results(snap: Snapshot) -> dict[str, list[str]]:
             if op.key == "history":
                 for message in thaw(op.value):
                     if message.get("role") == "tool":
-                        results.setdefault(message["name"], []).append(message["content"])
+                        results.setdefault(message["tool_call_id"], []).append(message["content"])
     return results
 
 
@@ -139,21 +139,18 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
     provider = MockProvider(replies=answers)
     provider.name = "replay"
     results = _recorded_tool_results(snap)
-    counters: dict[str, int] = {}
 
     def recorded(name: str) -> Any:
         def execute(args: dict[str, Any], ctx: Any) -> str:
-            i = counters.get(name, 0)
-            counters[name] = i + 1
-            outputs = results.get(name, [])
-            if i >= len(outputs):
+            outputs = results.get(ctx.call_id)
+            if not outputs:
                 raise ReplayDivergence(
-                    f"the replay called tool {name!r} {i + 1} times; the recording has "
-                    f"{len(outputs)}",
+                    f"the replay called tool {name!r} as call {ctx.call_id!r}, which the "
+                    "recording never answered",
                     stage_path="tool-calls",
                     key="history",
                 )
-            return outputs[i]
+            return outputs.pop(0)
 
         return execute
 

@@ -1,0 +1,147 @@
+"""The conformance law: every model request can be rebuilt from the log, byte for byte."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
+from trackway.agent import (
+    Agent,
+    ReplayDivergence,
+    load_recording,
+    mock,
+    receipts,
+    replay,
+    save_recording,
+    served_at,
+)
+from trackway.engine import Snapshot
+from trackway.tools import define_tool
+
+SCHEMA = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+
+
+def lookup(args, ctx):
+    if args["q"] == "boom":
+        raise RuntimeError("tool exploded")
+    return {"answer": args["q"].upper(), "n": len(args["q"])}
+
+
+TOOL = define_tool(
+    name="lookup", description="Look things up.", input_schema=SCHEMA, execute=lookup
+)
+
+
+class Answer(BaseModel):
+    value: str
+
+
+texts = st.text(alphabet='abc xyzé€\n"\\', max_size=12)
+tool_call = st.one_of(
+    st.builds(lambda q: {"name": "lookup", "args": {"q": q}}, texts),
+    st.just({"name": "lookup", "args": {"q": "boom"}}),  # the tool raises
+    st.just({"name": "lookup", "args": {"wrong": 1}}),  # bad arguments
+    st.just({"name": "missing", "args": {}}),  # an unknown tool
+)
+step = st.one_of(
+    st.lists(tool_call, min_size=1, max_size=3).map(lambda calls: {"tool_calls": calls}),
+    texts.map(lambda t: {"content": t}),
+)
+
+
+def script(steps, final):
+    replies = [s for s in steps if "tool_calls" in s] + [final]
+    for i, r in enumerate(replies):
+        for j, c in enumerate(r.get("tool_calls", []) if isinstance(r, dict) else []):
+            c["id"] = f"call-{i}-{j}"
+    return replies
+
+
+def assert_law(agent: Agent, provider, offset: int = 0):
+    snap = agent.snapshot()
+    rs = receipts(agent)
+    assert len(rs) == len(provider.requests) - offset
+    for k, receipt in enumerate(rs, start=1):
+        rebuilt = served_at(snap, k)
+        assert rebuilt.hash == receipt["request_hash"]
+        assert provider.requests[offset + k - 1].hash == receipt["request_hash"]  # the tap
+        assert rebuilt.canonical_json() == provider.requests[offset + k - 1].canonical_json()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    steps=st.lists(step, max_size=6),
+    max_iterations=st.integers(1, 4),
+    wrap=st.booleans(),
+    temperature=st.one_of(st.none(), st.floats(0, 2)),
+    typed=st.booleans(),
+    follow=st.booleans(),
+)
+def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
+    steps, max_iterations, wrap, temperature, typed, follow, tmp_path_factory
+):
+    final = '{"value": "ok"}' if typed else "done"
+    replies = script(steps, "not json" if typed else final)
+    if typed:
+        replies.append(final)  # one output retry, then a valid answer
+    replies += ["second answer", "spare", "spare", "spare"]  # wrap-ups and the follow-up
+    provider = mock(replies=replies)
+    builder = (
+        Agent.create(
+            provider=provider,
+            model="m-1",
+            max_iterations=max_iterations,
+            temperature=temperature,
+            wrap_up_at_max_iterations=wrap,
+            max_tokens=99,
+        )
+        .system("Be exact.")
+        .tool(TOOL)
+    )
+    if typed:
+        builder.output_schema(Answer, retries=1)
+    agent = builder.build()
+    agent.run_sync("first question")
+    assert_law(agent, provider)
+    path = tmp_path_factory.mktemp("rec") / "run.json"
+    save_recording(agent, path)
+    loaded = load_recording(path)
+    assert loaded == agent.snapshot()
+    for k, receipt in enumerate(receipts(loaded), start=1):
+        assert served_at(loaded, k).hash == receipt["request_hash"]
+    replayed = replay(loaded, agent)  # hermetic: recorded answers and tool results only
+    assert [c.stage_path for c in replayed.history()] == [c.stage_path for c in loaded.history()]
+    if follow:
+        used = len(provider.requests)
+        agent.run_sync("and then?", continue_from=agent.checkpoint())
+        assert_law(agent, provider, offset=used)
+
+
+def test_replay_names_the_first_divergent_stage_and_key(tmp_path):
+    provider = mock(
+        replies=[{"tool_calls": [{"id": "a", "name": "lookup", "args": {"q": "x"}}]}, "done"]
+    )
+    agent = Agent.create(provider=provider, model="m").tool(TOOL).build()
+    agent.run_sync("go")
+    path = save_recording(agent, tmp_path / "run.json")
+    replay(load_recording(path), agent)  # faithful: no divergence
+
+    other_tool = define_tool(
+        name="lookup", description="Look things up (v2).", input_schema=SCHEMA, execute=lookup
+    )
+    changed = Agent.create(provider=mock(reply="x"), model="m").tool(other_tool).build()
+    with pytest.raises(ReplayDivergence) as info:
+        replay(load_recording(path), changed)
+    assert info.value.stage_path == "tools#1" and info.value.key == "tools"
+    assert "commit 2 (tools#1) wrote 'tools'" in str(info.value)
+
+
+def test_served_at_refuses_an_out_of_range_call():
+    agent = Agent.create(provider=mock(reply="hi"), model="m").build()
+    agent.run_sync("hello")
+    assert served_at(agent, 1).messages[0].content == "hello"
+    with pytest.raises(IndexError, match="made 1 model calls"):
+        served_at(agent, 2)
+    assert isinstance(agent.snapshot(), Snapshot)
