@@ -25,7 +25,6 @@ that raises is isolated: the run goes on and the failure is kept on
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections import deque
 from collections.abc import Sequence
@@ -261,19 +260,19 @@ class _RunQueue:
 
     def push(self, hook: str, event: Any) -> None:
         items = self.items
-        if len(items) >= self.spec.max_queue:
+        items.append((hook, event))
+        if len(items) > self.spec.max_queue:
             if self.spec.overflow == "drop_oldest":
                 items.popleft()
                 self.dropped += 1
             else:
                 self.inline += 1
                 self.flush()
-        items.append((hook, event))
-        if len(items) > self.max_depth:
-            self.max_depth = len(items)
 
     def flush(self) -> None:
         items = self.items
+        if len(items) > self.max_depth:
+            self.max_depth = min(len(items), self.spec.max_queue)
         rec = self.spec.recorder
         while items:
             hook, event = items.popleft()
@@ -314,7 +313,8 @@ class Dispatch:
                 fn = getattr(target, hook, None)
                 base = getattr(Recorder, hook)
                 if fn is not None and getattr(fn, "__func__", None) is not base:
-                    sink = fn if queue is None else functools.partial(queue.push, hook)
+                    # a deferred recorder's hook is its run queue: one append, no call
+                    sink = fn if queue is None else queue
                     self._hooks[hook].append((str(label), sink))
         h = self._hooks
         self.on_read = bool(h["on_read"])
@@ -333,7 +333,10 @@ class Dispatch:
         if self.redactor is not None:
             event = _redact_event(self.redactor, hook, event)
         for label, fn in hooks:
-            self.call(label, hook, fn, event)
+            if type(fn) is _RunQueue:
+                fn.push(hook, event)
+            else:
+                self.call(label, hook, fn, event)
 
     def call(self, label: str, hook: str, fn: Any, event: Any) -> None:
         try:
