@@ -28,12 +28,16 @@ def test_all_is_sorted_and_matches_the_public_names(name):
     assert public == set(exported) - {"__version__"}
 
 
-def test_facade_re_exports_the_engine_unchanged():
+def test_facade_re_exports_the_layers_unchanged():
     import trackway
     import trackway.engine
 
-    for attr in trackway.engine.__all__:
-        assert getattr(trackway, attr) is getattr(trackway.engine, attr)
+    import trackway.agent
+    import trackway.tools
+
+    for layer in (trackway.engine, trackway.tools, trackway.agent):
+        for attr in layer.__all__:
+            assert getattr(trackway, attr) is getattr(layer, attr), attr
 
 
 def test_engine_does_not_import_the_layers_above_it():

@@ -14,6 +14,37 @@ if not _os.path.isdir(_os.path.join(_here, "engine")):
     if _os.path.isfile(_os.path.join(_root, "engine", "__init__.py")):
         __path__.append(_root)
 
+from trackway.agent import Agent as Agent
+from trackway.agent import AgentBuilder as AgentBuilder
+from trackway.agent import AgentBuildError as AgentBuildError
+from trackway.agent import Conversation as Conversation
+from trackway.agent import InvalidRunInputError as InvalidRunInputError
+from trackway.agent import LLMRequest as LLMRequest
+from trackway.agent import LLMResponse as LLMResponse
+from trackway.agent import Message as Message
+from trackway.agent import MockExhaustedError as MockExhaustedError
+from trackway.agent import MockProvider as MockProvider
+from trackway.agent import ModelNotFoundError as ModelNotFoundError
+from trackway.agent import OutputContractError as OutputContractError
+from trackway.agent import Provider as Provider
+from trackway.agent import ProviderAuthError as ProviderAuthError
+from trackway.agent import ProviderConnectionError as ProviderConnectionError
+from trackway.agent import ProviderError as ProviderError
+from trackway.agent import ProviderRateLimitError as ProviderRateLimitError
+from trackway.agent import ProviderResponseError as ProviderResponseError
+from trackway.agent import ReplayDivergence as ReplayDivergence
+from trackway.agent import RunInFlightError as RunInFlightError
+from trackway.agent import StreamDelta as StreamDelta
+from trackway.agent import StreamingProvider as StreamingProvider
+from trackway.agent import ToolCall as ToolCall
+from trackway.agent import ToolSpec as ToolSpec
+from trackway.agent import Usage as Usage
+from trackway.agent import load_recording as load_recording
+from trackway.agent import mock as mock
+from trackway.agent import receipts as receipts
+from trackway.agent import replay as replay
+from trackway.agent import save_recording as save_recording
+from trackway.agent import served_at as served_at
 from trackway.engine import MISSING as MISSING
 from trackway.engine import OPERATORS as OPERATORS
 from trackway.engine import Branch as Branch
@@ -90,12 +121,19 @@ from trackway.engine import deferred as deferred
 from trackway.engine import flow_chart as flow_chart
 from trackway.engine import select as select
 from trackway.engine import thaw as thaw
+from trackway.tools import Tool as Tool
+from trackway.tools import ToolContext as ToolContext
+from trackway.tools import ToolDefinitionError as ToolDefinitionError
+from trackway.tools import define_tool as define_tool
 
 __version__ = "0.1.0"
 
 __all__ = [
     "MISSING",
     "OPERATORS",
+    "Agent",
+    "AgentBuildError",
+    "AgentBuilder",
     "Branch",
     "CausalChain",
     "ChartBuildError",
@@ -106,6 +144,7 @@ __all__ = [
     "CheckpointError",
     "Commit",
     "CommitMeta",
+    "Conversation",
     "DeciderBuilder",
     "Decision",
     "DecisionEvent",
@@ -121,27 +160,43 @@ __all__ = [
     "FrozenDict",
     "FrozenList",
     "InputValidationError",
+    "InvalidRunInputError",
+    "LLMRequest",
+    "LLMResponse",
     "LoopLimitError",
     "MemoryStore",
     "MergeConflictError",
     "MergePolicy",
+    "Message",
+    "MockExhaustedError",
+    "MockProvider",
+    "ModelNotFoundError",
     "Node",
     "ObserverStats",
     "Op",
+    "OutputContractError",
     "OutputValidationError",
     "ParallelLimitError",
     "PauseEvent",
     "PostgresStore",
+    "Provider",
+    "ProviderAuthError",
+    "ProviderConnectionError",
+    "ProviderError",
+    "ProviderRateLimitError",
+    "ProviderResponseError",
     "ReadEvent",
     "ReadOnlyStateError",
     "Recorder",
     "RecorderFailure",
     "RedactionPolicy",
+    "ReplayDivergence",
     "ResumeEvent",
     "Retry",
     "Rule",
     "RunEndEvent",
     "RunError",
+    "RunInFlightError",
     "RunInfo",
     "RunResult",
     "RunStartEvent",
@@ -159,16 +214,31 @@ __all__ = [
     "StateValidationError",
     "StateValueError",
     "StoreError",
+    "StreamDelta",
+    "StreamingProvider",
     "SubflowEvent",
+    "Tool",
+    "ToolCall",
+    "ToolContext",
+    "ToolDefinitionError",
+    "ToolSpec",
     "TrackwayError",
     "UnknownBranchError",
     "UnknownRunError",
+    "Usage",
     "WriteEvent",
     "__version__",
     "causal_chain",
     "decide",
     "deferred",
+    "define_tool",
     "flow_chart",
+    "load_recording",
+    "mock",
+    "receipts",
+    "replay",
+    "save_recording",
     "select",
+    "served_at",
     "thaw",
 ]
