@@ -106,14 +106,19 @@ def _recorded_tool_results(snap: Snapshot) -> dict[str, list[str]]:
     return results
 
 
-def replay(record: Record, agent: Agent) -> Snapshot:
+def replay(record: Record, agent: Agent | None = None) -> Snapshot:
     """Re-run a recorded turn hermetically and check every commit against the recording.
 
-    The agent supplies the chart (system prompt, tools' schemas, output schema); the model
-    answers and tool results come from the recording. Returns the replayed snapshot; raises
-    :class:`ReplayDivergence` naming the first stage and key that differ.
+    The model answers and tool results come from the recording; nothing live is called.
+    Without ``agent`` the configuration (model settings, system prompt, tool schemas, limits)
+    is read from the recording itself; pass the agent to replay against its current
+    definition (required when the run used an output schema, whose validator is code).
+    Returns the replayed snapshot; raises :class:`ReplayDivergence` naming the first stage
+    and key that differ.
     """
     snap = _snapshot(record)
+    if agent is None:
+        agent = _agent_from_recording(snap)
     twin = _replay_agent(agent, snap)
     initial = thaw(snap.initial_state)
     message = {"message": initial["message"]}
@@ -131,6 +136,57 @@ def replay(record: Record, agent: Agent) -> Snapshot:
     replayed = twin.snapshot()
     _compare(snap.history(), replayed.history())
     return replayed
+
+
+def _agent_from_recording(snap: Snapshot) -> Agent:
+    """An agent configured from what its recording committed."""
+    from ._agent import AgentBuilder
+
+    writes: dict[str, Any] = {}
+    for c in snap.history():
+        if c.frame == "" and c.stage_id in ("seed", "system-prompt", "tools", "final"):
+            for op in c.ops:
+                writes.setdefault(op.key, thaw(op.value))
+        if c.stage_id == "output-retry" or (
+            c.frame == "" and any(op.key.startswith("output_") for op in c.ops)
+        ):
+            raise ReplayDivergence(
+                "this recording used an output schema, whose validator is code: replay it "
+                "with the agent, replay(record, agent)",
+                stage_path=c.stage_path,
+                key=None,
+            )
+    settings = writes.get("settings", {})
+    stopped = writes.get("stopped_early") or {}
+    builder = AgentBuilder(
+        MockProvider(replies=[]),
+        settings.get("model", "replay"),
+        max_iterations=writes.get("max_iterations", 10),
+        temperature=settings.get("temperature"),
+        max_tokens=settings.get("max_tokens"),
+        name=snap.chart_id.removeprefix("agent-"),
+        wrap_up_at_max_iterations=stopped.get("wrapped_up", True),
+        stream=False,
+    )
+    if "resolved_instructions" in writes:
+        recorded = {"model": settings.get("model"), "instructions": writes["resolved_instructions"]}
+        builder.configure(lambda ctx: recorded)
+    elif "system_prompt" in writes:
+        builder.system(writes["system_prompt"])
+    for spec in writes.get("tools", []):
+        builder.tool(
+            define_tool(
+                name=spec["name"],
+                description=spec["description"],
+                input_schema=spec["input_schema"],
+                execute=_unreachable,
+            )
+        )
+    return builder.build()
+
+
+def _unreachable(args: dict[str, Any], ctx: Any) -> str:  # pragma: no cover - replaced
+    raise AssertionError("replay tools are replaced by the recorded results")
 
 
 def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
