@@ -15,7 +15,7 @@ from ._commit import ROW_FIELDS, Commit
 from ._errors import StoreError, UnknownRunError
 from ._snapshot import Snapshot
 from ._sqlite import initial_doc, initial_from_doc
-from ._store import CommitMeta, RunInfo, select_prunable, snapshot_from_rows
+from ._store import CommitMeta, RunInfo, TransactionalPrune, snapshot_from_rows
 
 __all__ = ["PostgresStore"]
 
@@ -68,7 +68,7 @@ def _where(dsn: str) -> str:
     return f"{host}:{info.get('port') or 5432}/{info.get('dbname') or ''}"
 
 
-class PostgresStore:
+class PostgresStore(TransactionalPrune):
     """A :class:`RunStore` on PostgreSQL. Claims are atomic across processes and hosts.
 
     ``dsn`` is a libpq connection string or URL. Install with ``pip install
@@ -217,26 +217,7 @@ class PostgresStore:
             ).fetchall()
         return [RunInfo(*row) for row in rows]
 
-    def prune(
-        self,
-        *,
-        run_ids: Sequence[str] | None = None,
-        older_than: float | None = None,
-        keep_latest: int | None = None,
-    ) -> int:
-        doomed = select_prunable(self.list_runs(), run_ids, older_than, keep_latest)
-        with self._tx() as db:
-            for rid in doomed:
-                self._delete(db, rid)
-        return len(doomed)
-
-    def delete(self, run_id: str) -> None:
-        with self._tx() as db:
-            if not self._delete(db, run_id):
-                raise UnknownRunError(f"no run {run_id!r} in {self!r}")
-
-    @staticmethod
-    def _delete(db: Any, run_id: str) -> bool:
+    def _delete(self, db: Any, run_id: str) -> bool:
         db.execute("DELETE FROM trackway_commits WHERE run_id = %s", (run_id,))
         db.execute("DELETE FROM trackway_checkpoints WHERE run_id = %s", (run_id,))
         cur = db.execute("DELETE FROM trackway_runs WHERE run_id = %s", (run_id,))

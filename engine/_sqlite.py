@@ -16,7 +16,7 @@ from ._checkpoint import Checkpoint
 from ._commit import ROW_FIELDS, Commit
 from ._errors import StoreError, UnknownRunError
 from ._snapshot import Snapshot
-from ._store import CommitMeta, RunInfo, select_prunable, snapshot_from_rows
+from ._store import CommitMeta, RunInfo, TransactionalPrune, snapshot_from_rows
 
 __all__ = ["SqliteStore"]
 
@@ -64,7 +64,7 @@ def initial_from_doc(doc: bytes) -> dict[str, bytes]:
     return {k: orjson.dumps(v) for k, v in orjson.loads(doc).items()}
 
 
-class SqliteStore:
+class SqliteStore(TransactionalPrune):
     """Runs, commits and checkpoints in one SQLite file (WAL mode).
 
     ``synchronous="FULL"`` (default) makes each transaction durable against power loss;
@@ -276,24 +276,6 @@ class SqliteStore:
             "FROM trackway_runs r ORDER BY r.started_at, r.run_id"
         )
         return [RunInfo(*row) for row in rows]
-
-    def prune(
-        self,
-        *,
-        run_ids: Sequence[str] | None = None,
-        older_than: float | None = None,
-        keep_latest: int | None = None,
-    ) -> int:
-        doomed = select_prunable(self.list_runs(), run_ids, older_than, keep_latest)
-        with self._tx() as db:
-            for rid in doomed:
-                self._delete(db, rid)
-        return len(doomed)
-
-    def delete(self, run_id: str) -> None:
-        with self._tx() as db:
-            if not self._delete(db, run_id):
-                raise UnknownRunError(f"no run {run_id!r} in {self!r}")
 
     def _delete(self, db: sqlite3.Connection, run_id: str) -> bool:
         try:

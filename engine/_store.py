@@ -28,6 +28,7 @@ __all__ = [
     "MemoryStore",
     "RunInfo",
     "RunStore",
+    "TransactionalPrune",
     "make_sink",
     "snapshot_from_rows",
 ]
@@ -141,6 +142,39 @@ def select_prunable(
         newest = sorted(runs, key=lambda r: r.started_at, reverse=True)
         chosen |= {r.run_id for r in newest[keep_latest:]}
     return sorted(chosen)
+
+
+class TransactionalPrune:
+    """``prune`` and ``delete`` for stores with ``_tx()`` transactions and a ``_delete``."""
+
+    def list_runs(self) -> list[RunInfo]:  # pragma: no cover - provided by the store
+        raise NotImplementedError
+
+    def _tx(self) -> Any:  # pragma: no cover - provided by the store
+        raise NotImplementedError
+
+    def _delete(self, db: Any, run_id: str) -> bool:  # pragma: no cover - provided
+        raise NotImplementedError
+
+    def prune(
+        self,
+        *,
+        run_ids: Sequence[str] | None = None,
+        older_than: float | None = None,
+        keep_latest: int | None = None,
+    ) -> int:
+        """Delete runs by id, by age (seconds since they ended) or beyond the newest N."""
+        doomed = select_prunable(self.list_runs(), run_ids, older_than, keep_latest)
+        with self._tx() as db:
+            for rid in doomed:
+                self._delete(db, rid)
+        return len(doomed)
+
+    def delete(self, run_id: str) -> None:
+        """Delete one run, its commits and its checkpoints."""
+        with self._tx() as db:
+            if not self._delete(db, run_id):
+                raise UnknownRunError(f"no run {run_id!r} in {self!r}")
 
 
 class MemoryStore:
