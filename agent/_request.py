@@ -1,13 +1,13 @@
 """Request assembly: the one pure function from committed state to the model request.
 
 ``call-llm`` and ``served_at`` both use :func:`assemble`, so a request rebuilt from the log
-is the request that was sent. Canonical bytes are built from per-message pieces (cached by
-history position during a run), so a call costs O(new messages) of Python work plus one
-C-speed pass to hash the bytes.
+is the request that was sent. Hashes are kept running over per-message pieces during a run,
+so a call costs O(new messages), not O(history).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -19,69 +19,97 @@ __all__ = ["Assembled", "MessageCache", "assemble", "receipt_for"]
 
 
 class MessageCache:
-    """Per-run memo of history entries as (Message, canonical bytes), by position."""
+    """Per-run memo of the history: Message objects, and running hashes of its canonical
+    bytes, so each call hashes only the messages added since the last one."""
 
-    __slots__ = ("bytes", "messages")
+    __slots__ = ("_msg", "_prefix", "_req", "bytes", "messages")
 
     def __init__(self) -> None:
         self.messages: list[Message] = []
         self.bytes: list[bytes] = []
+        self._prefix = b""
+        self._msg = hashlib.sha256(b"[")
+        self._req = hashlib.sha256()
 
-    def extend_to(self, history: Sequence[Any]) -> None:
-        for entry in history[len(self.messages) :] if len(history) > len(self.messages) else ():
+    def advance(self, history: Sequence[Any], prefix: bytes) -> None:
+        """Take in the messages added to ``history``; ``prefix`` is the request's JSON before
+        its message list (it changes only if the settings do)."""
+        if prefix != self._prefix:  # new settings: hash the request from the start again
+            self._prefix = prefix
+            self._req = hashlib.sha256(prefix + b"[" + b",".join(self.bytes))
+        for entry in history[len(self.messages) :]:
             plain = thaw(entry)
+            piece = canonical_json(plain)
+            sep = b"," if self.bytes else b""
             self.messages.append(Message.model_validate(plain))
-            self.bytes.append(canonical_json(plain))
+            self.bytes.append(piece)
+            self._msg.update(sep + piece)
+            self._req.update(sep + piece)
+
+    def hashes(self, suffix: bytes) -> tuple[str, str]:
+        """(request hash, messages hash) with the message list closed and ``suffix`` added."""
+        req = self._req.copy()
+        req.update(b"]" + suffix)
+        msg = self._msg.copy()
+        msg.update(b"]")
+        return req.hexdigest(), msg.hexdigest()
 
 
 class Assembled(NamedTuple):
     request: LLMRequest
-    canonical: bytes
-    messages_bytes: bytes
-    tools_bytes: bytes | None
-    tool_bytes: list[tuple[str, bytes]]
+    request_hash: str
+    messages_hash: str
+    tools_hash: str | None
+    tool_hashes: dict[str, str]
+
+
+def _field(name: str, value: bytes) -> bytes:
+    return b'"' + name.encode() + b'":' + value
 
 
 def assemble(state: Mapping[str, Any], cache: MessageCache | None = None) -> Assembled:
-    """The request for the next model call, from state alone (pure: no clock, no config)."""
+    """The request for the next model call, from state alone (pure: no clock, no config).
+
+    The hashes are of the request's canonical JSON (sorted keys), built from pieces so that
+    they equal ``sha256(request.canonical_json())`` without serializing the whole request.
+    """
     cache = cache if cache is not None else MessageCache()
     history = state["history"]
-    cache.extend_to(history)
-    n = len(history)
-    messages = tuple(cache.messages[:n])
-    messages_bytes = b"[" + b",".join(cache.bytes[:n]) + b"]"
     settings = thaw(state["settings"])
     system = state.get("system_prompt")
     tools_state = None if state.get("wrap_up_asked") else state.get("tools")
-    tool_bytes: list[tuple[str, bytes]] = []
+    prefix = b"{"
+    if settings.get("max_tokens") is not None:
+        prefix += _field("max_tokens", canonical_json(settings["max_tokens"])) + b","
+    prefix += b'"messages":'
+    cache.advance(history, prefix)
+    n = len(history)
+    suffix = b"," + _field("model", canonical_json(settings["model"]))
+    if system is not None:
+        suffix += b"," + _field("system", canonical_json(system))
+    if settings.get("temperature") is not None:
+        suffix += b"," + _field("temperature", canonical_json(settings["temperature"]))
     tools: tuple[ToolSpec, ...] | None = None
-    tools_bytes = None
+    tools_hash = None
+    tool_hashes: dict[str, str] = {}
     if tools_state:
         plain_tools = thaw(tools_state)
         tools = tuple(ToolSpec.model_validate(t) for t in plain_tools)
-        tool_bytes = [(t["name"], canonical_json(t)) for t in plain_tools]
-        tools_bytes = b"[" + b",".join(b for _, b in tool_bytes) + b"]"
-    fields: dict[str, bytes] = {}
-    if settings.get("max_tokens") is not None:
-        fields["max_tokens"] = canonical_json(settings["max_tokens"])
-    fields["messages"] = messages_bytes
-    fields["model"] = canonical_json(settings["model"])
-    if system is not None:
-        fields["system"] = canonical_json(system)
-    if settings.get("temperature") is not None:
-        fields["temperature"] = canonical_json(settings["temperature"])
-    if tools_bytes is not None:
-        fields["tools"] = tools_bytes
-    canonical = b"{" + b",".join(b'"' + k.encode() + b'":' + v for k, v in fields.items()) + b"}"
+        pieces = [canonical_json(t) for t in plain_tools]
+        tool_hashes = {t["name"]: sha256(b) for t, b in zip(plain_tools, pieces, strict=True)}
+        tools_bytes = b"[" + b",".join(pieces) + b"]"
+        tools_hash = sha256(tools_bytes)
+        suffix += b"," + _field("tools", tools_bytes)
+    request_hash, messages_hash = cache.hashes(suffix + b"}")
     request = LLMRequest.model_construct(
         model=settings["model"],
         system=system,
-        messages=messages,
+        messages=tuple(cache.messages[:n]),
         tools=tools,
         temperature=settings.get("temperature"),
         max_tokens=settings.get("max_tokens"),
     )
-    return Assembled(request, canonical, messages_bytes, tools_bytes, tool_bytes)
+    return Assembled(request, request_hash, messages_hash, tools_hash, tool_hashes)
 
 
 def receipt_for(
@@ -91,11 +119,11 @@ def receipt_for(
     request = assembled.request
     return {
         "k": k,
-        "request_hash": sha256(assembled.canonical),
+        "request_hash": assembled.request_hash,
         "system_hash": None if request.system is None else sha256(canonical_json(request.system)),
-        "messages_hash": sha256(assembled.messages_bytes),
-        "tools_hash": None if assembled.tools_bytes is None else sha256(assembled.tools_bytes),
-        "tool_schema_hashes": {name: sha256(b) for name, b in assembled.tool_bytes},
+        "messages_hash": assembled.messages_hash,
+        "tools_hash": assembled.tools_hash,
+        "tool_schema_hashes": assembled.tool_hashes,
         "model": request.model,
         "usage": usage,
         "stop_reason": stop_reason,

@@ -53,6 +53,7 @@ class AgentConfig:
     wrap_up: bool
     stream: bool
     caches: dict[str, MessageCache] = field(default_factory=dict)
+    validators: dict[str, Any] = field(default_factory=dict)
 
 
 def _emit(scope: Scope, name: str, payload: Any) -> None:
@@ -318,10 +319,12 @@ async def _run_tool(
         names = ", ".join(cfg.tools) or "none"
         return False, f"Error: there is no tool named {call['name']!r}. Available tools: {names}."
     args = call.get("args") or {}
-    errors = sorted(
-        jsonschema.Draft202012Validator(dict(tool.input_schema)).iter_errors(args),
-        key=lambda e: list(e.absolute_path),
-    )
+    validator = cfg.validators.get(tool.name)
+    if validator is None:
+        validator = cfg.validators[tool.name] = jsonschema.Draft202012Validator(
+            dict(tool.input_schema)
+        )
+    errors = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))
     if errors:
         where = ".".join(str(p) for p in errors[0].absolute_path) or "arguments"
         return False, (

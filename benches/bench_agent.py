@@ -1,0 +1,572 @@
+"""Agent benchmarks: framework time per tool turn, with the model scripted out.
+
+A turn is one model call that returns one tool call, plus that tool's execution; the last
+model reply is the final answer. Runs the same script at 10, 50, 100 and 200 turns on the
+trackway ``Agent`` (``mock`` provider) and, when installed, on LangGraph
+``create_react_agent`` (a scripted chat model, no checkpointer), pydantic-ai ``Agent``
+(``FunctionModel``) and the OpenAI Agents SDK (``agents.testing.ScriptedModel``, tracing
+off). Prints tables and writes ``benches/results/bench_agent.json``. See
+``benches/README.md``.
+
+    .venv/bin/python benches/bench_agent.py [--no-peers] [--quick] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import sys
+import tempfile
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from _common import (
+    clock,
+    dist_version,
+    fresh_heap,
+    median_runs,
+    print_table,
+    tenth_growth,
+    write_json,
+)
+
+os.environ.setdefault("LANGSMITH_TRACING", "false")
+os.environ.setdefault("LANGCHAIN_TRACING_V2", "false")
+os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
+warnings.filterwarnings("ignore")
+
+from trackway.agent import Agent, mock, save_recording  # noqa: E402
+from trackway.tools import define_tool  # noqa: E402
+
+TURNS = (10, 50, 100, 200)
+REPEATS = 3
+WARM_TURNS = 10  # turns of the untimed warm-up run before each measured cell
+SLOW_RUN_S = 2.0  # a peer run slower than this is not repeated (the cell is one run)
+SYSTEM = "Answer briefly."
+TOOL_NAME = "lookup"
+TOOL_DOC = "Look a key up."
+TOOL_RESULT = "ok"
+PROFILE_TOP = 15
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__))).replace("\\", "/")
+
+TARGET_US_PER_TURN = 500.0
+TARGET_GROWTH = 1.5
+TARGET_VS_PEER = 10.0
+
+Metrics = dict[str, float]
+Runner = Callable[[], Metrics]
+
+
+def _answer(turns: int) -> str:
+    return f"done after {turns} turns"
+
+
+def _per_turn(total: float, turns: int) -> Metrics:
+    return {"total_s": total, "us_per_turn": total / turns * 1e6}
+
+
+# -- trackway -------------------------------------------------------------------------------
+
+TW_TOOL = define_tool(
+    name=TOOL_NAME,
+    description=TOOL_DOC,
+    input_schema={
+        "type": "object",
+        "properties": {"key": {"type": "string"}},
+        "required": ["key"],
+    },
+    execute=lambda args, ctx: TOOL_RESULT,
+)
+
+
+def _tw_agent(turns: int, stamps: list[float] | None = None) -> Agent:
+    script: list[Any] = [
+        {"tool_calls": [{"id": f"call_{i}", "name": TOOL_NAME, "args": {"key": f"k{i}"}}]}
+        for i in range(turns)
+    ]
+    script.append(_answer(turns))
+    agent = (
+        Agent.create(
+            provider=mock(replies=script), model="scripted", max_iterations=turns + 1, stream=False
+        )
+        .system(SYSTEM)
+        .tool(TW_TOOL)
+        .build()
+    )
+    if stamps is not None:
+        stamp = stamps.append
+        agent.on("agent.iteration_start", lambda _event: stamp(clock()))
+    return agent
+
+
+def tw_turns(turns: int) -> Runner:
+    """A fresh agent per run (the mock's script is consumed); only ``run_sync`` is timed."""
+    stamps: list[float] = []
+
+    def run() -> Metrics:
+        stamps.clear()
+        agent = _tw_agent(turns, stamps)
+        t = clock()
+        answer = agent.run_sync("go")
+        total = clock() - t
+        assert answer == _answer(turns) and agent.stopped_early() is None, answer
+        assert len(stamps) == turns + 1, len(stamps)  # one per model call
+        with tempfile.TemporaryDirectory(prefix="bench_agent_") as tmp:
+            size = save_recording(agent, Path(tmp) / "run.json").stat().st_size
+        commits = agent.commit_count()
+        return {
+            **_per_turn(total, turns),
+            **tenth_growth(stamps),
+            "commits": commits,
+            "commits_per_turn": commits / turns,
+            "recording_bytes": size,
+            "recording_bytes_per_turn": size / turns,
+        }
+
+    return run
+
+
+# -- LangGraph ------------------------------------------------------------------------------
+
+
+def lg_turns(turns: int) -> Runner:
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import AIMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.tools import tool
+    from langgraph.prebuilt import create_react_agent
+
+    class ScriptedChat(BaseChatModel):
+        """Hands out the next scripted message; O(1) per call (no history scan)."""
+
+        script: Any  # an iterator of AIMessage (Any: pydantic leaves it alone)
+
+        @property
+        def _llm_type(self) -> str:
+            return "scripted"
+
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self
+
+        def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None,
+                      **kwargs: Any) -> ChatResult:  # fmt: skip
+            return ChatResult(generations=[ChatGeneration(message=next(self.script))])
+
+    @tool(TOOL_NAME, description=TOOL_DOC)
+    def lookup(key: str) -> str:
+        return TOOL_RESULT
+
+    def run() -> Metrics:
+        script = [
+            AIMessage(
+                content="",
+                tool_calls=[{"id": f"call_{i}", "name": TOOL_NAME, "args": {"key": f"k{i}"}}],
+            )
+            for i in range(turns)
+        ]
+        script.append(AIMessage(content=_answer(turns)))
+        graph = create_react_agent(ScriptedChat(script=iter(script)), [lookup], prompt=SYSTEM)
+        config = {"recursion_limit": 2 * turns + 10}
+        t = clock()
+        out = graph.invoke({"messages": [("user", "go")]}, config)
+        total = clock() - t
+        assert out["messages"][-1].content == _answer(turns)
+        assert len(out["messages"]) == 2 * turns + 2
+        return _per_turn(total, turns)
+
+    return run
+
+
+# -- pydantic-ai ----------------------------------------------------------------------------
+
+
+def pai_turns(turns: int) -> Runner:
+    from pydantic_ai import Agent as PaiAgent
+    from pydantic_ai import UsageLimits
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    def run() -> Metrics:
+        calls = iter(range(turns + 1))
+
+        def model(messages: list[Any], info: AgentInfo) -> ModelResponse:
+            i = next(calls)  # a counter, not a scan of the history
+            if i < turns:
+                part = ToolCallPart(TOOL_NAME, {"key": f"k{i}"}, tool_call_id=f"call_{i}")
+                return ModelResponse(parts=[part])
+            return ModelResponse(parts=[TextPart(_answer(turns))])
+
+        agent = PaiAgent(FunctionModel(model), instructions=SYSTEM)
+
+        @agent.tool_plain(name=TOOL_NAME, description=TOOL_DOC)
+        def lookup(key: str) -> str:
+            return TOOL_RESULT
+
+        limits = UsageLimits(request_limit=turns + 5)
+        t = clock()
+        result = agent.run_sync("go", usage_limits=limits)
+        total = clock() - t
+        assert result.output == _answer(turns)
+        return _per_turn(total, turns)
+
+    return run
+
+
+# -- OpenAI Agents SDK ----------------------------------------------------------------------
+
+
+def oai_turns(turns: int) -> Runner:
+    from agents import Agent as OaiAgent
+    from agents import Runner as OaiRunner
+    from agents import function_tool, set_tracing_disabled
+    from agents.testing import ScriptedModel, assistant_message, function_call
+
+    set_tracing_disabled(True)
+
+    @function_tool(name_override=TOOL_NAME, description_override=TOOL_DOC)
+    def lookup(key: str) -> str:
+        return TOOL_RESULT
+
+    def run() -> Metrics:
+        steps: list[Any] = [
+            [function_call(TOOL_NAME, {"key": f"k{i}"}, call_id=f"call_{i}")] for i in range(turns)
+        ]
+        steps.append([assistant_message(_answer(turns))])
+        model = ScriptedModel(steps)
+        agent = OaiAgent(name="agent", instructions=SYSTEM, model=model, tools=[lookup])
+        t = clock()
+        result = OaiRunner.run_sync(agent, "go", max_turns=turns + 5)
+        total = clock() - t
+        assert result.final_output == _answer(turns), result.final_output
+        assert model.remaining_steps == 0
+        return _per_turn(total, turns)
+
+    return run
+
+
+# -- driver ---------------------------------------------------------------------------------
+
+PEERS: dict[str, tuple[str, str, Callable[[int], Runner]]] = {
+    # key: (label, import probe, runner factory)
+    "langgraph": ("LangGraph", "langgraph.prebuilt", lg_turns),
+    "pydantic_ai": ("pydantic-ai", "pydantic_ai.models.function", pai_turns),
+    "openai_agents": ("OpenAI Agents", "agents.testing", oai_turns),
+}
+PEER_DISTS = {
+    "langgraph": ("langgraph", "langgraph-prebuilt", "langchain-core"),
+    "pydantic_ai": ("pydantic-ai-slim",),
+    "openai_agents": ("openai-agents",),
+}
+
+
+def _available(module: str) -> str | None:
+    """``None`` when ``module`` imports, else why it does not."""
+    try:
+        __import__(module)
+    except ImportError as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def measure(factory: Callable[[int], Runner], turns: int, *, peer: bool) -> dict[str, Any]:
+    """One untimed warm-up run at WARM_TURNS, then the median of REPEATS runs."""
+    factory(WARM_TURNS)()
+    return median_runs(factory(turns), REPEATS, adaptive_s=SLOW_RUN_S if peer else None)
+
+
+def run_cells(peers: list[str], sizes: tuple[int, ...]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for turns in sizes:
+        print(f"  {turns} turns ...", end="", flush=True)
+        row: dict[str, Any] = {"turns": turns, "trackway": measure(tw_turns, turns, peer=False)}
+        for name in peers:
+            cell = measure(PEERS[name][2], turns, peer=True)
+            cell["ratio"] = cell["us_per_turn"] / row["trackway"]["us_per_turn"]
+            row[name] = cell
+            print(f" {name}", end="", flush=True)
+        rows.append(row)
+        print(" done", flush=True)
+    return rows
+
+
+def growth_rows(rows: list[dict[str, Any]], peers: list[str]) -> list[dict[str, Any]]:
+    """Per framework: µs/turn at the smallest and largest size, their ratio, and the
+    marginal µs per turn between the two largest sizes (fixed per-run cost left out)."""
+    first, last = rows[0], rows[-1]
+    prev = rows[-2] if len(rows) > 1 else rows[0]
+    out = []
+    for name in ["trackway", *peers]:
+        a, b, p = first[name], last[name], prev[name]
+        span = last["turns"] - prev["turns"]
+        marginal = (b["total_s"] - p["total_s"]) / span * 1e6 if span else None
+        out.append(
+            {
+                "framework": name,
+                "from_turns": first["turns"],
+                "to_turns": last["turns"],
+                "us_per_turn_from": a["us_per_turn"],
+                "us_per_turn_to": b["us_per_turn"],
+                "growth": b["us_per_turn"] / a["us_per_turn"],
+                "marginal_from_turns": prev["turns"],
+                "marginal_us_per_turn": marginal,
+            }
+        )
+    return out
+
+
+def check_targets(
+    rows: list[dict[str, Any]], growth: list[dict[str, Any]], peers: list[str]
+) -> list[dict[str, Any]]:
+    targets: list[dict[str, Any]] = []
+
+    def target(name: str, measured: float, threshold: str, ok: bool) -> None:
+        targets.append({"target": name, "measured": measured, "threshold": threshold, "pass": ok})
+
+    last = rows[-1]
+    n = last["turns"]
+    us = last["trackway"]["us_per_turn"]
+    target(f"trackway µs/turn, {n} turns", us, f"≤ {TARGET_US_PER_TURN:g}",
+           us <= TARGET_US_PER_TURN)  # fmt: skip
+    g = growth[0]
+    target(f"trackway growth µs/turn {g['from_turns']}→{g['to_turns']} turns", g["growth"],
+           f"≤ {TARGET_GROWTH:g}", g["growth"] <= TARGET_GROWTH)  # fmt: skip
+    for name in peers:
+        r = last[name]["ratio"]
+        target(f"{PEERS[name][0]}/trackway per turn, {n} turns", r, f"≥ {TARGET_VS_PEER:g}×",
+               r >= TARGET_VS_PEER)  # fmt: skip
+    return targets
+
+
+_AREAS = (
+    ("/trackway/engine/", "trackway engine"),
+    ("/trackway/agent/", "trackway agent"),
+    ("/trackway/tools/", "trackway tools"),
+    ("/site-packages/pydantic", "pydantic"),
+    ("/site-packages/jsonschema", "jsonschema (+referencing, rpds)"),
+    ("/site-packages/referencing", "jsonschema (+referencing, rpds)"),
+    ("/site-packages/rpds", "jsonschema (+referencing, rpds)"),
+    ("/site-packages/anyio", "anyio / asyncio"),
+    ("/asyncio/", "anyio / asyncio"),
+)
+
+
+def _where(path: str) -> tuple[str, str]:
+    """(area, short path) of a profiled function's file: which part of the stack it is in."""
+    p = path.replace("\\", "/")
+    if p.startswith(("~", "<")):
+        return "builtins / C (orjson, hashlib, ...)", p
+    if "/trackway/" not in p and os.path.isdir(os.path.join(REPO, "engine")):
+        p = p.replace(REPO + "/", "/trackway/")  # a plain source checkout on sys.path
+    short = p.rsplit("/trackway/", 1)[-1] if "/trackway/" in p else p
+    short = short.rsplit("/site-packages/", 1)[-1]
+    for marker, area in _AREAS:
+        if marker in p:
+            return area, short
+    return "other Python", short
+
+
+def profile_run(turns: int) -> dict[str, Any]:
+    """cProfile one trackway run at ``turns``: top functions by tottime, and tottime by area."""
+    tw_turns(WARM_TURNS)()
+    agent = _tw_agent(turns)
+    fresh_heap()
+    prof = cProfile.Profile()
+    prof.enable()
+    agent.run_sync("go")
+    prof.disable()
+    stats = pstats.Stats(prof, stream=io.StringIO())
+    raw = stats.stats  # type: ignore[attr-defined]
+    total = sum(tt for (_cc, _nc, tt, _ct, _callers) in raw.values())
+    rows = [
+        {
+            "function": f"{_where(file)[1]}:{line}({func})",
+            "area": _where(file)[0],
+            "ncalls": nc,
+            "per_turn": nc / turns,
+            "tottime_s": tt,
+            "cumtime_s": ct,
+        }
+        for (file, line, func), (_cc, nc, tt, ct, _callers) in raw.items()
+    ]
+    rows.sort(key=lambda r: r["tottime_s"], reverse=True)
+    areas: dict[str, float] = {}
+    for r in rows:
+        areas[r["area"]] = areas.get(r["area"], 0.0) + r["tottime_s"]
+    return {
+        "turns": turns,
+        "total_tottime_s": total,
+        "top": rows[:PROFILE_TOP],
+        "by_area": [
+            {"area": k, "tottime_s": v, "share": v / total}
+            for k, v in sorted(areas.items(), key=lambda kv: kv[1], reverse=True)
+        ],
+    }
+
+
+def _cell(cell: dict[str, Any] | None, key: str, digits: int = 1) -> str | None:
+    if cell is None:
+        return None
+    mark = "*" if cell["repeats"] < REPEATS else ""
+    return f"{cell[key]:,.{digits}f}{mark}"
+
+
+def print_report(
+    rows: list[dict[str, Any]],
+    growth: list[dict[str, Any]],
+    targets: list[dict[str, Any]],
+    peers: list[str],
+) -> None:
+    headers = ["turns", "trackway µs"]
+    for name in peers:
+        label = PEERS[name][0]
+        headers += [f"{label} µs", f"{label}/tw"]
+    table = []
+    for row in rows:
+        line: list[Any] = [row["turns"], row["trackway"]["us_per_turn"]]
+        for name in peers:
+            line += [_cell(row[name], "us_per_turn"), f"{row[name]['ratio']:,.1f}×"]
+        table.append(line)
+    print_table(
+        f"µs per tool turn (run time / turns; median of {REPEATS}, * = one run). "
+        "peer/tw = peer time / trackway time",
+        headers,
+        table,
+    )
+    print_table(
+        "trackway detail: per-turn time early vs late in the run (from agent.iteration_start "
+        "timestamps; growth = last tenth / first tenth, med = by median interval), commits "
+        "and recording bytes",
+        ["turns", "total ms", "µs/turn", "first 10% µs", "last 10% µs", "growth", "growth med",
+         "commits", "commits/turn", "rec. bytes/turn"],
+        [[row["turns"], row["trackway"]["total_s"] * 1e3, row["trackway"]["us_per_turn"],
+          row["trackway"]["first_tenth_us"], row["trackway"]["last_tenth_us"],
+          f"{row['trackway']['growth']:.2f}", f"{row['trackway']['growth_median']:.2f}",
+          int(row["trackway"]["commits"]), f"{row['trackway']['commits_per_turn']:.2f}",
+          row["trackway"]["recording_bytes_per_turn"]]
+         for row in rows],
+    )  # fmt: skip
+    label = {"trackway": "trackway", **{k: v[0] for k, v in PEERS.items()}}
+    g0 = growth[0]
+    print_table(
+        f"Growth: µs/turn at {g0['to_turns']} turns / at {g0['from_turns']}; marginal = "
+        f"(total at {g0['to_turns']} − total at {g0['marginal_from_turns']}) / "
+        f"{g0['to_turns'] - g0['marginal_from_turns']} turns",
+        ["framework", f"µs/turn @{g0['from_turns']}", f"µs/turn @{g0['to_turns']}", "growth",
+         "marginal µs/turn"],
+        [[label[g["framework"]], g["us_per_turn_from"], g["us_per_turn_to"],
+          f"{g['growth']:.2f}", g["marginal_us_per_turn"]] for g in growth],
+    )  # fmt: skip
+    print_table(
+        "Targets",
+        ["target", "measured", "threshold", "result"],
+        [[t["target"], f"{t['measured']:,.2f}", t["threshold"], t["pass"]] for t in targets],
+    )
+
+
+def print_profile(prof: dict[str, Any]) -> None:
+    n = prof["turns"]
+    print_table(
+        f"cProfile, trackway at {n} turns: top {PROFILE_TOP} by tottime "
+        f"(profiled total {prof['total_tottime_s'] * 1e3:,.1f} ms)",
+        ["function", "ncalls", "calls/turn", "tottime ms", "cumtime ms"],
+        [[r["function"], r["ncalls"], r["per_turn"], r["tottime_s"] * 1e3, r["cumtime_s"] * 1e3]
+         for r in prof["top"]],
+    )  # fmt: skip
+    print_table(
+        "cProfile tottime by area",
+        ["area", "tottime ms", "share %"],
+        [[a["area"], a["tottime_s"] * 1e3, a["share"] * 100] for a in prof["by_area"]],
+    )
+
+
+def main() -> int:
+    global REPEATS
+    ap = argparse.ArgumentParser(description="trackway agent benchmarks")
+    ap.add_argument("--no-peers", action="store_true", help="trackway only")
+    ap.add_argument("--quick", action="store_true", help="10 and 50 turns, one repeat")
+    ap.add_argument("--profile", action="store_true", help="always cProfile the largest run")
+    args = ap.parse_args()
+
+    sizes = TURNS
+    if args.quick:
+        REPEATS, sizes = 1, (10, 50)
+
+    peers: list[str] = []
+    notes: list[str] = []
+    if not args.no_peers:
+        for name, (label, probe, _factory) in PEERS.items():
+            why = _available(probe)
+            if why is None:
+                peers.append(name)
+            else:
+                notes.append(f"{label} is skipped: `import {probe}` failed ({why}).")
+
+    print(f"bench_agent: each cell is the median of {REPEATS} runs unless marked", flush=True)
+    rows = run_cells(peers, sizes)
+    growth = growth_rows(rows, peers)
+    targets = check_targets(rows, growth, peers)
+    print_report(rows, growth, targets, peers)
+
+    missed = any(not t["pass"] for t in targets)  # a missed target gets a profile
+    prof = profile_run(sizes[-1]) if args.profile or missed else None
+    if prof is not None:
+        print_profile(prof)
+
+    notes += [
+        "A turn = one scripted model call returning one tool call + that tool's execution; "
+        "the last reply is the final answer (so N turns = N + 1 model calls). Every framework "
+        f"gets the same system prompt and one tool `{TOOL_NAME}(key: str) -> {TOOL_RESULT!r}`.",
+        "Times are wall clock around the run call only (agent, script and tool built "
+        "beforehand; a fresh agent per run). Each cell: one untimed warm-up run at "
+        f"{WARM_TURNS} turns, then the median of {REPEATS} runs with gc.collect() before each.",
+        f"* = one run only: a peer run slower than {SLOW_RUN_S:g} s is not repeated.",
+        f"The {sizes[0]}-turn cells carry each framework's fixed cost per run (event loop "
+        "start, setup stages or nodes, the final answer), so growth by µs/turn can read below "
+        "1; trackway's first/last-tenth growth and the marginal column show how the cost of a "
+        "turn itself changes as the history grows.",
+        "trackway: Agent.create(provider=mock(replies=...), max_iterations=turns + 1, "
+        "stream=False), run_sync (a fresh anyio event loop per run). A listener on "
+        "agent.iteration_start takes the timestamps (about 1 µs per turn).",
+        "LangGraph: langgraph.prebuilt.create_react_agent, no checkpointer, a BaseChatModel "
+        "subclass handing out scripted AIMessages (bind_tools returns itself), @tool.",
+        "pydantic-ai: Agent(FunctionModel(fn)), fn counts calls (no history scan), "
+        "@agent.tool_plain; run_sync.",
+        "OpenAI Agents SDK: agents.testing.ScriptedModel (it records every call it receives), "
+        "@function_tool, Runner.run_sync, tracing disabled.",
+    ]
+    for note in notes:
+        print(f"- {note}")
+
+    versions = {"trackway": dist_version("trackway"), "orjson": dist_version("orjson")}
+    for name in peers:
+        for dist in PEER_DISTS[name]:
+            versions[dist] = dist_version(dist)
+    payload: dict[str, Any] = {
+        "versions": versions,
+        "config": {
+            "repeats": REPEATS,
+            "turns": sizes,
+            "warm_turns": WARM_TURNS,
+            "slow_run_s": SLOW_RUN_S,
+            "quick": args.quick,
+            "peers": peers,
+        },
+        "results": rows,
+        "growth": growth,
+        "targets": targets,
+        "notes": notes,
+    }
+    if prof is not None:
+        payload["profile"] = prof
+    path = write_json("bench_agent", payload)
+    print(f"\nwrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
