@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import anyio
 import orjson
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from trackway.engine import (
     Commit,
@@ -31,6 +31,7 @@ from trackway.tools import Tool
 
 from ._errors import AgentBuildError, InvalidRunInputError, OutputContractError, RunInFlightError
 from ._events import EventBus, Listener
+from ._messages import Message
 from ._provider import Provider
 from ._stages import AgentConfig, stage_functions
 
@@ -396,5 +397,13 @@ def _run_input(message: Any, continue_from: Conversation | None) -> dict[str, An
     if continue_from is not None:
         if not isinstance(continue_from, Conversation):
             raise InvalidRunInputError("continue_from takes agent.checkpoint() (a Conversation)")
-        initial["prior_history"] = continue_from.history
+        try:  # the history as the request will carry it: validated, defaults filled in
+            initial["prior_history"] = [
+                Message.model_validate(m).model_dump(mode="json", exclude_none=True)
+                for m in continue_from.history
+            ]
+        except ValidationError as exc:
+            raise InvalidRunInputError(
+                f"continue_from holds a message that is not valid: {exc.errors()[0]['msg']}"
+            ) from None
     return initial

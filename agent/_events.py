@@ -61,6 +61,12 @@ class EventBus(Recorder):
             return
         name = event.name
         domain = name.split(".", 1)[0] + ".*"
+        failure: Exception | None = None
         for pattern in (name, domain, "*"):
             for fn in list(self._listeners.get(pattern, ())):
-                fn(event)
+                try:
+                    fn(event)
+                except Exception as exc:  # the other listeners still hear the event
+                    failure = failure or exc
+        if failure is not None:
+            raise failure  # the engine keeps it on snapshot.recorder_failures

@@ -253,11 +253,25 @@ def _compare(recorded: Sequence[Commit], replayed: Sequence[Commit]) -> None:
         new_writes = [(w[0], w[1], w[2]) for w in new.writes]
         if old_writes != new_writes:
             for a, b in zip(old_writes, new_writes, strict=False):
+                if a[1] != b[1] or a[0] != b[0]:
+                    raise ReplayDivergence(
+                        f"commit {old.seq} ({old.stage_path}) made a {a[0]} of {a[1]!r}; the "
+                        f"replay made a {b[0]} of {b[1]!r} there",
+                        stage_path=old.stage_path,
+                        key=a[1],
+                    )
                 if a != b:
+                    at = (
+                        next(i for i, (x, y) in enumerate(zip(a[2], b[2], strict=False)) if x != y)
+                        if a[2][: len(b[2])] != b[2][: len(a[2])]
+                        else min(len(a[2]), len(b[2]))
+                    )
+                    lo = max(0, at - 30)
                     raise ReplayDivergence(
                         f"commit {old.seq} ({old.stage_path}) wrote {a[1]!r} = "
-                        f"{a[2][:80].decode(errors='replace')}; the replay wrote {b[1]!r} = "
-                        f"{b[2][:80].decode(errors='replace')}",
+                        f"...{a[2][lo : at + 50].decode(errors='replace')}...; the replay "
+                        f"wrote ...{b[2][lo : at + 50].decode(errors='replace')}... (they "
+                        f"differ from byte {at})",
                         stage_path=old.stage_path,
                         key=a[1],
                     )

@@ -38,10 +38,11 @@ class MessageCache:
             self._prefix = prefix
             self._req = hashlib.sha256(prefix + b"[" + b",".join(self.bytes))
         for entry in history[len(self.messages) :]:
-            plain = thaw(entry)
-            piece = canonical_json(plain)
+            message = Message.model_validate(thaw(entry))
+            # the piece is the message as the request serializes it (defaults, types)
+            piece = canonical_json(message.model_dump(mode="json", exclude_none=True))
             sep = b"," if self.bytes else b""
-            self.messages.append(Message.model_validate(plain))
+            self.messages.append(message)
             self.bytes.append(piece)
             self._msg.update(sep + piece)
             self._req.update(sep + piece)
@@ -80,7 +81,7 @@ def assemble(state: Mapping[str, Any], cache: MessageCache | None = None) -> Ass
     tools_state = None if state.get("wrap_up_asked") else state.get("tools")
     prefix = b"{"
     if settings.get("max_tokens") is not None:
-        prefix += _field("max_tokens", canonical_json(settings["max_tokens"])) + b","
+        prefix += _field("max_tokens", canonical_json(int(settings["max_tokens"]))) + b","
     prefix += b'"messages":'
     cache.advance(history, prefix)
     n = len(history)
@@ -88,15 +89,14 @@ def assemble(state: Mapping[str, Any], cache: MessageCache | None = None) -> Ass
     if system is not None:
         suffix += b"," + _field("system", canonical_json(system))
     if settings.get("temperature") is not None:
-        suffix += b"," + _field("temperature", canonical_json(settings["temperature"]))
+        suffix += b"," + _field("temperature", canonical_json(float(settings["temperature"])))
     tools: tuple[ToolSpec, ...] | None = None
     tools_hash = None
     tool_hashes: dict[str, str] = {}
     if tools_state:
-        plain_tools = thaw(tools_state)
-        tools = tuple(ToolSpec.model_validate(t) for t in plain_tools)
-        pieces = [canonical_json(t) for t in plain_tools]
-        tool_hashes = {t["name"]: sha256(b) for t, b in zip(plain_tools, pieces, strict=True)}
+        tools = tuple(ToolSpec.model_validate(t) for t in thaw(tools_state))
+        pieces = [canonical_json(t.model_dump(mode="json", exclude_none=True)) for t in tools]
+        tool_hashes = {t.name: sha256(b) for t, b in zip(tools, pieces, strict=True)}
         tools_bytes = b"[" + b",".join(pieces) + b"]"
         tools_hash = sha256(tools_bytes)
         suffix += b"," + _field("tools", tools_bytes)
@@ -106,8 +106,8 @@ def assemble(state: Mapping[str, Any], cache: MessageCache | None = None) -> Ass
         system=system,
         messages=tuple(cache.messages[:n]),
         tools=tools,
-        temperature=settings.get("temperature"),
-        max_tokens=settings.get("max_tokens"),
+        temperature=None if settings.get("temperature") is None else float(settings["temperature"]),
+        max_tokens=None if settings.get("max_tokens") is None else int(settings["max_tokens"]),
     )
     return Assembled(request, request_hash, messages_hash, tools_hash, tool_hashes)
 

@@ -68,7 +68,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         prior = thaw(scope.get("prior_history", []))
         settings: dict[str, Any] = {"model": cfg.model}
         if cfg.temperature is not None:
-            settings["temperature"] = cfg.temperature
+            settings["temperature"] = float(cfg.temperature)
         if cfg.max_tokens is not None:
             settings["max_tokens"] = cfg.max_tokens
         if cfg.configure is not None:
@@ -248,7 +248,6 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
                 "usage": thaw(usage) if usage else None,
             },
         )
-        scope.break_("final answer")
 
     return {
         "seed": seed,

@@ -302,3 +302,26 @@ def test_receipts_hash_what_was_sent_and_record_reported_usage_only():
     assert second["usage"] is None  # not reported: never estimated
     assert first["request_hash"] == provider.requests[0].hash == served_at(agent, 1).hash
     assert set(first["tool_schema_hashes"]) == {"weather"} and first["model"] == "m"
+
+
+def test_int_temperature_and_loose_history_still_obey_the_law():
+    from trackway.agent import Conversation
+
+    provider = mock(reply="x")
+    agent = Agent.create(provider=provider, model="m", temperature=1).build()
+    agent.run_sync("hi", continue_from=Conversation(history=[{"role": "assistant"}], agent="a"))
+    assert served_at(agent, 1).hash == receipts(agent)[0]["request_hash"]
+    assert provider.requests[0].hash == receipts(agent)[0]["request_hash"]
+    assert agent.snapshot().status == "done"
+    with pytest.raises(InvalidRunInputError, match="not valid"):
+        agent.run_sync("hi", continue_from=Conversation(history=[{"role": "robot"}], agent="a"))
+
+
+def test_a_failing_listener_does_not_silence_the_others():
+    agent = Agent.create(provider=mock(reply="x"), model="m").build()
+    seen = []
+    agent.on("agent.turn_start", lambda e: 1 / 0)
+    agent.on("*", lambda e: seen.append(e.name))
+    agent.run_sync("hi")
+    assert "agent.turn_start" in seen
+    assert [f.hook for f in agent.snapshot().recorder_failures] == ["on_emit"]

@@ -1,0 +1,362 @@
+"""``anthropic(...)``: the Anthropic Messages API.
+
+Wire mapping (``LLMRequest`` -> body):
+
+- ``system`` -> the top-level ``system`` field;
+- an assistant message -> content blocks: a ``text`` block (when it has text), then one
+  ``tool_use`` block per tool call (``input`` is the arguments object);
+- tool messages -> ``tool_result`` blocks in a user message; consecutive tool results are
+  merged into one user message, as the API expects after a turn with several calls;
+- ``tools`` -> ``{"name", "description", "input_schema"}``;
+- ``max_tokens`` is required by the API: the request's, else the provider's default (1024).
+
+Stop reasons are normalised: ``end_turn`` and ``stop_sequence`` -> ``stop``, ``tool_use``,
+``max_tokens``, ``refusal`` -> ``content_filter``, otherwise the API's own word. Streaming
+reads the SSE events (``content_block_*``, ``message_delta``); thinking blocks are not
+carried (the neutral response has no place for them yet).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import httpx2
+import orjson
+
+from ._http import UNPARSED_ARGUMENTS, HTTPProvider, parse_arguments
+from ._messages import LLMRequest, LLMResponse, StreamDelta, ToolCall, Usage
+from ._provider import ProviderError, ProviderRateLimitError, ProviderResponseError
+
+__all__ = ["AnthropicProvider", "anthropic"]
+
+API_VERSION = "2023-06-01"
+"""The ``anthropic-version`` header sent with every call."""
+
+_STOP_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "refusal": "content_filter",
+}
+
+
+def _stop_reason(value: Any) -> str | None:
+    if not isinstance(value, str) or not value:
+        return None
+    return _STOP_REASONS.get(value, value)
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+class _Block:
+    """One content block being assembled from stream events."""
+
+    def __init__(self, kind: str, call_id: str = "", name: str = "") -> None:
+        self.kind = kind
+        self.id = call_id
+        self.name = name
+        self.pieces: list[str] = []
+        self.input: dict[str, Any] | None = None
+
+
+class AnthropicProvider(HTTPProvider):
+    """A Messages API provider; build it with :func:`anthropic`."""
+
+    name = "anthropic"
+    key_env = "ANTHROPIC_API_KEY"
+    api_label = "a Messages API response"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str = "https://api.anthropic.com",
+        api_key: str | None = None,
+        max_tokens: int = 1024,
+        timeout: float = 60.0,
+        max_retries: int = 2,
+        backoff: float = 0.5,
+        transport: httpx2.AsyncBaseTransport | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        if not (isinstance(max_tokens, int) and max_tokens > 0):
+            raise ValueError(f"anthropic(max_tokens={max_tokens!r}): use a positive integer")
+        super().__init__(
+            model,
+            base_url=base_url,
+            api_key=api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            backoff=backoff,
+            transport=transport,
+            headers=headers,
+        )
+        self.max_tokens = max_tokens
+
+    def _auth_headers(self, api_key: str) -> dict[str, str]:
+        return {"x-api-key": api_key}
+
+    def _static_headers(self) -> dict[str, str]:
+        return {"anthropic-version": API_VERSION}
+
+    def _endpoint_hint(self) -> str:
+        return "the Messages API root (e.g. https://api.anthropic.com, without /v1)"
+
+    # -- request -----------------------------------------------------------------------------
+
+    def body(self, request: LLMRequest) -> dict[str, Any]:
+        """The Messages API body for ``request`` (what goes on the wire)."""
+        messages: list[dict[str, Any]] = []
+        results: list[dict[str, Any]] | None = None  # the open user message of tool results
+        for index, message in enumerate(request.messages):
+            if message.role == "tool":
+                if not message.tool_call_id:
+                    raise ValueError(
+                        f"messages[{index}] is a tool result without tool_call_id; set "
+                        "Message(role='tool', tool_call_id=<the id of the call it answers>)"
+                    )
+                block = {
+                    "type": "tool_result",
+                    "tool_use_id": message.tool_call_id,
+                    "content": message.content,
+                }
+                if results is None:
+                    results = []
+                    messages.append({"role": "user", "content": results})
+                results.append(block)
+                continue
+            results = None
+            if message.role == "assistant" and message.tool_calls:
+                blocks: list[dict[str, Any]] = []
+                if message.content:
+                    blocks.append({"type": "text", "text": message.content})
+                blocks.extend(
+                    {"type": "tool_use", "id": call.id, "name": call.name, "input": call.args}
+                    for call in message.tool_calls
+                )
+                messages.append({"role": "assistant", "content": blocks})
+            else:
+                messages.append({"role": message.role, "content": message.content})
+        body: dict[str, Any] = {
+            "model": request.model or self.model,
+            "max_tokens": request.max_tokens if request.max_tokens is not None else self.max_tokens,
+        }
+        if request.system:
+            body["system"] = request.system
+        body["messages"] = messages
+        if request.tools:
+            body["tools"] = [
+                {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "input_schema": tool.input_schema,
+                }
+                for tool in request.tools
+            ]
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        return body
+
+    # -- response ----------------------------------------------------------------------------
+
+    def _usage(self, data: Any, usage: Usage | None = None) -> Usage | None:
+        """``usage`` updated with what ``data`` reports (stream events report in parts)."""
+        if not isinstance(data, Mapping):
+            return usage
+        base = usage or Usage()
+        reported = {
+            "input_tokens": _int(data.get("input_tokens")),
+            "output_tokens": _int(data.get("output_tokens")),
+            "cache_read_tokens": _int(data.get("cache_read_input_tokens")),
+        }
+        return base.model_copy(update={k: v for k, v in reported.items() if v is not None})
+
+    def _parse(self, data: Any) -> LLMResponse:
+        content = data.get("content") if isinstance(data, dict) else None
+        if not isinstance(content, list):
+            raise self._malformed(orjson.dumps(data), "no 'content' list")
+        text: list[str] = []
+        calls: list[ToolCall] = []
+        for index, block in enumerate(content):
+            if not isinstance(block, dict):
+                raise self._malformed(orjson.dumps(data), f"content[{index}] is not a block")
+            if block.get("type") == "text" and isinstance(block.get("text"), str):
+                text.append(block["text"])
+            elif block.get("type") == "tool_use":
+                name, arguments = block.get("name"), block.get("input")
+                if not isinstance(name, str):
+                    raise self._malformed(orjson.dumps(data), f"content[{index}] has no name")
+                call_id = block.get("id")
+                calls.append(
+                    ToolCall(
+                        id=call_id if isinstance(call_id, str) and call_id else f"call_{index}",
+                        name=name,
+                        args=arguments
+                        if isinstance(arguments, dict)
+                        else {UNPARSED_ARGUMENTS: orjson.dumps(arguments).decode()},
+                    )
+                )
+        model = data.get("model")
+        return LLMResponse(
+            content="".join(text),
+            tool_calls=tuple(calls),
+            usage=self._usage(data.get("usage")),
+            stop_reason=_stop_reason(data.get("stop_reason")),
+            model=model if isinstance(model, str) and model else None,
+        )
+
+    # -- the interface -----------------------------------------------------------------------
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        """One Messages API call (retried on 429, 5xx and connection errors)."""
+        async with self._client() as client:
+            data = await self._post_json(client, "/v1/messages", self.body(request))
+        return self._parse(data)
+
+    async def stream(self, request: LLMRequest) -> AsyncIterator[StreamDelta | LLMResponse]:
+        """Stream the answer: a :class:`StreamDelta` per text delta, then the response."""
+        body = self.body(request)
+        body["stream"] = True
+        async with (
+            self._client() as client,
+            self._post_stream(client, "/v1/messages", body) as response,
+        ):
+            if not self.is_event_stream(response):
+                final = self._parse(self._decode(await response.aread()))
+                if final.content:
+                    yield StreamDelta(text=final.content)
+                yield final
+                return
+            blocks: dict[int, _Block] = {}
+            usage: Usage | None = None
+            stop_reason: str | None = None
+            model: str | None = None
+            async for event, data in self._events(response):
+                if not isinstance(data, dict):
+                    raise self._malformed(orjson.dumps(data), "a stream event is not an object")
+                kind = data.get("type", event)
+                if kind == "message_start":
+                    message = data.get("message")
+                    if isinstance(message, dict):
+                        if isinstance(message.get("model"), str):
+                            model = message["model"]
+                        usage = self._usage(message.get("usage"), usage)
+                elif kind == "content_block_start":
+                    block = data.get("content_block")
+                    if isinstance(block, dict):
+                        started = _Block(
+                            str(block.get("type")),
+                            str(block.get("id", "")),
+                            str(block.get("name", "")),
+                        )
+                        if isinstance(block.get("input"), dict) and block["input"]:
+                            started.input = block["input"]
+                        if isinstance(block.get("text"), str) and block["text"]:
+                            started.pieces.append(block["text"])
+                            yield StreamDelta(text=block["text"])
+                        blocks[_index(data, len(blocks))] = started
+                elif kind == "content_block_delta":
+                    delta = data.get("delta")
+                    if not isinstance(delta, dict):
+                        continue
+                    target = blocks.setdefault(
+                        _index(data, len(blocks)),
+                        _Block("tool_use" if delta.get("type") == "input_json_delta" else "text"),
+                    )
+                    if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
+                        if delta["text"]:
+                            target.pieces.append(delta["text"])
+                            yield StreamDelta(text=delta["text"])
+                    elif delta.get("type") == "input_json_delta":
+                        partial = delta.get("partial_json")
+                        if isinstance(partial, str):
+                            target.pieces.append(partial)
+                elif kind == "message_delta":
+                    delta = data.get("delta")
+                    if isinstance(delta, dict):
+                        stop_reason = _stop_reason(delta.get("stop_reason")) or stop_reason
+                    usage = self._usage(data.get("usage"), usage)
+                elif kind == "error":
+                    raise self._stream_error(data)
+                elif kind == "message_stop":
+                    break
+            text: list[str] = []
+            calls: list[ToolCall] = []
+            for index, block in sorted(blocks.items()):
+                if block.kind == "text":
+                    text.extend(block.pieces)
+                elif block.kind == "tool_use":
+                    raw = "".join(block.pieces)
+                    args = parse_arguments(raw) if raw else (block.input or {})
+                    calls.append(
+                        ToolCall(id=block.id or f"call_{index}", name=block.name, args=args)
+                    )
+            yield LLMResponse(
+                content="".join(text),
+                tool_calls=tuple(calls),
+                usage=usage,
+                stop_reason=stop_reason,
+                model=model,
+            )
+
+    def _stream_error(self, data: dict[str, Any]) -> ProviderError:
+        error = data.get("error")
+        kind = error.get("type") if isinstance(error, dict) else None
+        detail = error.get("message") if isinstance(error, dict) else error
+        text = self._scrub(
+            f"{self.name}: the server at {self.base_url} reported an error mid-stream "
+            f"({kind or 'error'}: {detail or 'no message'}). Retry the call."
+        )
+        if kind == "rate_limit_error":
+            return ProviderRateLimitError(text, status=429)
+        return ProviderResponseError(text)
+
+
+def _index(data: Mapping[str, Any], default: int) -> int:
+    index = data.get("index")
+    return index if isinstance(index, int) else default
+
+
+def anthropic(
+    model: str,
+    *,
+    base_url: str = "https://api.anthropic.com",
+    api_key: str | None = None,
+    max_tokens: int = 1024,
+    timeout: float = 60.0,
+    max_retries: int = 2,
+    backoff: float = 0.5,
+    transport: httpx2.AsyncBaseTransport | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> AnthropicProvider:
+    """A provider for the Anthropic Messages API.
+
+    Args:
+        model: the model to ask for when a request names none (requests name their own).
+        base_url: the API root, without ``/v1`` (the provider posts to ``/v1/messages``).
+        api_key: sent as ``x-api-key``; default ``$ANTHROPIC_API_KEY``.
+        max_tokens: the answer's token cap when the request sets none (the API needs one).
+        timeout: seconds to wait for the connection and for each read.
+        max_retries: extra attempts on 408, 429, 5xx (529 overloaded included),
+            connection errors and timeouts.
+        backoff: the first wait between attempts in seconds, doubled each time; a
+            ``retry-after`` from the server wins.
+        transport: an ``httpx2`` async transport (``httpx2.MockTransport`` in tests, or a
+            pooling ``httpx2.AsyncHTTPTransport`` you own and close, to reuse connections).
+        headers: extra HTTP headers sent with every call (e.g. ``anthropic-beta``).
+    """
+    return AnthropicProvider(
+        model,
+        max_tokens=max_tokens,
+        base_url=base_url,
+        api_key=api_key,
+        timeout=timeout,
+        max_retries=max_retries,
+        backoff=backoff,
+        transport=transport,
+        headers=headers,
+    )

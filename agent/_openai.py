@@ -1,0 +1,334 @@
+"""``openai(...)``: the Chat Completions API, on OpenAI or any compatible server.
+
+Works with api.openai.com and with servers that speak the same wire format (llama.cpp,
+vLLM, Ollama's ``/v1``, LM Studio, ...): point ``base_url`` at the server's ``/v1``. A local
+server usually needs no API key.
+
+Wire mapping (``LLMRequest`` -> body):
+
+- ``system`` -> first message ``{"role": "system"}``;
+- an assistant message's tool calls -> ``tool_calls`` of type ``function`` whose
+  ``arguments`` is a JSON string (``content`` is ``null`` when the message has no text);
+- a tool message -> ``{"role": "tool", "tool_call_id": ..., "content": ...}``;
+- ``tools`` -> function tools (``parameters`` is the tool's input schema);
+- ``temperature`` and ``max_tokens`` as given (left out when ``None``).
+
+Stop reasons are normalised: ``stop``, ``tool_use``, ``max_tokens``, ``content_filter``, or
+the server's own word. Tool-call arguments that are not a JSON object are kept verbatim as
+``{"_unparsed_arguments": raw}`` (the model wrote them; it is not a provider failure).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import httpx2
+import orjson
+
+from ._http import UNPARSED_ARGUMENTS, HTTPProvider, parse_arguments
+from ._messages import LLMRequest, LLMResponse, StreamDelta, ToolCall, Usage
+from ._provider import ProviderResponseError
+
+__all__ = ["OpenAIProvider", "openai"]
+
+_STOP_REASONS = {
+    "stop": "stop",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "content_filter",
+}
+
+
+def _stop_reason(finish_reason: Any) -> str | None:
+    if not isinstance(finish_reason, str) or not finish_reason:
+        return None
+    return _STOP_REASONS.get(finish_reason, finish_reason)
+
+
+def _usage(data: Any) -> Usage | None:
+    if not isinstance(data, dict):
+        return None
+    details = data.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    return Usage(
+        input_tokens=_int(data.get("prompt_tokens")),
+        output_tokens=_int(data.get("completion_tokens")),
+        cache_read_tokens=_int(cached),
+    )
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _arguments_json(args: dict[str, Any]) -> str:
+    raw = args.get(UNPARSED_ARGUMENTS)
+    if len(args) == 1 and isinstance(raw, str):
+        return raw  # send back exactly what the model wrote
+    return orjson.dumps(args).decode()
+
+
+class _ToolCallParts:
+    """One tool call being assembled from streamed deltas."""
+
+    def __init__(self) -> None:
+        self.id = ""
+        self.name = ""
+        self.arguments: list[str] = []
+
+
+class OpenAIProvider(HTTPProvider):
+    """A Chat Completions provider; build it with :func:`openai`."""
+
+    name = "openai"
+    key_env = "OPENAI_API_KEY"
+    api_label = "a Chat Completions response"
+
+    def _auth_headers(self, api_key: str) -> dict[str, str]:
+        return {"authorization": f"Bearer {api_key}"}
+
+    def _endpoint_hint(self) -> str:
+        return "an OpenAI-compatible API (the URL usually ends in /v1)"
+
+    def _models_hint(self) -> str:
+        return f"; GET {self.base_url}/models lists the models the server offers"
+
+    # -- request -----------------------------------------------------------------------------
+
+    def body(self, request: LLMRequest) -> dict[str, Any]:
+        """The Chat Completions body for ``request`` (what goes on the wire)."""
+        messages: list[dict[str, Any]] = []
+        if request.system:
+            messages.append({"role": "system", "content": request.system})
+        for index, message in enumerate(request.messages):
+            if message.role == "tool":
+                if not message.tool_call_id:
+                    raise ValueError(
+                        f"messages[{index}] is a tool result without tool_call_id; set "
+                        "Message(role='tool', tool_call_id=<the id of the call it answers>)"
+                    )
+                messages.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": message.tool_call_id,
+                        "content": message.content,
+                    }
+                )
+            elif message.role == "assistant" and message.tool_calls:
+                messages.append(
+                    {
+                        "role": "assistant",
+                        "content": message.content or None,
+                        "tool_calls": [
+                            {
+                                "id": call.id,
+                                "type": "function",
+                                "function": {
+                                    "name": call.name,
+                                    "arguments": _arguments_json(call.args),
+                                },
+                            }
+                            for call in message.tool_calls
+                        ],
+                    }
+                )
+            else:
+                messages.append({"role": message.role, "content": message.content})
+        body: dict[str, Any] = {"model": request.model or self.model, "messages": messages}
+        if request.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": tool.name,
+                        "description": tool.description,
+                        "parameters": tool.input_schema,
+                    },
+                }
+                for tool in request.tools
+            ]
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.max_tokens is not None:
+            body["max_tokens"] = request.max_tokens
+        return body
+
+    # -- response ----------------------------------------------------------------------------
+
+    def _parse(self, data: Any) -> LLMResponse:
+        choices = data.get("choices") if isinstance(data, dict) else None
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise self._malformed(orjson.dumps(data), "no 'choices'")
+        choice = choices[0]
+        message = choice.get("message")
+        if not isinstance(message, dict):
+            raise self._malformed(orjson.dumps(data), "no 'choices[0].message'")
+        content = message.get("content")
+        calls: list[ToolCall] = []
+        raw_calls = message.get("tool_calls") or []
+        if not isinstance(raw_calls, list):
+            raise self._malformed(orjson.dumps(data), "'tool_calls' is not a list")
+        for index, raw in enumerate(raw_calls):
+            function = raw.get("function") if isinstance(raw, dict) else None
+            if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+                raise self._malformed(orjson.dumps(data), f"tool_calls[{index}] has no name")
+            arguments = function.get("arguments")
+            if isinstance(arguments, dict):  # some servers send an object, not JSON text
+                args = arguments
+            else:
+                args = parse_arguments(arguments if isinstance(arguments, str) else None)
+            call_id = raw.get("id")
+            calls.append(
+                ToolCall(
+                    id=call_id if isinstance(call_id, str) and call_id else f"call_{index}",
+                    name=function["name"],
+                    args=args,
+                )
+            )
+        model = data.get("model")
+        return LLMResponse(
+            content=content if isinstance(content, str) else "",
+            tool_calls=tuple(calls),
+            usage=_usage(data.get("usage")),
+            stop_reason=_stop_reason(choice.get("finish_reason")),
+            model=model if isinstance(model, str) and model else None,
+        )
+
+    # -- the interface -----------------------------------------------------------------------
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        """One Chat Completions call (retried on 429, 5xx and connection errors)."""
+        async with self._client() as client:
+            data = await self._post_json(client, "/chat/completions", self.body(request))
+        return self._parse(data)
+
+    async def stream(self, request: LLMRequest) -> AsyncIterator[StreamDelta | LLMResponse]:
+        """Stream the answer: a :class:`StreamDelta` per text chunk, then the response.
+
+        Tool calls are assembled from their streamed pieces; usage is asked for with
+        ``stream_options.include_usage`` and reported when the server sends it.
+        """
+        body = self.body(request)
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+        async with (
+            self._client() as client,
+            self._post_stream(client, "/chat/completions", body) as response,
+        ):
+            if not self.is_event_stream(response):
+                # The server ignored "stream": read the whole answer and pass it on.
+                final = self._parse(self._decode(await response.aread()))
+                if final.content:
+                    yield StreamDelta(text=final.content)
+                yield final
+                return
+            text: list[str] = []
+            parts: dict[int, _ToolCallParts] = {}
+            usage: Usage | None = None
+            stop_reason: str | None = None
+            model: str | None = None
+            async for _event, chunk in self._events(response):
+                if not isinstance(chunk, dict):
+                    raise self._malformed(orjson.dumps(chunk), "a stream chunk is not an object")
+                if "error" in chunk:
+                    raise self._stream_error(chunk)
+                if isinstance(chunk.get("model"), str) and chunk["model"]:
+                    model = chunk["model"]
+                if chunk.get("usage"):
+                    usage = _usage(chunk["usage"])
+                for choice in chunk.get("choices") or ():
+                    if not isinstance(choice, dict):
+                        continue
+                    stop_reason = _stop_reason(choice.get("finish_reason")) or stop_reason
+                    delta = choice.get("delta")
+                    if not isinstance(delta, Mapping):
+                        continue
+                    piece = delta.get("content")
+                    if isinstance(piece, str) and piece:
+                        text.append(piece)
+                        yield StreamDelta(text=piece)
+                    for position, call in enumerate(delta.get("tool_calls") or ()):
+                        _merge_tool_call(parts, position, call)
+            calls = tuple(
+                ToolCall(
+                    id=part.id or f"call_{index}",
+                    name=part.name,
+                    args=parse_arguments("".join(part.arguments)),
+                )
+                for index, part in sorted(parts.items())
+            )
+            yield LLMResponse(
+                content="".join(text),
+                tool_calls=calls,
+                usage=usage,
+                stop_reason=stop_reason,
+                model=model,
+            )
+
+    def _stream_error(self, chunk: dict[str, Any]) -> ProviderResponseError:
+        error = chunk.get("error")
+        detail = (error.get("message") if isinstance(error, dict) else error) or "no message"
+        return ProviderResponseError(
+            self._scrub(
+                f"{self.name}: the server at {self.base_url} reported an error mid-stream: {detail}"
+            )
+        )
+
+
+def _merge_tool_call(parts: dict[int, _ToolCallParts], position: int, call: Any) -> None:
+    if not isinstance(call, Mapping):
+        return
+    index = call.get("index")
+    key = index if isinstance(index, int) else position
+    part = parts.setdefault(key, _ToolCallParts())
+    if isinstance(call.get("id"), str) and call["id"]:
+        part.id = call["id"]
+    function = call.get("function")
+    if isinstance(function, Mapping):
+        name = function.get("name")
+        if isinstance(name, str) and name and not part.name:
+            part.name = name
+        arguments = function.get("arguments")
+        if isinstance(arguments, str):
+            part.arguments.append(arguments)
+
+
+def openai(
+    model: str,
+    *,
+    base_url: str = "https://api.openai.com/v1",
+    api_key: str | None = None,
+    timeout: float = 60.0,
+    max_retries: int = 2,
+    backoff: float = 0.5,
+    transport: httpx2.AsyncBaseTransport | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> OpenAIProvider:
+    """A provider for the Chat Completions API (OpenAI or any compatible server).
+
+    Args:
+        model: the model to ask for when a request names none (requests name their own).
+        base_url: the API root, ending in ``/v1`` for most servers,
+            e.g. ``"http://127.0.0.1:8080/v1"`` for a local llama.cpp server.
+        api_key: sent as a bearer token; default ``$OPENAI_API_KEY``. A local server may
+            need none, and then no ``authorization`` header is sent.
+        timeout: seconds to wait for the connection and for each read.
+        max_retries: extra attempts on 408, 429, 5xx, connection errors and timeouts.
+        backoff: the first wait between attempts in seconds, doubled each time; a
+            ``retry-after`` from the server wins.
+        transport: an ``httpx2`` async transport (``httpx2.MockTransport`` in tests, or a
+            pooling ``httpx2.AsyncHTTPTransport`` you own and close, to reuse connections).
+        headers: extra HTTP headers sent with every call.
+    """
+    return OpenAIProvider(
+        model,
+        base_url=base_url,
+        api_key=api_key,
+        timeout=timeout,
+        max_retries=max_retries,
+        backoff=backoff,
+        transport=transport,
+        headers=headers,
+    )
