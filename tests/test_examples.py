@@ -35,6 +35,7 @@ def test_cli_demo_runs_on_the_sqlite_store_then_lists_and_shows_the_run(tmp_path
     assert "chose Approve because rule 'Good credit, affordable' matched" in out
     assert "Why 'decision'?" in out and "← control: 'approve' chosen by Route" in out
     assert (tmp_path / "recording.jsonl").exists()
+    assert "An agent is a flowchart too" in out and "hash matches the receipt: True" in out
     store = SqliteStore(db)
     (info,) = store.list_runs()
     snap = store.load(info.run_id)

@@ -73,3 +73,34 @@ def demo_chart() -> FlowChart:
         .then("Notify", _notify, id="notify", description="Queue the letter")
         .build(name="Loan decision (demo)")
     )
+
+
+def demo_agent(recorders: tuple[object, ...] = ()) -> Any:
+    """An offline weather agent: a scripted model (``mock``) that asks for a tool, then answers."""
+    from trackway.agent import Agent, mock
+    from trackway.tools import define_tool
+
+    weather = define_tool(
+        name="weather",
+        description="Current weather for a city.",
+        input_schema={
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+        execute=lambda args, ctx: f"{args['city']}: sunny, 22°C",
+    )
+    model = mock(
+        replies=[
+            {"tool_calls": [{"id": "c1", "name": "weather", "args": {"city": "Paris"}}]},
+            "It is sunny in Paris, 22°C.",
+        ]
+    )
+    builder = (
+        Agent.create(provider=model, model="mock", max_iterations=5, name="weather")
+        .system("You answer weather questions.")
+        .tool(weather)
+    )
+    for recorder in recorders:
+        builder.recorder(recorder)
+    return builder.build()

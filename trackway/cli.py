@@ -10,7 +10,7 @@ from pathlib import Path
 from trackway.engine import Executor, Snapshot, SqliteStore, UnknownRunError, causal_chain
 from trackway.recorders import jsonl, load_recording, narrative
 
-from ._demo import demo_chart
+from ._demo import demo_agent, demo_chart
 
 __all__ = ["main"]
 
@@ -62,9 +62,30 @@ def _demo(db: Path) -> int:
     print(f"\nTime travel: just before Route (state_at({route - 1})): {before}")
     print(f"Why 'decision'? (causal trace)\n{causal_chain(snap, 'decision').render()}")
     print(f"\nFinal decision: {result.state['decision']}")
-    print(f"Store: {db}\nRecording: {recording}")
+    _demo_agent(db.parent)
+    print(f"\nStore: {db}\nRecording: {recording}")
     print(f"Next: trackway runs --db {db}   |   trackway show {result.run_id} --db {db}")
     return 0
+
+
+def _demo_agent(folder: Path) -> None:
+    """The agent half of the demo: a turn, its narrative, and one request rebuilt exactly."""
+    from trackway.agent import receipts, save_recording, served_at
+
+    story = narrative()
+    agent = demo_agent((story,))
+    print("\n--- An agent is a flowchart too ---")
+    answer = agent.run_sync("Weather in Paris?")
+    print(story.text())
+    path = save_recording(agent, folder / "agent-recording.json")
+    rebuilt = served_at(path, 2)
+    same = rebuilt.hash == receipts(path)[1]["request_hash"]
+    print(f"Answer: {answer}")
+    print(
+        f"Request 2 rebuilt from the recording alone: {len(rebuilt.messages)} messages, "
+        f"hash matches the receipt: {same}"
+    )
+    print(f"Agent recording: {path}")
 
 
 def _runs(db: Path) -> int:
