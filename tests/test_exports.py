@@ -30,9 +30,8 @@ def test_all_is_sorted_and_matches_the_public_names(name):
 
 def test_facade_re_exports_the_layers_unchanged():
     import trackway
-    import trackway.engine
-
     import trackway.agent
+    import trackway.engine
     import trackway.tools
 
     for layer in (trackway.engine, trackway.tools, trackway.agent):
