@@ -7,6 +7,8 @@ log and ``replay`` re-runs a turn without a model.
 from ._agent import Agent as Agent
 from ._agent import AgentBuilder as AgentBuilder
 from ._agent import Conversation as Conversation
+from ._anthropic import AnthropicProvider as AnthropicProvider
+from ._anthropic import anthropic as anthropic
 from ._errors import AgentBuildError as AgentBuildError
 from ._errors import InvalidRunInputError as InvalidRunInputError
 from ._errors import OutputContractError as OutputContractError
@@ -22,6 +24,8 @@ from ._messages import Usage as Usage
 from ._mock import MockExhaustedError as MockExhaustedError
 from ._mock import MockProvider as MockProvider
 from ._mock import mock as mock
+from ._openai import OpenAIProvider as OpenAIProvider
+from ._openai import openai as openai
 from ._provider import ModelNotFoundError as ModelNotFoundError
 from ._provider import Provider as Provider
 from ._provider import ProviderAuthError as ProviderAuthError
@@ -40,6 +44,7 @@ __all__ = [
     "Agent",
     "AgentBuildError",
     "AgentBuilder",
+    "AnthropicProvider",
     "Conversation",
     "InvalidRunInputError",
     "LLMRequest",
@@ -48,6 +53,7 @@ __all__ = [
     "MockExhaustedError",
     "MockProvider",
     "ModelNotFoundError",
+    "OpenAIProvider",
     "OutputContractError",
     "Provider",
     "ProviderAuthError",
@@ -62,8 +68,10 @@ __all__ = [
     "ToolCall",
     "ToolSpec",
     "Usage",
+    "anthropic",
     "load_recording",
     "mock",
+    "openai",
     "receipts",
     "replay",
     "save_recording",

@@ -19,6 +19,7 @@ carried (the neutral response has no place for them yet).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
+from contextlib import aclosing
 from typing import Any
 
 import httpx2
@@ -60,7 +61,87 @@ class _Block:
         self.id = call_id
         self.name = name
         self.pieces: list[str] = []
-        self.input: dict[str, Any] | None = None
+        self.input: dict[str, Any] = {}
+
+
+def _usage(data: Any, usage: Usage | None = None) -> Usage | None:
+    """``usage`` updated with what ``data`` reports (stream events report in parts)."""
+    if not isinstance(data, Mapping):
+        return usage
+    reported = {
+        "input_tokens": _int(data.get("input_tokens")),
+        "output_tokens": _int(data.get("output_tokens")),
+        "cache_read_tokens": _int(data.get("cache_read_input_tokens")),
+    }
+    base = usage or Usage()
+    return base.model_copy(update={k: v for k, v in reported.items() if v is not None})
+
+
+class _Stream:
+    """A streamed message being assembled from its events."""
+
+    def __init__(self) -> None:
+        self.blocks: dict[int, _Block] = {}
+        self.usage: Usage | None = None
+        self.stop_reason: str | None = None
+        self.model: str | None = None
+
+    def feed(self, kind: Any, data: dict[str, Any]) -> str:
+        """Take one event in; the text it adds (maybe empty)."""
+        if kind == "message_start":
+            message = data.get("message")
+            if isinstance(message, Mapping):
+                if isinstance(message.get("model"), str):
+                    self.model = message["model"]
+                self.usage = _usage(message.get("usage"), self.usage)
+        elif kind == "content_block_start":
+            block = data.get("content_block")
+            if isinstance(block, Mapping):
+                started = _Block(
+                    str(block.get("type")), str(block.get("id", "")), str(block.get("name", ""))
+                )
+                if isinstance(block.get("input"), dict):
+                    started.input = block["input"]
+                self.blocks[_index(data, len(self.blocks))] = started
+                if isinstance(block.get("text"), str) and block["text"]:
+                    started.pieces.append(block["text"])
+                    return str(block["text"])
+        elif kind == "content_block_delta":
+            delta = data.get("delta")
+            if not isinstance(delta, Mapping):
+                return ""
+            json_delta = delta.get("type") == "input_json_delta"
+            target = self.blocks.setdefault(
+                _index(data, len(self.blocks)), _Block("tool_use" if json_delta else "text")
+            )
+            piece = delta.get("partial_json" if json_delta else "text")
+            if delta.get("type") in ("text_delta", "input_json_delta") and isinstance(piece, str):
+                target.pieces.append(piece)
+                return "" if json_delta else piece
+        elif kind == "message_delta":
+            delta = data.get("delta")
+            if isinstance(delta, Mapping):
+                self.stop_reason = _stop_reason(delta.get("stop_reason")) or self.stop_reason
+            self.usage = _usage(data.get("usage"), self.usage)
+        return ""
+
+    def response(self) -> LLMResponse:
+        text: list[str] = []
+        calls: list[ToolCall] = []
+        for index, block in sorted(self.blocks.items()):
+            if block.kind == "text":
+                text.extend(block.pieces)
+            elif block.kind == "tool_use":
+                raw = "".join(block.pieces)
+                args = parse_arguments(raw) if raw else block.input
+                calls.append(ToolCall(id=block.id or f"call_{index}", name=block.name, args=args))
+        return LLMResponse(
+            content="".join(text),
+            tool_calls=tuple(calls),
+            usage=self.usage,
+            stop_reason=self.stop_reason,
+            model=self.model,
+        )
 
 
 class AnthropicProvider(HTTPProvider):
@@ -105,6 +186,9 @@ class AnthropicProvider(HTTPProvider):
 
     def _endpoint_hint(self) -> str:
         return "the Messages API root (e.g. https://api.anthropic.com, without /v1)"
+
+    def _models_hint(self) -> str:
+        return f"; GET {self.base_url}/v1/models lists the models the key may use"
 
     # -- request -----------------------------------------------------------------------------
 
@@ -163,18 +247,6 @@ class AnthropicProvider(HTTPProvider):
 
     # -- response ----------------------------------------------------------------------------
 
-    def _usage(self, data: Any, usage: Usage | None = None) -> Usage | None:
-        """``usage`` updated with what ``data`` reports (stream events report in parts)."""
-        if not isinstance(data, Mapping):
-            return usage
-        base = usage or Usage()
-        reported = {
-            "input_tokens": _int(data.get("input_tokens")),
-            "output_tokens": _int(data.get("output_tokens")),
-            "cache_read_tokens": _int(data.get("cache_read_input_tokens")),
-        }
-        return base.model_copy(update={k: v for k, v in reported.items() if v is not None})
-
     def _parse(self, data: Any) -> LLMResponse:
         content = data.get("content") if isinstance(data, dict) else None
         if not isinstance(content, list):
@@ -204,7 +276,7 @@ class AnthropicProvider(HTTPProvider):
         return LLMResponse(
             content="".join(text),
             tool_calls=tuple(calls),
-            usage=self._usage(data.get("usage")),
+            usage=_usage(data.get("usage")),
             stop_reason=_stop_reason(data.get("stop_reason")),
             model=model if isinstance(model, str) and model else None,
         )
@@ -231,77 +303,19 @@ class AnthropicProvider(HTTPProvider):
                     yield StreamDelta(text=final.content)
                 yield final
                 return
-            blocks: dict[int, _Block] = {}
-            usage: Usage | None = None
-            stop_reason: str | None = None
-            model: str | None = None
-            async for event, data in self._events(response):
-                if not isinstance(data, dict):
-                    raise self._malformed(orjson.dumps(data), "a stream event is not an object")
-                kind = data.get("type", event)
-                if kind == "message_start":
-                    message = data.get("message")
-                    if isinstance(message, dict):
-                        if isinstance(message.get("model"), str):
-                            model = message["model"]
-                        usage = self._usage(message.get("usage"), usage)
-                elif kind == "content_block_start":
-                    block = data.get("content_block")
-                    if isinstance(block, dict):
-                        started = _Block(
-                            str(block.get("type")),
-                            str(block.get("id", "")),
-                            str(block.get("name", "")),
-                        )
-                        if isinstance(block.get("input"), dict) and block["input"]:
-                            started.input = block["input"]
-                        if isinstance(block.get("text"), str) and block["text"]:
-                            started.pieces.append(block["text"])
-                            yield StreamDelta(text=block["text"])
-                        blocks[_index(data, len(blocks))] = started
-                elif kind == "content_block_delta":
-                    delta = data.get("delta")
-                    if not isinstance(delta, dict):
-                        continue
-                    target = blocks.setdefault(
-                        _index(data, len(blocks)),
-                        _Block("tool_use" if delta.get("type") == "input_json_delta" else "text"),
-                    )
-                    if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
-                        if delta["text"]:
-                            target.pieces.append(delta["text"])
-                            yield StreamDelta(text=delta["text"])
-                    elif delta.get("type") == "input_json_delta":
-                        partial = delta.get("partial_json")
-                        if isinstance(partial, str):
-                            target.pieces.append(partial)
-                elif kind == "message_delta":
-                    delta = data.get("delta")
-                    if isinstance(delta, dict):
-                        stop_reason = _stop_reason(delta.get("stop_reason")) or stop_reason
-                    usage = self._usage(data.get("usage"), usage)
-                elif kind == "error":
-                    raise self._stream_error(data)
-                elif kind == "message_stop":
-                    break
-            text: list[str] = []
-            calls: list[ToolCall] = []
-            for index, block in sorted(blocks.items()):
-                if block.kind == "text":
-                    text.extend(block.pieces)
-                elif block.kind == "tool_use":
-                    raw = "".join(block.pieces)
-                    args = parse_arguments(raw) if raw else (block.input or {})
-                    calls.append(
-                        ToolCall(id=block.id or f"call_{index}", name=block.name, args=args)
-                    )
-            yield LLMResponse(
-                content="".join(text),
-                tool_calls=tuple(calls),
-                usage=usage,
-                stop_reason=stop_reason,
-                model=model,
-            )
+            assembled = _Stream()
+            events = self._sse(response)
+            async with aclosing(events):
+                async for event, data in events:
+                    if not isinstance(data, dict):
+                        raise self._malformed(orjson.dumps(data), "an event is not an object")
+                    kind = data.get("type", event)
+                    if kind == "error":
+                        raise self._stream_error(data)
+                    text = assembled.feed(kind, data)
+                    if text:
+                        yield StreamDelta(text=text)
+            yield assembled.response()
 
     def _stream_error(self, data: dict[str, Any]) -> ProviderError:
         error = data.get("error")
@@ -338,7 +352,8 @@ def anthropic(
     Args:
         model: the model to ask for when a request names none (requests name their own).
         base_url: the API root, without ``/v1`` (the provider posts to ``/v1/messages``).
-        api_key: sent as ``x-api-key``; default ``$ANTHROPIC_API_KEY``.
+        api_key: sent as ``x-api-key``; default ``$ANTHROPIC_API_KEY`` (``api_key=""``
+            sends none, e.g. behind a proxy that adds it).
         max_tokens: the answer's token cap when the request sets none (the API needs one).
         timeout: seconds to wait for the connection and for each read.
         max_retries: extra attempts on 408, 429, 5xx (529 overloaded included),

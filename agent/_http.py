@@ -25,10 +25,10 @@ import email.utils
 import math
 import os
 import random
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from contextlib import aclosing, asynccontextmanager
 from datetime import UTC, datetime
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 import anyio
 import httpx2
@@ -292,24 +292,26 @@ class HTTPProvider:
         kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
         return kind == "text/event-stream"
 
-    async def _events(self, response: httpx2.Response) -> AsyncIterator[tuple[str, Any]]:
+    async def _sse(self, response: httpx2.Response) -> AsyncGenerator[tuple[str, Any]]:
         """The server-sent events of ``response``: ``(event name, decoded JSON data)``.
 
         Stops at a ``[DONE]`` data line. A stall or a dropped connection mid-stream is a
         :class:`ProviderConnectionError` (never retried: text may already be out).
         """
+        source = cast(AsyncGenerator[httpx2.ServerSentEvent], aiter(httpx2.EventSource(response)))
         try:
-            async for sse in httpx2.EventSource(response):
-                data = sse.data
-                if not data:
-                    continue
-                if data.strip() == "[DONE]":
-                    return
-                try:
-                    decoded = orjson.loads(data)
-                except orjson.JSONDecodeError as exc:
-                    raise self._malformed(data, "a stream event is not JSON") from exc
-                yield sse.event, decoded
+            async with aclosing(source):
+                async for sse in source:
+                    data = sse.data
+                    if not data:
+                        continue
+                    if data.strip() == "[DONE]":
+                        return
+                    try:
+                        decoded = orjson.loads(data)
+                    except orjson.JSONDecodeError as exc:
+                        raise self._malformed(data, "a stream event is not JSON") from exc
+                    yield sse.event, decoded
         except httpx2.SSEError as exc:
             raise ProviderResponseError(
                 self._scrub(f"{self.name}: the stream from {self.base_url} is unreadable: {exc}")
@@ -394,7 +396,9 @@ class HTTPProvider:
         asked_wait: float | None = None,
     ) -> NoReturn:
         status = response.status_code
-        said = f"{status} {response.reason_phrase}: {self._detail(response)}"
+        reason = response.reason_phrase
+        detail = self._detail(response).removeprefix(reason).removeprefix(": ")
+        said = f"{status} {reason}: {detail}" if detail else f"{status} {reason}"
         where = self.base_url
         tried = self._retries_note(attempts)
         if status in (401, 403):
@@ -412,8 +416,8 @@ class HTTPProvider:
             else:
                 text = (
                     f"{self.name}: the server at {where} refused this request for the API key "
-                    f"({said}). Check that the key may use model {model!r}, or {how} with "
-                    "another key."
+                    f"({said}). Check that the key may use model {model!r}; to use another "
+                    f"key, {how}."
                 )
             raise ProviderAuthError(text, status=status)
         if status == 404:

@@ -21,6 +21,7 @@ the server's own word. Tool-call arguments that are not a JSON object are kept v
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
+from contextlib import aclosing
 from typing import Any
 
 import httpx2
@@ -78,6 +79,71 @@ class _ToolCallParts:
         self.name = ""
         self.arguments: list[str] = []
 
+    def merge(self, call: Mapping[str, Any]) -> None:
+        if isinstance(call.get("id"), str) and call["id"]:
+            self.id = call["id"]
+        function = call.get("function")
+        if isinstance(function, Mapping):
+            name = function.get("name")
+            if isinstance(name, str) and name and not self.name:
+                self.name = name  # sent once, with the first piece
+            arguments = function.get("arguments")
+            if isinstance(arguments, str):
+                self.arguments.append(arguments)
+
+
+class _Stream:
+    """A streamed answer being assembled from its chunks."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.calls: dict[int, _ToolCallParts] = {}
+        self.usage: Usage | None = None
+        self.stop_reason: str | None = None
+        self.model: str | None = None
+
+    def feed(self, chunk: dict[str, Any]) -> str:
+        """Take one chunk in; the text it adds (maybe empty)."""
+        added: list[str] = []
+        if isinstance(chunk.get("model"), str) and chunk["model"]:
+            self.model = chunk["model"]
+        if chunk.get("usage"):
+            self.usage = _usage(chunk["usage"])
+        for choice in chunk.get("choices") or ():
+            if not isinstance(choice, Mapping) or choice.get("index", 0) != 0:
+                continue  # only the first choice is read (n=1)
+            self.stop_reason = _stop_reason(choice.get("finish_reason")) or self.stop_reason
+            delta = choice.get("delta")
+            if not isinstance(delta, Mapping):
+                continue
+            piece = delta.get("content")
+            if isinstance(piece, str) and piece:
+                added.append(piece)
+            for position, call in enumerate(delta.get("tool_calls") or ()):
+                if isinstance(call, Mapping):
+                    index = call.get("index")
+                    key = index if isinstance(index, int) else position
+                    self.calls.setdefault(key, _ToolCallParts()).merge(call)
+        self.text.extend(added)
+        return "".join(added)
+
+    def response(self) -> LLMResponse:
+        calls = tuple(
+            ToolCall(
+                id=part.id or f"call_{index}",
+                name=part.name,
+                args=parse_arguments("".join(part.arguments)),
+            )
+            for index, part in sorted(self.calls.items())
+        )
+        return LLMResponse(
+            content="".join(self.text),
+            tool_calls=calls,
+            usage=self.usage,
+            stop_reason=self.stop_reason,
+            model=self.model,
+        )
+
 
 class OpenAIProvider(HTTPProvider):
     """A Chat Completions provider; build it with :func:`openai`."""
@@ -85,6 +151,29 @@ class OpenAIProvider(HTTPProvider):
     name = "openai"
     key_env = "OPENAI_API_KEY"
     api_label = "a Chat Completions response"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str = "https://api.openai.com/v1",
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 2,
+        backoff: float = 0.5,
+        transport: httpx2.AsyncBaseTransport | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(
+            model,
+            base_url=base_url,
+            api_key=api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            backoff=backoff,
+            transport=transport,
+            headers=headers,
+        )
 
     def _auth_headers(self, api_key: str) -> dict[str, str]:
         return {"authorization": f"Bearer {api_key}"}
@@ -159,6 +248,8 @@ class OpenAIProvider(HTTPProvider):
 
     def _parse(self, data: Any) -> LLMResponse:
         choices = data.get("choices") if isinstance(data, dict) else None
+        if choices is None and isinstance(data, dict) and data.get("error"):
+            raise self._reported_error(data)
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise self._malformed(orjson.dumps(data), "no 'choices'")
         choice = choices[0]
@@ -224,75 +315,27 @@ class OpenAIProvider(HTTPProvider):
                     yield StreamDelta(text=final.content)
                 yield final
                 return
-            text: list[str] = []
-            parts: dict[int, _ToolCallParts] = {}
-            usage: Usage | None = None
-            stop_reason: str | None = None
-            model: str | None = None
-            async for _event, chunk in self._events(response):
-                if not isinstance(chunk, dict):
-                    raise self._malformed(orjson.dumps(chunk), "a stream chunk is not an object")
-                if "error" in chunk:
-                    raise self._stream_error(chunk)
-                if isinstance(chunk.get("model"), str) and chunk["model"]:
-                    model = chunk["model"]
-                if chunk.get("usage"):
-                    usage = _usage(chunk["usage"])
-                for choice in chunk.get("choices") or ():
-                    if not isinstance(choice, dict):
-                        continue
-                    stop_reason = _stop_reason(choice.get("finish_reason")) or stop_reason
-                    delta = choice.get("delta")
-                    if not isinstance(delta, Mapping):
-                        continue
-                    piece = delta.get("content")
-                    if isinstance(piece, str) and piece:
-                        text.append(piece)
-                        yield StreamDelta(text=piece)
-                    for position, call in enumerate(delta.get("tool_calls") or ()):
-                        _merge_tool_call(parts, position, call)
-            calls = tuple(
-                ToolCall(
-                    id=part.id or f"call_{index}",
-                    name=part.name,
-                    args=parse_arguments("".join(part.arguments)),
-                )
-                for index, part in sorted(parts.items())
-            )
-            yield LLMResponse(
-                content="".join(text),
-                tool_calls=calls,
-                usage=usage,
-                stop_reason=stop_reason,
-                model=model,
-            )
+            assembled = _Stream()
+            events = self._sse(response)
+            async with aclosing(events):
+                async for _event, chunk in events:
+                    if not isinstance(chunk, dict):
+                        raise self._malformed(orjson.dumps(chunk), "a chunk is not an object")
+                    if chunk.get("error"):
+                        raise self._reported_error(chunk, " mid-stream")
+                    text = assembled.feed(chunk)
+                    if text:
+                        yield StreamDelta(text=text)
+            yield assembled.response()
 
-    def _stream_error(self, chunk: dict[str, Any]) -> ProviderResponseError:
+    def _reported_error(self, chunk: dict[str, Any], when: str = "") -> ProviderResponseError:
         error = chunk.get("error")
         detail = (error.get("message") if isinstance(error, dict) else error) or "no message"
         return ProviderResponseError(
             self._scrub(
-                f"{self.name}: the server at {self.base_url} reported an error mid-stream: {detail}"
+                f"{self.name}: the server at {self.base_url} reported an error{when}: {detail}"
             )
         )
-
-
-def _merge_tool_call(parts: dict[int, _ToolCallParts], position: int, call: Any) -> None:
-    if not isinstance(call, Mapping):
-        return
-    index = call.get("index")
-    key = index if isinstance(index, int) else position
-    part = parts.setdefault(key, _ToolCallParts())
-    if isinstance(call.get("id"), str) and call["id"]:
-        part.id = call["id"]
-    function = call.get("function")
-    if isinstance(function, Mapping):
-        name = function.get("name")
-        if isinstance(name, str) and name and not part.name:
-            part.name = name
-        arguments = function.get("arguments")
-        if isinstance(arguments, str):
-            part.arguments.append(arguments)
 
 
 def openai(
@@ -313,7 +356,7 @@ def openai(
         base_url: the API root, ending in ``/v1`` for most servers,
             e.g. ``"http://127.0.0.1:8080/v1"`` for a local llama.cpp server.
         api_key: sent as a bearer token; default ``$OPENAI_API_KEY``. A local server may
-            need none, and then no ``authorization`` header is sent.
+            need none: with neither (or ``api_key=""``) no ``authorization`` header is sent.
         timeout: seconds to wait for the connection and for each read.
         max_retries: extra attempts on 408, 429, 5xx, connection errors and timeouts.
         backoff: the first wait between attempts in seconds, doubled each time; a

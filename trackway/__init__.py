@@ -17,6 +17,7 @@ if not _os.path.isdir(_os.path.join(_here, "engine")):
 from trackway.agent import Agent as Agent
 from trackway.agent import AgentBuilder as AgentBuilder
 from trackway.agent import AgentBuildError as AgentBuildError
+from trackway.agent import AnthropicProvider as AnthropicProvider
 from trackway.agent import Conversation as Conversation
 from trackway.agent import InvalidRunInputError as InvalidRunInputError
 from trackway.agent import LLMRequest as LLMRequest
@@ -25,6 +26,7 @@ from trackway.agent import Message as Message
 from trackway.agent import MockExhaustedError as MockExhaustedError
 from trackway.agent import MockProvider as MockProvider
 from trackway.agent import ModelNotFoundError as ModelNotFoundError
+from trackway.agent import OpenAIProvider as OpenAIProvider
 from trackway.agent import OutputContractError as OutputContractError
 from trackway.agent import Provider as Provider
 from trackway.agent import ProviderAuthError as ProviderAuthError
@@ -39,8 +41,10 @@ from trackway.agent import StreamingProvider as StreamingProvider
 from trackway.agent import ToolCall as ToolCall
 from trackway.agent import ToolSpec as ToolSpec
 from trackway.agent import Usage as Usage
+from trackway.agent import anthropic as anthropic
 from trackway.agent import load_recording as load_recording
 from trackway.agent import mock as mock
+from trackway.agent import openai as openai
 from trackway.agent import receipts as receipts
 from trackway.agent import replay as replay
 from trackway.agent import save_recording as save_recording
@@ -134,6 +138,7 @@ __all__ = [
     "Agent",
     "AgentBuildError",
     "AgentBuilder",
+    "AnthropicProvider",
     "Branch",
     "CausalChain",
     "ChartBuildError",
@@ -174,6 +179,7 @@ __all__ = [
     "Node",
     "ObserverStats",
     "Op",
+    "OpenAIProvider",
     "OutputContractError",
     "OutputValidationError",
     "ParallelLimitError",
@@ -228,6 +234,7 @@ __all__ = [
     "Usage",
     "WriteEvent",
     "__version__",
+    "anthropic",
     "causal_chain",
     "decide",
     "deferred",
@@ -235,6 +242,7 @@ __all__ = [
     "flow_chart",
     "load_recording",
     "mock",
+    "openai",
     "receipts",
     "replay",
     "save_recording",
