@@ -19,12 +19,14 @@ from ._store import CommitMeta, RunInfo, TransactionalPrune, snapshot_from_rows
 
 __all__ = ["PostgresStore"]
 
-_NINE = ", ".join(["%s"] * 9)
-_ROW = ", ".join(ROW_FIELDS)
+_EIGHT = ", ".join(["%s"] * 8)
+_SPAN = 1 << 32  # commits of one run: ids run_no * _SPAN + seq
+_ROW = "id - (id / 4294967296) * 4294967296, " + ", ".join(ROW_FIELDS[1:])
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS trackway_runs (
-    run_id TEXT PRIMARY KEY,
+    run_no BIGSERIAL PRIMARY KEY,
+    run_id TEXT NOT NULL UNIQUE,
     chart_id TEXT NOT NULL,
     status TEXT NOT NULL,
     started_at DOUBLE PRECISION NOT NULL,
@@ -32,26 +34,22 @@ CREATE TABLE IF NOT EXISTS trackway_runs (
     initial BYTEA NOT NULL,
     outcome BYTEA
 );
+-- keyed by run_no * 2^32 + seq: no run id repeated per row, one small integer index
 CREATE TABLE IF NOT EXISTS trackway_commits (
-    run_id TEXT NOT NULL,
-    seq BIGINT NOT NULL,
+    id BIGINT PRIMARY KEY,
     stage_path TEXT NOT NULL,
     kind TEXT NOT NULL,
     frame TEXT NOT NULL,
     outcome TEXT NOT NULL,
     started_at DOUBLE PRECISION NOT NULL,
     ended_at DOUBLE PRECISION NOT NULL,
-    doc BYTEA NOT NULL,
-    PRIMARY KEY (run_id, seq)
-);
-CREATE TABLE IF NOT EXISTS trackway_checkpoints (
-    checkpoint_id TEXT PRIMARY KEY,
-    run_id TEXT NOT NULL,
     doc BYTEA NOT NULL
 );
-CREATE TABLE IF NOT EXISTS trackway_claims (
+-- saved checkpoints and claims (a claim may name a checkpoint this store never saved)
+CREATE TABLE IF NOT EXISTS trackway_checkpoints (
     checkpoint_id TEXT PRIMARY KEY,
-    claimed_at DOUBLE PRECISION NOT NULL
+    doc BYTEA,
+    claimed_at DOUBLE PRECISION
 );
 """
 
@@ -84,6 +82,7 @@ class PostgresStore(TransactionalPrune):
             ) from exc
         self.where = _where(dsn)
         self._lock = threading.Lock()
+        self._run_nos: dict[str, int] = {}
         try:
             self._db = psycopg.connect(dsn, connect_timeout=max(1, int(connect_timeout)))
             with self._db.transaction():
@@ -117,10 +116,10 @@ class PostgresStore(TransactionalPrune):
             )
 
     def append(self, run_id: str, commits: Sequence[Commit]) -> None:
+        base = self._run_no(run_id) * _SPAN
         rows = [
             (
-                run_id,
-                c.seq,
+                base + c.seq,
                 c.stage_path,
                 c.kind,
                 c.frame,
@@ -132,9 +131,7 @@ class PostgresStore(TransactionalPrune):
             for c in commits
         ]
         with self._tx() as db, db.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO trackway_commits VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)", rows
-            )
+            cur.executemany(f"INSERT INTO trackway_commits VALUES ({_EIGHT})", rows)
 
     def finish_run(self, run_id: str, status: str, outcome: Any = None) -> None:
         with self._tx() as db:
@@ -147,15 +144,17 @@ class PostgresStore(TransactionalPrune):
     def save_checkpoint(self, checkpoint: Checkpoint) -> None:
         with self._tx() as db:
             db.execute(
-                "INSERT INTO trackway_checkpoints VALUES (%s, %s, %s) ON CONFLICT "
-                "(checkpoint_id) DO UPDATE SET doc = EXCLUDED.doc",
-                (checkpoint.checkpoint_id, checkpoint.run_id, checkpoint.to_json()),
+                "INSERT INTO trackway_checkpoints (checkpoint_id, doc) VALUES (%s, %s) "
+                "ON CONFLICT (checkpoint_id) DO UPDATE SET doc = EXCLUDED.doc",
+                (checkpoint.checkpoint_id, checkpoint.to_json()),
             )
 
     def claim_checkpoint(self, checkpoint_id: str) -> bool:
         with self._tx() as db:
             cur = db.execute(
-                "INSERT INTO trackway_claims VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                "INSERT INTO trackway_checkpoints (checkpoint_id, claimed_at) VALUES (%s, %s) "
+                "ON CONFLICT (checkpoint_id) DO UPDATE SET claimed_at = EXCLUDED.claimed_at "
+                "WHERE trackway_checkpoints.claimed_at IS NULL",
                 (checkpoint_id, time.time()),
             )
             return bool(cur.rowcount == 1)
@@ -163,7 +162,8 @@ class PostgresStore(TransactionalPrune):
     def load_checkpoint(self, checkpoint_id: str) -> Checkpoint:
         with self._tx() as db:
             row = db.execute(
-                "SELECT doc FROM trackway_checkpoints WHERE checkpoint_id = %s", (checkpoint_id,)
+                "SELECT doc FROM trackway_checkpoints WHERE checkpoint_id = %s AND doc IS NOT NULL",
+                (checkpoint_id,),
             ).fetchone()
         if row is None:
             raise UnknownRunError(f"no checkpoint {checkpoint_id!r} in {self!r}")
@@ -175,13 +175,17 @@ class PostgresStore(TransactionalPrune):
                 "SELECT chart_id, status, initial, outcome FROM trackway_runs WHERE run_id = %s",
                 (run_id,),
             ).fetchone()
-            docs = [
-                (bytes(r[7]), r[:7])
-                for r in db.execute(
-                    f"SELECT {_ROW}, doc FROM trackway_commits WHERE run_id = %s ORDER BY seq",
-                    (run_id,),
-                )
-            ]
+            docs = []
+            if run is not None:
+                lo, hi = self._span(db, run_id)
+                docs = [
+                    (bytes(r[7]), r[:7])
+                    for r in db.execute(
+                        f"SELECT {_ROW}, doc FROM trackway_commits "
+                        "WHERE id BETWEEN %s AND %s ORDER BY id",
+                        (lo, hi),
+                    )
+                ]
         if run is None:
             raise UnknownRunError(
                 f"no run {run_id!r} in {self!r}; store.list_runs() lists the runs it holds"
@@ -198,28 +202,54 @@ class PostgresStore(TransactionalPrune):
 
     def history(self, run_id: str) -> list[CommitMeta]:
         """Commit metadata from its own columns: no document is read or decoded."""
-        rows = self._rows(
-            "SELECT seq, stage_path, kind, frame, outcome, started_at, ended_at "
-            "FROM trackway_commits WHERE run_id = %s ORDER BY seq",
-            (run_id,),
-        )
-        if not rows and not self._rows("SELECT 1 FROM trackway_runs WHERE run_id = %s", (run_id,)):
-            raise UnknownRunError(f"no run {run_id!r} in {self!r}")
+        with self._tx() as db:
+            lo, hi = self._span(db, run_id)
+            rows = db.execute(
+                f"SELECT {_ROW} FROM trackway_commits WHERE id BETWEEN %s AND %s ORDER BY id",
+                (lo, hi),
+            ).fetchall()
         return [CommitMeta(*row) for row in rows]
 
     def list_runs(self) -> list[RunInfo]:
         with self._tx() as db:
             rows = db.execute(
                 "SELECT r.run_id, r.chart_id, r.status, r.started_at, r.ended_at, "
-                "COALESCE((SELECT MAX(c.seq) FROM trackway_commits c "
-                "WHERE c.run_id = r.run_id), 0) "
+                "COALESCE((SELECT MAX(c.id) FROM trackway_commits c WHERE c.id BETWEEN "
+                f"r.run_no * {_SPAN} AND r.run_no * {_SPAN} + {_SPAN - 1}) "
+                f"- r.run_no * {_SPAN}, 0) "
                 "FROM trackway_runs r ORDER BY r.started_at, r.run_id"
             ).fetchall()
         return [RunInfo(*row) for row in rows]
 
+    def _run_no(self, run_id: str, db: Any = None) -> int:
+        no = self._run_nos.get(run_id)
+        if no is None:
+            if db is None:
+                with self._tx() as inner:
+                    return self._run_no(run_id, inner)
+            row = db.execute(
+                "SELECT run_no FROM trackway_runs WHERE run_id = %s", (run_id,)
+            ).fetchone()
+            if row is None:
+                raise UnknownRunError(f"no run {run_id!r} in {self!r}")
+            no = self._run_nos[run_id] = int(row[0])
+        return no
+
+    def _span(self, db: Any, run_id: str) -> tuple[int, int]:
+        base = self._run_no(run_id, db) * _SPAN
+        return base, base + _SPAN - 1
+
     def _delete(self, db: Any, run_id: str) -> bool:
-        db.execute("DELETE FROM trackway_commits WHERE run_id = %s", (run_id,))
-        db.execute("DELETE FROM trackway_checkpoints WHERE run_id = %s", (run_id,))
+        try:
+            lo, hi = self._span(db, run_id)
+        except UnknownRunError:
+            return False
+        self._run_nos.pop(run_id, None)
+        db.execute("DELETE FROM trackway_commits WHERE id BETWEEN %s AND %s", (lo, hi))
+        db.execute(
+            "DELETE FROM trackway_checkpoints WHERE checkpoint_id >= %s AND checkpoint_id < %s",
+            (f"{run_id}@", f"{run_id}A"),  # ids are "<run id>@<commit count>"
+        )
         cur = db.execute("DELETE FROM trackway_runs WHERE run_id = %s", (run_id,))
         return bool(cur.rowcount > 0)
 
