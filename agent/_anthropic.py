@@ -269,6 +269,8 @@ class AnthropicProvider(HTTPProvider):
                         name=name,
                         args=arguments
                         if isinstance(arguments, dict)
+                        else {}
+                        if arguments is None
                         else {UNPARSED_ARGUMENTS: orjson.dumps(arguments).decode()},
                     )
                 )

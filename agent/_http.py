@@ -169,7 +169,7 @@ class HTTPProvider:
             raise ValueError(f"{factory}(max_retries={max_retries!r}): use 0 or more")
         if not backoff >= 0:
             raise ValueError(f"{factory}(backoff={backoff!r}): use 0 or more seconds")
-        if not timeout > 0:
+        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0:
             raise ValueError(f"{factory}(timeout={timeout!r}): use a positive number of seconds")
         self.model = model
         self.base_url = base_url.rstrip("/")
@@ -398,7 +398,8 @@ class HTTPProvider:
         status = response.status_code
         reason = response.reason_phrase
         detail = self._detail(response).removeprefix(reason).removeprefix(": ")
-        said = f"{status} {reason}: {detail}" if detail else f"{status} {reason}"
+        head = f"{status} {reason}" if reason else str(status)
+        said = f"{head}: {detail}" if detail else head
         where = self.base_url
         tried = self._retries_note(attempts)
         if status in (401, 403):

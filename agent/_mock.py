@@ -21,7 +21,7 @@ def _as_response(reply: Reply, n: int) -> LLMResponse:
     if isinstance(reply, LLMResponse):
         return reply
     if isinstance(reply, str):
-        return LLMResponse(content=reply, stop_reason="end_turn")
+        return LLMResponse(content=reply, stop_reason="stop")
     if isinstance(reply, dict):
         calls = tuple(
             ToolCall(id=c.get("id") or f"call_{n}_{i}", name=c["name"], args=c.get("args", {}))
@@ -32,7 +32,7 @@ def _as_response(reply: Reply, n: int) -> LLMResponse:
             content=reply.get("content", ""),
             tool_calls=calls,
             usage=Usage(**usage) if usage else None,
-            stop_reason=reply.get("stop_reason", "tool_use" if calls else "end_turn"),
+            stop_reason=reply.get("stop_reason", "tool_use" if calls else "stop"),
         )
     raise TypeError(
         f"mock reply {n} is {reply!r}; a reply is a str (the answer), a dict "
@@ -69,8 +69,9 @@ class MockProvider:
         assert self._replies is not None
         if n >= len(self._replies):
             raise MockExhaustedError(
-                f"mock provider ran out of replies: the run made call {n + 1} but the script "
-                f"has {len(self._replies)}; add replies, or check max_iterations"
+                f"mock provider ran out of replies: it was asked for reply {n + 1} (counting "
+                f"every call it served) but the script has {len(self._replies)}; add replies, "
+                "or check max_iterations"
             )
         return _as_response(self._replies[n], n)
 

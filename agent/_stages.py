@@ -294,7 +294,8 @@ async def _call(cfg: AgentConfig, scope: Scope, request: Any) -> LLMResponse:
             else:
                 final = piece
         if final is None:
-            raise RuntimeError(f"provider {cfg.provider.name!r} ended a stream without a response")
+            name = getattr(cfg.provider, "name", type(cfg.provider).__name__)
+            raise RuntimeError(f"provider {name!r} ended a stream without a response")
         return final
     return await cfg.provider.complete(request)
 
