@@ -58,3 +58,16 @@ def test_cli_is_installed_as_a_command(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert "Store:" in proc.stdout and "Recording:" in proc.stdout and db.exists()
+
+
+def test_cli_replay_rebuilds_a_request_and_checks_its_receipt(tmp_path, capsys):
+    db = tmp_path / "runs.db"
+    assert main(["demo", "--db", str(db)]) == 0
+    capsys.readouterr()
+    recording = tmp_path / "agent-recording.json"
+    assert main(["replay", str(recording), "--call", "2"]) == 0
+    out = capsys.readouterr().out
+    assert '"role": "tool"' in out and "->  match" in out
+    assert main(["replay", str(recording), "--call", "9"]) == 1
+    assert "made 2 model calls" in capsys.readouterr().err
+    assert main(["replay", str(tmp_path / "missing.json")]) == 1

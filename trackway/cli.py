@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+
+import orjson
 
 from trackway.engine import Executor, Snapshot, SqliteStore, UnknownRunError, causal_chain
 from trackway.recorders import jsonl, load_recording, narrative
@@ -62,9 +65,12 @@ def _demo(db: Path) -> int:
     print(f"\nTime travel: just before Route (state_at({route - 1})): {before}")
     print(f"Why 'decision'? (causal trace)\n{causal_chain(snap, 'decision').render()}")
     print(f"\nFinal decision: {result.state['decision']}")
-    _demo_agent(db.parent)
+    folder = db.parent
+    _demo_agent(folder)
     print(f"\nStore: {db}\nRecording: {recording}")
-    print(f"Next: trackway runs --db {db}   |   trackway show {result.run_id} --db {db}")
+    exe = _command()
+    print(f"Next: {exe} runs --db {db}   |   {exe} show {result.run_id} --db {db}")
+    print(f"      {exe} replay {folder / 'agent-recording.json'} --call 2")
     return 0
 
 
@@ -86,6 +92,44 @@ def _demo_agent(folder: Path) -> None:
         f"hash matches the receipt: {same}"
     )
     print(f"Agent recording: {path}")
+
+
+def _command() -> str:
+    """How to call this command again from here (it may live in a venv not on PATH)."""
+    here = Path(sys.argv[0])
+    if shutil.which("trackway") == str(here.resolve()) or here.name != "trackway":
+        return "trackway"
+    try:
+        return str(here.relative_to(Path.cwd()))
+    except ValueError:
+        return str(here)
+
+
+def _replay(recording: Path, call: int) -> int:
+    """Print model request ``call`` rebuilt from the recording, and check it against the receipt."""
+    from trackway.agent import receipts, served_at
+
+    if not recording.exists():
+        print(
+            f"no recording at {recording}; save one with save_recording(agent, path)",
+            file=sys.stderr,
+        )
+        return 1
+    try:
+        request = served_at(recording, call)
+    except (IndexError, ValueError) as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    print(
+        orjson.dumps(
+            request.model_dump(mode="json", exclude_none=True), option=orjson.OPT_INDENT_2
+        ).decode()
+    )
+    expected = receipts(recording)[call - 1]["request_hash"]
+    same = request.hash == expected
+    print(f"request {call}: sha256 {request.hash}")
+    print(f"receipt {call}: sha256 {expected}  ->  {'match' if same else 'MISMATCH'}")
+    return 0 if same else 2
 
 
 def _runs(db: Path) -> int:
@@ -140,7 +184,14 @@ def main(argv: list[str] | None = None) -> int:
             default=DEFAULT_DB,
             help=f"the SQLite run store (default: {DEFAULT_DB})",
         )
+    replay = sub.add_parser(
+        "replay", help="rebuild model request K of an agent recording and check its receipt"
+    )
+    replay.add_argument("recording", type=Path, help="a file written by save_recording")
+    replay.add_argument("--call", type=int, default=1, help="which model call (1-based)")
     args = parser.parse_args(argv)
+    if args.command == "replay":
+        return _replay(args.recording, args.call)
     if args.command == "demo":
         return _demo(args.db)
     if args.command == "runs":
