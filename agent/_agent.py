@@ -55,8 +55,15 @@ class Conversation:
 
     @classmethod
     def from_json(cls, data: bytes | str) -> Conversation:
-        doc = orjson.loads(data)
-        if not isinstance(doc, dict) or doc.get("format") != CONVERSATION_FORMAT:
+        try:
+            doc = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise InvalidRunInputError(f"not a trackway conversation checkpoint: {exc}") from None
+        if (
+            not isinstance(doc, dict)
+            or doc.get("format") != CONVERSATION_FORMAT
+            or not isinstance(doc.get("history"), list)
+        ):
             raise InvalidRunInputError(
                 f"not a trackway conversation checkpoint (expected {CONVERSATION_FORMAT!r})"
             )
@@ -378,7 +385,8 @@ def _run_input(message: Any, continue_from: Conversation | None) -> dict[str, An
         unknown = set(message) - {"message", "identity"}
         if unknown:
             raise InvalidRunInputError(
-                f"run input has unknown keys {sorted(unknown)}; allowed: 'message', 'identity'"
+                f"run input has unknown keys {sorted(map(repr, unknown))}; allowed: 'message', "
+                "'identity'"
             )
         if "message" not in message:
             raise InvalidRunInputError("run input dict needs a 'message'")
@@ -393,6 +401,12 @@ def _run_input(message: Any, continue_from: Conversation | None) -> dict[str, An
         raise InvalidRunInputError("the message is empty; there is nothing to answer")
     initial: dict[str, Any] = {"message": message}
     if identity is not None:
+        try:
+            orjson.dumps(identity)
+        except TypeError:
+            raise InvalidRunInputError(
+                f"the identity must be JSON (str, number, list, dict...), got {identity!r}"
+            ) from None
         initial["identity"] = identity
     if continue_from is not None:
         if not isinstance(continue_from, Conversation):

@@ -40,6 +40,7 @@ class EventBus(Recorder):
             self.off(pattern, wrapper)
             return fn(event)
 
+        wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
         return self.on(pattern, wrapper)
 
     def off(self, pattern: str, fn: Listener | None = None) -> None:
@@ -48,8 +49,10 @@ class EventBus(Recorder):
             self._listeners.pop(pattern, None)
             return
         fns = self._listeners.get(pattern, [])
-        if fn in fns:
-            fns.remove(fn)
+        for listener in list(fns):
+            if listener is fn or getattr(listener, "__wrapped__", None) is fn:
+                fns.remove(listener)
+                return
 
     def listener_count(self, pattern: str | None = None) -> int:
         if pattern is None:

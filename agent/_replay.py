@@ -168,11 +168,15 @@ def _agent_from_recording(snap: Snapshot) -> Agent:
         wrap_up_at_max_iterations=stopped.get("wrapped_up", True),
         stream=False,
     )
+    ran_system_stage = any(c.stage_id == "system-prompt" for c in snap.history())
     if "resolved_instructions" in writes:
         recorded = {"model": settings.get("model"), "instructions": writes["resolved_instructions"]}
         builder.configure(lambda ctx: recorded)
     elif "system_prompt" in writes:
         builder.system(writes["system_prompt"])
+    elif ran_system_stage:  # configure() chose only a model: the stage ran and wrote nothing
+        model = settings.get("model")
+        builder.configure(lambda ctx: {"model": model})
     for spec in writes.get("tools", []):
         builder.tool(
             define_tool(

@@ -22,9 +22,10 @@ class MessageCache:
     """Per-run memo of the history: Message objects, and running hashes of its canonical
     bytes, so each call hashes only the messages added since the last one."""
 
-    __slots__ = ("_msg", "_prefix", "_req", "bytes", "messages")
+    __slots__ = ("_backing", "_msg", "_prefix", "_req", "bytes", "messages")
 
     def __init__(self) -> None:
+        self._backing: int | None = None
         self.messages: list[Message] = []
         self.bytes: list[bytes] = []
         self._prefix = b""
@@ -34,6 +35,11 @@ class MessageCache:
     def advance(self, history: Sequence[Any], prefix: bytes) -> None:
         """Take in the messages added to ``history``; ``prefix`` is the request's JSON before
         its message list (it changes only if the settings do)."""
+        backing = id(getattr(history, "_backing", history))
+        if backing != self._backing or len(history) < len(self.messages):
+            if self._backing is not None:  # another history (another mount): start over
+                self.__init__()  # type: ignore[misc]
+            self._backing = backing
         if prefix != self._prefix:  # new settings: hash the request from the start again
             self._prefix = prefix
             self._req = hashlib.sha256(prefix + b"[" + b",".join(self.bytes))

@@ -74,6 +74,11 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         if cfg.configure is not None:
             chosen = dict(cfg.configure({"message": message, "identity": scope.get("identity")}))
             if "model" in chosen:
+                if not isinstance(chosen["model"], str) or not chosen["model"]:
+                    raise ValueError(
+                        f"configure() returned model={chosen['model']!r}; return a model name "
+                        "(a non-empty str), or leave 'model' out to keep the agent's model"
+                    )
                 settings["model"] = chosen["model"]
             if "instructions" in chosen:
                 scope["resolved_instructions"] = chosen["instructions"]
@@ -94,7 +99,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
 
     async def call_llm(scope: Scope) -> None:
         state = _Reader(scope)
-        cache = cfg.caches.setdefault(scope.run_id, MessageCache())
+        mount = scope.stage_path.rpartition("/")[0]  # one cache per mounted copy of the chart
+        cache = cfg.caches.setdefault(f"{scope.run_id}|{mount}", MessageCache())
         assembled = assemble(state, cache)
         k = len(scope.get("receipts", [])) + 1
         iteration = scope["iteration"]
@@ -232,11 +238,14 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             }
             scope["stopped_early"] = stopped
             _emit(scope, "agent.budget_exhausted", {**stopped, "action": "cut-short"})
-        if cfg.output_model is not None and "output_error" in scope:
-            scope["output_contract_unmet"] = {
-                "error": scope["output_error"],
-                "attempts": scope.get("output_attempts", 0) + 1,
-            }
+        if cfg.output_model is not None:
+            # also when the turn was cut short: the answer may never have been judged
+            error = scope.get("output_error") or _output_error(cfg.output_model, answer)
+            if error is not None:
+                scope["output_contract_unmet"] = {
+                    "error": error,
+                    "attempts": scope.get("output_attempts", 0) + 1,
+                }
         scope["final_answer"] = answer
         usage = scope.get("usage_total")
         _emit(
@@ -331,6 +340,7 @@ async def _run_tool(
             f"Error: invalid arguments for {tool.name}: {where}: {errors[0].message}. "
             "Call the tool again with arguments that match its schema."
         )
+    args = thaw(args)  # the tool's own copy: the recorded call must not change
     ctx = ToolContext(
         call_id=call["id"], tool_name=tool.name, run_id=scope.run_id, iteration=iteration
     )
@@ -342,7 +352,14 @@ async def _run_tool(
         return False, f"Error: {tool.name} failed: {type(exc).__name__}: {exc}"
     if isinstance(result, str):
         return True, result
-    return True, orjson.dumps(result, default=_plain).decode()
+    try:
+        text = orjson.dumps(result, default=_plain)
+        faithful = orjson.loads(text) == thaw(result)
+    except (TypeError, orjson.JSONEncodeError, ValueError) as exc:
+        return False, f"Error: {tool.name} returned a value that is not JSON ({exc})"
+    if not faithful:  # e.g. NaN would silently become null
+        return False, f"Error: {tool.name} returned a value JSON cannot hold exactly"
+    return True, text.decode()
 
 
 def _plain(value: Any) -> Any:

@@ -139,6 +139,7 @@ class FlowChart:
                             for b in node.parallel
                         ),
                         node.chart.fingerprint if node.chart else "",
+                        str(node.input is not None or node.output is not None),
                     ]
                 )
             )

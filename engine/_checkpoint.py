@@ -103,6 +103,7 @@ def chart_structure(chart: FlowChart) -> dict[str, Any]:
             }
         if node.chart is not None:
             entry["chart"] = chart_structure(node.chart)
+            entry["isolated"] = node.input is not None or node.output is not None
         nodes[node.id] = entry
     return {"id": chart.id, "root": chart.root, "nodes": nodes}
 

@@ -72,6 +72,8 @@ def _summary(value: Any) -> Any:
         return {"$list": len(value)}
     if isinstance(value, (FrozenDict, dict)):
         return {"$dict": len(value)}
+    if isinstance(value, (tuple, set, frozenset)):  # evidence is JSON: a list, sorted if a set
+        return {"$list": len(value)}
     return value
 
 

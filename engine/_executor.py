@@ -181,6 +181,7 @@ class Executor:
         run.root = snapshot._store
         run.resume_value = freeze(data)
         run.resume_taken = False
+        run.resume_target = cp.paused_at.split(":resume")[0]
         if self.store is not None:
             self._adopt_run(run, embedded=cp.snapshot is not None)
         return await self._drive(run, cp.cursor, timeout, raise_on_error)
@@ -326,6 +327,13 @@ class Executor:
                 f"the run did not finish within timeout={timeout}s; {where}",
                 stage_path=last.stage_path if last is not None else None,
             )
+        except BaseException:
+            # Cancelled from outside (or KeyboardInterrupt): what committed still reaches the
+            # store, the run is marked failed, and the cancellation goes on up.
+            with contextlib.suppress(Exception):
+                cancelled = ErrorInfo("Cancelled", "the run was cancelled from outside")
+                self._close_store(run, sink, "failed", cancelled, None, None)
+            raise
         if error is None and paused is None:
             error = self._check_output(run)
         status: RunStatus = (
@@ -419,6 +427,7 @@ class Executor:
                     state=thaw(retained.state(run.root.current())),
                     snapshot=None,
                     redacted=True,
+                    cursor=_masked_cursor(checkpoint.cursor),
                 )
             self._call_store(lambda s: s.save_checkpoint(kept), "save the checkpoint")
         outcome = {
@@ -439,7 +448,7 @@ class Executor:
         if policy is not None and policy.redact_checkpoints:
             state = thaw(retained.state)
             return replace(checkpoint, snapshot=orjson.loads(retained.to_json()), state=state,
-                           redacted=True)  # fmt: skip
+                           redacted=True, cursor=_masked_cursor(checkpoint.cursor))  # fmt: skip
         if self.store is None or policy is not None:
             # Without a store the log must travel with the checkpoint; with redaction the
             # store holds a redacted log, so the checkpoint carries the real one.
@@ -660,3 +669,8 @@ def _recovery_cursor(chart: FlowChart, commits: Sequence[Commit]) -> dict[str, A
 
 def _info(exc: BaseException) -> ErrorInfo:
     return ErrorInfo(type(exc).__name__, str(exc))
+
+
+def _masked_cursor(cursor: dict[str, Any]) -> dict[str, Any]:
+    """A masked checkpoint cannot resume: its cursor (which can hold items) is dropped."""
+    return {"counter": cursor["counter"], "chain": "[REDACTED]"}

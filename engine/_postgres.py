@@ -246,9 +246,17 @@ class PostgresStore(TransactionalPrune):
             return False
         self._run_nos.pop(run_id, None)
         db.execute("DELETE FROM trackway_commits WHERE id BETWEEN %s AND %s", (lo, hi))
+        ids = (f"{run_id}@", f"{run_id}A")  # ids are "<run id>@<commit count>"
+        # A claim outlives its run: a resumed checkpoint must never resume again.
         db.execute(
-            "DELETE FROM trackway_checkpoints WHERE checkpoint_id >= %s AND checkpoint_id < %s",
-            (f"{run_id}@", f"{run_id}A"),  # ids are "<run id>@<commit count>"
+            "DELETE FROM trackway_checkpoints WHERE checkpoint_id >= %s AND checkpoint_id < %s "
+            "AND claimed_at IS NULL",
+            ids,
+        )
+        db.execute(
+            "UPDATE trackway_checkpoints SET doc = NULL WHERE checkpoint_id >= %s "
+            "AND checkpoint_id < %s",
+            ids,
         )
         cur = db.execute("DELETE FROM trackway_runs WHERE run_id = %s", (run_id,))
         return bool(cur.rowcount > 0)

@@ -370,6 +370,8 @@ class Dispatch:
 def _redact_event(r: Redactor, hook: str, event: Any) -> Any:
     """Events that carry state values get them through the redaction funnel."""
     if hook == "on_read":
+        if type(event.value).__name__ == "_Sentinel":  # absent: nothing to hide
+            return event
         return event._replace(value=r.value(event.key, event.value))
     if hook == "on_write":
         return event._replace(op=Op._make(r.write(tuple(event.op))))

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._commit import Commit, EmittedEvent, Write
-from ._values import thaw, to_bytes
+from ._values import FrozenDict, FrozenList, thaw, to_bytes
 
 __all__ = ["MARKER", "RedactionPolicy", "Redactor"]
 
@@ -92,11 +92,34 @@ class Redactor:
             value = _mask_path(value, path, self.marker)
         return value
 
+    def _nested(self, value: Any) -> tuple[Any, bool]:
+        """Mask entries named by a hidden key inside a value (e.g. a namespaced merge)."""
+        if isinstance(value, dict):
+            out: dict[str, Any] = {}
+            changed = False
+            for k, item in value.items():
+                if self.verdict(k) == _WHOLE:
+                    out[k], changed = self.marker, True
+                else:
+                    out[k], inner = self._nested(item)
+                    changed = changed or inner
+            return (out, True) if changed else (value, False)
+        if isinstance(value, list):
+            items = [self._nested(item) for item in value]
+            if any(c for _, c in items):
+                return [i for i, _ in items], True
+        return value, False
+
     def write(self, w: Write) -> Write:
         kind, key, _, raw = w
         v = self.verdict(key)
-        if v is None or kind == "delete":
+        if kind == "delete":
             return w
+        if v is None:
+            if not isinstance(raw, (dict, list, FrozenDict, FrozenList)):
+                return w
+            masked, changed = self._nested(thaw(raw))
+            return (kind, key, to_bytes(masked), masked) if changed else w
         if v == _WHOLE:
             return ("set", key, self._marker_bytes, self.marker)
         if kind == "append":

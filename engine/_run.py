@@ -68,6 +68,7 @@ class RunContext:
         "recorders",
         "redactor",
         "resume_taken",
+        "resume_target",
         "resume_value",
         "root",
         "run_id",
@@ -95,6 +96,7 @@ class RunContext:
         self.cancelled_exc = anyio.get_cancelled_exc_class()
         self.resume_value: Any = None
         self.resume_taken = True
+        self.resume_target = ""  # the paused stage's path, without any ":resumeN"
         self.sink: Callable[[Commit], None] | None = None
 
     def validator(self, chart: FlowChart) -> StateValidator | None:
@@ -104,9 +106,9 @@ class RunContext:
             self.validators[key] = None if model is None else StateValidator(model)
         return self.validators[key]
 
-    def take_resume(self) -> bool:
-        """True once per resume: the first paused stage reached gets the value."""
-        if self.resume_taken:
+    def take_resume(self, path: str) -> bool:
+        """True once per resume, for the paused stage the checkpoint names (``paused_at``)."""
+        if self.resume_taken or (self.resume_target and path != self.resume_target):
             return False
         self.resume_taken = True
         return True
@@ -439,6 +441,8 @@ async def _run_stage(
                 raise StageError(str(exc), stage_path=path) from None
             base = leaf or {"kind": "stage", "path": path, "resumes": 0}
             cursor = {**base, "payload": sig.payload}
+            if scope._broke is not None:
+                cursor["break"] = scope._broke
             _commit_scope(
                 frame,
                 scope,
@@ -509,7 +513,7 @@ async def _resume_stage(
 ) -> None:
     """Continue a paused stage: ``on_resume(scope, value)`` runs as a ``resume`` commit."""
     run = strand.run
-    if not run.take_resume():
+    if not run.take_resume(at["path"]):
         # Another paused branch took this resume's value; this one stays paused as it was.
         payload = at.get("payload")
         raise Paused(at, to_bytes(payload), at["path"])
@@ -524,6 +528,7 @@ async def _resume_stage(
 
     leaf = {"kind": "stage", "path": at["path"], "resumes": resumes}
     is_async = on_resume is not None and is_async_callable(on_resume)
+    pending_break = at.get("break")
     await _run_stage(
         strand,
         stage_id,
@@ -536,6 +541,8 @@ async def _resume_stage(
         leaf=leaf,
         detail={"resume": {"value": thaw(value)}},
     )
+    if pending_break is not None and strand.broken is None:
+        strand.broken = pending_break
 
 
 def _stage_end(run: RunContext, path: str, outcome: str, started: float) -> None:
@@ -551,7 +558,7 @@ def _stage_end(run: RunContext, path: str, outcome: str, started: float) -> None
 def _decider_reader(node: Node) -> Interpret:
     def interpret(result: Any) -> tuple[list[str], Any, RunError | None]:
         if isinstance(result, Decision):
-            key, evidence = result.branch, result.evidence
+            key, evidence = result.branch, {**thaw(result.evidence), "chosen": result.branch}
         elif result is None and node.default is not None:
             key, evidence = node.default, {"chosen": node.default, "default": True}
         elif isinstance(result, str):
@@ -642,10 +649,12 @@ async def _exec_selector(strand: _Strand, node: Node) -> str | None:
 
 
 def rebuild_frame(
-    run: RunContext, name: str, parent: StateStore | None
+    run: RunContext, name: str, parent: StateStore | None, seed: Mapping[str, Any] | None = None
 ) -> tuple[StateStore, list[Commit]]:
     """A frame's state and commits, rebuilt from the log (for resuming inside it)."""
     store = StateStore(parent)
+    for k, v in (seed or {}).items():
+        store.seed(k, v)
     commits = [c for c in run.log if c.frame == name]
     for c in commits:
         if c.writes:
@@ -674,18 +683,17 @@ async def _run_parallel(
     before: list[Commit]
     for key, _ in pairs:
         name = f"{base_path}/{key}"
+        seed = None if seeds is None else seeds[len(frames)]
         if resume is None:
             store, before = StateStore(parent=strand.frame.store), []
+            for k, v in (seed or {}).items():
+                store.seed(k, v)
         else:
-            store, before = rebuild_frame(run, name, strand.frame.store)
+            store, before = rebuild_frame(run, name, strand.frame.store, seed)
         frame = _Frame(run, name, store, [])
         frame.local_seq = before[-1].seq if before else 0
         frames.append(frame)
         prior.append(before)
-    if seeds is not None:
-        for frame, seed in zip(frames, seeds, strict=True):
-            for k, v in seed.items():
-                frame.store.seed(k, v)
     states: dict[str, Any] = {} if resume is None else resume["branches"]
     errors: list[BaseException | None] = [None] * len(pairs)
     paused: dict[str, dict[str, Any]] = {}
@@ -950,6 +958,8 @@ def _validate_writes(strand: _Strand, ops: Sequence[Write], where: str) -> None:
             validator.check_set(key, data, where)
         elif kind == "append":
             validator.check_append(key, data, where)
+        elif kind == "delete":
+            validator.check_delete(key, where)
 
 
 def _for_each_items(node: Node, scope: Scope) -> list[Any]:

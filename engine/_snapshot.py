@@ -136,7 +136,7 @@ class Snapshot:
                 added[key] = after
             elif after is MISSING and before is not MISSING:
                 removed[key] = before
-            elif before is not MISSING and before != after:
+            elif before is not MISSING and (before != after or type(before) is not type(after)):
                 changed[key] = (before, after)
         return StateDiff(added, removed, changed)
 
@@ -214,7 +214,7 @@ class Snapshot:
         encoded = {}
         for key, value in initial.items():
             encoded[key] = to_bytes(value)
-            store.seed(key, freeze(value))
+            store.seed(key, freeze(orjson.loads(encoded[key])))  # our own copy
         commits = list(commits)
         for c in commits:
             if c.frame == "" and c.writes:

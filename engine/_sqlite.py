@@ -284,9 +284,17 @@ class SqliteStore(TransactionalPrune):
             return False
         self._run_nos.pop(run_id, None)
         db.execute("DELETE FROM trackway_commits WHERE id BETWEEN ? AND ?", (lo, hi))
+        ids = (f"{run_id}@", f"{run_id}A")  # ids are "<run id>@<commit count>"; 'A' > '@'
+        # A claim outlives its run: a resumed checkpoint must never resume again.
         db.execute(
-            "DELETE FROM trackway_checkpoints WHERE checkpoint_id >= ? AND checkpoint_id < ?",
-            (f"{run_id}@", f"{run_id}A"),  # ids are "<run id>@<commit count>"; 'A' follows '@'
+            "DELETE FROM trackway_checkpoints WHERE checkpoint_id >= ? AND checkpoint_id < ? "
+            "AND claimed_at IS NULL",
+            ids,
+        )
+        db.execute(
+            "UPDATE trackway_checkpoints SET doc = NULL WHERE checkpoint_id >= ? "
+            "AND checkpoint_id < ?",
+            ids,
         )
         return db.execute("DELETE FROM trackway_runs WHERE run_id = ?", (run_id,)).rowcount > 0
 

@@ -163,7 +163,7 @@ class FrozenDict(Mapping[str, Any]):
         return f"FrozenDict({self._data!r})"
 
     def __or__(self, other: Mapping[str, Any]) -> dict[str, Any]:
-        return {**self._data, **other}
+        return {**{k: freeze(v) for k, v in self._data.items()}, **other}
 
     def __setitem__(self, key: str, value: object) -> NoReturn:
         _read_only("item assignment")
