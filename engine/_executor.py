@@ -628,7 +628,8 @@ def _recovery_cursor(chart: FlowChart, commits: Sequence[Commit]) -> dict[str, A
             "chain": {"chart": chart.id, "node": chart.root, "loops": {}, "at": None},
         }
     last = commits[-1]
-    if last.frame == "" and last.outcome == "ok" and "break" in (last.detail or {}):
+    top_level = "/" not in last.stage_path
+    if top_level and last.frame == "" and last.outcome == "ok" and "break" in (last.detail or {}):
         return {"done": True, "break": last.detail["break"]}
     if last.frame != "" or last.outcome not in ("ok",):
         raise CheckpointError(
@@ -651,13 +652,13 @@ def _recovery_cursor(chart: FlowChart, commits: Sequence[Commit]) -> dict[str, A
         nxt: str | None = node.branches[chosen]
     else:
         nxt = node.next
-    counter = 1 + max((int(n) for c in commits for n in _INDEX.findall(c.stage_path)), default=-1)
+    counter = 1 + max((_root_index(chart, c.stage_path) for c in commits), default=-1)
     loops: dict[str, int] = {}
     for source in chart.nodes.values():
         if source.loop and source.next is not None:
-            runs = sum(
-                1 for c in commits if c.frame == "" and c.stage_path.startswith(f"{source.id}#")
-            )
+            # one execution = one plain "<id>#<n>" commit (not ":resumeN", not "/merge")
+            own = re.compile(rf"{re.escape(source.id)}#\d+")
+            runs = sum(1 for c in commits if c.frame == "" and own.fullmatch(c.stage_path))
             loops[source.next] = loops.get(source.next, 0) + runs
     if nxt is None:
         return None
@@ -674,3 +675,25 @@ def _info(exc: BaseException) -> ErrorInfo:
 def _masked_cursor(cursor: dict[str, Any]) -> dict[str, Any]:
     """A masked checkpoint cannot resume: its cursor (which can hold items) is dropped."""
     return {"counter": cursor["counter"], "chain": "[REDACTED]"}
+
+
+def _root_index(chart: FlowChart, path: str) -> int:
+    """The largest execution index the run's own counter gave out in ``path``.
+
+    Subflows share the counter; inside a parallel branch a counter of its own starts, so
+    the walk stops at a fork, selector or for_each segment.
+    """
+    best = -1
+    current: FlowChart | None = chart
+    for segment in path.split("/"):
+        if current is None:
+            break
+        node_id, _, rest = segment.partition("#")
+        index = _INDEX.match("#" + rest) if rest else None
+        if index:
+            best = max(best, int(index.group(1)))
+        node = current.nodes.get(node_id)
+        if node is None or node.kind in ("fork", "selector", "for_each"):
+            break
+        current = node.chart if node.kind == "subflow" else None
+    return best

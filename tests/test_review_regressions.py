@@ -288,3 +288,33 @@ def test_off_removes_a_once_listener():
     agent.run_sync("hi")
     assert seen == []
     assert served_at(agent, 1).hash == receipts(agent)[0]["request_hash"]
+
+
+def _recovered_paths(chart, k, input=None):
+    """Run to the end; then pretend the process died after commit k and recover."""
+    full = Executor(chart).run_sync(input)
+    store = MemoryStore()
+    store.begin_run(full.run_id, chart.id, dict(full.snapshot._initial))
+    store.append(full.run_id, full.snapshot.commits[:k])
+    recovered = Executor(chart, store=store).recover_sync(full.run_id)
+    return [c.stage_path for c in full.snapshot.history()], [
+        c.stage_path for c in recovered.snapshot.history()
+    ]
+
+
+def test_recover_continues_with_the_paths_and_loop_budgets_of_an_uninterrupted_run():
+    def step(s):
+        s["i"] = s.get("i", 0) + 1
+        if s["i"] == 3:
+            s.break_("done")
+
+    chart = (
+        flow_chart("Start", lambda s: None)
+        .fork("F", {"a": lambda s: s.__setitem__("a", 1), "b": lambda s: s.__setitem__("b", 2)})
+        .then("Step", step)
+        .loop_to("step")
+        .build()
+    )
+    for k in (4, 5, 6):
+        expected, got = _recovered_paths(chart, k)
+        assert got == expected, k
