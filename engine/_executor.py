@@ -524,7 +524,14 @@ class Executor:
         schema = self.chart.input_schema
         if schema is None:
             return
-        value = thaw(input) if input is not None else {}
+        try:
+            value = thaw(input) if input is not None else {}
+        except TypeError as exc:
+            raise StateValueError(
+                f"the run input is not JSON ({exc}); state keys are str and values JSON",
+                key="<input>",
+                stage_path=None,
+            ) from None
         issues = validate(schema, value)
         if issues:
             listed = "; ".join(f"{i['path']}: {i['message']}" for i in issues[:5])

@@ -277,6 +277,7 @@ async def _run_chain(
             loops.update(resume["loops"])
             if resume["at"] is not None:  # a paused node: continue it, then move on
                 node = nodes[nid]
+                strand.control = resume["at"].get("control", strand.base_control)
                 await _resume_node(strand, node, resume["at"])
                 if strand.broken is not None:
                     return
@@ -441,6 +442,8 @@ async def _run_stage(
                 raise StageError(str(exc), stage_path=path) from None
             base = leaf or {"kind": "stage", "path": path, "resumes": 0}
             cursor = {**base, "payload": sig.payload}
+            if strand.control is not None:  # the decision that chose this branch, kept
+                cursor["control"] = strand.control
             if scope._broke is not None:
                 cursor["break"] = scope._broke
             _commit_scope(

@@ -82,7 +82,8 @@ class Scope:
         value = self._peek(key)
         self._track(key, value)
         if value is MISSING:
-            present = sorted(self._strand.frame.store.current())
+            keys = set(self._strand.frame.store.current()) | set(self._touched)
+            present = sorted(k for k in keys if self._peek(k) is not MISSING)
             raise KeyError(
                 f"state has no key {key!r} (read in stage {self.stage_path!r}); keys present: "
                 f"{present}. Use scope.get({key!r}, default) for a key that may be absent."

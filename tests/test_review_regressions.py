@@ -318,3 +318,28 @@ def test_recover_continues_with_the_paths_and_loop_budgets_of_an_uninterrupted_r
     for k in (4, 5, 6):
         expected, got = _recovered_paths(chart, k)
         assert got == expected, k
+
+
+def test_resumed_commits_in_a_decider_branch_keep_their_control_dependency():
+    chart = (
+        flow_chart("S", lambda s: None)
+        .decider("R", lambda s: "m")
+        .branch("m", "M", lambda s: s.pause("?"), on_resume=lambda s, v: None)
+        .end()
+        .build()
+    )
+    ex = Executor(chart)
+    done = ex.resume_sync(ex.run_sync().checkpoint, "ok")
+    resumed = next(c for c in done.snapshot.history() if c.kind == "resume")
+    assert resumed.detail["control"] == {"decider": "r#1", "branch": "m"}
+
+
+def test_a_missing_key_error_lists_what_is_really_there():
+    def stage(s):
+        del s["a"]
+        s["b"] = 1
+        s["a"]
+
+    with pytest.raises(StageError) as info:
+        Executor(flow_chart("S", stage).build()).run_sync({"a": 1})
+    assert "keys present: ['b']" in str(info.value.__cause__)
