@@ -73,6 +73,8 @@ class PostgresStore(TransactionalPrune):
     'trackway[postgres]'``.
     """
 
+    _P = "%s"
+
     def __init__(self, dsn: str, *, connect_timeout: float = 10.0) -> None:
         try:
             import psycopg
@@ -132,32 +134,6 @@ class PostgresStore(TransactionalPrune):
         ]
         with self._tx() as db, db.cursor() as cur:
             cur.executemany(f"INSERT INTO trackway_commits VALUES ({_EIGHT})", rows)
-
-    def finish_run(self, run_id: str, status: str, outcome: Any = None) -> None:
-        with self._tx() as db:
-            db.execute(
-                "UPDATE trackway_runs SET status = %s, ended_at = %s, outcome = %s "
-                "WHERE run_id = %s",
-                (status, time.time(), None if outcome is None else orjson.dumps(outcome), run_id),
-            )
-
-    def save_checkpoint(self, checkpoint: Checkpoint) -> None:
-        with self._tx() as db:
-            db.execute(
-                "INSERT INTO trackway_checkpoints (checkpoint_id, doc) VALUES (%s, %s) "
-                "ON CONFLICT (checkpoint_id) DO UPDATE SET doc = EXCLUDED.doc",
-                (checkpoint.checkpoint_id, checkpoint.to_json()),
-            )
-
-    def claim_checkpoint(self, checkpoint_id: str) -> bool:
-        with self._tx() as db:
-            cur = db.execute(
-                "INSERT INTO trackway_checkpoints (checkpoint_id, claimed_at) VALUES (%s, %s) "
-                "ON CONFLICT (checkpoint_id) DO UPDATE SET claimed_at = EXCLUDED.claimed_at "
-                "WHERE trackway_checkpoints.claimed_at IS NULL",
-                (checkpoint_id, time.time()),
-            )
-            return bool(cur.rowcount == 1)
 
     def load_checkpoint(self, checkpoint_id: str) -> Checkpoint:
         with self._tx() as db:

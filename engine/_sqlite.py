@@ -188,31 +188,6 @@ class SqliteStore(TransactionalPrune):
             # large row to an overflow page (4 KB per commit).
             db.executemany("INSERT INTO trackway_commits VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
 
-    def finish_run(self, run_id: str, status: str, outcome: Any = None) -> None:
-        with self._tx() as db:
-            db.execute(
-                "UPDATE trackway_runs SET status = ?, ended_at = ?, outcome = ? WHERE run_id = ?",
-                (status, time.time(), None if outcome is None else orjson.dumps(outcome), run_id),
-            )
-
-    def save_checkpoint(self, checkpoint: Checkpoint) -> None:
-        with self._tx() as db:
-            db.execute(
-                "INSERT INTO trackway_checkpoints (checkpoint_id, doc) VALUES (?, ?) "
-                "ON CONFLICT (checkpoint_id) DO UPDATE SET doc = excluded.doc",
-                (checkpoint.checkpoint_id, checkpoint.to_json()),
-            )
-
-    def claim_checkpoint(self, checkpoint_id: str) -> bool:
-        with self._tx() as db:
-            cur = db.execute(
-                "INSERT INTO trackway_checkpoints (checkpoint_id, claimed_at) VALUES (?, ?) "
-                "ON CONFLICT (checkpoint_id) DO UPDATE SET claimed_at = excluded.claimed_at "
-                "WHERE claimed_at IS NULL",
-                (checkpoint_id, time.time()),
-            )
-            return cur.rowcount == 1
-
     def load_checkpoint(self, checkpoint_id: str) -> Checkpoint:
         rows = self._read(
             "SELECT doc FROM trackway_checkpoints WHERE checkpoint_id = ? AND doc IS NOT NULL",

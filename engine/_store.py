@@ -145,7 +145,43 @@ def select_prunable(
 
 
 class TransactionalPrune:
-    """``prune`` and ``delete`` for stores with ``_tx()`` transactions and a ``_delete``."""
+    """What SQL stores share: runs' ends, checkpoints and claims, ``prune`` and ``delete``.
+
+    A store provides ``_tx()`` (a transaction yielding a DB-API connection), ``_delete`` and
+    ``_P``, its parameter placeholder ("?" for SQLite, "%s" for PostgreSQL).
+    """
+
+    _P = "?"
+
+    def finish_run(self, run_id: str, status: str, outcome: Any = None) -> None:
+        p = self._P
+        with self._tx() as db:
+            db.execute(
+                f"UPDATE trackway_runs SET status = {p}, ended_at = {p}, outcome = {p} "
+                f"WHERE run_id = {p}",
+                (status, time.time(), None if outcome is None else orjson.dumps(outcome), run_id),
+            )
+
+    def save_checkpoint(self, checkpoint: Checkpoint) -> None:
+        p = self._P
+        with self._tx() as db:
+            db.execute(
+                f"INSERT INTO trackway_checkpoints (checkpoint_id, doc) VALUES ({p}, {p}) "
+                "ON CONFLICT (checkpoint_id) DO UPDATE SET doc = excluded.doc",
+                (checkpoint.checkpoint_id, checkpoint.to_json()),
+            )
+
+    def claim_checkpoint(self, checkpoint_id: str) -> bool:
+        """Atomic: the first claim inserts or fills ``claimed_at``; later ones change nothing."""
+        p = self._P
+        with self._tx() as db:
+            cur = db.execute(
+                f"INSERT INTO trackway_checkpoints (checkpoint_id, claimed_at) VALUES ({p}, {p}) "
+                "ON CONFLICT (checkpoint_id) DO UPDATE SET claimed_at = excluded.claimed_at "
+                "WHERE trackway_checkpoints.claimed_at IS NULL",
+                (checkpoint_id, time.time()),
+            )
+            return bool(cur.rowcount == 1)
 
     def list_runs(self) -> list[RunInfo]:  # pragma: no cover - provided by the store
         raise NotImplementedError
