@@ -150,32 +150,14 @@ class AnthropicProvider(HTTPProvider):
     name = "anthropic"
     key_env = "ANTHROPIC_API_KEY"
     api_label = "a Messages API response"
+    default_base_url = "https://api.anthropic.com"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str = "https://api.anthropic.com",
-        api_key: str | None = None,
-        max_tokens: int = 1024,
-        timeout: float = 60.0,
-        max_retries: int = 2,
-        backoff: float = 0.5,
-        transport: httpx2.AsyncBaseTransport | None = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> None:
+    def __init__(self, model: str, *, max_tokens: int = 1024, **options: Any) -> None:
+        """``max_tokens`` is sent when a request sets none; ``options`` as for
+        :class:`HTTPProvider` (base_url, api_key, timeout, max_retries, backoff, ...)."""
         if not (isinstance(max_tokens, int) and max_tokens > 0):
             raise ValueError(f"anthropic(max_tokens={max_tokens!r}): use a positive integer")
-        super().__init__(
-            model,
-            base_url=base_url,
-            api_key=api_key,
-            timeout=timeout,
-            max_retries=max_retries,
-            backoff=backoff,
-            transport=transport,
-            headers=headers,
-        )
+        super().__init__(model, **options)
         self.max_tokens = max_tokens
 
     def _auth_headers(self, api_key: str) -> dict[str, str]:

@@ -144,20 +144,23 @@ class HTTPProvider:
     """The environment variable the API key is read from (named in auth errors)."""
     api_label: str
     """What the endpoint speaks, for messages ("a Chat Completions response")."""
+    default_base_url: str
+    """Where the vendor's own API lives (``base_url`` when none is given)."""
 
     def __init__(
         self,
         model: str,
         *,
-        base_url: str,
-        api_key: str | None,
-        timeout: float,
-        max_retries: int,
-        backoff: float,
-        transport: httpx2.AsyncBaseTransport | None,
-        headers: Mapping[str, str] | None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 2,
+        backoff: float = 0.5,
+        transport: httpx2.AsyncBaseTransport | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         factory = self.name
+        base_url = self.default_base_url if base_url is None else base_url
         if not isinstance(model, str) or not model:
             raise ValueError(f"{factory}(model=...) needs a model name, e.g. {factory}('...')")
         if not base_url.startswith(("http://", "https://")):

@@ -151,29 +151,7 @@ class OpenAIProvider(HTTPProvider):
     name = "openai"
     key_env = "OPENAI_API_KEY"
     api_label = "a Chat Completions response"
-
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str = "https://api.openai.com/v1",
-        api_key: str | None = None,
-        timeout: float = 60.0,
-        max_retries: int = 2,
-        backoff: float = 0.5,
-        transport: httpx2.AsyncBaseTransport | None = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> None:
-        super().__init__(
-            model,
-            base_url=base_url,
-            api_key=api_key,
-            timeout=timeout,
-            max_retries=max_retries,
-            backoff=backoff,
-            transport=transport,
-            headers=headers,
-        )
+    default_base_url = "https://api.openai.com/v1"
 
     def _auth_headers(self, api_key: str) -> dict[str, str]:
         return {"authorization": f"Bearer {api_key}"}
