@@ -353,14 +353,10 @@ async def _run_tool(
     if isinstance(result, str):
         return True, result
     try:
-        text = orjson.dumps(result, default=_plain)
+        text = orjson.dumps(result, default=thaw)
         faithful = orjson.loads(text) == thaw(result)
     except (TypeError, orjson.JSONEncodeError, ValueError) as exc:
         return False, f"Error: {tool.name} returned a value that is not JSON ({exc})"
     if not faithful:  # e.g. NaN would silently become null
         return False, f"Error: {tool.name} returned a value JSON cannot hold exactly"
     return True, text.decode()
-
-
-def _plain(value: Any) -> Any:
-    return thaw(value)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ._errors import ChartMismatchError, CheckpointError
+from ._values import to_plain
 
 if TYPE_CHECKING:
     from ._chart import FlowChart
@@ -55,7 +56,7 @@ class Checkpoint:
 
     def to_json(self) -> bytes:
         doc = {"format": CHECKPOINT_FORMAT, **{f: getattr(self, f) for f in _FIELDS}}
-        return orjson.dumps(doc, default=_plain)
+        return orjson.dumps(doc, default=to_plain)
 
     @classmethod
     def from_json(cls, data: bytes | str) -> Checkpoint:
@@ -77,16 +78,6 @@ class Checkpoint:
         if not isinstance(cursor, dict) or "chain" not in cursor or "counter" not in cursor:
             raise CheckpointError("corrupt checkpoint: the cursor has no chain/counter")
         return cls(**{f: doc[f] for f in _FIELDS})
-
-
-def _plain(value: Any) -> Any:
-    from ._values import FrozenDict, FrozenList
-
-    if isinstance(value, FrozenList):
-        return value._raw()
-    if isinstance(value, FrozenDict):
-        return value._data
-    raise TypeError(type(value).__name__)
 
 
 def chart_structure(chart: FlowChart) -> dict[str, Any]:

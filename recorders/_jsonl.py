@@ -21,8 +21,6 @@ from trackway.engine import (
     EmitEvent,
     ErrorEvent,
     ErrorInfo,
-    FrozenDict,
-    FrozenList,
     PauseEvent,
     ReadEvent,
     Recorder,
@@ -42,13 +40,6 @@ from ._narrative import is_absent
 __all__ = ["RECORDING_FORMAT", "JsonlRecorder", "jsonl", "load_recording", "read_recording"]
 
 RECORDING_FORMAT = "trackway.recording/1"
-
-
-def _plain(value: Any) -> Any:
-    """orjson ``default``: read-only state views become plain JSON."""
-    if isinstance(value, (FrozenList, FrozenDict)):
-        return thaw(value)
-    raise TypeError(f"{type(value).__name__} is not JSON")
 
 
 def _error(info: ErrorInfo | None) -> list[str] | None:
@@ -75,7 +66,7 @@ class JsonlRecorder(Recorder):
     # -- writing ---------------------------------------------------------------------------
 
     def _write(self, line: dict[str, Any]) -> None:
-        data = orjson.dumps(line, default=_plain) + b"\n"
+        data = orjson.dumps(line, default=thaw) + b"\n"
         with self._lock:
             if self._file is None:
                 self._file = self.path.open("ab")
