@@ -143,10 +143,7 @@ class Executor:
         run = self._context(new_run_id())
         self._seed(run, input)
         if self.store is not None:
-            initial = self._retained_initial(run)
-            self._call_store(
-                lambda s: s.begin_run(run.run_id, self.chart.id, initial), "begin the run"
-            )
+            self._begin_in_store(run)
         return await self._drive(run, None, timeout, raise_on_error)
 
     async def resume(
@@ -175,10 +172,7 @@ class Executor:
         data = encode_value(value, "resume value", cp.paused_at)[1]
         snapshot = self._checkpoint_log(cp)
         self._claim(cp)
-        run = self._context(cp.run_id)
-        run.log.extend(snapshot.commits)
-        run.initial = dict(snapshot._initial)
-        run.root = snapshot._store
+        run = self._continued(cp.run_id, snapshot)
         run.resume_value = freeze(data)
         run.resume_taken = False
         run.resume_target = cp.paused_at.split(":resume")[0]
@@ -213,13 +207,8 @@ class Executor:
                 f"run {run_id!r} already ended ({snapshot.status}); nothing to recover"
             )
         cursor = _recovery_cursor(self.chart, snapshot.commits)
-        run = self._context(run_id)
-        run.log.extend(snapshot.commits)
-        run.initial = dict(snapshot._initial)
-        run.root = snapshot._store
-        self._call_store(
-            lambda s: s.begin_run(run_id, self.chart.id, run.initial), "reopen the run"
-        )
+        run = self._continued(run_id, snapshot)
+        self._begin_in_store(run)
         # cursor None: the last commit ended the chart, only the ending is missing
         return await self._drive(run, cursor or {"done": True}, timeout, raise_on_error)
 
@@ -268,20 +257,31 @@ class Executor:
                 self._call_store(lambda s: s.history(run.run_id), "look the run up")
             except UnknownRunError:
                 known = False
-        self._call_store(
-            lambda s: s.begin_run(run.run_id, self.chart.id, run.initial), "reopen the run"
-        )
-        if not known and run.log:
-            self._call_store(lambda s: s.append(run.run_id, run.log), "store the log so far")
+        self._begin_in_store(run, with_log=not known)
+
+    def _begin_in_store(self, run: RunContext, *, with_log: bool = False) -> None:
+        """Open (or reopen) the run in the store, through the redaction funnel like every
+        other retained write; ``with_log`` also stores the commits it already has."""
+        redactor = run.redactor
+        initial = run.initial
+        if redactor is not None:
+            initial = {k: to_bytes(v) for k, v in redactor.initial(run.initial).items()}
+        self._call_store(lambda s: s.begin_run(run.run_id, self.chart.id, initial), "open the run")
+        if with_log and run.log:
+            log = run.log if redactor is None else [redactor.commit(c) for c in run.log]
+            self._call_store(lambda s: s.append(run.run_id, log), "store the log so far")
 
     def _context(self, run_id: str) -> RunContext:
         redactor = Redactor(self.redact) if self.redact is not None else None
         return RunContext(run_id, self.chart, self.recorders, self.max_iterations, redactor)
 
-    def _retained_initial(self, run: RunContext) -> dict[str, bytes]:
-        if run.redactor is None:
-            return run.initial
-        return {k: to_bytes(v) for k, v in run.redactor.initial(run.initial).items()}
+    def _continued(self, run_id: str, snapshot: Snapshot) -> RunContext:
+        """A run context that carries on from ``snapshot``: same id, log, state and input."""
+        run = self._context(run_id)
+        run.log.extend(snapshot.commits)
+        run.initial = dict(snapshot._initial)
+        run.root = snapshot._store
+        return run
 
     async def _drive(
         self,
@@ -463,7 +463,7 @@ class Executor:
             chart_id=self.chart.id,
             fingerprint=self.chart.fingerprint,
             structure=chart_structure(self.chart),
-            cursor=orjson.loads(orjson.dumps(paused.cursor, default=_plain)),
+            cursor=thaw(paused.cursor),
             payload=payload,
             paused_at=paused.path,
             state=orjson.loads(to_bytes(run.root.current())),
@@ -583,17 +583,6 @@ class _no_timeout:
 
     def __exit__(self, *exc: object) -> None:
         return None
-
-
-def _plain(value: Any) -> Any:
-    from ._values import FrozenDict as _FD
-    from ._values import FrozenList as _FL
-
-    if isinstance(value, _FL):
-        return value._raw()
-    if isinstance(value, _FD):
-        return value._data
-    raise TypeError(type(value).__name__)
 
 
 def _redacted(live: Snapshot, redactor: Redactor) -> Snapshot:

@@ -153,3 +153,16 @@ def test_deleting_a_hidden_key_deletes_it_in_the_retained_snapshot_too():
     )
     result = Executor(chart, redact=RedactionPolicy(keys=["t"])).run_sync()
     assert dict(result.snapshot.state) == {} and result.snapshot.state_at(1) == {"t": "[REDACTED]"}
+
+
+def test_a_store_that_first_sees_a_run_at_its_resume_gets_it_redacted(tmp_path):
+    # the input and the log so far reach the store through the same funnel as live commits
+    chart = flow_chart("Ask", lambda s: s.pause("?"), on_resume=lambda s, v: None).build()
+    policy = RedactionPolicy(keys=["api_key"])
+    checkpoint = Executor(chart, redact=policy).run_sync({"api_key": SECRET}).checkpoint
+    store = SqliteStore(tmp_path / "runs.db")
+    Executor(chart, store=store, redact=policy).resume_sync(checkpoint, "yes")
+    assert store.load(checkpoint.run_id).state["api_key"] == "[REDACTED]"
+    store.close()
+    for path in tmp_path.iterdir():
+        assert SECRET.encode() not in path.read_bytes(), path.name
