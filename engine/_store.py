@@ -28,7 +28,6 @@ __all__ = [
     "MemoryStore",
     "RunInfo",
     "RunStore",
-    "TransactionalPrune",
     "make_sink",
     "snapshot_from_rows",
 ]
@@ -142,75 +141,6 @@ def select_prunable(
         newest = sorted(runs, key=lambda r: r.started_at, reverse=True)
         chosen |= {r.run_id for r in newest[keep_latest:]}
     return sorted(chosen)
-
-
-class TransactionalPrune:
-    """What SQL stores share: runs' ends, checkpoints and claims, ``prune`` and ``delete``.
-
-    A store provides ``_tx()`` (a transaction yielding a DB-API connection), ``_delete`` and
-    ``_P``, its parameter placeholder ("?" for SQLite, "%s" for PostgreSQL).
-    """
-
-    _P = "?"
-
-    def finish_run(self, run_id: str, status: str, outcome: Any = None) -> None:
-        p = self._P
-        with self._tx() as db:
-            db.execute(
-                f"UPDATE trackway_runs SET status = {p}, ended_at = {p}, outcome = {p} "
-                f"WHERE run_id = {p}",
-                (status, time.time(), None if outcome is None else orjson.dumps(outcome), run_id),
-            )
-
-    def save_checkpoint(self, checkpoint: Checkpoint) -> None:
-        p = self._P
-        with self._tx() as db:
-            db.execute(
-                f"INSERT INTO trackway_checkpoints (checkpoint_id, doc) VALUES ({p}, {p}) "
-                "ON CONFLICT (checkpoint_id) DO UPDATE SET doc = excluded.doc",
-                (checkpoint.checkpoint_id, checkpoint.to_json()),
-            )
-
-    def claim_checkpoint(self, checkpoint_id: str) -> bool:
-        """Atomic: the first claim inserts or fills ``claimed_at``; later ones change nothing."""
-        p = self._P
-        with self._tx() as db:
-            cur = db.execute(
-                f"INSERT INTO trackway_checkpoints (checkpoint_id, claimed_at) VALUES ({p}, {p}) "
-                "ON CONFLICT (checkpoint_id) DO UPDATE SET claimed_at = excluded.claimed_at "
-                "WHERE trackway_checkpoints.claimed_at IS NULL",
-                (checkpoint_id, time.time()),
-            )
-            return bool(cur.rowcount == 1)
-
-    def list_runs(self) -> list[RunInfo]:  # pragma: no cover - provided by the store
-        raise NotImplementedError
-
-    def _tx(self) -> Any:  # pragma: no cover - provided by the store
-        raise NotImplementedError
-
-    def _delete(self, db: Any, run_id: str) -> bool:  # pragma: no cover - provided
-        raise NotImplementedError
-
-    def prune(
-        self,
-        *,
-        run_ids: Sequence[str] | None = None,
-        older_than: float | None = None,
-        keep_latest: int | None = None,
-    ) -> int:
-        """Delete runs by id, by age (seconds since they ended) or beyond the newest N."""
-        doomed = select_prunable(self.list_runs(), run_ids, older_than, keep_latest)
-        with self._tx() as db:
-            for rid in doomed:
-                self._delete(db, rid)
-        return len(doomed)
-
-    def delete(self, run_id: str) -> None:
-        """Delete one run, its commits and its checkpoints."""
-        with self._tx() as db:
-            if not self._delete(db, run_id):
-                raise UnknownRunError(f"no run {run_id!r} in {self!r}")
 
 
 class MemoryStore:

@@ -1,0 +1,242 @@
+"""What the SQL stores share: one schema shape and every query, in any DB-API dialect.
+
+Commits are keyed ``run_no * 2**32 + seq``: ordered per run with no extra index and no run id
+repeated per row. A store subclass provides the connection (``_tx``, ``_read_tx``), its
+parameter placeholder ``_P`` and, if its connection has no ``executemany``, ``_insert_many``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+import orjson
+
+from ._checkpoint import Checkpoint
+from ._commit import ROW_FIELDS, Commit
+from ._errors import UnknownRunError
+from ._snapshot import Snapshot
+from ._store import CommitMeta, RunInfo, select_prunable, snapshot_from_rows
+
+__all__ = ["SqlRunStore", "initial_doc", "initial_from_doc"]
+
+SPAN = 1 << 32
+"""Commits of one run have ids ``run_no * SPAN + seq``."""
+ROW = "id & 4294967295, " + ", ".join(ROW_FIELDS[1:])
+"""The columns of a commit row, seq first (the low 32 bits of the id)."""
+
+
+def initial_doc(initial: dict[str, bytes]) -> bytes:
+    return orjson.dumps({k: orjson.Fragment(v) for k, v in initial.items()})
+
+
+def initial_from_doc(doc: bytes) -> dict[str, bytes]:
+    return {k: orjson.dumps(v) for k, v in orjson.loads(doc).items()}
+
+
+class SqlRunStore:
+    """The :class:`RunStore` interface on the trackway tables, for any SQL dialect here."""
+
+    _P = "?"
+    _run_nos: dict[str, int]
+
+    # -- what a dialect provides -----------------------------------------------------------
+
+    def _tx(self) -> AbstractContextManager[Any]:  # pragma: no cover - provided
+        """A write transaction yielding the connection."""
+        raise NotImplementedError
+
+    def _read_tx(self) -> AbstractContextManager[Any]:
+        """A read transaction yielding the connection (a write one unless cheaper exists)."""
+        return self._tx()
+
+    def _insert_many(self, db: Any, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        db.executemany(sql, rows)
+
+    # -- runs and commits ------------------------------------------------------------------
+
+    def begin_run(self, run_id: str, chart_id: str, initial: dict[str, bytes]) -> None:
+        p = self._P
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO trackway_runs (run_id, chart_id, status, started_at, initial) "
+                f"VALUES ({p}, {p}, 'running', {p}, {p}) ON CONFLICT (run_id) DO UPDATE SET "
+                "status = 'running', ended_at = NULL, outcome = NULL",
+                (run_id, chart_id, time.time(), initial_doc(initial)),
+            )
+
+    def append(self, run_id: str, commits: Sequence[Commit]) -> None:
+        with self._tx() as db:
+            base = self._run_no(db, run_id) * SPAN
+            rows = [
+                (
+                    base + c.seq,
+                    c.stage_path,
+                    c.kind,
+                    c.frame,
+                    c.outcome,
+                    c.started_at,
+                    c.ended_at,
+                    c.to_bytes(slim=True),
+                )
+                for c in commits
+            ]
+            marks = ", ".join([self._P] * 8)
+            self._insert_many(db, f"INSERT INTO trackway_commits VALUES ({marks})", rows)
+
+    def finish_run(self, run_id: str, status: str, outcome: Any = None) -> None:
+        p = self._P
+        with self._tx() as db:
+            db.execute(
+                f"UPDATE trackway_runs SET status = {p}, ended_at = {p}, outcome = {p} "
+                f"WHERE run_id = {p}",
+                (status, time.time(), None if outcome is None else orjson.dumps(outcome), run_id),
+            )
+
+    def load(self, run_id: str) -> Snapshot:
+        p = self._P
+        with self._read_tx() as db:
+            run = db.execute(
+                f"SELECT chart_id, status, initial, outcome FROM trackway_runs WHERE run_id = {p}",
+                (run_id,),
+            ).fetchone()
+            if run is None:
+                raise UnknownRunError(
+                    f"no run {run_id!r} in {self!r}; store.list_runs() lists the runs it holds"
+                )
+            lo, hi = self._span(db, run_id)
+            docs = [
+                (bytes(r[7]), r[:7])
+                for r in db.execute(
+                    f"SELECT {ROW}, doc FROM trackway_commits WHERE id BETWEEN {p} AND {p} "
+                    "ORDER BY id",
+                    (lo, hi),
+                )
+            ]
+        chart_id, status, initial, outcome = run
+        return snapshot_from_rows(
+            run_id,
+            chart_id,
+            status,
+            initial_from_doc(bytes(initial)),
+            docs,
+            None if outcome is None else orjson.loads(bytes(outcome)),
+        )
+
+    def history(self, run_id: str) -> list[CommitMeta]:
+        """Commit metadata from its own columns: no document is read or decoded."""
+        p = self._P
+        with self._read_tx() as db:
+            lo, hi = self._span(db, run_id)
+            cur = db.execute(
+                f"SELECT {ROW} FROM trackway_commits WHERE id BETWEEN {p} AND {p} ORDER BY id",
+                (lo, hi),
+            )
+            return list(map(CommitMeta._make, cur.fetchall()))
+
+    def list_runs(self) -> list[RunInfo]:
+        with self._read_tx() as db:
+            rows = db.execute(
+                "SELECT r.run_id, r.chart_id, r.status, r.started_at, r.ended_at, "
+                "COALESCE((SELECT MAX(c.id) FROM trackway_commits c WHERE c.id BETWEEN "
+                f"r.run_no * {SPAN} AND r.run_no * {SPAN} + {SPAN - 1}) - r.run_no * {SPAN}, 0) "
+                "FROM trackway_runs r ORDER BY r.started_at, r.run_id"
+            ).fetchall()
+        return [RunInfo(*row) for row in rows]
+
+    # -- checkpoints and claims ----------------------------------------------------------
+
+    def save_checkpoint(self, checkpoint: Checkpoint) -> None:
+        p = self._P
+        with self._tx() as db:
+            db.execute(
+                f"INSERT INTO trackway_checkpoints (checkpoint_id, doc) VALUES ({p}, {p}) "
+                "ON CONFLICT (checkpoint_id) DO UPDATE SET doc = excluded.doc",
+                (checkpoint.checkpoint_id, checkpoint.to_json()),
+            )
+
+    def claim_checkpoint(self, checkpoint_id: str) -> bool:
+        """Atomic: the first claim inserts or fills ``claimed_at``; later ones change nothing."""
+        p = self._P
+        with self._tx() as db:
+            cur = db.execute(
+                f"INSERT INTO trackway_checkpoints (checkpoint_id, claimed_at) VALUES ({p}, {p}) "
+                "ON CONFLICT (checkpoint_id) DO UPDATE SET claimed_at = excluded.claimed_at "
+                "WHERE trackway_checkpoints.claimed_at IS NULL",
+                (checkpoint_id, time.time()),
+            )
+            return bool(cur.rowcount == 1)
+
+    def load_checkpoint(self, checkpoint_id: str) -> Checkpoint:
+        p = self._P
+        with self._read_tx() as db:
+            row = db.execute(
+                f"SELECT doc FROM trackway_checkpoints WHERE checkpoint_id = {p} "
+                "AND doc IS NOT NULL",
+                (checkpoint_id,),
+            ).fetchone()
+        if row is None:
+            raise UnknownRunError(f"no checkpoint {checkpoint_id!r} in {self!r}")
+        return Checkpoint.from_json(bytes(row[0]))
+
+    # -- pruning -------------------------------------------------------------------------
+
+    def prune(
+        self,
+        *,
+        run_ids: Sequence[str] | None = None,
+        older_than: float | None = None,
+        keep_latest: int | None = None,
+    ) -> int:
+        """Delete runs by id, by age (seconds since they ended) or beyond the newest N."""
+        doomed = select_prunable(self.list_runs(), run_ids, older_than, keep_latest)
+        with self._tx() as db:
+            for rid in doomed:
+                self._delete(db, rid)
+        return len(doomed)
+
+    def delete(self, run_id: str) -> None:
+        """Delete one run, its commits and its checkpoints (claims stay: see ``_delete``)."""
+        with self._tx() as db:
+            if not self._delete(db, run_id):
+                raise UnknownRunError(f"no run {run_id!r} in {self!r}")
+
+    def _run_no(self, db: Any, run_id: str) -> int:
+        no = self._run_nos.get(run_id)
+        if no is None:
+            row = db.execute(
+                f"SELECT run_no FROM trackway_runs WHERE run_id = {self._P}", (run_id,)
+            ).fetchone()
+            if row is None:
+                raise UnknownRunError(f"no run {run_id!r} in {self!r}")
+            no = self._run_nos[run_id] = int(row[0])
+        return no
+
+    def _span(self, db: Any, run_id: str) -> tuple[int, int]:
+        base = self._run_no(db, run_id) * SPAN
+        return base, base + SPAN - 1
+
+    def _delete(self, db: Any, run_id: str) -> bool:
+        try:
+            lo, hi = self._span(db, run_id)
+        except UnknownRunError:
+            return False
+        p = self._P
+        self._run_nos.pop(run_id, None)
+        db.execute(f"DELETE FROM trackway_commits WHERE id BETWEEN {p} AND {p}", (lo, hi))
+        ids = (f"{run_id}@", f"{run_id}A")  # ids are "<run id>@<commit count>"; 'A' > '@'
+        # A claim outlives its run: a resumed checkpoint must never resume again.
+        db.execute(
+            f"DELETE FROM trackway_checkpoints WHERE checkpoint_id >= {p} "
+            f"AND checkpoint_id < {p} AND claimed_at IS NULL",
+            ids,
+        )
+        db.execute(
+            f"UPDATE trackway_checkpoints SET doc = NULL WHERE checkpoint_id >= {p} "
+            f"AND checkpoint_id < {p}",
+            ids,
+        )
+        cur = db.execute(f"DELETE FROM trackway_runs WHERE run_id = {p}", (run_id,))
+        return bool(cur.rowcount > 0)
