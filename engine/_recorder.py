@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from ._commit import Commit, EmittedEvent, ErrorInfo, Op
+from ._state import MISSING
 
 if TYPE_CHECKING:
     from ._redact import Redactor
@@ -370,7 +371,7 @@ class Dispatch:
 def _redact_event(r: Redactor, hook: str, event: Any) -> Any:
     """Events that carry state values get them through the redaction funnel."""
     if hook == "on_read":
-        if type(event.value).__name__ == "_Sentinel":  # absent: nothing to hide
+        if event.value is MISSING:  # absent: nothing to hide
             return event
         return event._replace(value=r.value(event.key, event.value))
     if hook == "on_write":

@@ -37,6 +37,7 @@ class Scope:
         "_events",
         "_ops",
         "_reads",
+        "_rec",
         "_staged",
         "_store",
         "_strand",
@@ -48,6 +49,7 @@ class Scope:
     def __init__(self, strand: _Strand, stage_path: str, stage_id: str) -> None:
         self._strand = strand
         self._store = strand.frame.store
+        self._rec = strand.run.recorders  # read on every tracked read and write
         self.stage_path = stage_path
         self.stage_id = stage_id
         self._ops: list[Write] = []
@@ -74,7 +76,7 @@ class Scope:
 
     def _track(self, key: str, value: Any) -> None:
         self._reads[key] = None
-        rec = self._strand.run.recorders
+        rec = self._rec
         if rec.on_read:
             rec.read(self, key, value)
 
@@ -82,7 +84,7 @@ class Scope:
         value = self._peek(key)
         self._track(key, value)
         if value is MISSING:
-            keys = set(self._strand.frame.store.current()) | set(self._touched)
+            keys = set(self._store.current()) | set(self._touched)
             present = sorted(k for k in keys if self._peek(k) is not MISSING)
             raise KeyError(
                 f"state has no key {key!r} (read in stage {self.stage_path!r}); keys present: "
@@ -114,7 +116,7 @@ class Scope:
         else:
             ops.append(op)
             self._staged.pop(key, None)
-        rec = self._strand.run.recorders
+        rec = self._rec
         if rec.on_write:
             rec.write(self, Op._make(op))
 
@@ -204,7 +206,7 @@ class Scope:
         data, _ = encode_value(payload, name, self.stage_path, f"the payload of event {name!r}")
         event = EmittedEvent(name, data)
         self._events.append(event)
-        rec = self._strand.run.recorders
+        rec = self._rec
         if rec.on_emit:
             rec.emit(self, event)
 

@@ -32,8 +32,7 @@ def _postgres() -> RunStore:
     import psycopg
 
     with psycopg.connect(PG_DSN, autocommit=True) as conn:
-        for table in ("trackway_commits", "trackway_runs", "trackway_checkpoints",
-                      "trackway_claims"):  # fmt: skip
+        for table in ("trackway_commits", "trackway_runs", "trackway_checkpoints"):
             conn.execute(f"DROP TABLE IF EXISTS {table}")
     return PostgresStore(PG_DSN)
 
