@@ -9,8 +9,10 @@ on which branch finished first.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from time import time
 from typing import Any
 
@@ -703,27 +705,26 @@ async def _run_parallel(
     counters = [[states.get(key, {}).get("counter", 0)] for key, _ in pairs]
     limiter = anyio.CapacityLimiter(limit) if limit else None
 
-    async def one(i: int, tg: anyio.abc.TaskGroup) -> None:
+    gate: AbstractAsyncContextManager[Any] = limiter or contextlib.nullcontext()
+
+    async def one(i: int) -> bool:
+        """Run branch ``i`` (unless it is done); True if it failed."""
         key, branch = pairs[i]
         state = states.get(key)
         if state is not None and state.get("done"):
-            return
+            return False
         at = None if state is None else state["cursor"]
         try:
-            if limiter is None:
+            async with gate:
                 await _run_branch(
                     strand, frames[i], key, branch, base_path, counters[i], at, chooser
                 )
-            else:
-                async with limiter:
-                    await _run_branch(
-                        strand, frames[i], key, branch, base_path, counters[i], at, chooser
-                    )
         except Paused as p:
             paused[key] = p.cursor
         except Exception as exc:
             errors[i] = exc
-            tg.cancel_scope.cancel()
+            return True
+        return False
 
     try:
         if (
@@ -733,20 +734,18 @@ async def _run_parallel(
         ):
             # Plain ``def`` branches never yield, so tasks would run them one after another
             # anyway; running them inline gives the same log without the task overhead.
-            for i, (key, branch) in enumerate(pairs):
-                try:
-                    await _run_branch(
-                        strand, frames[i], key, branch, base_path, counters[i], None, chooser
-                    )
-                except Paused as p:
-                    paused[key] = p.cursor
-                except Exception as branch_error:
-                    errors[i] = branch_error
+            for i in range(len(pairs)):
+                if await one(i):
                     break
         else:
             async with anyio.create_task_group() as tg:
+
+                async def fail_fast(i: int) -> None:
+                    if await one(i):
+                        tg.cancel_scope.cancel()
+
                 for i in range(len(pairs)):
-                    tg.start_soon(one, i, tg)
+                    tg.start_soon(fail_fast, i)
     finally:
         for frame in frames:
             assert frame.buffer is not None
