@@ -18,15 +18,14 @@ carried (the neutral response has no place for them yet).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
-from contextlib import aclosing
+from collections.abc import Mapping
 from typing import Any
 
 import httpx2
 import orjson
 
 from ._http import UNPARSED_ARGUMENTS, HTTPProvider, parse_arguments
-from ._messages import LLMRequest, LLMResponse, StreamDelta, ToolCall, Usage
+from ._messages import LLMRequest, LLMResponse, ToolCall, Usage
 from ._provider import ProviderError, ProviderRateLimitError, ProviderResponseError
 
 __all__ = ["AnthropicProvider", "anthropic"]
@@ -86,8 +85,9 @@ class _Stream:
         self.stop_reason: str | None = None
         self.model: str | None = None
 
-    def feed(self, kind: Any, data: dict[str, Any]) -> str:
+    def feed(self, event: str, data: dict[str, Any]) -> str:
         """Take one event in; the text it adds (maybe empty)."""
+        kind = data.get("type", event)
         if kind == "message_start":
             message = data.get("message")
             if isinstance(message, Mapping):
@@ -151,6 +151,8 @@ class AnthropicProvider(HTTPProvider):
     key_env = "ANTHROPIC_API_KEY"
     api_label = "a Messages API response"
     default_base_url = "https://api.anthropic.com"
+    path = "/v1/messages"
+    stream_item = "an event"
 
     def __init__(self, model: str, *, max_tokens: int = 1024, **options: Any) -> None:
         """``max_tokens`` is sent when a request sets none; ``options`` as for
@@ -265,41 +267,13 @@ class AnthropicProvider(HTTPProvider):
             model=model if isinstance(model, str) and model else None,
         )
 
-    # -- the interface -----------------------------------------------------------------------
+    # -- streaming ---------------------------------------------------------------------------
 
-    async def complete(self, request: LLMRequest) -> LLMResponse:
-        """One Messages API call (retried on 429, 5xx and connection errors)."""
-        async with self._client() as client:
-            data = await self._post_json(client, "/v1/messages", self.body(request))
-        return self._parse(data)
+    def _assembly(self) -> _Stream:
+        return _Stream()
 
-    async def stream(self, request: LLMRequest) -> AsyncIterator[StreamDelta | LLMResponse]:
-        """Stream the answer: a :class:`StreamDelta` per text delta, then the response."""
-        body = self.body(request)
-        body["stream"] = True
-        async with (
-            self._client() as client,
-            self._post_stream(client, "/v1/messages", body) as response,
-        ):
-            if not self.is_event_stream(response):
-                final = self._parse(self._decode(await response.aread()))
-                if final.content:
-                    yield StreamDelta(text=final.content)
-                yield final
-                return
-            assembled = _Stream()
-            events = self._sse(response)
-            async with aclosing(events):
-                async for event, data in events:
-                    if not isinstance(data, dict):
-                        raise self._malformed(orjson.dumps(data), "an event is not an object")
-                    kind = data.get("type", event)
-                    if kind == "error":
-                        raise self._stream_error(data)
-                    text = assembled.feed(kind, data)
-                    if text:
-                        yield StreamDelta(text=text)
-            yield assembled.response()
+    def _stream_failure(self, event: str, data: dict[str, Any]) -> ProviderError | None:
+        return self._stream_error(data) if data.get("type", event) == "error" else None
 
     def _stream_error(self, data: dict[str, Any]) -> ProviderError:
         error = data.get("error")
@@ -322,7 +296,7 @@ def _index(data: Mapping[str, Any], default: int) -> int:
 def anthropic(
     model: str,
     *,
-    base_url: str = "https://api.anthropic.com",
+    base_url: str = AnthropicProvider.default_base_url,
     api_key: str | None = None,
     max_tokens: int = 1024,
     timeout: float = 60.0,

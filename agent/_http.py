@@ -28,12 +28,13 @@ import random
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import aclosing, asynccontextmanager
 from datetime import UTC, datetime
-from typing import Any, NoReturn, cast
+from typing import Any, NoReturn, Protocol, cast
 
 import anyio
 import httpx2
 import orjson
 
+from ._messages import LLMRequest, LLMResponse, StreamDelta
 from ._provider import (
     ModelNotFoundError,
     ProviderAuthError,
@@ -110,6 +111,16 @@ def _retry_after(headers: httpx2.Headers) -> float | None:
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
+class _Assembly(Protocol):
+    """A streamed answer being put together from its server-sent events."""
+
+    def feed(self, event: str, data: dict[str, Any]) -> str:
+        """Take one event in; the text it adds (maybe empty)."""
+        ...
+
+    def response(self) -> LLMResponse: ...
+
+
 def _retryable(status: int) -> bool:
     return status in (408, 429) or status >= 500
 
@@ -133,10 +144,12 @@ class _Borrowed(httpx2.AsyncBaseTransport):
 
 
 class HTTPProvider:
-    """The shared half of an HTTP provider: configuration, sending, retrying, errors.
+    """The shared half of an HTTP provider: configuration, sending, retrying, errors,
+    and the ``complete``/``stream`` calls themselves.
 
-    Subclasses set ``name``, ``key_env`` and ``api_label`` and implement
-    :meth:`_auth_headers`; they build the wire body and read the answer.
+    Subclasses set the class attributes below and implement :meth:`_auth_headers`,
+    :meth:`body`, :meth:`_parse`, :meth:`_assembly` and :meth:`_stream_failure`: they
+    build the wire body and read the answer.
     """
 
     name: str
@@ -146,6 +159,10 @@ class HTTPProvider:
     """What the endpoint speaks, for messages ("a Chat Completions response")."""
     default_base_url: str
     """Where the vendor's own API lives (``base_url`` when none is given)."""
+    path: str
+    """The endpoint under ``base_url`` that both calls post to."""
+    stream_item: str
+    """What one streamed payload is called, for messages ("a chunk")."""
 
     def __init__(
         self,
@@ -196,6 +213,63 @@ class HTTPProvider:
 
     def _static_headers(self) -> dict[str, str]:
         return {}
+
+    def body(self, request: LLMRequest) -> dict[str, Any]:
+        """The JSON body that asks for ``request``."""
+        raise NotImplementedError
+
+    def _stream_body(self, request: LLMRequest) -> dict[str, Any]:
+        body = self.body(request)
+        body["stream"] = True
+        return body
+
+    def _parse(self, data: Any) -> LLMResponse:
+        raise NotImplementedError
+
+    def _assembly(self) -> _Assembly:
+        raise NotImplementedError
+
+    def _stream_failure(self, event: str, data: dict[str, Any]) -> ProviderError | None:
+        """The error a streamed event reports, if it reports one."""
+        raise NotImplementedError
+
+    # -- the interface -----------------------------------------------------------------------
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        """One call (retried on 408, 429, 5xx, connection errors and timeouts)."""
+        async with self._client() as client:
+            data = await self._post_json(client, self.path, self.body(request))
+        return self._parse(data)
+
+    async def stream(self, request: LLMRequest) -> AsyncIterator[StreamDelta | LLMResponse]:
+        """Stream the answer: a :class:`StreamDelta` per text piece, then the response."""
+        body = self._stream_body(request)
+        async with (
+            self._client() as client,
+            self._post_stream(client, self.path, body) as response,
+        ):
+            if not self.is_event_stream(response):
+                # The server ignored "stream": read the whole answer and pass it on.
+                final = self._parse(self._decode(await response.aread()))
+                if final.content:
+                    yield StreamDelta(text=final.content)
+                yield final
+                return
+            assembled = self._assembly()
+            events = self._sse(response)
+            async with aclosing(events):
+                async for event, data in events:
+                    if not isinstance(data, dict):
+                        raise self._malformed(
+                            orjson.dumps(data), f"{self.stream_item} is not an object"
+                        )
+                    failure = self._stream_failure(event, data)
+                    if failure is not None:
+                        raise failure
+                    text = assembled.feed(event, data)
+                    if text:
+                        yield StreamDelta(text=text)
+            yield assembled.response()
 
     # -- sending -----------------------------------------------------------------------------
 

@@ -20,16 +20,15 @@ the server's own word. Tool-call arguments that are not a JSON object are kept v
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
-from contextlib import aclosing
+from collections.abc import Mapping
 from typing import Any
 
 import httpx2
 import orjson
 
 from ._http import UNPARSED_ARGUMENTS, HTTPProvider, parse_arguments
-from ._messages import LLMRequest, LLMResponse, StreamDelta, ToolCall, Usage
-from ._provider import ProviderResponseError
+from ._messages import LLMRequest, LLMResponse, ToolCall, Usage
+from ._provider import ProviderError, ProviderResponseError
 
 __all__ = ["OpenAIProvider", "openai"]
 
@@ -102,7 +101,7 @@ class _Stream:
         self.stop_reason: str | None = None
         self.model: str | None = None
 
-    def feed(self, chunk: dict[str, Any]) -> str:
+    def feed(self, event: str, chunk: dict[str, Any]) -> str:
         """Take one chunk in; the text it adds (maybe empty)."""
         added: list[str] = []
         if isinstance(chunk.get("model"), str) and chunk["model"]:
@@ -152,6 +151,8 @@ class OpenAIProvider(HTTPProvider):
     key_env = "OPENAI_API_KEY"
     api_label = "a Chat Completions response"
     default_base_url = "https://api.openai.com/v1"
+    path = "/chat/completions"
+    stream_item = "a chunk"
 
     def _auth_headers(self, api_key: str) -> dict[str, str]:
         return {"authorization": f"Bearer {api_key}"}
@@ -265,46 +266,20 @@ class OpenAIProvider(HTTPProvider):
             model=model if isinstance(model, str) and model else None,
         )
 
-    # -- the interface -----------------------------------------------------------------------
+    # -- streaming ---------------------------------------------------------------------------
 
-    async def complete(self, request: LLMRequest) -> LLMResponse:
-        """One Chat Completions call (retried on 429, 5xx and connection errors)."""
-        async with self._client() as client:
-            data = await self._post_json(client, "/chat/completions", self.body(request))
-        return self._parse(data)
-
-    async def stream(self, request: LLMRequest) -> AsyncIterator[StreamDelta | LLMResponse]:
-        """Stream the answer: a :class:`StreamDelta` per text chunk, then the response.
-
-        Tool calls are assembled from their streamed pieces; usage is asked for with
-        ``stream_options.include_usage`` and reported when the server sends it.
-        """
-        body = self.body(request)
-        body["stream"] = True
+    def _stream_body(self, request: LLMRequest) -> dict[str, Any]:
+        """Usage is asked for with ``stream_options.include_usage`` and reported when the
+        server sends it; tool calls are assembled from their streamed pieces."""
+        body = super()._stream_body(request)
         body["stream_options"] = {"include_usage": True}
-        async with (
-            self._client() as client,
-            self._post_stream(client, "/chat/completions", body) as response,
-        ):
-            if not self.is_event_stream(response):
-                # The server ignored "stream": read the whole answer and pass it on.
-                final = self._parse(self._decode(await response.aread()))
-                if final.content:
-                    yield StreamDelta(text=final.content)
-                yield final
-                return
-            assembled = _Stream()
-            events = self._sse(response)
-            async with aclosing(events):
-                async for _event, chunk in events:
-                    if not isinstance(chunk, dict):
-                        raise self._malformed(orjson.dumps(chunk), "a chunk is not an object")
-                    if chunk.get("error"):
-                        raise self._reported_error(chunk, " mid-stream")
-                    text = assembled.feed(chunk)
-                    if text:
-                        yield StreamDelta(text=text)
-            yield assembled.response()
+        return body
+
+    def _assembly(self) -> _Stream:
+        return _Stream()
+
+    def _stream_failure(self, event: str, data: dict[str, Any]) -> ProviderError | None:
+        return self._reported_error(data, " mid-stream") if data.get("error") else None
 
     def _reported_error(self, chunk: dict[str, Any], when: str = "") -> ProviderResponseError:
         error = chunk.get("error")
@@ -319,7 +294,7 @@ class OpenAIProvider(HTTPProvider):
 def openai(
     model: str,
     *,
-    base_url: str = "https://api.openai.com/v1",
+    base_url: str = OpenAIProvider.default_base_url,
     api_key: str | None = None,
     timeout: float = 60.0,
     max_retries: int = 2,
