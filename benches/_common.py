@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import cProfile
 import datetime as _dt
 import gc
+import io
 import itertools
 import json
 import os
 import platform
+import pstats
 import statistics
 import sys
 import time
@@ -29,6 +32,38 @@ def fresh_heap() -> None:
     """Collect garbage twice so one run's leftovers do not bill the next run."""
     gc.collect()
     gc.collect()
+
+
+ProfileTable = dict[tuple[str, int, str], tuple[int, int, float, float, Any]]
+"""pstats' raw table: ``(file, line, function) -> (cc, ncalls, tottime, cumtime, callers)``."""
+
+
+def profile_table(prof: cProfile.Profile) -> ProfileTable:
+    """What ``prof`` recorded, as pstats' raw table."""
+    table: ProfileTable = pstats.Stats(prof, stream=io.StringIO()).stats  # type: ignore[attr-defined]
+    return table
+
+
+def profile_call(run: Callable[[], object]) -> ProfileTable:
+    """cProfile one call of ``run``, on a fresh heap."""
+    fresh_heap()
+    prof = cProfile.Profile()
+    prof.enable()
+    run()
+    prof.disable()
+    return profile_table(prof)
+
+
+def top_functions(
+    table: ProfileTable, k: int, name: Callable[[str], str] = os.path.basename
+) -> list[dict[str, Any]]:
+    """The ``k`` functions with the most own time (``tottime``), ``name`` shortening files."""
+    rows: list[dict[str, Any]] = [
+        {"function": f"{name(file)}:{line}({func})", "ncalls": nc, "tottime_s": tt, "cumtime_s": ct}
+        for (file, line, func), (_cc, nc, tt, ct, _) in table.items()
+    ]
+    rows.sort(key=lambda r: r["tottime_s"], reverse=True)
+    return rows[:k]
 
 
 def median_runs(
@@ -146,3 +181,12 @@ def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]
     for row in cells:
         print(line(row))
     sys.stdout.flush()
+
+
+def print_targets(targets: Sequence[Mapping[str, Any]]) -> None:
+    """The table of a bench's targets: what was measured against which threshold."""
+    print_table(
+        "Targets",
+        ["target", "measured", "threshold", "result"],
+        [[t["target"], f"{t['measured']:,.2f}", t["threshold"], t["pass"]] for t in targets],
+    )

@@ -14,10 +14,7 @@ off). Prints tables and writes ``benches/results/bench_agent.json``. See
 from __future__ import annotations
 
 import argparse
-import cProfile
-import io
 import os
-import pstats
 import sys
 import tempfile
 import warnings
@@ -28,9 +25,10 @@ from typing import Any
 from _common import (
     clock,
     dist_version,
-    fresh_heap,
     median_runs,
     print_table,
+    print_targets,
+    profile_call,
     tenth_growth,
     write_json,
 )
@@ -374,13 +372,7 @@ def profile_run(turns: int) -> dict[str, Any]:
     """cProfile one trackway run at ``turns``: top functions by tottime, and tottime by area."""
     tw_turns(WARM_TURNS)()
     agent = _tw_agent(turns)
-    fresh_heap()
-    prof = cProfile.Profile()
-    prof.enable()
-    agent.run_sync("go")
-    prof.disable()
-    stats = pstats.Stats(prof, stream=io.StringIO())
-    raw = stats.stats  # type: ignore[attr-defined]
+    raw = profile_call(lambda: agent.run_sync("go"))
     total = sum(tt for (_cc, _nc, tt, _ct, _callers) in raw.values())
     rows = [
         {
@@ -461,11 +453,7 @@ def print_report(
         [[label[g["framework"]], g["us_per_turn_from"], g["us_per_turn_to"],
           f"{g['growth']:.2f}", g["marginal_us_per_turn"]] for g in growth],
     )  # fmt: skip
-    print_table(
-        "Targets",
-        ["target", "measured", "threshold", "result"],
-        [[t["target"], f"{t['measured']:,.2f}", t["threshold"], t["pass"]] for t in targets],
-    )
+    print_targets(targets)
 
 
 def print_profile(prof: dict[str, Any]) -> None:

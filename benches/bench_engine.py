@@ -10,11 +10,8 @@ tables and writes ``benches/results/bench_engine.json``. See ``benches/README.md
 from __future__ import annotations
 
 import argparse
-import cProfile
-import io
 import operator
 import os
-import pstats
 import sys
 import tracemalloc
 import warnings
@@ -27,7 +24,10 @@ from _common import (
     fresh_heap,
     median_runs,
     print_table,
+    print_targets,
+    profile_call,
     tenth_growth,
+    top_functions,
     write_json,
 )
 
@@ -405,23 +405,7 @@ def profile_loop(n: int) -> list[dict[str, Any]]:
     """cProfile the plain trackway loop at ``n`` and return the top 10 functions by tottime."""
     runner = tw_loop(n, grow=False)
     runner()
-    fresh_heap()
-    prof = cProfile.Profile()
-    prof.enable()
-    runner()
-    prof.disable()
-    stats = pstats.Stats(prof, stream=io.StringIO())
-    rows = [
-        {
-            "function": f"{os.path.basename(file)}:{line}({func})",
-            "ncalls": nc,
-            "tottime_s": tt,
-            "cumtime_s": ct,
-        }
-        for (file, line, func), (_cc, nc, tt, ct, _) in stats.stats.items()  # type: ignore[attr-defined]
-    ]
-    rows.sort(key=lambda r: r["tottime_s"], reverse=True)
-    return rows[:10]
+    return top_functions(profile_call(runner), 10)
 
 
 TRACKWAY = {"loop": tw_loop, "chain": tw_chain, "fork": tw_fork}
@@ -536,11 +520,7 @@ def print_report(
         [[t["site"], t["bytes"] / 2**20, t["count"], t["bytes_per_block"]]
          for t in memory["top_sites"]],
     )  # fmt: skip
-    print_table(
-        "Targets",
-        ["target", "measured", "threshold", "result"],
-        [[t["target"], f"{t['measured']:,.2f}", t["threshold"], t["pass"]] for t in targets],
-    )
+    print_targets(targets)
 
 
 def main() -> int:

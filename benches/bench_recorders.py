@@ -15,11 +15,8 @@ lifecycle hook) when installed. Prints tables and writes
 from __future__ import annotations
 
 import argparse
-import cProfile
-import io
 import itertools
 import os
-import pstats
 import shutil
 import statistics
 import sys
@@ -29,7 +26,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypedDict
 
-from _common import clock, dist_version, fresh_heap, print_table, write_json
+from _common import (
+    clock,
+    dist_version,
+    fresh_heap,
+    print_table,
+    profile_call,
+    top_functions,
+    write_json,
+)
 
 os.environ.setdefault("LANGSMITH_TRACING", "false")
 os.environ.setdefault("LANGCHAIN_TRACING_V2", "false")
@@ -419,13 +424,7 @@ def profile_cells(cells: list[tuple[str, str, str, Any]], n: int) -> dict[str, A
             continue
         runner = tw_loop(n, make)
         runner()
-        fresh_heap()
-        prof = cProfile.Profile()
-        prof.enable()
-        runner()
-        prof.disable()
-        stats = pstats.Stats(prof, stream=io.StringIO())
-        raw = stats.stats  # type: ignore[attr-defined]
+        raw = profile_call(runner)
         total = sum(tt for (_cc, _nc, tt, _ct, _) in raw.values())
         # every delivery goes through _RunQueue.flush (called from Dispatch.flush)
         code = _RunQueue.flush.__code__
@@ -434,19 +433,7 @@ def profile_cells(cells: list[tuple[str, str, str, Any]], n: int) -> dict[str, A
             for (file, line, func), (_cc, _nc, _tt, ct, _) in raw.items()
             if (file, line, func) == (code.co_filename, code.co_firstlineno, code.co_name)
         )
-        top = sorted(
-            (
-                {
-                    "function": f"{_short(file)}:{line}({func})",
-                    "ncalls": nc,
-                    "tottime_s": tt,
-                    "cumtime_s": ct,
-                }
-                for (file, line, func), (_cc, nc, tt, ct, _) in raw.items()
-            ),
-            key=lambda r: r["tottime_s"],
-            reverse=True,
-        )[:12]
+        top = top_functions(raw, 12, name=_short)
         out[label] = {
             "n": n,
             "profiled_total_s": total,

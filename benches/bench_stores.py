@@ -16,10 +16,8 @@ import argparse
 import contextlib
 import cProfile
 import gc
-import io
 import operator
 import os
-import pstats
 import secrets
 import shutil
 import sqlite3
@@ -32,7 +30,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
-from _common import clock, dist_version, fresh_heap, median_runs, print_table, write_json
+from _common import (
+    clock,
+    dist_version,
+    fresh_heap,
+    median_runs,
+    print_table,
+    print_targets,
+    profile_table,
+    top_functions,
+    write_json,
+)
 
 os.environ.setdefault("LANGSMITH_TRACING", "false")
 os.environ.setdefault("LANGCHAIN_TRACING_V2", "false")
@@ -598,21 +606,6 @@ class TimedSqliteStore(SqliteStore):
             self.prof.disable()
 
 
-def _top(prof: cProfile.Profile, k: int = 12) -> list[dict[str, Any]]:
-    stats = pstats.Stats(prof, stream=io.StringIO())
-    rows = [
-        {
-            "function": f"{os.path.basename(file)}:{line}({func})",
-            "ncalls": nc,
-            "tottime_s": tt,
-            "cumtime_s": ct,
-        }
-        for (file, line, func), (_cc, nc, tt, ct, _) in stats.stats.items()  # type: ignore[attr-defined]
-    ]
-    rows.sort(key=lambda r: r["tottime_s"], reverse=True)
-    return rows[:k]
-
-
 def profile_batch(tmp: Path, n: int) -> dict[str, Any]:
     """The batch-mode SqliteStore FULL loop: the writer thread's append calls (count, batch
     sizes, time inside append), then cProfile of the run's thread and, separately, of the
@@ -652,7 +645,11 @@ def profile_batch(tmp: Path, n: int) -> dict[str, Any]:
     }
     main, inside = cProfile.Profile(), cProfile.Profile()
     once(main, inside)
-    return {"writer": writer, "main_thread_top": _top(main), "append_top": _top(inside, 8)}
+    return {
+        "writer": writer,
+        "main_thread_top": top_functions(profile_table(main), 12),
+        "append_top": top_functions(profile_table(inside), 8),
+    }
 
 
 def _available(module: str) -> bool:
@@ -788,11 +785,7 @@ def print_report(
         ["what", "µs/commit"],
         [[c["what"], c["us_per_commit"]] for c in costs],
     )
-    print_table(
-        "Targets",
-        ["target", "measured", "threshold", "result"],
-        [[t["target"], f"{t['measured']:,.2f}", t["threshold"], t["pass"]] for t in targets],
-    )
+    print_targets(targets)
 
 
 def main() -> int:
