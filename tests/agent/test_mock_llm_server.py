@@ -17,20 +17,11 @@ from trackway.agent._messages import (
     Message,
     StreamDelta,
     ToolCall,
-    ToolSpec,
 )
 from trackway.agent._openai import OpenAIProvider, openai
 from trackway.agent._provider import ModelNotFoundError
 
-WEATHER = ToolSpec(
-    name="weather",
-    description="Current weather for a city.",
-    input_schema={
-        "type": "object",
-        "properties": {"city": {"type": "string"}},
-        "required": ["city"],
-    },
-)
+from .wire_server import WEATHER
 
 
 @pytest.fixture

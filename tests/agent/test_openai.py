@@ -5,7 +5,7 @@ from __future__ import annotations
 import email.utils
 import re
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -20,7 +20,6 @@ from trackway.agent._messages import (
     Message,
     StreamDelta,
     ToolCall,
-    ToolSpec,
     Usage,
 )
 from trackway.agent._openai import OpenAIProvider, openai
@@ -34,41 +33,11 @@ from trackway.agent._provider import (
     StreamingProvider,
 )
 
+from .wire_server import WEATHER, Server
+
 KEY = "sk-test-0123456789abcdef"
 URL = "https://llm.test/v1"
-WEATHER = ToolSpec(
-    name="weather",
-    description="Current weather for a city.",
-    input_schema={
-        "type": "object",
-        "properties": {"city": {"type": "string"}},
-        "required": ["city"],
-    },
-)
 HELLO = LLMRequest(model="gpt-test", messages=(Message(role="user", content="Hello"),))
-
-Handler = Callable[[httpx2.Request], httpx2.Response]
-
-
-class Server:
-    """A MockTransport that answers from a script and keeps every request it saw."""
-
-    def __init__(self, *answers: httpx2.Response | Exception | Handler) -> None:
-        self.answers = list(answers)
-        self.requests: list[httpx2.Request] = []
-        self.transport = httpx2.MockTransport(self._handle)
-
-    def _handle(self, request: httpx2.Request) -> httpx2.Response:
-        self.requests.append(request)
-        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
-        if isinstance(answer, Exception):
-            raise answer
-        if isinstance(answer, httpx2.Response):
-            return answer
-        return answer(request)
-
-    def body(self, index: int = -1) -> Any:
-        return orjson.loads(self.requests[index].content)
 
 
 def provider(server: Server, **options: Any) -> OpenAIProvider:
