@@ -5,25 +5,16 @@ from __future__ import annotations
 import json
 import re
 import runpy
-import subprocess
-import sys
-from pathlib import Path
 
 from trackway import load_recording, receipts, served_at
 
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "examples" / "weather_agent.py"
+from .example_script import EXAMPLES, run_script
+
+EXAMPLE = EXAMPLES / "weather_agent.py"
 
 
 def run_example(*args: str) -> str:
-    proc = subprocess.run(
-        [sys.executable, str(EXAMPLE), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
+    proc = run_script(EXAMPLE, *args)
     assert proc.stderr == ""
     return proc.stdout
 
