@@ -9,7 +9,6 @@ import httpx2
 import orjson
 import pytest
 
-from trackway.agent import _http
 from trackway.agent._anthropic import API_VERSION, AnthropicProvider, anthropic
 from trackway.agent._messages import (
     LLMRequest,
@@ -28,7 +27,7 @@ from trackway.agent._provider import (
     StreamingProvider,
 )
 
-from .wire_server import WEATHER, Server
+from .wire_server import WEATHER, Server, collect_stream
 
 KEY = "sk-ant-test-0123456789"
 URL = "https://claude.test"
@@ -75,21 +74,7 @@ def complete(p: AnthropicProvider, request: LLMRequest = HELLO) -> LLMResponse:
 
 
 def stream(p: AnthropicProvider, request: LLMRequest = HELLO) -> list[StreamDelta | LLMResponse]:
-    async def collect() -> list[StreamDelta | LLMResponse]:
-        return [item async for item in p.stream(request)]
-
-    return anyio.run(collect)
-
-
-@pytest.fixture
-def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    waited: list[float] = []
-
-    async def fake_sleep(seconds: float) -> None:
-        waited.append(seconds)
-
-    monkeypatch.setattr(_http, "_sleep", fake_sleep)
-    return waited
+    return collect_stream(p, request)
 
 
 @pytest.fixture(autouse=True)

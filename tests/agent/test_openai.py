@@ -13,7 +13,6 @@ import httpx2
 import orjson
 import pytest
 
-from trackway.agent import _http
 from trackway.agent._messages import (
     LLMRequest,
     LLMResponse,
@@ -33,7 +32,7 @@ from trackway.agent._provider import (
     StreamingProvider,
 )
 
-from .wire_server import WEATHER, Server
+from .wire_server import WEATHER, Server, collect_stream
 
 KEY = "sk-test-0123456789abcdef"
 URL = "https://llm.test/v1"
@@ -88,22 +87,7 @@ def complete(p: OpenAIProvider, request: LLMRequest = HELLO) -> LLMResponse:
 
 
 def stream(p: OpenAIProvider, request: LLMRequest = HELLO) -> list[StreamDelta | LLMResponse]:
-    async def collect() -> list[StreamDelta | LLMResponse]:
-        return [item async for item in p.stream(request)]
-
-    return anyio.run(collect)
-
-
-@pytest.fixture
-def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """The waits between attempts, recorded instead of slept."""
-    waited: list[float] = []
-
-    async def fake_sleep(seconds: float) -> None:
-        waited.append(seconds)
-
-    monkeypatch.setattr(_http, "_sleep", fake_sleep)
-    return waited
+    return collect_stream(p, request)
 
 
 @pytest.fixture(autouse=True)

@@ -1,14 +1,17 @@
-"""What the provider tests share: a scripted HTTP server (MockTransport) and a tool spec."""
+"""What the provider tests share: a scripted HTTP server (MockTransport), a tool spec, and
+a synchronous way to drain a stream."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+import anyio
 import httpx2
 import orjson
 
-from trackway.agent._messages import ToolSpec
+from trackway.agent._http import HTTPProvider
+from trackway.agent._messages import LLMRequest, LLMResponse, StreamDelta, ToolSpec
 
 WEATHER = ToolSpec(
     name="weather",
@@ -42,3 +45,12 @@ class Server:
 
     def body(self, index: int = -1) -> Any:
         return orjson.loads(self.requests[index].content)
+
+
+def collect_stream(p: HTTPProvider, request: LLMRequest) -> list[StreamDelta | LLMResponse]:
+    """Everything ``p.stream(request)`` yields, in order (run on a fresh event loop)."""
+
+    async def collect() -> list[StreamDelta | LLMResponse]:
+        return [item async for item in p.stream(request)]
+
+    return anyio.run(collect)
