@@ -1,9 +1,14 @@
-"""The fluent chart builder. Every malformed chart fails at ``build()`` (or earlier)."""
+"""The fluent chart builder. Every malformed chart fails at ``build()`` (or earlier).
+
+Over 400 lines because each builder method checks its own arguments where the user can
+still see the call (ids, callables, merge policies, subflow mappers, for-each options) with
+a message naming the fix; the decider and selector branch builders live in
+``_branch_builders``.
+"""
 
 from __future__ import annotations
 
 import re
-from collections import deque
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -18,16 +23,18 @@ from ._chart import (
     is_async_callable,
 )
 from ._contract import Schema, check_schema
-from ._errors import ChartBuildError
+from ._errors import ChartBuildError, ConfigurationError
+from ._paths import is_name
 from ._retry import Retry
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-__all__ = ["ChartBuilder", "DeciderBuilder", "SelectorBuilder", "flow_chart"]
+    from ._branch_builders import DeciderBuilder, SelectorBuilder
+
+__all__ = ["ChartBuilder", "flow_chart"]
 
 _MERGE_NAMES = ("error_on_conflict", "namespace", "last")
-_BAD_ID = re.compile(r"[/#:\s]")
 
 
 def _slug(name: str) -> str:
@@ -37,7 +44,7 @@ def _slug(name: str) -> str:
 def _retry(value: Any, name: str) -> Retry | None:
     try:
         return Retry.coerce(value)
-    except (TypeError, ValueError) as exc:
+    except ConfigurationError as exc:
         raise ChartBuildError(f"stage {name!r}: {exc}") from None
 
 
@@ -116,7 +123,7 @@ class ChartBuilder:
             raise ChartBuildError(f"{what} needs a non-empty name, got {name!r}")
         if id is None:
             return _slug(name)
-        if not isinstance(id, str) or not id or _BAD_ID.search(id):
+        if not is_name(id):
             raise ChartBuildError(
                 f"{what}: id {id!r} is not allowed; use letters, digits, '-', '_' or "
                 "'.' (no '/', '#', ':' or spaces, which stage paths use)"
@@ -173,7 +180,7 @@ class ChartBuilder:
         return self._register(fields, link=link)
 
     def _branch(self, key: str, name: str, target: Any, owner: str) -> Branch:
-        if not isinstance(key, str) or not key or _BAD_ID.search(key):
+        if not is_name(key):
             raise ChartBuildError(
                 f"{owner}: branch key {key!r} must be a non-empty str without '/', '#', ':' or "
                 "spaces"
@@ -229,6 +236,8 @@ class ChartBuilder:
         """Add a stage that returns one branch key (or a ``Decision``); declare its branches."""
         nid = self._stage(name, fn, id, description, retry, kind="decider", branches={})
         self._open = []
+        from ._branch_builders import DeciderBuilder
+
         return DeciderBuilder(self, nid)
 
     def selector(
@@ -244,6 +253,8 @@ class ChartBuilder:
         """Add a stage that returns several branch keys; the chosen branches run in parallel."""
         policy = self._check_merge(merge, f"selector {name!r}")
         nid = self._stage(name, fn, id, description, retry, kind="selector", merge=policy)
+        from ._branch_builders import SelectorBuilder
+
         return SelectorBuilder(self, nid)
 
     def fork(
@@ -411,16 +422,10 @@ class ChartBuilder:
                     f"that id; ids are: {ids} "
                     "(did you pass a stage name instead of its id?)"
                 )
-        errors.extend(self._unreachable())
-        if errors:
-            raise ChartBuildError(
-                "the chart is malformed:\n" + "\n".join(f"  - {e}" for e in errors)
-            )
         inputs = check_schema(input_schema, "build(input_schema=...)")
         outputs = check_schema(output_schema, "build(output_schema=...)")
-        self._built = True
         root = self._nodes[self._root]
-        return FlowChart(
+        chart = FlowChart(
             id=chart_id or self._root,
             name=name or root["name"],
             root=self._root,
@@ -430,150 +435,23 @@ class ChartBuilder:
             input_schema=inputs,
             output_schema=outputs,
         )
-
-    def _unreachable(self) -> list[str]:
-        seen = {self._root}
-        queue = deque([self._root])
-        while queue:
-            fields = self._nodes[queue.popleft()]
-            targets = [fields.get("next"), *fields.get("branches", {}).values()]
-            for t in targets:
-                if t is not None and t in self._nodes and t not in seen:
-                    seen.add(t)
-                    queue.append(t)
-        return [
-            f"stage {f['name']!r} ({nid}) can never run: nothing leads to it (it follows a "
-            "loop_to, or a decider whose branches all loop back); move it or remove it"
-            for nid, f in self._nodes.items()
-            if nid not in seen and "\x00" not in nid
-        ]
-
-
-class DeciderBuilder:
-    """Declares a decider's branches; ``end()`` returns to the chart."""
-
-    def __init__(self, parent: ChartBuilder, decider_id: str) -> None:
-        self._parent = parent
-        self._id = decider_id
-        self._fields = parent._nodes[decider_id]
-        self._ends: list[str] = []
-        self._default: str | None = None
-        self._closed = False
-
-    def branch(
-        self,
-        key: str,
-        name: str,
-        target: StageFn | FlowChart,
-        *,
-        id: str | None = None,
-        description: str | None = None,
-        retry: Retry | int | None = None,
-        loop_to: str | None = None,
-        on_resume: ResumeFn | None = None,
-    ) -> DeciderBuilder:
-        """Declare branch ``key``: a stage function or a chart (run on the same state)."""
-        self._check_open()
-        p = self._parent
-        owner = f"decider {self._fields['name']!r}"
-        p._branch(key, name, target, owner)  # validates the key and the target
-        if key in self._fields["branches"]:
-            raise ChartBuildError(f"{owner} declares branch {key!r} twice")
-        branch_of = f"{self._id}:{key}"
-        if isinstance(target, FlowChart):
-            nid = p._new_id(name, id, f"branch {key!r} of {owner}")
-            nid = p._register(
-                dict(
-                    id=nid,
-                    name=name,
-                    kind="subflow",
-                    description=description,
-                    chart=target,
-                    branch_of=branch_of,
-                ),
-                link=False,
-            )
-        else:
-            nid = p._stage(
-                name,
-                target,
-                id,
-                description,
-                retry,
-                kind="stage",
-                link=False,
-                branch_of=branch_of,
-                on_resume=p._resume_fn(on_resume),
-            )
-        self._fields["branches"][key] = nid
-        if loop_to is None:
-            self._ends.append(nid)
-        else:
-            p._nodes[nid]["next"] = loop_to
-            p._nodes[nid]["loop"] = True
-            p._loops.append((nid, loop_to))
-        return self
-
-    def default(self, key: str) -> DeciderBuilder:
-        """The branch taken when the decider function returns ``None``."""
-        self._check_open()
-        self._default = key
-        return self
-
-    def end(self) -> ChartBuilder:
-        """Close the decider; the next stage added runs after whichever branch ran."""
-        self._check_open()
-        self._closed = True
-        name = self._fields["name"]
-        if not self._fields["branches"]:
-            self._parent._errors.append(
-                f"decider {name!r} has no branches; add .branch(key, name, fn) before .end()"
-            )
-        if self._default is not None:
-            if self._default not in self._fields["branches"]:
-                self._parent._errors.append(
-                    f"decider {name!r}: default {self._default!r} is not one of its branches "
-                    f"({', '.join(self._fields['branches']) or 'none'})"
-                )
-            self._fields["default"] = self._default
-        self._parent._open = list(self._ends)
-        return self._parent
-
-    def _check_open(self) -> None:
-        self._parent._guard()
-        if self._closed:
+        errors.extend(_unreachable(chart))
+        if errors:
             raise ChartBuildError(
-                f"decider {self._fields['name']!r} was already closed with .end()"
+                "the chart is malformed:\n" + "\n".join(f"  - {e}" for e in errors)
             )
+        self._built = True
+        return chart
 
 
-class SelectorBuilder:
-    """Declares a selector's branches; ``end()`` returns to the chart."""
+def _unreachable(chart: FlowChart) -> list[str]:
+    """Stages nothing leads to, found on the chart's graph."""
+    import networkx as nx
 
-    def __init__(self, parent: ChartBuilder, selector_id: str) -> None:
-        self._parent = parent
-        self._fields = parent._nodes[selector_id]
-        self._branches: list[Branch] = []
-        self._closed = False
-
-    def branch(self, key: str, name: str, target: StageFn | FlowChart) -> SelectorBuilder:
-        """Declare branch ``key``: a stage function or a chart, run in parallel when chosen."""
-        owner = f"selector {self._fields['name']!r}"
-        self._parent._guard()
-        if self._closed:
-            raise ChartBuildError(f"{owner} was already closed with .end()")
-        if any(b.key == key for b in self._branches):
-            raise ChartBuildError(f"{owner} declares branch {key!r} twice")
-        self._branches.append(self._parent._branch(key, name, target, owner))
-        return self
-
-    def end(self) -> ChartBuilder:
-        """Close the selector; the next stage added runs after the merge."""
-        self._parent._guard()
-        self._closed = True
-        if not self._branches:
-            self._parent._errors.append(
-                f"selector {self._fields['name']!r} has no branches; add .branch(...) before .end()"
-            )
-        self._fields["parallel"] = tuple(self._branches)
-        return self._parent
+    reached = nx.descendants(chart.graph, chart.root) | {chart.root}
+    return [
+        f"stage {node.name!r} ({nid}) can never run: nothing leads to it (it follows a "
+        "loop_to, or a decider whose branches all loop back); move it or remove it"
+        for nid, node in chart.nodes.items()
+        if nid not in reached and "\x00" not in nid
+    ]

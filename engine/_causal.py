@@ -12,12 +12,15 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from ._commit import Commit
+from ._detail import as_detail
+from ._paths import StagePath, parent_of
 from ._snapshot import Snapshot
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 __all__ = ["CausalChain", "causal_chain"]
 
@@ -80,6 +83,8 @@ def causal_chain(
     snapshot: Snapshot, key: str, *, at: int | None = None, max_nodes: int = 500
 ) -> CausalChain:
     """Trace the value of ``key`` after commit ``at`` (default: the end) back to its causes."""
+    import networkx as nx  # imported here: `import trackway` stays fast
+
     n = len(snapshot) if at is None else at
     snapshot.state_at(n)  # validates ``at``
     commits = snapshot._commits
@@ -100,14 +105,10 @@ def causal_chain(
             if frame in isolated:
                 return None  # an isolated subflow sees only what its input= seeded
             # a parallel branch reads through to the frame its fork ran in
-            parent = frame
-            while "/" in parent:
-                parent = parent.rsplit("/", 1)[0]
-                if parent in frames:
-                    break
-            else:
-                parent = ""
-            frame = parent if parent in frames else ""
+            parent = parent_of(frame)
+            while parent and parent not in frames:
+                parent = parent_of(parent)
+            frame = parent
         h = store._keys.get(k)
         if h is None:
             return None
@@ -165,7 +166,7 @@ def causal_chain(
         if c.kind == "resume":
             chain.gaps.append(
                 f"{c.stage_path} used a resume value from outside the run "
-                f"({(c.detail or {}).get('resume', {}).get('value')!r})"
+                f"({as_detail(c.detail).get('resume', {}).get('value')!r})"
             )
     return chain
 
@@ -175,7 +176,7 @@ def _dependencies(
 ) -> list[tuple[str, int | None, str, dict[str, Any]]]:
     """What one commit depends on: its reads' writers, its branch's decision, merged work."""
     deps: list[tuple[str, int | None, str, dict[str, Any]]] = []
-    detail = c.detail or {}
+    detail = as_detail(c.detail)
     read_frame = detail.get("reads_frame", c.frame)
     for k in c.reads:
         deps.append((k, writer(k, c.seq, read_frame), "data", {}))
@@ -185,7 +186,12 @@ def _dependencies(
         if decider is not None:
             deps.append((control["decider"], decider.seq, "control", {"branch": control["branch"]}))
     if c.kind == "merge":
-        prefix = c.stage_path.removesuffix("/merge") + "/"
+        # a selector's merge commit is "<selector path>/merge"; a fork's and a for-each's
+        # merge commit has the node's own path
+        path = StagePath.parse(c.stage_path)
+        if path.name == "merge" and path.index is None and path.parent is not None:
+            path = path.parent
+        prefix = f"{path}/"
         block = []  # the branch commits just before the merge
         for other in reversed(commits[: c.seq - 1]):
             if other.frame.startswith(prefix):

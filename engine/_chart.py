@@ -10,12 +10,11 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
 
-import networkx as nx
-
 from ._contract import Schema, json_schema
 from ._retry import Retry
 
 if TYPE_CHECKING:
+    import networkx as nx
     from pydantic import BaseModel
 
     from ._scope import Scope
@@ -103,10 +102,21 @@ class FlowChart:
 
     @cached_property
     def graph(self) -> nx.DiGraph[str]:
-        """The chart as a frozen networkx DiGraph (edge attribute ``kind``: next/branch/loop)."""
+        """The chart as a frozen networkx DiGraph (edge attribute ``kind``: next, loop,
+        branch, parallel or join; a subflow node's ``isolated`` says if it has its own state).
+
+        ``build()`` checks reachability on it; checkpoints record their structure from it.
+        """
+        import networkx as nx  # imported here: `import trackway` stays fast
+
         g: nx.DiGraph[str] = nx.DiGraph(chart_id=self.id, name=self.name)
         for node in self.nodes.values():
-            g.add_node(node.id, name=node.name, kind=node.kind, description=node.description)
+            extra = {}
+            if node.kind == "subflow":
+                extra["isolated"] = node.input is not None or node.output is not None
+            g.add_node(
+                node.id, name=node.name, kind=node.kind, description=node.description, **extra
+            )
         for node in self.nodes.values():
             if node.next is not None:
                 g.add_edge(node.id, node.next, kind="loop" if node.loop else "next")

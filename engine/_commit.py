@@ -3,14 +3,32 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, NamedTuple, TypeAlias
+from typing import (
+    Any,
+    Literal,
+    NamedTuple,
+    NotRequired,  # pydantic validates these on 3.11
+    TypeAlias,
+)
 
 import orjson
+from typing_extensions import TypedDict
 
+from ._detail import CommitDetail
 from ._values import freeze, to_plain
 from ._values import to_bytes as _json_bytes
 
-__all__ = ["Commit", "CommitKind", "EmittedEvent", "ErrorInfo", "Op", "OpKind", "Outcome", "Write"]
+__all__ = [
+    "Commit",
+    "CommitDoc",
+    "CommitKind",
+    "EmittedEvent",
+    "ErrorInfo",
+    "Op",
+    "OpKind",
+    "Outcome",
+    "Write",
+]
 
 OpKind = Literal["set", "append", "merge", "delete"]
 Outcome = Literal["ok", "error", "cancelled", "paused"]
@@ -67,6 +85,40 @@ class EmittedEvent(NamedTuple):
         return freeze(orjson.loads(self.data))
 
 
+class OpDoc(TypedDict):
+    """One write as a persisted document holds it."""
+
+    kind: OpKind
+    key: str
+    value: Any
+
+
+class EventDoc(TypedDict):
+    name: str
+    payload: Any
+
+
+class CommitDoc(TypedDict):
+    """A commit as a persisted document holds it (``Commit.to_dict``); checked at load."""
+
+    seq: int
+    run_id: NotRequired[str]
+    stage_path: str
+    stage_id: str
+    stage_name: str
+    kind: CommitKind
+    frame: str
+    started_at: float
+    ended_at: float
+    ops: list[OpDoc]
+    reads: list[str]
+    outcome: Outcome
+    error: NotRequired[tuple[str, str] | None]
+    detail: NotRequired[Any]
+    events: NotRequired[list[EventDoc]]
+    attempts: NotRequired[int]
+
+
 ROW_FIELDS = ("seq", "stage_path", "kind", "frame", "outcome", "started_at", "ended_at")
 """Commit fields a store keeps in columns of their own (see ``Commit.to_bytes(slim=True)``)."""
 
@@ -93,8 +145,9 @@ class Commit(NamedTuple):
     reads: tuple[str, ...]
     outcome: Outcome
     error: ErrorInfo | None = None
-    detail: Any = None
-    """Decision evidence, merge or limit records (JSON), when the stage has them."""
+    detail: CommitDetail | None = None
+    """Decision evidence, merge, pause or limit records (JSON), when the stage has them:
+    the shapes are named in :class:`~trackway.engine.CommitDetail`."""
     events: tuple[EmittedEvent, ...] = ()
     attempts: int = 1
 

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from ._commit import Commit, EmittedEvent, ErrorInfo, Op
+from ._errors import ConfigurationError
 from ._state import MISSING
 
 if TYPE_CHECKING:
@@ -224,11 +225,11 @@ class Deferred:
         overflow: Literal["drop_oldest", "block"] = "drop_oldest",
     ) -> None:
         if isinstance(recorder, Deferred):
-            raise TypeError("this recorder is already deferred")
+            raise ConfigurationError("this recorder is already deferred")
         if not isinstance(max_queue, int) or max_queue < 1:
-            raise ValueError(f"max_queue must be a positive int, got {max_queue!r}")
+            raise ConfigurationError(f"max_queue must be a positive int, got {max_queue!r}")
         if overflow not in ("drop_oldest", "block"):
-            raise ValueError(f"overflow must be 'drop_oldest' or 'block', got {overflow!r}")
+            raise ConfigurationError(f"overflow must be 'drop_oldest' or 'block', got {overflow!r}")
         self.recorder = recorder
         self.max_queue = max_queue
         self.overflow = overflow
@@ -379,7 +380,7 @@ def _redact_event(r: Redactor, hook: str, event: Any) -> Any:
     if hook == "on_emit" and r.emit_hidden(event.name):
         return event._replace(payload=r.marker)
     if hook == "on_decision":
-        return event._replace(evidence=r.detail({"decision": event.evidence})["decision"])
+        return event._replace(evidence=r.evidence(event.evidence))
     if hook == "on_run_start":
         return event._replace(input=r.state(event.input))
     return event

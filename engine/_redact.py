@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._commit import Commit, EmittedEvent, Write
+from ._detail import CommitDetail, Condition, DecisionEvidence, RuleEvidence
+from ._errors import ConfigurationError
 from ._values import FrozenDict, FrozenList, thaw, to_bytes
 
 __all__ = ["MARKER", "RedactionPolicy", "Redactor"]
@@ -44,10 +46,14 @@ class RedactionPolicy:
     def __post_init__(self) -> None:
         for name in ("keys", "patterns", "emits"):
             if isinstance(getattr(self, name), str):
-                raise TypeError(f"RedactionPolicy({name}=...) takes a list, not a single str")
+                raise ConfigurationError(
+                    f"RedactionPolicy({name}=...) takes a list, not a single str"
+                )
         for key, paths in self.fields.items():
             if isinstance(paths, str):
-                raise TypeError(f"RedactionPolicy(fields={{{key!r}: ...}}) takes a list of paths")
+                raise ConfigurationError(
+                    f"RedactionPolicy(fields={{{key!r}: ...}}) takes a list of paths"
+                )
 
 
 class Redactor:
@@ -157,34 +163,44 @@ class Redactor:
             return c
         return c._replace(writes=writes, detail=detail, events=events)
 
-    def detail(self, detail: Any) -> Any:
+    def detail(self, detail: CommitDetail | None) -> CommitDetail | None:
         """Decision evidence quotes the values it read: hide the hidden ones."""
-        if not isinstance(detail, Mapping) or "decision" not in detail:
+        if detail is None or "decision" not in detail:
             return detail
-        evidence = detail["decision"]
+        evidence = self.evidence(detail["decision"])
+        if evidence is detail["decision"]:
+            return detail
+        return {**detail, "decision": evidence}
+
+    def evidence(self, evidence: DecisionEvidence) -> DecisionEvidence:
+        """The retained form of decision evidence (the same object when nothing is hidden)."""
         if not isinstance(evidence, Mapping) or not evidence.get("rules"):
-            return detail
-        rules = []
+            return evidence
+        rules: list[RuleEvidence] = []
         touched = False
-        for rule in evidence["rules"]:
-            rule = dict(rule)
-            for field_name, names in (
-                ("conditions", ("actual", "expected")),
-                ("inputs", ("value",)),
-            ):
-                entries = []
-                for entry in rule.get(field_name, ()):
-                    if self.verdict(entry.get("key", "")) is not None:
-                        # what the rule compared against can be as telling as the value
-                        entry = {**entry, **dict.fromkeys(names, self.marker), "redacted": True}
-                        touched = True
-                    entries.append(entry)
-                if field_name in rule:
-                    rule[field_name] = entries
-            rules.append(rule)
+        for rule in evidence.get("rules", ()):
+            conditions: list[Condition] = []
+            for cond in rule.get("conditions", ()):
+                if self.verdict(cond.get("key", "")) is not None:
+                    # what the rule compared against can be as telling as the value
+                    cond = {**cond, "actual": self.marker, "expected": self.marker}
+                    cond["redacted"] = touched = True
+                conditions.append(cond)
+            inputs: list[dict[str, Any]] = []
+            for entry in rule.get("inputs", ()):
+                if self.verdict(entry.get("key", "")) is not None:
+                    entry = {**entry, "value": self.marker, "redacted": True}
+                    touched = True
+                inputs.append(entry)
+            kept: RuleEvidence = {**rule}
+            if "conditions" in rule:
+                kept["conditions"] = conditions
+            if "inputs" in rule:
+                kept["inputs"] = inputs
+            rules.append(kept)
         if not touched:
-            return detail
-        return {**detail, "decision": {**evidence, "rules": rules}}
+            return evidence
+        return {**evidence, "rules": rules}
 
 
 def _mask_path(value: Any, path: list[str], marker: str) -> Any:

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from ._commit import EmittedEvent, Op, Write
-from ._errors import StateValueError
+from ._errors import MissingKeyError, StateValueError
 from ._state import DELETED, MISSING, fold_ops
 from ._values import FrozenDict, FrozenList, encode_value
 
 if TYPE_CHECKING:
-    from ._run import _Strand
+    from ._context import Strand
 
 __all__ = ["Scope"]
+
+_T = TypeVar("_T")
 
 
 class PauseSignal(BaseException):
@@ -46,7 +48,7 @@ class Scope:
         "stage_path",
     )
 
-    def __init__(self, strand: _Strand, stage_path: str, stage_id: str) -> None:
+    def __init__(self, strand: Strand, stage_path: str, stage_id: str) -> None:
         self._strand = strand
         self._store = strand.frame.store
         self._rec = strand.run.recorders  # read on every tracked read and write
@@ -64,6 +66,16 @@ class Scope:
     @property
     def run_id(self) -> str:
         return self._strand.run.run_id
+
+    def run_local(self, key: Hashable, factory: Callable[[], _T]) -> _T:
+        """A value that lives and dies with this run, made by ``factory()`` on first use.
+
+        For caches a stage keeps between its executions (parsed messages, running hashes):
+        never committed, never recorded, never seen by a resumed run, freed (and closed, if
+        it has ``close()``) when the run ends. State that matters goes through
+        ``scope[...] =``, so it is in the log.
+        """
+        return self._strand.run.locals.get(key, factory)
 
     def _peek(self, key: str) -> Any:
         if key in self._touched:
@@ -86,9 +98,10 @@ class Scope:
         if value is MISSING:
             keys = set(self._store.current()) | set(self._touched)
             present = sorted(k for k in keys if self._peek(k) is not MISSING)
-            raise KeyError(
+            raise MissingKeyError(
                 f"state has no key {key!r} (read in stage {self.stage_path!r}); keys present: "
-                f"{present}. Use scope.get({key!r}, default) for a key that may be absent."
+                f"{present}. Use scope.get({key!r}, default) for a key that may be absent.",
+                key=key,
             )
         return value
 

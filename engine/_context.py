@@ -1,0 +1,258 @@
+"""What one run owns while it executes: the run context, its frames and strands, run-locals.
+
+A *frame* is a state a strand of execution writes to (the run's state, a parallel branch's
+view, an isolated subflow's state). A *strand* is one sequential walk through a chart: it
+owns the path prefix, the execution-index counter and the break flag. Branch frames buffer
+their commits and hand them to the parent in declaration order, so the log never depends on
+which branch finished first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from time import time
+from typing import Any, TypeVar
+
+import anyio
+
+from ._chart import FlowChart
+from ._commit import Commit, CommitKind, ErrorInfo, Outcome, Write
+from ._detail import Control
+from ._errors import StoreWriteError
+from ._recorder import Dispatch
+from ._redact import Redactor
+from ._state import StateStore
+from ._typed import StateValidator
+
+__all__ = ["Frame", "RunContext", "RunLocals", "Strand", "error_info"]
+
+_T = TypeVar("_T")
+
+
+def error_info(exc: BaseException) -> ErrorInfo:
+    """An exception as commit data: its type's name and its message."""
+    return ErrorInfo(type(exc).__name__, str(exc))
+
+
+class RunLocals:
+    """Data that lives and dies with one run: caches kept between a run's stages.
+
+    Nothing here is committed or recorded, and nothing survives the run: a resumed run starts
+    with empty run-locals. Values with a ``close()`` method are closed when the run ends.
+    """
+
+    __slots__ = ("_values",)
+
+    def __init__(self) -> None:
+        self._values: dict[Hashable, Any] = {}
+
+    def get(self, key: Hashable, factory: Callable[[], _T]) -> _T:
+        """The run's value for ``key``, made by ``factory()`` on first use."""
+        try:
+            value: _T = self._values[key]
+        except KeyError:
+            value = self._values[key] = factory()
+        return value
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def close(self) -> None:
+        """Drop every value (closing those that can be closed)."""
+        values, self._values = self._values, {}
+        for value in values.values():
+            closer = getattr(value, "close", None)
+            if callable(closer):
+                closer()
+
+
+class RunContext:
+    """Everything one run owns: its id, log, root state, recorders, limits and run-locals."""
+
+    __slots__ = (
+        "cancelled_exc",
+        "chart",
+        "initial",
+        "locals",
+        "log",
+        "max_iterations",
+        "recorders",
+        "redactor",
+        "resume_taken",
+        "resume_target",
+        "resume_value",
+        "root",
+        "run_id",
+        "sink",
+        "validators",
+    )
+
+    def __init__(
+        self,
+        run_id: str,
+        chart: FlowChart,
+        recorders: Sequence[object],
+        max_iterations: int,
+        redactor: Redactor | None = None,
+    ) -> None:
+        self.run_id = run_id
+        self.redactor = redactor
+        self.chart = chart
+        self.log: list[Commit] = []
+        self.root = StateStore()
+        self.initial: dict[str, bytes] = {}
+        self.max_iterations = max_iterations
+        self.recorders = Dispatch(recorders, run_id, self.log.__len__, redactor)
+        self.validators: dict[int, StateValidator | None] = {}
+        self.cancelled_exc = anyio.get_cancelled_exc_class()
+        self.resume_value: Any = None
+        self.resume_taken = True
+        self.resume_target = ""  # the paused stage's path, without any ":resumeN"
+        self.sink: Callable[[Commit], None] | None = None
+        self.locals = RunLocals()
+
+    def validator(self, chart: FlowChart) -> StateValidator | None:
+        key = id(chart)
+        if key not in self.validators:
+            model = chart.state_model
+            self.validators[key] = None if model is None else StateValidator(model)
+        return self.validators[key]
+
+    def take_resume(self, path: str) -> bool:
+        """True once per resume, for the paused stage the checkpoint names (``paused_at``)."""
+        if self.resume_taken or (self.resume_target and path != self.resume_target):
+            return False
+        self.resume_taken = True
+        return True
+
+    def append(self, commit: Commit) -> None:
+        self.log.append(commit)  # the live log keeps real values (resume needs them)
+        if self.redactor is not None:
+            commit = self.redactor.commit(commit)  # the one funnel to retained surfaces
+        if self.sink is not None:
+            try:
+                self.sink(commit)
+            except Exception as exc:
+                raise StoreWriteError(
+                    f"the store could not take commit {commit.seq} ({commit.stage_path}): "
+                    f"{type(exc).__name__}: {exc}",
+                    stage_path=commit.stage_path,
+                ) from exc
+        if self.recorders.on_commit:
+            self.recorders.fire("on_commit", commit)
+
+
+class Frame:
+    """A state a strand writes to; a branch frame buffers its commits until the merge."""
+
+    __slots__ = ("buffer", "local_seq", "name", "run", "store")
+
+    def __init__(
+        self, run: RunContext, name: str, store: StateStore, buffer: list[Commit] | None
+    ) -> None:
+        self.run = run
+        self.name = name
+        self.store = store
+        self.buffer = buffer
+        self.local_seq = 0
+
+    def record(
+        self,
+        path: str,
+        stage_id: str,
+        stage_name: str,
+        kind: CommitKind,
+        started: float,
+        ops: tuple[Write, ...],
+        reads: tuple[str, ...],
+        outcome: Outcome,
+        error: ErrorInfo | None = None,
+        detail: Any = None,
+        events: tuple[Any, ...] = (),
+        attempts: int = 1,
+    ) -> Commit:
+        run = self.run
+        if self.buffer is None:
+            seq = len(run.log) + 1
+            if ops:
+                self.store.apply(seq, ops)
+        else:
+            seq = 0  # assigned when the branch is merged into its parent
+            self.local_seq += 1
+            if ops:
+                self.store.apply(self.local_seq, ops)
+        commit = Commit(
+            seq,
+            run.run_id,
+            path,
+            stage_id,
+            stage_name,
+            kind,
+            self.name,
+            started,
+            time(),
+            ops,
+            reads,
+            outcome,
+            error,
+            detail,
+            events,
+            attempts,
+        )
+        if self.buffer is None:
+            run.append(commit)
+        else:
+            self.buffer.append(commit)
+        return commit
+
+    def adopt(self, commits: Sequence[Commit]) -> None:
+        """Take a finished branch's buffered commits, in order, into this frame's log."""
+        if self.buffer is not None:
+            self.buffer.extend(commits)
+            return
+        run = self.run
+        for c in commits:
+            run.append(c._replace(seq=len(run.log) + 1))
+
+
+class Strand:
+    """One sequential walk through a chart: path prefix, execution counter, break flag."""
+
+    __slots__ = (
+        "base_control",
+        "broken",
+        "control",
+        "counter",
+        "decision",
+        "frame",
+        "last",
+        "prefix",
+        "run",
+        "validator",
+    )
+
+    def __init__(
+        self,
+        run: RunContext,
+        frame: Frame,
+        prefix: str,
+        counter: list[int],
+        validator: StateValidator | None,
+    ) -> None:
+        self.run = run
+        self.frame = frame
+        self.prefix = prefix
+        self.counter = counter
+        self.validator = validator
+        self.broken: str | None = None
+        self.last = ""  # path of the last stage this strand ran
+        # The decision that chose the branch now running (recorded on its commits), and the
+        # last decision this strand made.
+        self.base_control: Control | None = None  # inherited: the whole strand is in
+        self.control: Control | None = None  # for the node running now
+        self.decision: Control | None = None
+
+    def next_index(self) -> int:
+        i = self.counter[0]
+        self.counter[0] = i + 1
+        return i

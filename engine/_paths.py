@@ -1,0 +1,160 @@
+"""Stage paths: the one home of the grammar that names every commit's place in a run.
+
+A path is segments joined by ``/``; a segment is a name (a stage id, a branch key, ``merge``
+or ``output``), then optionally ``#<n>`` (the execution index the strand's counter gave out)
+and ``:resume<n>`` (the n-th resume of a paused stage)::
+
+    route#2                     the third execution on the root strand, a top-level stage
+    review#4/check#5            a stage inside the isolated subflow mounted at review#4
+    fan#1/a/step#0              a chart branch "a" of the fork fan#1
+    fan#1/b#0                   a function branch "b" of the same fork
+    pick#3/merge                the merge commit of the selector pick#3
+    approve#2:resume1           the first resume of the stage paused at approve#2
+
+Paths are plain ``str`` on the hot path (``join`` formats them); readers parse them with
+:meth:`StagePath.parse` instead of splitting strings by hand.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+__all__ = ["Segment", "StagePath", "depth_of", "is_name", "join", "parent_of", "resumed"]
+
+_SEGMENT = re.compile(r"(?P<name>[^/#:]+)(?:#(?P<index>\d+))?(?::resume(?P<resume>\d+))?")
+_NOT_IN_NAMES = re.compile(r"[/#:\s]")
+
+
+def is_name(text: object) -> bool:
+    """True if ``text`` can be a path segment's name (a stage id or branch key): a non-empty
+    str without the grammar's ``/``, ``#`` and ``:``, or whitespace."""
+    return isinstance(text, str) and bool(text) and _NOT_IN_NAMES.search(text) is None
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """One step of a path: ``name``, its execution ``index`` (if any), its ``resume`` count."""
+
+    name: str
+    index: int | None = None
+    resume: int = 0
+
+    def __str__(self) -> str:
+        text = self.name if self.index is None else f"{self.name}#{self.index}"
+        return text if not self.resume else f"{text}:resume{self.resume}"
+
+
+def join(prefix: str, name: str, index: int | None = None) -> str:
+    """Format a child path: ``prefix`` (``""`` or ending in ``/``), ``name``, ``#index``."""
+    return f"{prefix}{name}" if index is None else f"{prefix}{name}#{index}"
+
+
+def resumed(path: str, count: int) -> str:
+    """The path of the ``count``-th resume of the stage paused at ``path``."""
+    return f"{path}:resume{count}"
+
+
+def parent_of(path: str) -> str:
+    """Everything before the last ``/`` (``""`` for a top-level path)."""
+    return path[: path.rfind("/")] if "/" in path else ""
+
+
+def depth_of(path: str) -> int:
+    """How many mounts and branches a path is nested in (0 at the top level)."""
+    return path.count("/")
+
+
+@dataclass(frozen=True, slots=True)
+class StagePath:
+    """A parsed stage path. ``str(p)`` formats it back exactly."""
+
+    segments: tuple[Segment, ...]
+
+    @staticmethod
+    def parse(text: str) -> StagePath:
+        """Parse ``text``; a malformed path raises ``ValueError`` naming the bad segment."""
+        return _parse(text)
+
+    # The grammar on plain strings, for readers that see every event (recorders): the same
+    # answers as parsing, without building a StagePath.
+    @staticmethod
+    def join(prefix: str, name: str, index: int | None = None) -> str:
+        """Format a child path (see :func:`join`)."""
+        return join(prefix, name, index)
+
+    @staticmethod
+    def parent_of(path: str) -> str:
+        """Everything before the last ``/`` (``""`` for a top-level path)."""
+        return parent_of(path)
+
+    @staticmethod
+    def depth_of(path: str) -> int:
+        """How many mounts and branches a path is nested in (0 at the top level)."""
+        return depth_of(path)
+
+    @staticmethod
+    def prefix_of(path: str) -> str:
+        """The strand prefix a path was formatted under: everything up to its last ``/``."""
+        return path[: path.rfind("/") + 1]
+
+    def __str__(self) -> str:
+        return "/".join(map(str, self.segments))
+
+    @property
+    def last(self) -> Segment:
+        return self.segments[-1]
+
+    @property
+    def name(self) -> str:
+        """The last segment's name (a stage id, a branch key, ``merge`` or ``output``)."""
+        return self.segments[-1].name
+
+    @property
+    def index(self) -> int | None:
+        """The last segment's execution index."""
+        return self.segments[-1].index
+
+    @property
+    def resume(self) -> int:
+        return self.segments[-1].resume
+
+    @property
+    def top(self) -> Segment:
+        """The first segment: the top-level node the path lies under."""
+        return self.segments[0]
+
+    @property
+    def depth(self) -> int:
+        return len(self.segments) - 1
+
+    @property
+    def parent(self) -> StagePath | None:
+        """The path of the mount or branch this one sits in (``None`` at the top level)."""
+        return StagePath(self.segments[:-1]) if len(self.segments) > 1 else None
+
+    def base(self) -> StagePath:
+        """This path without a ``:resumeN`` suffix: the stage that paused."""
+        if not self.segments[-1].resume:
+            return self
+        last = self.segments[-1]
+        return StagePath((*self.segments[:-1], Segment(last.name, last.index)))
+
+    def child(self, name: str, index: int | None = None) -> StagePath:
+        return StagePath((*self.segments, Segment(name, index)))
+
+
+@lru_cache(maxsize=4096)
+def _parse(text: str) -> StagePath:
+    if not isinstance(text, str) or not text:
+        raise ValueError(f"a stage path is a non-empty str, got {text!r}")
+    segments = []
+    for part in text.split("/"):
+        m = _SEGMENT.fullmatch(part)
+        if m is None:
+            raise ValueError(f"stage path {text!r}: segment {part!r} is not name[#index][:resumeN]")
+        index = m["index"]
+        resume = m["resume"]
+        segments.append(Segment(m["name"], None if index is None else int(index), int(resume or 0)))
+    return StagePath(tuple(segments))
