@@ -4,9 +4,9 @@ Layering: this package imports nothing from ``trackway.recorders``, ``trackway.t
 ``trackway.agent``; they build on its public names only.
 """
 
+from ._branch_builders import DeciderBuilder as DeciderBuilder
+from ._branch_builders import SelectorBuilder as SelectorBuilder
 from ._builder import ChartBuilder as ChartBuilder
-from ._builder import DeciderBuilder as DeciderBuilder
-from ._builder import SelectorBuilder as SelectorBuilder
 from ._builder import flow_chart as flow_chart
 from ._causal import CausalChain as CausalChain
 from ._causal import causal_chain as causal_chain
@@ -14,8 +14,10 @@ from ._chart import Branch as Branch
 from ._chart import FlowChart as FlowChart
 from ._chart import MergePolicy as MergePolicy
 from ._chart import Node as Node
+from ._checkpoint import CHECKPOINT_FORMAT as CHECKPOINT_FORMAT
 from ._checkpoint import Checkpoint as Checkpoint
 from ._commit import Commit as Commit
+from ._commit import CommitDoc as CommitDoc
 from ._commit import EmittedEvent as EmittedEvent
 from ._commit import ErrorInfo as ErrorInfo
 from ._commit import Op as Op
@@ -25,28 +27,48 @@ from ._decide import Rule as Rule
 from ._decide import Selection as Selection
 from ._decide import decide as decide
 from ._decide import select as select
+from ._detail import CommitDetail as CommitDetail
+from ._detail import Condition as Condition
+from ._detail import Control as Control
+from ._detail import DecisionEvidence as DecisionEvidence
+from ._detail import FailedAttempt as FailedAttempt
+from ._detail import ForEachRecord as ForEachRecord
+from ._detail import MergeRecord as MergeRecord
+from ._detail import ResumeRecord as ResumeRecord
+from ._detail import RuleEvidence as RuleEvidence
+from ._documents import check_document as check_document
+from ._documents import load_document as load_document
 from ._errors import ChartBuildError as ChartBuildError
 from ._errors import ChartMismatchError as ChartMismatchError
 from ._errors import CheckpointClaimedError as CheckpointClaimedError
 from ._errors import CheckpointError as CheckpointError
+from ._errors import ConfigurationError as ConfigurationError
+from ._errors import CorruptCheckpointError as CorruptCheckpointError
+from ._errors import DocumentError as DocumentError
 from ._errors import ExecutorUsageError as ExecutorUsageError
 from ._errors import InputValidationError as InputValidationError
 from ._errors import LoopLimitError as LoopLimitError
 from ._errors import MergeConflictError as MergeConflictError
+from ._errors import MissingKeyError as MissingKeyError
+from ._errors import OutOfRangeError as OutOfRangeError
 from ._errors import OutputValidationError as OutputValidationError
 from ._errors import ParallelLimitError as ParallelLimitError
 from ._errors import ReadOnlyStateError as ReadOnlyStateError
 from ._errors import RunError as RunError
 from ._errors import RunTimeoutError as RunTimeoutError
+from ._errors import StageContractError as StageContractError
 from ._errors import StageError as StageError
 from ._errors import StateValidationError as StateValidationError
 from ._errors import StateValueError as StateValueError
 from ._errors import StoreError as StoreError
+from ._errors import StoreWriteError as StoreWriteError
 from ._errors import TrackwayError as TrackwayError
 from ._errors import UnknownBranchError as UnknownBranchError
 from ._errors import UnknownRunError as UnknownRunError
 from ._executor import Executor as Executor
 from ._executor import RunResult as RunResult
+from ._paths import Segment as Segment
+from ._paths import StagePath as StagePath
 from ._postgres import PostgresStore as PostgresStore
 from ._recorder import DecisionEvent as DecisionEvent
 from ._recorder import Deferred as Deferred
@@ -68,6 +90,7 @@ from ._recorder import deferred as deferred
 from ._redact import RedactionPolicy as RedactionPolicy
 from ._retry import Retry as Retry
 from ._scope import Scope as Scope
+from ._snapshot import SNAPSHOT_FORMAT as SNAPSHOT_FORMAT
 from ._snapshot import Snapshot as Snapshot
 from ._snapshot import StateDiff as StateDiff
 from ._sqlite import SqliteStore as SqliteStore
@@ -77,13 +100,16 @@ from ._store import Durability as Durability
 from ._store import MemoryStore as MemoryStore
 from ._store import RunInfo as RunInfo
 from ._store import RunStore as RunStore
+from ._sync import run_sync as run_sync
 from ._values import FrozenDict as FrozenDict
 from ._values import FrozenList as FrozenList
 from ._values import thaw as thaw
 
 __all__ = [
+    "CHECKPOINT_FORMAT",
     "MISSING",
     "OPERATORS",
+    "SNAPSHOT_FORMAT",
     "Branch",
     "CausalChain",
     "ChartBuildError",
@@ -93,11 +119,19 @@ __all__ = [
     "CheckpointClaimedError",
     "CheckpointError",
     "Commit",
+    "CommitDetail",
+    "CommitDoc",
     "CommitMeta",
+    "Condition",
+    "ConfigurationError",
+    "Control",
+    "CorruptCheckpointError",
     "DeciderBuilder",
     "Decision",
     "DecisionEvent",
+    "DecisionEvidence",
     "Deferred",
+    "DocumentError",
     "Durability",
     "EmitEvent",
     "EmittedEvent",
@@ -105,7 +139,9 @@ __all__ = [
     "ErrorInfo",
     "Executor",
     "ExecutorUsageError",
+    "FailedAttempt",
     "FlowChart",
+    "ForEachRecord",
     "FrozenDict",
     "FrozenList",
     "InputValidationError",
@@ -113,9 +149,12 @@ __all__ = [
     "MemoryStore",
     "MergeConflictError",
     "MergePolicy",
+    "MergeRecord",
+    "MissingKeyError",
     "Node",
     "ObserverStats",
     "Op",
+    "OutOfRangeError",
     "OutputValidationError",
     "ParallelLimitError",
     "PauseEvent",
@@ -126,8 +165,10 @@ __all__ = [
     "RecorderFailure",
     "RedactionPolicy",
     "ResumeEvent",
+    "ResumeRecord",
     "Retry",
     "Rule",
+    "RuleEvidence",
     "RunEndEvent",
     "RunError",
     "RunInfo",
@@ -136,26 +177,33 @@ __all__ = [
     "RunStore",
     "RunTimeoutError",
     "Scope",
+    "Segment",
     "Selection",
     "SelectorBuilder",
     "Snapshot",
     "SqliteStore",
+    "StageContractError",
     "StageEndEvent",
     "StageError",
+    "StagePath",
     "StageStartEvent",
     "StateDiff",
     "StateValidationError",
     "StateValueError",
     "StoreError",
+    "StoreWriteError",
     "SubflowEvent",
     "TrackwayError",
     "UnknownBranchError",
     "UnknownRunError",
     "WriteEvent",
     "causal_chain",
+    "check_document",
     "decide",
     "deferred",
     "flow_chart",
+    "load_document",
+    "run_sync",
     "select",
     "thaw",
 ]

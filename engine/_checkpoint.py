@@ -1,34 +1,46 @@
-"""Checkpoints: everything another process needs to resume a paused run, as JSON."""
+"""Checkpoints: everything another process needs to resume a paused run, as JSON.
+
+A checkpoint holds where the run stands (the typed cursor of ``_cursor``), what it waits
+for, and its commit log (embedded, or a reference to the run in the executor's store).
+``trackway.checkpoint/2`` is the current format; ``/1`` checkpoints (untyped cursors) are
+read and upgraded. Loading validates every field and the cursor's shape, so a tampered or
+foreign checkpoint fails at load, naming the field, before anything is claimed or run.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, replace
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    NotRequired,  # pydantic validates these on 3.11
+)
 
 import orjson
+from typing_extensions import TypedDict
 
-from ._errors import ChartMismatchError, CheckpointError
-from ._values import to_plain
+from ._cursor import RootCursor, check_cursor, cursor_from_json, cursor_to_json, upgrade_v1
+from ._documents import check_document, load_document
+from ._errors import ChartMismatchError, CorruptCheckpointError, DocumentError
+from ._snapshot import Snapshot
+from ._values import to_bytes, to_plain
 
 if TYPE_CHECKING:
     from ._chart import FlowChart
+    from ._context import RunContext
+    from ._stage import Paused
 
-__all__ = ["CHECKPOINT_FORMAT", "Checkpoint", "chart_structure", "check_chart"]
+__all__ = [
+    "CHECKPOINT_FORMAT",
+    "Checkpoint",
+    "chart_structure",
+    "check_chart",
+    "make_checkpoint",
+    "masked",
+]
 
-CHECKPOINT_FORMAT = "trackway.checkpoint/1"
-_FIELDS = (
-    "checkpoint_id",
-    "run_id",
-    "chart_id",
-    "fingerprint",
-    "structure",
-    "cursor",
-    "payload",
-    "paused_at",
-    "state",
-    "snapshot",
-    "redacted",
-)
+CHECKPOINT_FORMAT = "trackway.checkpoint/2"
+_V1 = "trackway.checkpoint/1"
 
 
 @dataclass(frozen=True)
@@ -46,84 +58,202 @@ class Checkpoint:
     chart_id: str
     fingerprint: str
     structure: dict[str, Any]
-    cursor: dict[str, Any]
+    cursor: RootCursor | None
+    """``None`` only in a masked copy (``redacted``), which cannot be resumed."""
     payload: Any
     paused_at: str
     state: dict[str, Any]
-    snapshot: dict[str, Any] | None
+    snapshot: Snapshot | None
     redacted: bool = False
     """Masked at rest by the redaction policy: such a checkpoint cannot be resumed."""
 
     def to_json(self) -> bytes:
-        doc = {"format": CHECKPOINT_FORMAT, **{f: getattr(self, f) for f in _FIELDS}}
+        doc = {
+            "format": CHECKPOINT_FORMAT,
+            "checkpoint_id": self.checkpoint_id,
+            "run_id": self.run_id,
+            "chart_id": self.chart_id,
+            "fingerprint": self.fingerprint,
+            "structure": self.structure,
+            "cursor": None if self.cursor is None else cursor_to_json(self.cursor),
+            "payload": self.payload,
+            "paused_at": self.paused_at,
+            "state": self.state,
+            "snapshot": None if self.snapshot is None else orjson.Fragment(self.snapshot.to_json()),
+            "redacted": self.redacted,
+        }
         return orjson.dumps(doc, default=to_plain)
 
     @classmethod
-    def from_json(cls, data: bytes | str) -> Checkpoint:
-        """Parse :meth:`to_json` output; anything else raises :class:`CheckpointError`."""
+    def from_json(cls, data: bytes | str, *, source: str | None = None) -> Checkpoint:
+        """Parse :meth:`to_json` output (this format or ``/1``); anything else raises
+        :class:`CorruptCheckpointError` naming the field."""
+        return load_document(
+            data,
+            document="checkpoint",
+            readers={CHECKPOINT_FORMAT: _read, _V1: _read_v1},
+            source=source,
+            error=CorruptCheckpointError,
+        )
+
+
+class _CheckpointDoc(TypedDict):
+    format: str
+    checkpoint_id: str
+    run_id: str
+    chart_id: str
+    fingerprint: str
+    structure: dict[str, Any]
+    cursor: Any
+    payload: Any
+    paused_at: str
+    state: dict[str, Any]
+    snapshot: dict[str, Any] | None
+    redacted: NotRequired[bool]
+
+
+def _read(doc: dict[str, Any]) -> Checkpoint:
+    checked: _CheckpointDoc = check_document(
+        _CheckpointDoc, doc, document="checkpoint", error=CorruptCheckpointError
+    )
+    redacted = bool(checked.get("redacted", False))
+    raw_cursor = checked["cursor"]
+    if raw_cursor is None and not redacted:
+        raise CorruptCheckpointError(
+            "corrupt checkpoint: cursor is null, but only a masked (redacted) checkpoint has "
+            "no cursor",
+            field="cursor",
+        )
+    cursor = None if raw_cursor is None else cursor_from_json(raw_cursor)
+    snapshot = None
+    if checked["snapshot"] is not None:
         try:
-            doc = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            raise CheckpointError(f"not a trackway checkpoint: invalid JSON ({exc})") from None
-        if not isinstance(doc, dict) or doc.get("format") != CHECKPOINT_FORMAT:
-            found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
-            raise CheckpointError(
-                f"not a trackway checkpoint: expected format {CHECKPOINT_FORMAT!r}, got {found!r}"
-            )
-        doc.setdefault("redacted", False)
-        missing = [f for f in _FIELDS if f not in doc]
-        if missing:
-            raise CheckpointError(f"corrupt checkpoint: missing {', '.join(missing)}")
-        cursor = doc["cursor"]
-        if not isinstance(cursor, dict) or "chain" not in cursor or "counter" not in cursor:
-            raise CheckpointError("corrupt checkpoint: the cursor has no chain/counter")
-        return cls(**{f: doc[f] for f in _FIELDS})
+            snapshot = Snapshot.from_doc(checked["snapshot"], where="snapshot")
+        except DocumentError as exc:
+            raise CorruptCheckpointError(
+                f"corrupt checkpoint: its commit log is unreadable: {exc}", field=exc.field
+            ) from None
+    return Checkpoint(
+        checkpoint_id=checked["checkpoint_id"],
+        run_id=checked["run_id"],
+        chart_id=checked["chart_id"],
+        fingerprint=checked["fingerprint"],
+        structure=checked["structure"],
+        cursor=cursor,
+        payload=checked["payload"],
+        paused_at=checked["paused_at"],
+        state=checked["state"],
+        snapshot=snapshot,
+        redacted=redacted,
+    )
+
+
+def _read_v1(doc: dict[str, Any]) -> Checkpoint:
+    """``/1``: the cursor was nested dicts, and a masked one kept ``"[REDACTED]"``."""
+    upgraded = dict(doc)
+    cursor = doc.get("cursor")
+    masked_v1 = isinstance(cursor, dict) and not isinstance(cursor.get("chain"), dict)
+    if doc.get("redacted") and masked_v1:
+        upgraded["cursor"] = None
+    else:
+        upgraded["cursor"] = upgrade_v1(cursor)
+    return _read(upgraded)
+
+
+def make_checkpoint(run: RunContext, chart: FlowChart, paused: Paused) -> Checkpoint:
+    """The checkpoint of a run that just paused (its log not embedded yet)."""
+    assert isinstance(paused.cursor, RootCursor)
+    return Checkpoint(
+        checkpoint_id=f"{run.run_id}@{len(run.log)}",
+        run_id=run.run_id,
+        chart_id=chart.id,
+        fingerprint=chart.fingerprint,
+        structure=chart_structure(chart),
+        cursor=paused.cursor,
+        payload=orjson.loads(paused.payload),
+        paused_at=paused.path,
+        state=orjson.loads(to_bytes(run.root.current())),
+        snapshot=None,
+    )
+
+
+def masked(checkpoint: Checkpoint, state: dict[str, Any], snapshot: Snapshot | None) -> Checkpoint:
+    """A copy with redacted state (and log), and no cursor: it can be read, not resumed
+    (the cursor can hold drawn items and pause payloads)."""
+    return replace(checkpoint, state=state, snapshot=snapshot, cursor=None, redacted=True)
+
+
+# -- the chart's structure, from its graph ---------------------------------------------------
 
 
 def chart_structure(chart: FlowChart) -> dict[str, Any]:
-    """The chart's shape as JSON: what a checkpoint is checked against on resume."""
-    nodes: dict[str, Any] = {}
+    """The chart's shape as JSON, read off its networkx graph: what a checkpoint is checked
+    against on resume (nodes and kinds, edges, and every mounted chart's own shape)."""
+    g = chart.graph
+    nodes = {n: {"kind": data["kind"], **_isolation(data)} for n, data in g.nodes(data=True)}
+    edges = sorted(
+        [src, dst, data["kind"], data.get("label")] for src, dst, data in g.edges(data=True)
+    )
+    charts: dict[str, Any] = {}
     for node in chart.nodes.values():
-        entry: dict[str, Any] = {"kind": node.kind, "next": node.next, "loop": node.loop}
-        if node.branches:
-            entry["branches"] = dict(node.branches)
-        if node.parallel:
-            entry["parallel"] = {
-                b.key: chart_structure(b.chart) if b.chart is not None else "fn"
-                for b in node.parallel
-            }
         if node.chart is not None:
-            entry["chart"] = chart_structure(node.chart)
-            entry["isolated"] = node.input is not None or node.output is not None
-        nodes[node.id] = entry
-    return {"id": chart.id, "root": chart.root, "nodes": nodes}
+            charts[node.id] = chart_structure(node.chart)
+        for branch in node.parallel:
+            if branch.chart is not None:
+                charts[f"{node.id}/{branch.key}"] = chart_structure(branch.chart)
+    return {"id": chart.id, "root": chart.root, "nodes": nodes, "edges": edges, "charts": charts}
+
+
+def _isolation(data: dict[str, Any]) -> dict[str, Any]:
+    return {"isolated": data["isolated"]} if data.get("isolated") is not None else {}
 
 
 def _differences(old: Any, new: Any, where: str, out: list[str]) -> None:
-    if isinstance(old, dict) and isinstance(new, dict):
-        for key in old.keys() - new.keys():
-            out.append(f"{where}{key} was removed")
-        for key in new.keys() - old.keys():
-            out.append(f"{where}{key} is new")
-        for key in old.keys() & new.keys():
-            _differences(old[key], new[key], f"{where}{key}.", out)
-    elif old != new:
-        out.append(f"{where.rstrip('.')} changed from {old!r} to {new!r}")
+    if old.get("root") != new.get("root"):
+        out.append(f"{where}the first stage changed from {old.get('root')!r} to {new['root']!r}")
+    old_nodes, new_nodes = old.get("nodes", {}), new["nodes"]
+    for n in sorted(old_nodes.keys() - new_nodes.keys()):
+        out.append(f"{where}stage {n} was removed")
+    for n in sorted(new_nodes.keys() - old_nodes.keys()):
+        out.append(f"{where}stage {n} is new")
+    for n in sorted(old_nodes.keys() & new_nodes.keys()):
+        if old_nodes[n] != new_nodes[n]:
+            out.append(f"{where}stage {n} changed from {old_nodes[n]} to {new_nodes[n]}")
+    old_edges = {tuple(e) for e in old.get("edges", ())}
+    new_edges = {tuple(e) for e in new["edges"]}
+    # wiring that changed around stages both versions have (a new stage's own edges are
+    # implied by "is new")
+    for src, dst, kind, label in sorted(new_edges - old_edges, key=str):
+        if src in old_nodes:
+            out.append(f"{where}the {kind} edge {src} -> {dst}{_label(label)} is new")
+    for src, dst, kind, label in sorted(old_edges - new_edges, key=str):
+        if src in new_nodes:
+            out.append(f"{where}the {kind} edge {src} -> {dst}{_label(label)} was removed")
+    old_charts, new_charts = old.get("charts", {}), new["charts"]
+    for mount in sorted(old_charts.keys() & new_charts.keys()):
+        _differences(old_charts[mount], new_charts[mount], f"{where}{mount} > ", out)
+
+
+def _label(label: Any) -> str:
+    return f" ({label})" if label is not None else ""
 
 
 def check_chart(checkpoint: Checkpoint, chart: FlowChart) -> None:
-    """Refuse to resume on a chart other than (or changed since) the one that paused."""
+    """Refuse to resume on a chart other than (or changed since) the one that paused, or
+    with a cursor that does not fit the chart."""
     if checkpoint.chart_id != chart.id:
         raise ChartMismatchError(
             f"checkpoint {checkpoint.checkpoint_id} was made by chart {checkpoint.chart_id!r}, "
             f"but this executor runs chart {chart.id!r}; resume it with an Executor of that chart"
         )
-    if checkpoint.fingerprint == chart.fingerprint:
-        return
-    diffs: list[str] = []
-    _differences(checkpoint.structure, chart_structure(chart), "", diffs)
-    shown = "; ".join(sorted(diffs)[:8]) or "the structure fingerprint differs"
-    raise ChartMismatchError(
-        f"chart {chart.id!r} changed since checkpoint {checkpoint.checkpoint_id} was made: "
-        f"{shown}. Resume with the chart as it was when the run paused."
-    )
+    if checkpoint.fingerprint != chart.fingerprint:
+        diffs: list[str] = []
+        if "edges" in checkpoint.structure:  # /1 checkpoints kept another structure shape
+            _differences(checkpoint.structure, chart_structure(chart), "", diffs)
+        shown = "; ".join(diffs[:8]) or "the structure fingerprint differs"
+        raise ChartMismatchError(
+            f"chart {chart.id!r} changed since checkpoint {checkpoint.checkpoint_id} was made: "
+            f"{shown}. Resume with the chart as it was when the run paused."
+        )
+    if checkpoint.cursor is not None:
+        check_cursor(checkpoint.cursor, chart)

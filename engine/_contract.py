@@ -8,14 +8,31 @@ given; output (the run's final state) is validated when the run ends.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema
 from pydantic import BaseModel, ValidationError
 
-from ._errors import ChartBuildError
+from ._errors import (
+    ChartBuildError,
+    InputValidationError,
+    OutputValidationError,
+    StateValueError,
+)
+from ._values import thaw
 
-__all__ = ["Schema", "SchemaIssue", "check_schema", "json_schema", "validate"]
+if TYPE_CHECKING:
+    from ._chart import FlowChart
+
+__all__ = [
+    "Schema",
+    "SchemaIssue",
+    "check_input",
+    "check_output",
+    "check_schema",
+    "json_schema",
+    "validate",
+]
 
 Schema = type[BaseModel] | Mapping[str, Any]
 
@@ -63,3 +80,42 @@ def validate(schema: Schema, value: Any) -> list[SchemaIssue]:
         {"path": ".".join(str(p) for p in e.absolute_path) or "(root)", "message": e.message}
         for e in sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
     ]
+
+
+def _listed(issues: list[SchemaIssue]) -> str:
+    return "; ".join(f"{i['path']}: {i['message']}" for i in issues[:5])
+
+
+def check_input(chart: FlowChart, input: Mapping[str, Any] | None) -> None:
+    """Refuse a run input that fails the chart's input schema, before anything runs."""
+    schema = chart.input_schema
+    if schema is None:
+        return
+    try:
+        value = thaw(input) if input is not None else {}
+    except TypeError as exc:
+        raise StateValueError(
+            f"the run input is not JSON ({exc}); state keys are str and values JSON",
+            key="<input>",
+            stage_path=None,
+        ) from None
+    issues = validate(schema, value)
+    if issues:
+        raise InputValidationError(
+            f"the input to chart {chart.id!r} fails its input schema: {_listed(issues)}",
+            issues=issues,
+        )
+
+
+def check_output(chart: FlowChart, state: Mapping[str, Any]) -> OutputValidationError | None:
+    """The error a final state fails the chart's output schema with (``None``: it passes)."""
+    schema = chart.output_schema
+    if schema is None:
+        return None
+    issues = validate(schema, thaw(state))
+    if not issues:
+        return None
+    return OutputValidationError(
+        f"the final state of chart {chart.id!r} fails its output schema: {_listed(issues)}",
+        issues=issues,
+    )

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ._errors import ConfigurationError
 from ._state import MISSING
 from ._values import FrozenDict, FrozenList
 
@@ -82,7 +83,7 @@ def _as_rule(rule: Rule | Mapping[str, Any], index: int) -> Rule:
         return rule
     if isinstance(rule, Mapping) and "when" in rule and "then" in rule:
         return Rule(rule["when"], rule["then"], rule.get("label"))
-    raise TypeError(
+    raise ConfigurationError(
         f"rule {index} is {rule!r}; write Rule(when=..., then='branch', label=...) or "
         "{'when': ..., 'then': 'branch'}"
     )
@@ -103,7 +104,7 @@ def _evaluate(scope: Scope, rule: Rule, index: int) -> dict[str, Any]:
         ev["matched"] = matched
         return ev
     if not isinstance(when, Mapping):
-        raise TypeError(f"rule {index} ('when'): expected a filter dict or a function")
+        raise ConfigurationError(f"rule {index} ('when'): expected a filter dict or a function")
     conditions: list[dict[str, Any]] = []
     matched = bool(when)  # an empty filter never matches
     for key, spec in when.items():
@@ -112,16 +113,20 @@ def _evaluate(scope: Scope, rule: Rule, index: int) -> dict[str, Any]:
         for op_name, expected in tests:
             fn = OPERATORS.get(op_name)
             if fn is None:
-                raise ValueError(
+                raise ConfigurationError(
                     f"rule {index} uses the unknown operator {op_name!r} on {key!r}; "
                     f"use one of {', '.join(OPERATORS)}"
                 )
             if op_name in ("in", "not_in") and (
                 not isinstance(expected, Sequence) or isinstance(expected, str)
             ):
-                raise ValueError(f"rule {index}: {op_name!r} on {key!r} needs a list of values")
+                raise ConfigurationError(
+                    f"rule {index}: {op_name!r} on {key!r} needs a list of values"
+                )
             if op_name in ("in", "not_in") and len(expected) > _MAX_IN:
-                raise ValueError(f"rule {index}: {op_name!r} lists more than {_MAX_IN} values")
+                raise ConfigurationError(
+                    f"rule {index}: {op_name!r} lists more than {_MAX_IN} values"
+                )
             cond: dict[str, Any] = {"key": key, "op": op_name, "expected": _summary(expected)}
             if actual is MISSING:
                 cond.update(actual=None, present=False, passed=False)

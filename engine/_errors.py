@@ -1,27 +1,38 @@
-"""The engine's exceptions.
+"""The exception tree: every error trackway raises on purpose is a :class:`TrackwayError`.
 
-Caller misuse, refused values and run failures are kept apart::
+Caller misuse, refused values, unreadable documents, failed runs and failed stores are kept
+apart; the other layers add their subtrees (``trackway.tools``: ``ToolError``;
+``trackway.agent``: ``AgentError`` and ``ProviderError``)::
 
     TrackwayError
+    ├── ConfigurationError       an option a library object cannot take     (ValueError too)
     ├── ChartBuildError          a malformed chart, raised by the builder or build()
-    ├── StateValueError          a write the commit log cannot hold faithfully (TypeError too)
-    ├── StateValidationError     a write the chart's state model refuses (TypeError too)
-    ├── ReadOnlyStateError       an in-place mutation of committed state (TypeError too)
     ├── ExecutorUsageError       run_sync inside an event loop, bad executor options
-    ├── InputValidationError     the run input fails the chart's input schema (ValueError too)
-    ├── UnknownRunError          no such run or checkpoint in the store (LookupError too)
-    ├── CheckpointError          a checkpoint that is corrupt or cannot be resumed (ValueError too)
-    │   ├── ChartMismatchError   the checkpoint is from another chart, or the chart changed
-    │   └── CheckpointClaimedError   the checkpoint was already resumed (it resumes once)
-    └── RunError                 a run that ended failed; carries ``.snapshot``
-        ├── StageError           a stage raised; the original exception is ``__cause__``
-        ├── LoopLimitError       a loop went round more than ``max_iterations`` times
-        ├── UnknownBranchError   a decider or selector chose a branch that does not exist
-        ├── MergeConflictError   parallel branches wrote the same key under "error_on_conflict"
-        ├── ParallelLimitError   parallel_for_each got more items than ``max_branches``
-        ├── OutputValidationError    the final state fails the chart's output schema
-        ├── RunTimeoutError      the run's ``timeout=`` elapsed (TimeoutError too)
-        └── StoreError           the store failed (unreachable, not writable, write failed)
+    ├── InputValidationError     the run input fails the chart's input schema
+    ├── OutOfRangeError          state_at(k), served_at(k) beyond the log    (IndexError too)
+    ├── StateValueError          a write the commit log cannot hold faithfully
+    ├── StateValidationError     a write the chart's state model refuses
+    ├── ReadOnlyStateError       an in-place mutation of committed state
+    ├── MissingKeyError          scope["k"] read a key the state does not hold (KeyError too)
+    ├── StageContractError       a stage, mapping or items= function broke its contract
+    ├── DocumentError            a persisted document this version cannot read
+    │   └── CorruptCheckpointError   (also a CheckpointError)
+    ├── CheckpointError          a checkpoint that cannot be resumed here
+    │   ├── ChartMismatchError       the checkpoint is from another chart, or the chart changed
+    │   ├── CheckpointClaimedError   the checkpoint was already resumed (it resumes once)
+    │   └── CorruptCheckpointError   the checkpoint is malformed or was edited
+    ├── RunError                 a run that ended failed; carries .snapshot
+    │   ├── StageError           a stage raised; the original exception is __cause__
+    │   ├── LoopLimitError       a loop went round more than max_iterations times
+    │   ├── UnknownBranchError   a decider or selector chose a branch that does not exist
+    │   ├── MergeConflictError   parallel branches wrote the same key under "error_on_conflict"
+    │   ├── ParallelLimitError   parallel_for_each got more items than max_branches
+    │   ├── OutputValidationError    the final state fails the chart's output schema
+    │   ├── RunTimeoutError      the run's timeout= elapsed                 (TimeoutError too)
+    │   └── StoreWriteError      the store failed under a running run (also a StoreError)
+    └── StoreError               a store failed: unreachable, not writable, damaged
+        ├── UnknownRunError      no such run or checkpoint in the store      (LookupError too)
+        └── StoreWriteError
 """
 
 from __future__ import annotations
@@ -36,19 +47,26 @@ __all__ = [
     "ChartMismatchError",
     "CheckpointClaimedError",
     "CheckpointError",
+    "ConfigurationError",
+    "CorruptCheckpointError",
+    "DocumentError",
     "ExecutorUsageError",
     "InputValidationError",
     "LoopLimitError",
     "MergeConflictError",
+    "MissingKeyError",
+    "OutOfRangeError",
     "OutputValidationError",
     "ParallelLimitError",
     "ReadOnlyStateError",
     "RunError",
     "RunTimeoutError",
+    "StageContractError",
     "StageError",
     "StateValidationError",
     "StateValueError",
     "StoreError",
+    "StoreWriteError",
     "TrackwayError",
     "UnknownBranchError",
     "UnknownRunError",
@@ -59,8 +77,29 @@ class TrackwayError(Exception):
     """Base class of every error trackway raises on purpose."""
 
 
+class ConfigurationError(TrackwayError, ValueError):
+    """A library object was given an option it cannot take; the message names the fix."""
+
+
 class ChartBuildError(TrackwayError, ValueError):
     """The chart is malformed; the message names the stage and the fix."""
+
+
+class ExecutorUsageError(TrackwayError, RuntimeError):
+    """The executor was called in a way it cannot honour (the message says the right call)."""
+
+
+class InputValidationError(TrackwayError, ValueError):
+    """The run input fails the chart's declared input schema; nothing ran."""
+
+    def __init__(self, message: str, *, issues: list[dict[str, str]]) -> None:
+        super().__init__(message)
+        self.issues = issues
+
+
+class OutOfRangeError(TrackwayError, IndexError):
+    """A position beyond the log: ``state_at(k)`` past the last commit, a model call that
+    the run never made."""
 
 
 class StateValueError(TrackwayError, TypeError):
@@ -85,27 +124,46 @@ class ReadOnlyStateError(TrackwayError, TypeError):
     """Committed state was mutated in place; history is immutable."""
 
 
-class ExecutorUsageError(TrackwayError, RuntimeError):
-    """The executor was called in a way it cannot honour (the message says the right call)."""
+class MissingKeyError(TrackwayError, KeyError):
+    """``scope[key]`` read a key the state does not hold (``scope.get`` takes a default)."""
 
-
-class InputValidationError(TrackwayError, ValueError):
-    """The run input fails the chart's declared input schema; nothing ran."""
-
-    def __init__(self, message: str, *, issues: list[dict[str, str]]) -> None:
+    def __init__(self, message: str, *, key: str) -> None:
         super().__init__(message)
-        self.issues = issues
-
-
-class UnknownRunError(TrackwayError, LookupError):
-    """The store holds no run (or checkpoint) with that id."""
+        self.key = key
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
 
 
+class StageContractError(TrackwayError, TypeError):
+    """A stage function, decider, ``items=`` or ``input=``/``output=`` mapping returned or
+    did something its kind does not allow (e.g. a mapping that pauses)."""
+
+
+class DocumentError(TrackwayError, ValueError):
+    """A persisted document (checkpoint, snapshot, conversation, recording, stored run) this
+    version cannot read: not JSON, another format, or a field of the wrong shape.
+
+    ``document`` says which kind it is, ``field`` the dotted path of the bad field (if one
+    is to blame) and ``source`` the file or run it came from (if known).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        document: str = "document",
+        field: str | None = None,
+        source: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.document = document
+        self.field = field
+        self.source = source
+
+
 class CheckpointError(TrackwayError, ValueError):
-    """The checkpoint is corrupt or cannot be resumed here; the message says why."""
+    """The checkpoint cannot be resumed here; the message says why."""
 
 
 class ChartMismatchError(CheckpointError):
@@ -114,6 +172,20 @@ class ChartMismatchError(CheckpointError):
 
 class CheckpointClaimedError(CheckpointError):
     """The checkpoint was already resumed; a checkpoint resumes exactly once."""
+
+
+class CorruptCheckpointError(CheckpointError, DocumentError):
+    """The checkpoint is malformed, or was edited after the run made it."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        document: str = "checkpoint",
+        field: str | None = None,
+        source: str | None = None,
+    ) -> None:
+        DocumentError.__init__(self, message, document=document, field=field, source=source)
 
 
 class RunError(TrackwayError):
@@ -156,13 +228,24 @@ class RunTimeoutError(RunError, TimeoutError):
     """The run's ``timeout=`` elapsed; the stage in flight committed as ``cancelled``."""
 
 
-class StoreError(RunError):
-    """The store failed: unreachable, not writable, or a write failed mid-run."""
-
-
 class OutputValidationError(RunError):
     """The run's final state fails the chart's declared output schema (every commit is kept)."""
 
     def __init__(self, message: str, *, issues: list[dict[str, str]]) -> None:
         super().__init__(message)
         self.issues = issues
+
+
+class StoreError(TrackwayError):
+    """A store failed: unreachable, not writable, or holding damaged data."""
+
+
+class UnknownRunError(StoreError, LookupError):
+    """The store holds no run (or checkpoint) with that id."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class StoreWriteError(StoreError, RunError):
+    """The store failed while a run was writing to it; the run ended ``failed``."""

@@ -1,53 +1,53 @@
-"""The executor: runs a chart, isolated per run, and returns a result with its snapshot."""
+"""The executor: runs a chart, isolated per run, and returns a result with its snapshot.
+
+This module is the public face (``run``, ``resume``, ``recover`` and their ``_sync``
+twins) and the drive loop they share; the store session (``_session``), checkpoints
+(``_checkpoint``), recovery (``_recovery``) and contracts (``_contract``) live apart. It is
+over 400 lines because the drive loop is the one place every way a run ends (done, broken,
+paused, failed, timed out, cancelled from outside) is turned into a result, and splitting it
+would scatter that one decision.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import functools
-import re
 import secrets
-import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import anyio
-import orjson
 
 from ._chart import FlowChart
-from ._checkpoint import Checkpoint, chart_structure, check_chart
-from ._commit import Commit, ErrorInfo
-from ._contract import validate
+from ._checkpoint import Checkpoint, check_chart, make_checkpoint, masked
+from ._commit import ErrorInfo
+from ._context import RunContext
+from ._contract import check_input, check_output
+from ._cursor import RootCursor
 from ._errors import (
-    CheckpointClaimedError,
     CheckpointError,
     ExecutorUsageError,
-    InputValidationError,
-    OutputValidationError,
     RunError,
     RunTimeoutError,
     StateValueError,
-    StoreError,
-    TrackwayError,
-    UnknownRunError,
+    StoreWriteError,
 )
+from ._paths import StagePath
 from ._recorder import ErrorEvent, RunEndEvent, RunStartEvent
+from ._recovery import Finished, recovery_cursor
 from ._redact import RedactionPolicy, Redactor
-from ._run import Paused, RunContext, run_root
+from ._session import StoreSession, claim
 from ._snapshot import Snapshot
-from ._store import Durability, RunStore, Sink, make_sink
-from ._values import FrozenDict, encode_value, freeze, thaw, to_bytes
+from ._stage import Paused
+from ._store import Durability, RunStore, Sink
+from ._sync import run_sync
+from ._values import FrozenDict, encode_value, freeze, thaw
+from ._walker import run_root
 
 __all__ = ["Executor", "RunResult", "RunStatus"]
 
 RunStatus = Literal["done", "broken", "failed", "paused"]
-_T = TypeVar("_T")
-
-# Checkpoints resumed by executors without a store: a checkpoint resumes once per process.
-_claimed_here: set[str] = set()
-_claim_lock = threading.Lock()
 
 
 def new_run_id() -> str:
@@ -109,15 +109,18 @@ class Executor:
             )
         if queue_size < 1:
             raise ExecutorUsageError("queue_size must be >= 1")
+        if redact is not None and not isinstance(redact, RedactionPolicy):
+            raise ExecutorUsageError(f"redact= takes a RedactionPolicy(...), got {redact!r}")
         self.chart = chart
         self.recorders = tuple(recorders)
         self.max_iterations = max_iterations
         self.store = store
         self.durability: Durability = durability
         self.queue_size = queue_size
-        if redact is not None and not isinstance(redact, RedactionPolicy):
-            raise ExecutorUsageError(f"redact= takes a RedactionPolicy(...), got {redact!r}")
         self.redact = redact
+        self._session = (
+            None if store is None else StoreSession(store, chart.id, durability, queue_size)
+        )
 
     def __repr__(self) -> str:
         store = type(self.store).__name__ if self.store is not None else None
@@ -139,11 +142,11 @@ class Executor:
         back as ``status="failed"`` with ``.error``. ``timeout`` (seconds) cancels the stage in
         flight, which commits as ``cancelled``, and fails the run with ``RunTimeoutError``.
         """
-        self._check_input(input)
+        check_input(self.chart, input)
         run = self._context(new_run_id())
         self._seed(run, input)
-        if self.store is not None:
-            self._begin_in_store(run)
+        if self._session is not None:
+            self._session.begin(run)
         return await self._drive(run, None, timeout, raise_on_error)
 
     async def resume(
@@ -159,9 +162,10 @@ class Executor:
         The run keeps its id, its commit log and its counters; nothing that committed runs
         again. A checkpoint resumes once: a second resume raises
         :class:`CheckpointClaimedError` (with a store, the claim is atomic across processes).
+        Everything is checked before the claim: the chart, the cursor, the value.
         """
-        cp = self._as_checkpoint(checkpoint)
-        if cp.redacted:
+        cp = _as_checkpoint(checkpoint)
+        if cp.redacted or cp.cursor is None:
             raise CheckpointError(
                 f"checkpoint {cp.checkpoint_id} is a masked copy (a store keeps masked "
                 "checkpoints under a redaction policy, and redact_checkpoints=True masks the "
@@ -171,13 +175,13 @@ class Executor:
         check_chart(cp, self.chart)
         data = encode_value(value, "resume value", cp.paused_at)[1]
         snapshot = self._checkpoint_log(cp)
-        self._claim(cp)
+        claim(self.store, cp)
         run = self._continued(cp.run_id, snapshot)
         run.resume_value = freeze(data)
         run.resume_taken = False
-        run.resume_target = cp.paused_at.split(":resume")[0]
-        if self.store is not None:
-            self._adopt_run(run, embedded=cp.snapshot is not None)
+        run.resume_target = str(StagePath.parse(cp.paused_at).base())
+        if self._session is not None:
+            self._session.adopt(run, embedded=cp.snapshot is not None)
         return await self._drive(run, cp.cursor, timeout, raise_on_error)
 
     async def recover(
@@ -190,14 +194,14 @@ class Executor:
         stopped between stages of the top-level chart; a run whose last commit is inside a
         subflow or a parallel branch, or that paused or failed, is refused with the reason.
         """
-        if self.store is None:
+        if self._session is None:
             raise ExecutorUsageError("recover() needs the run's store: Executor(chart, store=...)")
         if self.redact is not None:
             raise ExecutorUsageError(
                 "recover() cannot continue a run under a redaction policy: the store holds its "
                 "redacted values only. Pause-and-resume keeps real values in the checkpoint."
             )
-        snapshot = self._call_store(lambda s: s.load(run_id), f"load run {run_id!r}")
+        snapshot = self._session.call(lambda s: s.load(run_id), f"load run {run_id!r}")
         if snapshot.chart_id != self.chart.id:
             raise CheckpointError(
                 f"run {run_id!r} was made by chart {snapshot.chart_id!r}, not {self.chart.id!r}"
@@ -206,11 +210,10 @@ class Executor:
             raise CheckpointError(
                 f"run {run_id!r} already ended ({snapshot.status}); nothing to recover"
             )
-        cursor = _recovery_cursor(self.chart, snapshot.commits)
+        cursor = recovery_cursor(self.chart, snapshot.commits)
         run = self._continued(run_id, snapshot)
-        self._begin_in_store(run)
-        # cursor None: the last commit ended the chart, only the ending is missing
-        return await self._drive(run, cursor or {"done": True}, timeout, raise_on_error)
+        self._session.begin(run)
+        return await self._drive(run, cursor, timeout, raise_on_error)
 
     def run_sync(
         self,
@@ -220,8 +223,10 @@ class Executor:
         raise_on_error: bool = True,
     ) -> RunResult:
         """``run`` for callers without an event loop (it starts one)."""
-        return _sync(
-            functools.partial(self.run, input, timeout=timeout, raise_on_error=raise_on_error)
+        return run_sync(
+            functools.partial(self.run, input, timeout=timeout, raise_on_error=raise_on_error),
+            name="Executor.run_sync",
+            twin="await executor.run(...)",
         )
 
     def resume_sync(
@@ -233,43 +238,25 @@ class Executor:
         raise_on_error: bool = True,
     ) -> RunResult:
         """``resume`` for callers without an event loop."""
-        return _sync(
+        return run_sync(
             functools.partial(
                 self.resume, checkpoint, value, timeout=timeout, raise_on_error=raise_on_error
-            )
+            ),
+            name="Executor.resume_sync",
+            twin="await executor.resume(...)",
         )
 
     def recover_sync(
         self, run_id: str, *, timeout: float | None = None, raise_on_error: bool = True
     ) -> RunResult:
         """``recover`` for callers without an event loop."""
-        return _sync(
-            functools.partial(self.recover, run_id, timeout=timeout, raise_on_error=raise_on_error)
+        return run_sync(
+            functools.partial(self.recover, run_id, timeout=timeout, raise_on_error=raise_on_error),
+            name="Executor.recover_sync",
+            twin="await executor.recover(...)",
         )
 
     # -- internals -----------------------------------------------------------------------
-
-    def _adopt_run(self, run: RunContext, *, embedded: bool) -> None:
-        """Reopen the run in the store; a run it has never seen gets the log so far first."""
-        known = True
-        if embedded:
-            try:
-                self._call_store(lambda s: s.history(run.run_id), "look the run up")
-            except UnknownRunError:
-                known = False
-        self._begin_in_store(run, with_log=not known)
-
-    def _begin_in_store(self, run: RunContext, *, with_log: bool = False) -> None:
-        """Open (or reopen) the run in the store, through the redaction funnel like every
-        other retained write; ``with_log`` also stores the commits it already has."""
-        redactor = run.redactor
-        initial = run.initial
-        if redactor is not None:
-            initial = {k: to_bytes(v) for k, v in redactor.initial(run.initial).items()}
-        self._call_store(lambda s: s.begin_run(run.run_id, self.chart.id, initial), "open the run")
-        if with_log and run.log:
-            log = run.log if redactor is None else [redactor.commit(c) for c in run.log]
-            self._call_store(lambda s: s.append(run.run_id, log), "store the log so far")
 
     def _context(self, run_id: str) -> RunContext:
         redactor = Redactor(self.redact) if self.redact is not None else None
@@ -286,14 +273,12 @@ class Executor:
     async def _drive(
         self,
         run: RunContext,
-        cursor: dict[str, Any] | None,
+        cursor: RootCursor | Finished | None,
         timeout: float | None,
         raise_on_error: bool,
     ) -> RunResult:
-        sink: Sink | None = None
-        if self.store is not None:
-            sink = make_sink(self.store, run.run_id, self.durability, self.queue_size)
-            run.sink = sink
+        session = self._session
+        sink: Sink | None = None if session is None else session.open_sink(run)
         rec = run.recorders
         rec.fire(
             "on_run_start",
@@ -304,10 +289,10 @@ class Executor:
         paused: Paused | None = None
         try:
             with anyio.fail_after(timeout) if timeout is not None else _no_timeout():
-                if cursor is None or "done" not in cursor:
-                    broke = await run_root(run, cursor)
+                if isinstance(cursor, Finished):
+                    broke = cursor.break_reason
                 else:
-                    broke = cursor.get("break")
+                    broke = await run_root(run, cursor)
         except RunError as exc:
             error = exc
         except Paused as exc:
@@ -315,27 +300,17 @@ class Executor:
         except TimeoutError:
             if timeout is None:
                 raise
-            last = run.log[-1] if run.log else None
-            where = (
-                f"the stage in flight, {last.stage_path}, was cancelled and committed as "
-                "'cancelled'"
-                if last is not None and last.outcome == "cancelled"
-                else "it was stopped between stages"
-                + (f", after {last.stage_path}" if last is not None else "")
-            )
-            error = RunTimeoutError(
-                f"the run did not finish within timeout={timeout}s; {where}",
-                stage_path=last.stage_path if last is not None else None,
-            )
+            error = _timed_out(run, timeout)
         except BaseException:
             # Cancelled from outside (or KeyboardInterrupt): what committed still reaches the
             # store, the run is marked failed, and the cancellation goes on up.
-            with contextlib.suppress(Exception):
-                cancelled = ErrorInfo("Cancelled", "the run was cancelled from outside")
-                self._close_store(run, sink, "failed", cancelled, None, None)
+            if session is not None:
+                session.abandon(run, sink)
+            run.locals.close()
             raise
+        run.locals.close()
         if error is None and paused is None:
-            error = self._check_output(run)
+            error = check_output(self.chart, run.root.current())
         status: RunStatus = (
             "failed"
             if error is not None
@@ -346,15 +321,14 @@ class Executor:
             else "done"
         )
         info = None if error is None else ErrorInfo(type(error).__name__, str(error))
-        checkpoint = None
-        if paused is not None:
-            checkpoint = self._make_checkpoint(run, paused)
-        try:
-            self._close_store(run, sink, status, info, checkpoint, broke)
-        except StoreError as exc:
-            if error is None:
-                error, status = exc, "failed"
-                info = ErrorInfo(type(exc).__name__, str(exc))
+        checkpoint = None if paused is None else make_checkpoint(run, self.chart, paused)
+        if session is not None and sink is not None:
+            try:
+                session.close(run, sink, status, info, checkpoint, broke)
+            except StoreWriteError as exc:
+                if error is None:
+                    error, status = exc, "failed"
+                    info = ErrorInfo(type(exc).__name__, str(exc))
         if info is not None and rec.any:
             at = error.stage_path if error is not None else None
             rec.fire("on_error", ErrorEvent(run.run_id, at, len(run.log), info))
@@ -389,169 +363,28 @@ class Executor:
             checkpoint=checkpoint,
         )
 
-    def _close_store(
-        self,
-        run: RunContext,
-        sink: Sink | None,
-        status: str,
-        info: ErrorInfo | None,
-        checkpoint: Checkpoint | None,
-        broke: str | None,
-    ) -> None:
-        if sink is None:
-            return
-        try:
-            sink.flush()
-        except TrackwayError:
-            raise
-        except Exception as exc:
-            # Still record how the run ended, then report the lost writes.
-            with contextlib.suppress(Exception):
-                self.store.finish_run(run.run_id, "failed", {"error": list(_info(exc))})  # type: ignore[union-attr]
-            raise StoreError(
-                f"{type(self.store).__name__} could not write the run's last commits: "
-                f"{type(exc).__name__}: {exc}"
-            ) from exc
-        finally:
-            closer: Callable[[], None] | None = getattr(sink, "close", None)
-            if closer is not None:
-                closer()
-        if checkpoint is not None:
-            kept = checkpoint
-            if run.redactor is not None:
-                # Store rows are always redacted: the store keeps a masked copy, which cannot
-                # be resumed; RunResult.checkpoint keeps the real values for the caller.
-                retained = run.redactor
-                kept = replace(
-                    checkpoint,
-                    state=thaw(retained.state(run.root.current())),
-                    snapshot=None,
-                    redacted=True,
-                    cursor=_masked_cursor(checkpoint.cursor),
-                )
-            self._call_store(lambda s: s.save_checkpoint(kept), "save the checkpoint")
-        outcome = {
-            "error": None if info is None else list(info),
-            "break_reason": broke,
-            "recorder_failures": [
-                {"recorder": f.recorder, "hook": f.hook, "error": list(f.error)}
-                for f in run.recorders.failures
-            ],
-        }
-        self._call_store(lambda s: s.finish_run(run.run_id, status, outcome), "finish the run")
-
     def _finish_checkpoint(
         self, checkpoint: Checkpoint, live: Snapshot, retained: Snapshot
     ) -> Checkpoint:
         """Embed the log a resume needs: real values, unless checkpoints are redacted too."""
         policy = self.redact
         if policy is not None and policy.redact_checkpoints:
-            state = thaw(retained.state)
-            return replace(checkpoint, snapshot=orjson.loads(retained.to_json()), state=state,
-                           redacted=True, cursor=_masked_cursor(checkpoint.cursor))  # fmt: skip
+            return masked(checkpoint, thaw(retained.state), retained)
         if self.store is None or policy is not None:
             # Without a store the log must travel with the checkpoint; with redaction the
             # store holds a redacted log, so the checkpoint carries the real one.
-            return replace(checkpoint, snapshot=orjson.loads(live.to_json()))
+            return replace(checkpoint, snapshot=live)
         return checkpoint
-
-    def _make_checkpoint(self, run: RunContext, paused: Paused) -> Checkpoint:
-        payload = orjson.loads(paused.payload)
-        return Checkpoint(
-            checkpoint_id=f"{run.run_id}@{len(run.log)}",
-            run_id=run.run_id,
-            chart_id=self.chart.id,
-            fingerprint=self.chart.fingerprint,
-            structure=chart_structure(self.chart),
-            cursor=thaw(paused.cursor),
-            payload=payload,
-            paused_at=paused.path,
-            state=orjson.loads(to_bytes(run.root.current())),
-            snapshot=None,
-        )
 
     def _checkpoint_log(self, cp: Checkpoint) -> Snapshot:
         if cp.snapshot is not None:
-            try:
-                return Snapshot.from_json(orjson.dumps(cp.snapshot))
-            except (ValueError, KeyError, TypeError) as exc:
-                raise CheckpointError(
-                    f"corrupt checkpoint: its commit log is unreadable ({exc})"
-                ) from None
-        if self.store is None:
+            return cp.snapshot.copy()  # the resumed run grows its own copy of the index
+        if self._session is None:
             raise CheckpointError(
                 f"checkpoint {cp.checkpoint_id} keeps its commit log in a store; resume it with "
                 "Executor(chart, store=<that store>)"
             )
-        return self._call_store(lambda s: s.load(cp.run_id), f"load run {cp.run_id!r}")
-
-    def _claim(self, cp: Checkpoint) -> None:
-        if self.store is not None:
-            won = self._call_store(
-                lambda s: s.claim_checkpoint(cp.checkpoint_id), "claim the checkpoint"
-            )
-        else:
-            with _claim_lock:
-                won = cp.checkpoint_id not in _claimed_here
-                _claimed_here.add(cp.checkpoint_id)
-        if not won:
-            raise CheckpointClaimedError(
-                f"checkpoint {cp.checkpoint_id} was already resumed; a checkpoint resumes once. "
-                "If the run paused again, resume its newer checkpoint (RunResult.checkpoint)."
-            )
-
-    def _as_checkpoint(self, checkpoint: Checkpoint | str | bytes) -> Checkpoint:
-        if isinstance(checkpoint, Checkpoint):
-            return checkpoint
-        if isinstance(checkpoint, (str, bytes)):
-            return Checkpoint.from_json(checkpoint)
-        raise CheckpointError(
-            f"resume() takes a Checkpoint or its JSON, got {type(checkpoint).__name__}"
-        )
-
-    def _call_store(self, action: Callable[[RunStore], _T], what: str) -> _T:
-        assert self.store is not None
-        try:
-            return action(self.store)
-        except TrackwayError:
-            raise
-        except Exception as exc:
-            raise StoreError(
-                f"{type(self.store).__name__} could not {what}: {type(exc).__name__}: {exc}"
-            ) from exc
-
-    def _check_input(self, input: Mapping[str, Any] | None) -> None:
-        schema = self.chart.input_schema
-        if schema is None:
-            return
-        try:
-            value = thaw(input) if input is not None else {}
-        except TypeError as exc:
-            raise StateValueError(
-                f"the run input is not JSON ({exc}); state keys are str and values JSON",
-                key="<input>",
-                stage_path=None,
-            ) from None
-        issues = validate(schema, value)
-        if issues:
-            listed = "; ".join(f"{i['path']}: {i['message']}" for i in issues[:5])
-            raise InputValidationError(
-                f"the input to chart {self.chart.id!r} fails its input schema: {listed}",
-                issues=issues,
-            )
-
-    def _check_output(self, run: RunContext) -> OutputValidationError | None:
-        schema = self.chart.output_schema
-        if schema is None:
-            return None
-        issues = validate(schema, thaw(run.root.current()))
-        if not issues:
-            return None
-        listed = "; ".join(f"{i['path']}: {i['message']}" for i in issues[:5])
-        return OutputValidationError(
-            f"the final state of chart {self.chart.id!r} fails its output schema: {listed}",
-            issues=issues,
-        )
+        return self._session.call(lambda s: s.load(cp.run_id), f"load run {cp.run_id!r}")
 
     def _seed(self, run: RunContext, input: Mapping[str, Any] | None) -> None:
         if input is None:
@@ -577,6 +410,30 @@ class Executor:
             run.root.seed(key, freeze(owned))
 
 
+def _as_checkpoint(checkpoint: Checkpoint | str | bytes) -> Checkpoint:
+    if isinstance(checkpoint, Checkpoint):
+        return checkpoint
+    if isinstance(checkpoint, (str, bytes)):
+        return Checkpoint.from_json(checkpoint)
+    raise CheckpointError(
+        f"resume() takes a Checkpoint or its JSON, got {type(checkpoint).__name__}"
+    )
+
+
+def _timed_out(run: RunContext, timeout: float) -> RunTimeoutError:
+    last = run.log[-1] if run.log else None
+    where = (
+        f"the stage in flight, {last.stage_path}, was cancelled and committed as 'cancelled'"
+        if last is not None and last.outcome == "cancelled"
+        else "it was stopped between stages"
+        + (f", after {last.stage_path}" if last is not None else "")
+    )
+    return RunTimeoutError(
+        f"the run did not finish within timeout={timeout}s; {where}",
+        stage_path=last.stage_path if last is not None else None,
+    )
+
+
 class _no_timeout:
     def __enter__(self) -> None:
         return None
@@ -598,98 +455,3 @@ def _redacted(live: Snapshot, redactor: Redactor) -> Snapshot:
         recorder_failures=live.recorder_failures,
         observer_stats=live.observer_stats,
     )
-
-
-def _sync(call: Callable[[], Awaitable[_T]]) -> _T:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass  # no loop running: the normal case
-    else:
-        raise ExecutorUsageError(
-            "a *_sync() method was called inside a running event loop; await the async "
-            "method there instead (e.g. `await executor.run(...)`)"
-        )
-    return anyio.run(call)
-
-
-_INDEX = re.compile(r"#(\d+)")
-
-
-def _recovery_cursor(chart: FlowChart, commits: Sequence[Commit]) -> dict[str, Any] | None:
-    """Where a crashed run continues: after its last top-level commit (None: chart ended)."""
-    if not commits:
-        return {
-            "counter": 0,
-            "chain": {"chart": chart.id, "node": chart.root, "loops": {}, "at": None},
-        }
-    last = commits[-1]
-    top_level = "/" not in last.stage_path
-    if top_level and last.frame == "" and last.outcome == "ok" and "break" in (last.detail or {}):
-        return {"done": True, "break": last.detail["break"]}
-    if last.frame != "" or last.outcome not in ("ok",):
-        raise CheckpointError(
-            f"run {last.run_id!r} stopped at {last.stage_path!r} "
-            f"({'inside ' + last.frame if last.frame else last.outcome}); recover() continues "
-            "only runs that stopped between top-level stages"
-        )
-    top = last.stage_path.split("/", 1)[0]
-    node_id = top.split("#", 1)[0]
-    if "/" in last.stage_path and last.kind not in ("merge", "subflow-output"):
-        raise CheckpointError(
-            f"run {last.run_id!r} stopped inside subflow {node_id!r} at {last.stage_path!r}; "
-            "recover() continues only runs that stopped between top-level stages"
-        )
-    node = chart.nodes.get(node_id)
-    if node is None:
-        raise CheckpointError(f"the log's last stage {node_id!r} is not in chart {chart.id!r}")
-    if node.kind == "decider":
-        chosen = last.detail["decision"]["chosen"]
-        nxt: str | None = node.branches[chosen]
-    else:
-        nxt = node.next
-    counter = 1 + max((_root_index(chart, c.stage_path) for c in commits), default=-1)
-    loops: dict[str, int] = {}
-    for source in chart.nodes.values():
-        if source.loop and source.next is not None:
-            # one execution = one plain "<id>#<n>" commit (not ":resumeN", not "/merge")
-            own = re.compile(rf"{re.escape(source.id)}#\d+")
-            runs = sum(1 for c in commits if c.frame == "" and own.fullmatch(c.stage_path))
-            loops[source.next] = loops.get(source.next, 0) + runs
-    if nxt is None:
-        return None
-    return {
-        "counter": counter,
-        "chain": {"chart": chart.id, "node": nxt, "loops": loops, "at": None},
-    }
-
-
-def _info(exc: BaseException) -> ErrorInfo:
-    return ErrorInfo(type(exc).__name__, str(exc))
-
-
-def _masked_cursor(cursor: dict[str, Any]) -> dict[str, Any]:
-    """A masked checkpoint cannot resume: its cursor (which can hold items) is dropped."""
-    return {"counter": cursor["counter"], "chain": "[REDACTED]"}
-
-
-def _root_index(chart: FlowChart, path: str) -> int:
-    """The largest execution index the run's own counter gave out in ``path``.
-
-    Subflows share the counter; inside a parallel branch a counter of its own starts, so
-    the walk stops at a fork, selector or for_each segment.
-    """
-    best = -1
-    current: FlowChart | None = chart
-    for segment in path.split("/"):
-        if current is None:
-            break
-        node_id, _, rest = segment.partition("#")
-        index = _INDEX.match("#" + rest) if rest else None
-        if index:
-            best = max(best, int(index.group(1)))
-        node = current.nodes.get(node_id)
-        if node is None or node.kind in ("fork", "selector", "for_each"):
-            break
-        current = node.chart if node.kind == "subflow" else None
-    return best

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ._errors import ConfigurationError
+
 __all__ = ["Retry"]
 
 
@@ -24,9 +26,11 @@ class Retry:
 
     def __post_init__(self) -> None:
         if self.attempts < 1:
-            raise ValueError(f"Retry(attempts={self.attempts}) must allow at least 1 attempt")
+            raise ConfigurationError(
+                f"Retry(attempts={self.attempts}) must allow at least 1 attempt"
+            )
         if self.backoff < 0 or self.factor < 1 or self.max_backoff < 0:
-            raise ValueError("Retry backoff must be >= 0, factor >= 1 and max_backoff >= 0")
+            raise ConfigurationError("Retry backoff must be >= 0, factor >= 1 and max_backoff >= 0")
 
     def delay(self, attempt: int) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
@@ -38,4 +42,6 @@ class Retry:
             return value
         if isinstance(value, int) and not isinstance(value, bool):
             return cls(attempts=value)
-        raise TypeError(f"retry= takes a Retry(...) or an int number of attempts, got {value!r}")
+        raise ConfigurationError(
+            f"retry= takes a Retry(...) or an int number of attempts, got {value!r}"
+        )

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import (
+    Any,
+    NamedTuple,
+    NotRequired,  # pydantic validates these on 3.11
+)
 
 import orjson
+from typing_extensions import TypedDict
 
-from ._commit import Commit, ErrorInfo
+from ._commit import Commit, CommitDoc, ErrorInfo
+from ._documents import check_document, load_document
+from ._errors import DocumentError, OutOfRangeError
 from ._recorder import ObserverStats, RecorderFailure
 from ._state import MISSING, StateStore
 from ._values import FrozenDict, freeze, to_bytes, to_plain
@@ -15,6 +22,25 @@ from ._values import FrozenDict, freeze, to_bytes, to_plain
 __all__ = ["SNAPSHOT_FORMAT", "Snapshot", "StateDiff"]
 
 SNAPSHOT_FORMAT = "trackway.snapshot/1"
+
+
+class _FailureDoc(TypedDict):
+    recorder: str
+    hook: str
+    error: tuple[str, str]
+
+
+class _SnapshotDoc(TypedDict):
+    format: str
+    run_id: str
+    chart_id: str
+    status: str
+    break_reason: str | None
+    error: tuple[str, str] | None
+    initial_state: dict[str, Any]
+    commits: list[CommitDoc]
+    recorder_failures: list[_FailureDoc]
+    observer_stats: NotRequired[list[tuple[str, int, int, int, int]]]
 
 
 class StateDiff(NamedTuple):
@@ -102,7 +128,7 @@ class Snapshot:
     def state_at(self, k: int) -> FrozenDict:
         """The run's state after the first ``k`` commits (``0`` is the initial state)."""
         if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= self._n:
-            raise IndexError(
+            raise OutOfRangeError(
                 f"state_at({k!r}): this run has {self._n} commits, so k must be an int from 0 "
                 f"to {self._n}"
             )
@@ -112,6 +138,21 @@ class Snapshot:
         """One key's value after the first ``k`` commits: a single bisect."""
         v = self._store.value_at(key, k)
         return default if v is MISSING else v
+
+    def copy(self) -> Snapshot:
+        """An independent snapshot of the same log, with its own time-travel index (a run
+        that continues from it grows the copy, never this one)."""
+        return Snapshot.from_commits(
+            run_id=self.run_id,
+            chart_id=self.chart_id,
+            status=self.status,
+            initial={k: orjson.loads(v) for k, v in self._initial.items()},
+            commits=self.commits,
+            break_reason=self.break_reason,
+            error=self.error,
+            recorder_failures=self.recorder_failures,
+            observer_stats=self.observer_stats,
+        )
 
     def history(self) -> tuple[Commit, ...]:
         """The commit log itself: metadata and ops, O(1) per entry, no state rebuilt."""
@@ -164,31 +205,45 @@ class Snapshot:
         )
 
     @classmethod
-    def from_json(cls, data: bytes | str) -> Snapshot:
-        """Rebuild a snapshot (and its time-travel index) from :meth:`to_json` output."""
-        try:
-            doc = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            raise ValueError(f"not a trackway snapshot: invalid JSON ({exc})") from None
-        if not isinstance(doc, dict) or doc.get("format") != SNAPSHOT_FORMAT:
-            raise ValueError(
-                f"not a trackway snapshot: expected format {SNAPSHOT_FORMAT!r}, got "
-                f"{doc.get('format') if isinstance(doc, dict) else type(doc).__name__!r}"
-            )
-        err = doc["error"]
+    def from_json(cls, data: bytes | str, *, source: str | None = None) -> Snapshot:
+        """Rebuild a snapshot (and its time-travel index) from :meth:`to_json` output.
+
+        Anything else raises :class:`DocumentError` naming the field: unknown op kinds,
+        commits out of order, a missing field. ``source`` (a file name) goes into messages.
+        """
+        return load_document(
+            data, document="snapshot", readers={SNAPSHOT_FORMAT: cls.from_doc}, source=source
+        )
+
+    @classmethod
+    def from_doc(cls, doc: Mapping[str, Any], *, where: str = "") -> Snapshot:
+        """Rebuild a snapshot from its already-parsed JSON object (e.g. one embedded in a
+        checkpoint): the document is parsed once, never serialized again to be read."""
+        checked: _SnapshotDoc = check_document(_SnapshotDoc, doc, document="snapshot", where=where)
+        commits = [Commit.from_dict(c) for c in checked["commits"]]  # type: ignore[arg-type]
+        for i, c in enumerate(commits, 1):
+            if c.seq != i:
+                field = f"{where + '.' if where else ''}commits.{i - 1}.seq"
+                raise DocumentError(
+                    f"corrupt snapshot: {field} is {c.seq}, but commit {i} of the log must have "
+                    "seq " + str(i) + " (seqs run 1, 2, 3, ... with none missing or repeated)",
+                    document="snapshot",
+                    field=field,
+                )
+        err = checked["error"]
         return cls.from_commits(
-            run_id=doc["run_id"],
-            chart_id=doc["chart_id"],
-            status=doc["status"],
-            initial=doc["initial_state"],
-            commits=[Commit.from_dict(c) for c in doc["commits"]],
-            break_reason=doc["break_reason"],
-            error=None if err is None else ErrorInfo(err[0], err[1]),
+            run_id=checked["run_id"],
+            chart_id=checked["chart_id"],
+            status=checked["status"],
+            initial=checked["initial_state"],
+            commits=commits,
+            break_reason=checked["break_reason"],
+            error=None if err is None else ErrorInfo(*err),
             recorder_failures=[
                 RecorderFailure(f["recorder"], f["hook"], ErrorInfo(*f["error"]))
-                for f in doc["recorder_failures"]
+                for f in checked["recorder_failures"]
             ],
-            observer_stats=[ObserverStats(*s) for s in doc.get("observer_stats", ())],
+            observer_stats=[ObserverStats(*st) for st in checked.get("observer_stats", ())],
         )
 
     @classmethod

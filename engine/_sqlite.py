@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 from typing import Any, Literal
 
-from ._errors import StoreError
+from ._errors import ConfigurationError, StoreError
 from ._sqlstore import SqlRunStore
 
 __all__ = ["SqliteStore"]
@@ -64,7 +64,7 @@ class SqliteStore(SqlRunStore):
     ) -> None:
         self.path = Path(path)
         if synchronous not in ("FULL", "NORMAL"):
-            raise ValueError("synchronous must be 'FULL' or 'NORMAL'")
+            raise ConfigurationError("synchronous must be 'FULL' or 'NORMAL'")
         self._lock = threading.Lock()
         self._run_nos: dict[str, int] = {}
         try:

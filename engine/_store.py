@@ -19,7 +19,7 @@ import orjson
 
 from ._checkpoint import Checkpoint
 from ._commit import Commit
-from ._errors import UnknownRunError
+from ._errors import ConfigurationError, UnknownRunError
 from ._snapshot import Snapshot
 
 __all__ = [
@@ -137,7 +137,7 @@ def select_prunable(
         chosen |= {r.run_id for r in runs if (r.ended_at or r.started_at) < cutoff}
     if keep_latest is not None:
         if keep_latest < 0:
-            raise ValueError("keep_latest must be >= 0")
+            raise ConfigurationError("keep_latest must be >= 0")
         newest = sorted(runs, key=lambda r: r.started_at, reverse=True)
         chosen |= {r.run_id for r in newest[keep_latest:]}
     return sorted(chosen)

@@ -216,8 +216,9 @@ def test_resume_refuses_a_changed_chart_saying_what_differs():
     )
     with pytest.raises(ChartMismatchError) as info:
         Executor(changed).resume_sync(cp, "yes")
-    assert "nodes.audit is new" in str(info.value)
-    assert "nodes.ask.next changed from 'finish' to 'audit'" in str(info.value)
+    assert "stage audit is new" in str(info.value)
+    assert "the next edge ask -> finish was removed" in str(info.value)
+    assert "the next edge ask -> audit is new" in str(info.value)
     other = flow_chart("Other", lambda s: None).build()
     with pytest.raises(ChartMismatchError, match="made by chart 'prepare'"):
         Executor(other).resume_sync(cp, "yes")
@@ -227,7 +228,7 @@ def test_resume_refuses_a_changed_chart_saying_what_differs():
     ("data", "fragment"),
     [
         (b"{not json", "invalid JSON"),
-        (b'{"format": "x"}', "expected format"),
+        (b'{"format": "x"}', "this version reads 'trackway.checkpoint/2'"),
         (b'{"format": "trackway.checkpoint/1"}', "missing"),
     ],
 )

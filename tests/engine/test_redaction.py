@@ -6,6 +6,7 @@ import pytest
 
 from trackway import (
     CheckpointError,
+    ConfigurationError,
     Executor,
     RedactionPolicy,
     Rule,
@@ -141,7 +142,7 @@ def test_checkpoints_carry_real_values_unless_redacted_at_rest():
 
 
 def test_policy_misuse_is_refused():
-    with pytest.raises(TypeError, match="takes a list"):
+    with pytest.raises(ConfigurationError, match="takes a list"):
         RedactionPolicy(keys="api_key")  # type: ignore[arg-type]
 
 
