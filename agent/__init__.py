@@ -6,10 +6,13 @@ log and ``replay`` re-runs a turn without a model.
 
 from ._agent import Agent as Agent
 from ._agent import AgentBuilder as AgentBuilder
-from ._agent import Conversation as Conversation
 from ._anthropic import AnthropicProvider as AnthropicProvider
 from ._anthropic import anthropic as anthropic
+from ._conversation import Conversation as Conversation
 from ._errors import AgentBuildError as AgentBuildError
+from ._errors import AgentError as AgentError
+from ._errors import AgentNotRunError as AgentNotRunError
+from ._errors import ConversationFormatError as ConversationFormatError
 from ._errors import InvalidRunInputError as InvalidRunInputError
 from ._errors import OutputContractError as OutputContractError
 from ._errors import ReplayDivergence as ReplayDivergence
@@ -29,14 +32,17 @@ from ._openai import openai as openai
 from ._provider import ModelNotFoundError as ModelNotFoundError
 from ._provider import Provider as Provider
 from ._provider import ProviderAuthError as ProviderAuthError
+from ._provider import ProviderConfigError as ProviderConfigError
 from ._provider import ProviderConnectionError as ProviderConnectionError
 from ._provider import ProviderError as ProviderError
 from ._provider import ProviderRateLimitError as ProviderRateLimitError
+from ._provider import ProviderRequestError as ProviderRequestError
 from ._provider import ProviderResponseError as ProviderResponseError
 from ._provider import StreamingProvider as StreamingProvider
 from ._replay import load_recording as load_recording
 from ._replay import receipts as receipts
 from ._replay import replay as replay
+from ._replay import replay_async as replay_async
 from ._replay import save_recording as save_recording
 from ._replay import served_at as served_at
 
@@ -44,8 +50,11 @@ __all__ = [
     "Agent",
     "AgentBuildError",
     "AgentBuilder",
+    "AgentError",
+    "AgentNotRunError",
     "AnthropicProvider",
     "Conversation",
+    "ConversationFormatError",
     "InvalidRunInputError",
     "LLMRequest",
     "LLMResponse",
@@ -57,9 +66,11 @@ __all__ = [
     "OutputContractError",
     "Provider",
     "ProviderAuthError",
+    "ProviderConfigError",
     "ProviderConnectionError",
     "ProviderError",
     "ProviderRateLimitError",
+    "ProviderRequestError",
     "ProviderResponseError",
     "ReplayDivergence",
     "RunInFlightError",
@@ -74,6 +85,7 @@ __all__ = [
     "openai",
     "receipts",
     "replay",
+    "replay_async",
     "save_recording",
     "served_at",
 ]

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import anyio
 import orjson
 from pydantic import BaseModel, ValidationError
 
@@ -22,52 +20,32 @@ from trackway.engine import (
     Executor,
     FlowChart,
     Recorder,
+    RunError,
     RunStartEvent,
     Snapshot,
+    StageError,
     flow_chart,
+    run_sync,
     thaw,
 )
 from trackway.tools import Tool
 
-from ._errors import AgentBuildError, InvalidRunInputError, OutputContractError, RunInFlightError
+from ._conversation import Conversation
+from ._errors import (
+    AgentBuildError,
+    AgentNotRunError,
+    InvalidRunInputError,
+    OutputContractError,
+    RunInFlightError,
+)
 from ._events import EventBus, Listener
 from ._messages import Message
-from ._provider import Provider
+from ._provider import Provider, ProviderError
 from ._stages import AgentConfig, stage_functions
 
-__all__ = ["Agent", "AgentBuilder", "Conversation"]
+__all__ = ["Agent", "AgentBuilder"]
 
 _M = TypeVar("_M", bound=BaseModel)
-CONVERSATION_FORMAT = "trackway.conversation/1"
-
-
-@dataclass(frozen=True)
-class Conversation:
-    """A conversation so far (history including the last answer): continue it anywhere."""
-
-    history: list[dict[str, Any]]
-    agent: str
-
-    def to_json(self) -> bytes:
-        return orjson.dumps(
-            {"format": CONVERSATION_FORMAT, "agent": self.agent, "history": self.history}
-        )
-
-    @classmethod
-    def from_json(cls, data: bytes | str) -> Conversation:
-        try:
-            doc = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            raise InvalidRunInputError(f"not a trackway conversation checkpoint: {exc}") from None
-        if (
-            not isinstance(doc, dict)
-            or doc.get("format") != CONVERSATION_FORMAT
-            or not isinstance(doc.get("history"), list)
-        ):
-            raise InvalidRunInputError(
-                f"not a trackway conversation checkpoint (expected {CONVERSATION_FORMAT!r})"
-            )
-        return cls(history=list(doc["history"]), agent=str(doc["agent"]))
 
 
 class _LiveLog(Recorder):
@@ -269,7 +247,10 @@ class Agent:
                 commits=list(self._live.commits),
             )
         if self._last is None:
-            raise RuntimeError("the agent has not run yet; call run(...) first")
+            raise AgentNotRunError(
+                f"agent {self._cfg.name!r} has not run yet, so it has no snapshot; call "
+                "run(...) first"
+            )
         return self._last
 
     def commit_count(self) -> int:
@@ -332,10 +313,9 @@ class Agent:
             result = await executor.run(initial, timeout=timeout, raise_on_error=False)
         finally:
             self._running = False
-            self._cfg.caches.clear()
         self._last = result.snapshot
         if result.error is not None:
-            raise result.error
+            raise _surfaced(result.error)
         return str(result.state["final_answer"])
 
     def run_sync(
@@ -347,7 +327,7 @@ class Agent:
     ) -> str:
         """``run`` for callers without an event loop."""
         call = functools.partial(self.run, message, continue_from=continue_from, timeout=timeout)
-        return anyio.run(call)
+        return run_sync(call, name="Agent.run_sync", twin="await agent.run(...)")
 
     async def run_typed(self, message: str | Mapping[str, Any], **kwargs: Any) -> BaseModel:
         """Run and return the answer parsed into the output schema's model."""
@@ -376,6 +356,16 @@ class Agent:
     async def follow_up(self, message: str | Mapping[str, Any], **kwargs: Any) -> str:
         """Continue the last conversation with a new message."""
         return await self.run(message, continue_from=self.checkpoint(), **kwargs)
+
+
+def _surfaced(error: RunError) -> Exception:
+    """The error ``run`` raises: a provider failure as itself (``except ProviderError``
+    works), with the engine's :class:`StageError` kept on its ``stage_error``."""
+    cause = error.__cause__
+    if isinstance(error, StageError) and isinstance(cause, ProviderError):
+        cause.stage_error = error
+        return cause
+    return error
 
 
 def _run_input(message: Any, continue_from: Conversation | None) -> dict[str, Any]:

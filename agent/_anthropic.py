@@ -26,7 +26,13 @@ import orjson
 
 from ._http import UNPARSED_ARGUMENTS, HTTPProvider, parse_arguments
 from ._messages import LLMRequest, LLMResponse, ToolCall, Usage
-from ._provider import ProviderError, ProviderRateLimitError, ProviderResponseError
+from ._provider import (
+    ProviderConfigError,
+    ProviderError,
+    ProviderRateLimitError,
+    ProviderRequestError,
+    ProviderResponseError,
+)
 
 __all__ = ["AnthropicProvider", "anthropic"]
 
@@ -158,7 +164,9 @@ class AnthropicProvider(HTTPProvider):
         """``max_tokens`` is sent when a request sets none; ``options`` as for
         :class:`HTTPProvider` (base_url, api_key, timeout, max_retries, backoff, ...)."""
         if not (isinstance(max_tokens, int) and max_tokens > 0):
-            raise ValueError(f"anthropic(max_tokens={max_tokens!r}): use a positive integer")
+            raise ProviderConfigError(
+                f"anthropic(max_tokens={max_tokens!r}): use a positive integer"
+            )
         super().__init__(model, **options)
         self.max_tokens = max_tokens
 
@@ -183,7 +191,7 @@ class AnthropicProvider(HTTPProvider):
         for index, message in enumerate(request.messages):
             if message.role == "tool":
                 if not message.tool_call_id:
-                    raise ValueError(
+                    raise ProviderRequestError(
                         f"messages[{index}] is a tool result without tool_call_id; set "
                         "Message(role='tool', tool_call_id=<the id of the call it answers>)"
                     )

@@ -1,11 +1,27 @@
-"""The agent layer's errors (the provider errors live with the provider interface)."""
+"""The agent layer's errors (the provider errors live with the provider interface).
+
+::
+
+    TrackwayError
+    └── AgentError                   the agent layer
+        ├── AgentBuildError          the agent was configured wrongly       (ValueError too)
+        ├── InvalidRunInputError     run() was given input it cannot take   (ValueError too)
+        │   └── ConversationFormatError   a conversation document this version cannot read
+        ├── RunInFlightError         run() while this agent runs another turn
+        ├── AgentNotRunError         asked for the last run before any run
+        ├── OutputContractError      run_typed() got no answer matching the schema
+        └── ReplayDivergence         a replay committed something the recording did not
+"""
 
 from __future__ import annotations
 
-from trackway.engine import TrackwayError
+from trackway.engine import DocumentError, TrackwayError
 
 __all__ = [
     "AgentBuildError",
+    "AgentError",
+    "AgentNotRunError",
+    "ConversationFormatError",
     "InvalidRunInputError",
     "OutputContractError",
     "ReplayDivergence",
@@ -13,19 +29,41 @@ __all__ = [
 ]
 
 
-class AgentBuildError(TrackwayError, ValueError):
+class AgentError(TrackwayError):
+    """Base class of the agent layer's own errors (providers have :class:`ProviderError`)."""
+
+
+class AgentBuildError(AgentError, ValueError):
     """The agent was configured wrongly (e.g. two tools with one name)."""
 
 
-class InvalidRunInputError(TrackwayError, ValueError):
+class InvalidRunInputError(AgentError, ValueError):
     """``run`` was given input it cannot take; nothing ran."""
 
 
-class RunInFlightError(TrackwayError, RuntimeError):
+class ConversationFormatError(InvalidRunInputError, DocumentError):
+    """A conversation document (``Conversation.from_json``) this version cannot read."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        document: str = "conversation",
+        field: str | None = None,
+        source: str | None = None,
+    ) -> None:
+        DocumentError.__init__(self, message, document=document, field=field, source=source)
+
+
+class RunInFlightError(AgentError, RuntimeError):
     """``run`` was called while this agent was still running another turn."""
 
 
-class OutputContractError(TrackwayError):
+class AgentNotRunError(AgentError, RuntimeError):
+    """The agent was asked about its last run (``snapshot()``...) before it ran."""
+
+
+class OutputContractError(AgentError):
     """``run_typed`` could not get an answer that matches the output schema."""
 
     def __init__(self, message: str, *, attempts: int, last_error: str, answer: str) -> None:
@@ -35,7 +73,7 @@ class OutputContractError(TrackwayError):
         self.answer = answer
 
 
-class ReplayDivergence(TrackwayError):
+class ReplayDivergence(AgentError):
     """A replay committed something other than the recording did."""
 
     def __init__(self, message: str, *, stage_path: str, key: str | None) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from trackway.engine import EmitEvent, Recorder
+from trackway.engine import ConfigurationError, EmitEvent, Recorder
 
 __all__ = ["EventBus", "Listener"]
 
@@ -27,9 +27,9 @@ class EventBus(Recorder):
     def on(self, pattern: str, fn: Listener) -> Callable[[], None]:
         """Call ``fn(event)`` for events matching ``pattern``; returns an unsubscribe."""
         if not isinstance(pattern, str) or not pattern:
-            raise ValueError("an event pattern is a name, 'domain.*' or '*'")
+            raise ConfigurationError("an event pattern is a name, 'domain.*' or '*'")
         if not callable(fn):
-            raise TypeError("on(pattern, fn): fn must be callable")
+            raise ConfigurationError("on(pattern, fn): fn must be callable")
         self._listeners.setdefault(pattern, []).append(fn)
         return lambda: self.off(pattern, fn)
 

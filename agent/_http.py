@@ -17,6 +17,10 @@ asked for in ``retry-after-ms`` / ``retry-after`` (seconds or an HTTP date). A s
 retried only until its response starts: once text was yielded it is never sent again.
 
 The API key never appears in a message: server text is scrubbed of it before it is quoted.
+
+Over 400 lines because it is the one error boundary of every HTTP provider: the retry loop,
+the stream reader and the translation of each failure read the same response, so they stay
+together and each provider module keeps only its wire format.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from ._messages import LLMRequest, LLMResponse, StreamDelta
 from ._provider import (
     ModelNotFoundError,
     ProviderAuthError,
+    ProviderConfigError,
     ProviderConnectionError,
     ProviderError,
     ProviderRateLimitError,
@@ -179,18 +184,22 @@ class HTTPProvider:
         factory = self.name
         base_url = self.default_base_url if base_url is None else base_url
         if not isinstance(model, str) or not model:
-            raise ValueError(f"{factory}(model=...) needs a model name, e.g. {factory}('...')")
+            raise ProviderConfigError(
+                f"{factory}(model=...) needs a model name, e.g. {factory}('...')"
+            )
         if not base_url.startswith(("http://", "https://")):
-            raise ValueError(
+            raise ProviderConfigError(
                 f"{factory}(base_url={base_url!r}): base_url must start with http:// or "
                 "https://, e.g. 'http://127.0.0.1:8080/v1'"
             )
         if not (isinstance(max_retries, int) and max_retries >= 0):
-            raise ValueError(f"{factory}(max_retries={max_retries!r}): use 0 or more")
+            raise ProviderConfigError(f"{factory}(max_retries={max_retries!r}): use 0 or more")
         if not backoff >= 0:
-            raise ValueError(f"{factory}(backoff={backoff!r}): use 0 or more seconds")
+            raise ProviderConfigError(f"{factory}(backoff={backoff!r}): use 0 or more seconds")
         if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0:
-            raise ValueError(f"{factory}(timeout={timeout!r}): use a positive number of seconds")
+            raise ProviderConfigError(
+                f"{factory}(timeout={timeout!r}): use a positive number of seconds"
+            )
         self.model = model
         self.base_url = base_url.rstrip("/")
         self.timeout = float(timeout)

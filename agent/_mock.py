@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from ._messages import LLMRequest, LLMResponse, StreamDelta, ToolCall, Usage
-from ._provider import ProviderError
+from ._provider import ProviderConfigError, ProviderError
 
 __all__ = ["MockExhaustedError", "MockProvider", "mock"]
 
@@ -34,7 +34,7 @@ def _as_response(reply: Reply, n: int) -> LLMResponse:
             usage=Usage(**usage) if usage else None,
             stop_reason=reply.get("stop_reason", "tool_use" if calls else "stop"),
         )
-    raise TypeError(
+    raise ProviderConfigError(
         f"mock reply {n} is {reply!r}; a reply is a str (the answer), a dict "
         "{'content': ..., 'tool_calls': [{'id', 'name', 'args'}]} or an LLMResponse"
     )
@@ -101,7 +101,7 @@ def mock(
     """A scripted provider: one ``reply`` for every call, ``replies`` in order, or ``respond``."""
     given = sum(x is not None for x in (reply, replies, respond))
     if given != 1:
-        raise TypeError("mock() takes exactly one of reply=, replies= or respond=")
+        raise ProviderConfigError("mock() takes exactly one of reply=, replies= or respond=")
     if reply is not None:
         return MockProvider(respond=lambda _request: reply, stream=stream)
     return MockProvider(replies=replies, respond=respond, stream=stream)

@@ -28,7 +28,11 @@ import orjson
 
 from ._http import UNPARSED_ARGUMENTS, HTTPProvider, parse_arguments
 from ._messages import LLMRequest, LLMResponse, ToolCall, Usage
-from ._provider import ProviderError, ProviderResponseError
+from ._provider import (
+    ProviderError,
+    ProviderRequestError,
+    ProviderResponseError,
+)
 
 __all__ = ["OpenAIProvider", "openai"]
 
@@ -173,7 +177,7 @@ class OpenAIProvider(HTTPProvider):
         for index, message in enumerate(request.messages):
             if message.role == "tool":
                 if not message.tool_call_id:
-                    raise ValueError(
+                    raise ProviderRequestError(
                         f"messages[{index}] is a tool result without tool_call_id; set "
                         "Message(role='tool', tool_call_id=<the id of the call it answers>)"
                     )

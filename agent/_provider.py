@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Protocol, runtime_checkable
 
-from trackway.engine import TrackwayError
+from trackway.engine import ConfigurationError, StageError, TrackwayError
 
 from ._messages import LLMRequest, LLMResponse, StreamDelta
 
@@ -18,9 +18,11 @@ __all__ = [
     "ModelNotFoundError",
     "Provider",
     "ProviderAuthError",
+    "ProviderConfigError",
     "ProviderConnectionError",
     "ProviderError",
     "ProviderRateLimitError",
+    "ProviderRequestError",
     "ProviderResponseError",
     "StreamingProvider",
 ]
@@ -43,11 +45,39 @@ class StreamingProvider(Provider, Protocol):
 
 
 class ProviderError(TrackwayError):
-    """A provider call failed; the message says what to do about it."""
+    """A provider call failed; the message says what to do about it.
+
+    Raised from ``agent.run(...)`` as itself (catch ``ProviderError`` around it); the
+    engine's wrapping is kept on ``stage_error``: the :class:`StageError` of the
+    ``call-llm`` stage, with its ``stage_path`` and the run's ``snapshot``.
+
+    ::
+
+        ProviderError
+        ├── ProviderConfigError      a provider built with an option it cannot take
+        ├── ProviderRequestError     a request this provider cannot send as it is
+        ├── ProviderAuthError        the API key was refused
+        ├── ModelNotFoundError       the server does not know the model
+        ├── ProviderRateLimitError   still rate limited after the retries
+        ├── ProviderConnectionError  nothing answered, or the call timed out
+        ├── ProviderResponseError    an error answer, or a body that is not a response
+        └── MockExhaustedError       the mock provider's script ran out
+    """
+
+    stage_error: StageError | None = None
+    """The engine's :class:`StageError` around this failure, when it came out of a run."""
 
     def __init__(self, message: str, *, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status
+
+
+class ProviderConfigError(ProviderError, ConfigurationError):
+    """A provider was built with an option it cannot take (a bad URL, a negative retry)."""
+
+
+class ProviderRequestError(ProviderError, ValueError):
+    """A request this provider cannot send as it is (e.g. a tool result without its id)."""
 
 
 class ProviderAuthError(ProviderError):

@@ -16,7 +16,16 @@ from typing import Any
 
 import orjson
 
-from trackway.engine import Commit, Snapshot, thaw
+from trackway.engine import (
+    SNAPSHOT_FORMAT,
+    Commit,
+    DocumentError,
+    OutOfRangeError,
+    Snapshot,
+    load_document,
+    run_sync,
+    thaw,
+)
 from trackway.tools import define_tool
 
 from ._agent import Agent
@@ -30,6 +39,7 @@ __all__ = [
     "load_recording",
     "receipts",
     "replay",
+    "replay_async",
     "save_recording",
     "served_at",
 ]
@@ -55,7 +65,9 @@ def served_at(record: Record, k: int) -> LLMRequest:
     snap = _snapshot(record)
     calls = _llm_commits(snap)
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= len(calls):
-        raise IndexError(f"served_at(..., {k!r}): the run made {len(calls)} model calls (1..)")
+        raise OutOfRangeError(
+            f"served_at(..., {k!r}): the run made {len(calls)} model calls, numbered from 1"
+        )
     before = calls[k - 1].seq - 1
     return assemble(snap.state_at(before)).request
 
@@ -75,12 +87,39 @@ def save_recording(agent: Agent | Snapshot, path: str | os.PathLike[str]) -> Pat
 
 
 def load_recording(path: str | os.PathLike[str]) -> Snapshot:
-    """Read a recording written by :func:`save_recording` (or a snapshot's ``to_json``)."""
-    data = Path(path).read_bytes()
-    doc = orjson.loads(data)
-    if isinstance(doc, dict) and doc.get("format") == RECORDING_FORMAT:
-        return Snapshot.from_json(orjson.dumps(doc["snapshot"]))
-    return Snapshot.from_json(data)
+    """Read a recording written by :func:`save_recording` (or a snapshot's ``to_json``).
+
+    A file that is not one raises :class:`DocumentError` naming the file and what is wrong.
+    """
+    source = str(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise DocumentError(
+            f"{source}: cannot read the recording: {exc.strerror or exc}",
+            document="recording",
+            source=source,
+        ) from None
+    return load_document(
+        data,
+        document="recording",
+        readers={
+            RECORDING_FORMAT: lambda doc: _recorded_snapshot(doc),
+            SNAPSHOT_FORMAT: lambda doc: Snapshot.from_doc(doc),
+        },
+        source=source,
+    )
+
+
+def _recorded_snapshot(doc: dict[str, Any]) -> Snapshot:
+    snapshot = doc.get("snapshot")
+    if not isinstance(snapshot, dict):
+        raise DocumentError(
+            "corrupt recording: the field snapshot is missing or not an object",
+            document="recording",
+            field="snapshot",
+        )
+    return Snapshot.from_doc(snapshot, where="snapshot")
 
 
 def _recorded_answers(snap: Snapshot) -> list[LLMResponse]:
@@ -109,6 +148,16 @@ def _recorded_tool_results(snap: Snapshot) -> dict[str, list[str]]:
 def replay(record: Record, agent: Agent | None = None) -> Snapshot:
     """Re-run a recorded turn hermetically and check every commit against the recording.
 
+    The sync twin of :func:`replay_async` (refused inside a running event loop).
+    """
+    return run_sync(
+        lambda: replay_async(record, agent), name="replay", twin="await replay_async(...)"
+    )
+
+
+async def replay_async(record: Record, agent: Agent | None = None) -> Snapshot:
+    """Re-run a recorded turn hermetically and check every commit against the recording.
+
     The model answers and tool results come from the recording; nothing live is called.
     Without ``agent`` the configuration (model settings, system prompt, tool schemas, limits)
     is read from the recording itself; pass the agent to replay against its current
@@ -124,12 +173,12 @@ def replay(record: Record, agent: Agent | None = None) -> Snapshot:
     message = {"message": initial["message"]}
     if "identity" in initial:
         message["identity"] = initial["identity"]
-    from ._agent import Conversation
+    from ._conversation import Conversation
 
     prior = initial.get("prior_history")
     convo = None if prior is None else Conversation(history=prior, agent=agent.name)
     try:
-        twin.run_sync(message, continue_from=convo)
+        await twin.run(message, continue_from=convo)
     except Exception:
         if twin.commit_count() == 0:
             raise

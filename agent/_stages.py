@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,11 +20,12 @@ import jsonschema
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from trackway.engine import Decision, Scope, thaw
+from trackway.engine import Decision, Scope, StagePath, thaw
 from trackway.tools import Tool, ToolContext
 
+from ._errors import AgentBuildError
 from ._messages import LLMResponse, StreamDelta
-from ._provider import Provider
+from ._provider import Provider, ProviderResponseError
 from ._request import MessageCache, assemble, receipt_for
 
 __all__ = ["WRAP_UP_PROMPT", "AgentConfig", "stage_functions"]
@@ -52,8 +54,8 @@ class AgentConfig:
     output_retries: int
     wrap_up: bool
     stream: bool
-    caches: dict[str, MessageCache] = field(default_factory=dict)
     validators: dict[str, Any] = field(default_factory=dict)
+    """One argument validator per tool (part of the definition, not of a run)."""
 
 
 def _emit(scope: Scope, name: str, payload: Any) -> None:
@@ -75,7 +77,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             chosen = dict(cfg.configure({"message": message, "identity": scope.get("identity")}))
             if "model" in chosen:
                 if not isinstance(chosen["model"], str) or not chosen["model"]:
-                    raise ValueError(
+                    raise AgentBuildError(
                         f"configure() returned model={chosen['model']!r}; return a model name "
                         "(a non-empty str), or leave 'model' out to keep the agent's model"
                     )
@@ -99,8 +101,9 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
 
     async def call_llm(scope: Scope) -> None:
         state = _Reader(scope)
-        mount = scope.stage_path.rpartition("/")[0]  # one cache per mounted copy of the chart
-        cache = cfg.caches.setdefault(f"{scope.run_id}|{mount}", MessageCache())
+        # one cache per run and per mounted copy of the chart; it dies with the run
+        mount = StagePath.parse(scope.stage_path).parent
+        cache = scope.run_local(("agent-messages", id(cfg), mount), MessageCache)
         assembled = assemble(state, cache)
         k = len(scope.get("receipts", [])) + 1
         iteration = scope["iteration"]
@@ -296,15 +299,20 @@ async def _call(cfg: AgentConfig, scope: Scope, request: Any) -> LLMResponse:
     stream = getattr(cfg.provider, "stream", None)
     if cfg.stream and stream is not None:
         final: LLMResponse | None = None
-        async for piece in stream(request):
-            if isinstance(piece, StreamDelta):
-                if piece.text:
-                    scope.emit("stream.token", {"text": piece.text})
-            else:
-                final = piece
+        pieces = stream(request)
+        async with aclosing(pieces):  # closed here if the run stops mid-stream
+            async for piece in pieces:
+                if isinstance(piece, StreamDelta):
+                    if piece.text:
+                        scope.emit("stream.token", {"text": piece.text})
+                else:
+                    final = piece
         if final is None:
             name = getattr(cfg.provider, "name", type(cfg.provider).__name__)
-            raise RuntimeError(f"provider {name!r} ended a stream without a response")
+            raise ProviderResponseError(
+                f"provider {name!r} ended a stream without its final response; the stream was "
+                "cut short (the server or the connection dropped it): retry the call"
+            )
         return final
     return await cfg.provider.complete(request)
 

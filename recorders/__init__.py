@@ -32,3 +32,16 @@ __all__ = [
     "otel",
     "read_recording",
 ]
+
+
+def _public_names() -> None:
+    """Show the recorders under their public module in reprs and tracebacks."""
+    import inspect
+
+    for name in __all__:
+        obj = globals()[name]
+        if inspect.isclass(obj) or inspect.isfunction(obj):
+            obj.__module__ = __name__
+
+
+_public_names()

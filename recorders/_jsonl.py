@@ -9,7 +9,7 @@ already holds (never serialized again). Lines are appended, so one file may hold
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -17,7 +17,11 @@ import orjson
 
 from trackway.engine import (
     Commit,
+    CommitDetail,
+    CommitDoc,
+    ConfigurationError,
     DecisionEvent,
+    DocumentError,
     EmitEvent,
     ErrorEvent,
     ErrorInfo,
@@ -32,6 +36,7 @@ from trackway.engine import (
     StageStartEvent,
     SubflowEvent,
     WriteEvent,
+    check_document,
     thaw,
 )
 
@@ -54,7 +59,7 @@ class JsonlRecorder(Recorder):
     def __init__(self, path: str | Path, *, read_values: bool = True) -> None:
         self.path = Path(path)
         if not self.path.parent.is_dir():
-            raise FileNotFoundError(
+            raise ConfigurationError(
                 f"jsonl({str(path)!r}): the folder {str(self.path.parent)!r} does not exist"
             )
         self.read_values = read_values
@@ -123,8 +128,9 @@ class JsonlRecorder(Recorder):
         self._event("on_emit", event)
 
     def on_commit(self, commit: Commit) -> None:
-        if isinstance(commit.detail, Mapping) and "break" in commit.detail:
-            self._breaks[commit.run_id] = commit.detail["break"]
+        detail: CommitDetail = commit.detail or {}
+        if "break" in detail:
+            self._breaks[commit.run_id] = detail["break"]
         self._write({"type": "on_commit", **commit.to_dict()})
 
     def on_decision(self, event: DecisionEvent) -> None:
@@ -187,19 +193,45 @@ def jsonl(path: str | Path, *, read_values: bool = True) -> JsonlRecorder:
     return JsonlRecorder(path, read_values=read_values)
 
 
+def _refuse(path: str | Path, message: str, field: str | None = None) -> DocumentError:
+    return DocumentError(f"{path}: {message}", document="recording", field=field, source=str(path))
+
+
 def read_recording(path: str | Path) -> Iterator[dict[str, Any]]:
-    """Yield the lines of a recording, parsed, in file order."""
-    with Path(path).open("rb") as fh:
+    """Yield the lines of a recording, parsed, in file order.
+
+    A file that cannot be read, or a line that is not a recording line, raises
+    :class:`DocumentError` naming the file and the line.
+    """
+    try:
+        fh = Path(path).open("rb")  # noqa: SIM115 - the with below closes it; only the open is guarded
+    except OSError as exc:
+        raise _refuse(path, f"cannot read the recording: {exc.strerror or exc}") from None
+    with fh:  # line by line: a recording may be larger than memory
         for number, raw in enumerate(fh, 1):
             if not raw.strip():
                 continue
             try:
                 line = orjson.loads(raw)
             except orjson.JSONDecodeError as exc:
-                raise ValueError(f"{path}: line {number} is not JSON ({exc})") from None
+                raise _refuse(
+                    path, f"line {number} is not JSON ({exc})", f"line {number}"
+                ) from None
             if not isinstance(line, dict) or "type" not in line:
-                raise ValueError(f"{path}: line {number} is not a recording line (no 'type')")
+                raise _refuse(
+                    path, f"line {number} is not a recording line (no 'type')", f"line {number}"
+                )
             yield line
+
+
+def _commit(path: str | Path, line: dict[str, Any]) -> Commit:
+    """A commit line, checked like every persisted commit (a bad one names the line)."""
+    doc = {k: v for k, v in line.items() if k != "type"}
+    try:
+        checked = check_document(CommitDoc, doc, document="recording", source=str(path))
+    except DocumentError as exc:
+        raise _refuse(path, f"the commit line of seq {line.get('seq')!r}: {exc}") from None
+    return Commit.from_dict(checked)
 
 
 def load_recording(path: str | Path, run_id: str | None = None) -> Snapshot:
@@ -214,7 +246,7 @@ def load_recording(path: str | Path, run_id: str | None = None) -> Snapshot:
             if line["type"] == "on_run_start":
                 run_id = line["run_id"]
         if run_id is None:
-            raise ValueError(f"{path}: the recording holds no run")
+            raise _refuse(path, "the recording holds no run")
     start: dict[str, Any] | None = None
     end: dict[str, Any] | None = None
     commits: dict[int, Commit] = {}
@@ -224,29 +256,32 @@ def load_recording(path: str | Path, run_id: str | None = None) -> Snapshot:
         kind = line["type"]
         if kind == "on_run_start":
             if line.get("format") != RECORDING_FORMAT:
-                raise ValueError(
-                    f"{path}: run {run_id!r} was recorded as {line.get('format')!r}; this "
-                    f"version reads {RECORDING_FORMAT!r}"
+                raise _refuse(
+                    path,
+                    f"run {run_id!r} was recorded as {line.get('format')!r}; this "
+                    f"version reads {RECORDING_FORMAT!r}",
+                    "format",
                 )
             if start is None or line["seq"] < start["seq"]:
                 start = line
         elif kind == "on_commit":
-            commit = Commit.from_dict(line)
+            commit = _commit(path, line)
             if commits.setdefault(commit.seq, commit) != commit:
-                raise ValueError(f"{path}: run {run_id!r} has two different commits {commit.seq}")
+                raise _refuse(path, f"run {run_id!r} has two different commits {commit.seq}")
         elif kind == "on_run_end":
             end = line
     if start is None:
-        raise ValueError(f"{path}: no run {run_id!r} in the recording")
+        raise _refuse(path, f"no run {run_id!r} in the recording")
     if start["seq"] != 0:
-        raise ValueError(
-            f"{path}: the recording of run {run_id!r} begins at a resume (after commit "
-            f"{start['seq']}), so its initial state is not in it"
+        raise _refuse(
+            path,
+            f"the recording of run {run_id!r} begins at a resume (after commit "
+            f"{start['seq']}), so its initial state is not in it",
         )
     ordered = [commits[k] for k in sorted(commits)]
     if [c.seq for c in ordered] != list(range(1, len(ordered) + 1)):
         missing = sorted(set(range(1, max(commits) + 1)) - set(commits))
-        raise ValueError(f"{path}: the recording of run {run_id!r} lacks commits {missing}")
+        raise _refuse(path, f"the recording of run {run_id!r} lacks commits {missing}")
     status, error, broke = "incomplete", None, None
     if end is not None:
         status = end["status"]
@@ -255,7 +290,7 @@ def load_recording(path: str | Path, run_id: str | None = None) -> Snapshot:
         broke = end.get("break_reason")
         if status == "broken" and broke is None:
             broke = next(
-                (c.detail["break"] for c in reversed(ordered) if "break" in (c.detail or {})),
+                (d["break"] for c in reversed(ordered) if "break" in (d := c.detail or {})),
                 None,
             )
     return Snapshot.from_commits(

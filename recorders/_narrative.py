@@ -15,6 +15,7 @@ import orjson
 
 from trackway.engine import (
     Commit,
+    CommitDetail,
     DecisionEvent,
     EmitEvent,
     ErrorEvent,
@@ -28,8 +29,10 @@ from trackway.engine import (
     RunEndEvent,
     RunStartEvent,
     StageEndEvent,
+    StagePath,
     StageStartEvent,
     SubflowEvent,
+    UnknownRunError,
 )
 
 __all__ = [
@@ -129,13 +132,8 @@ def summarize(value: Any, max_chars: int = 40) -> str:
     return type(value).__name__  # pragma: no cover - state values are JSON
 
 
-def _depth(path: str) -> int:
-    return path.count("/")
-
-
-def _prefix(path: str) -> str:
-    """The strand a stage path runs in: everything up to its last ``/``."""
-    return path[: path.rfind("/") + 1]
+_depth = StagePath.depth_of
+_prefix = StagePath.prefix_of  # the strand a stage path runs in
 
 
 def _rule_name(rule: Mapping[str, Any]) -> str:
@@ -262,7 +260,7 @@ class Narrative(Recorder):
             return self._runs[run_id]
         except KeyError:
             known = ", ".join(self._runs) or "none yet"
-            raise KeyError(f"no narrative for run {run_id!r}; runs told: {known}") from None
+            raise UnknownRunError(f"no narrative for run {run_id!r}; runs told: {known}") from None
 
     # -- hooks -----------------------------------------------------------------------------
 
@@ -331,7 +329,7 @@ class Narrative(Recorder):
         run = self._run(commit.run_id)
         path = commit.stage_path
         kind = commit.kind
-        detail = commit.detail if isinstance(commit.detail, Mapping) else {}
+        detail: CommitDetail = commit.detail or {}
         if kind in _STAGE_KINDS:
             self._writes(run, commit, path, _depth(path))
             if "break" in detail:
@@ -339,7 +337,8 @@ class Narrative(Recorder):
                 text = "ended the flow early" + (f": {reason}" if reason else "")
                 self._add(run, NarrativeEntry("break", _depth(path), path, text))
         elif kind == "merge":
-            depth = _depth(path) - (1 if path.endswith("/merge") else 0)
+            merge = StagePath.parse(path)  # a selector's merge sits at "<selector>/merge"
+            depth = merge.depth - (1 if merge.name == "merge" and merge.index is None else 0)
             self._add(run, NarrativeEntry("merge", depth, path, _merge_text(commit, detail)))
             self._writes(run, commit, path, depth)
             self._commit_error(run, commit, depth)
@@ -347,7 +346,7 @@ class Narrative(Recorder):
             self._writes(run, commit, path, _depth(path), verb="input")
             self._commit_error(run, commit, _depth(path))
         else:  # subflow-output: told when the subflow is left
-            mount = path.rsplit("/", 1)[0]
+            mount = StagePath.parent_of(path)
             if commit.outcome == "ok":
                 entries = [e._replace(stage_path=mount) for e in self._ops(commit, "output")]
                 run.outputs.setdefault(mount, []).extend(entries)
@@ -467,13 +466,13 @@ class Narrative(Recorder):
         run.reset_flight()
 
 
-def _merge_text(commit: Commit, detail: Mapping[str, Any]) -> str:
+def _merge_text(commit: Commit, detail: CommitDetail) -> str:
     merge = detail.get("merge")
-    if isinstance(merge, Mapping):
+    if merge is not None:
         branches = ", ".join(str(b) for b in merge.get("branches", ()))
         return f"Merged {commit.stage_name}: branches {branches}"
     each = detail.get("for_each")
-    if isinstance(each, Mapping):
+    if each is not None:
         text = f"Merged {commit.stage_name}: {each.get('ran')} of {each.get('items')} items"
         if each.get("dropped"):
             text += f" ({each['dropped']} dropped)"

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from trackway.engine import (
     Commit,
+    CommitDetail,
     DecisionEvent,
     EmitEvent,
     ErrorEvent,
@@ -163,8 +164,9 @@ class OtelRecorder(Recorder):
                 "trackway.keys_written": list(commit.keys_written),
             }
         )
-        if isinstance(commit.detail, Mapping) and "break" in commit.detail:
-            span.set_attribute("trackway.break", str(commit.detail["break"]))
+        detail: CommitDetail = commit.detail or {}
+        if "break" in detail:
+            span.set_attribute("trackway.break", detail["break"])
         run.committed.add(path)
         ended = run.ended.pop(path, None)
         if ended is not None:

@@ -6,6 +6,7 @@ import anyio
 import pytest
 from pydantic import BaseModel
 
+from tests.backends import run_async
 from trackway import (
     Agent,
     Conversation,
@@ -55,7 +56,7 @@ def test_a_run_cancelled_from_outside_still_closes_its_store():
         with anyio.move_on_after(0.1):
             await Executor(chart, store=store, durability="exit").run()
 
-    anyio.run(main)
+    run_async(main)
     (info,) = store.list_runs()
     assert info.status == "failed" and info.commit_count >= 1
 
@@ -256,7 +257,7 @@ def test_a_cut_short_typed_turn_reports_the_unmet_contract():
         .build()
     )
     with pytest.raises(OutputContractError):
-        anyio.run(agent.run_typed, "go")
+        run_async(agent.run_typed, "go")
 
 
 def test_a_tool_result_that_is_not_json_becomes_an_error_result():

@@ -2,7 +2,8 @@
 
 from ._define import Tool as Tool
 from ._define import ToolContext as ToolContext
-from ._define import ToolDefinitionError as ToolDefinitionError
 from ._define import define_tool as define_tool
+from ._errors import ToolDefinitionError as ToolDefinitionError
+from ._errors import ToolError as ToolError
 
-__all__ = ["Tool", "ToolContext", "ToolDefinitionError", "define_tool"]
+__all__ = ["Tool", "ToolContext", "ToolDefinitionError", "ToolError", "define_tool"]

@@ -9,13 +9,9 @@ from typing import Any
 
 import jsonschema
 
-__all__ = ["Tool", "ToolContext", "ToolDefinitionError", "define_tool"]
+from ._errors import ToolDefinitionError
 
-from trackway.engine import TrackwayError
-
-
-class ToolDefinitionError(TrackwayError, ValueError):
-    """A tool was defined wrongly (bad name, schema or execute); the message says the fix."""
+__all__ = ["Tool", "ToolContext", "define_tool"]
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,18 @@
-"""Fixtures the agent tests share."""
+"""Fixtures the agent tests share; every agent test runs once per anyio backend."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
+from tests.backends import BACKENDS, use_backend
 from trackway.agent import _http
+
+
+@pytest.fixture(params=BACKENDS, autouse=True)
+def async_backend(request: pytest.FixtureRequest) -> Iterator[str]:
+    yield from use_backend(request.param)
 
 
 @pytest.fixture

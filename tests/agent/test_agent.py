@@ -4,6 +4,7 @@ import anyio
 import pytest
 from pydantic import BaseModel
 
+from tests.backends import run_async
 from trackway.agent import (
     Agent,
     AgentBuildError,
@@ -112,7 +113,7 @@ def test_a_second_run_while_one_is_in_flight_is_refused():
             seen.append("refused")
             gate.set()
 
-    anyio.run(main)
+    run_async(main)
     assert seen == ["refused"]
 
 
@@ -193,7 +194,7 @@ class Weather(BaseModel):
 def test_output_schema_re_asks_with_the_validator_message_then_parses():
     provider = mock(replies=["not json", '{"city": "Paris"}', '{"city": "Paris", "celsius": 22}'])
     agent = Agent.create(provider=provider, model="m").output_schema(Weather, retries=2).build()
-    result = anyio.run(agent.run_typed, "weather?")
+    result = run_async(agent.run_typed, "weather?")
     assert result == Weather(city="Paris", celsius=22)
     corrections = [m.content for m in provider.requests[2].messages if m.role == "user"][1:]
     assert "did not match the required output schema" in corrections[0]
@@ -212,7 +213,7 @@ def test_output_contract_unmet_is_reported_when_retries_run_out():
     typed = Agent.create(provider=mock(replies=["x", "y"]), model="m")
     typed_agent = typed.output_schema(Weather, retries=1).build()
     with pytest.raises(OutputContractError, match="after 2 attempt") as info:
-        anyio.run(typed_agent.run_typed, "w")
+        run_async(typed_agent.run_typed, "w")
     assert info.value.answer == "y" and info.value.attempts == 2
 
 
@@ -232,7 +233,7 @@ def test_conversations_continue_with_the_answer_appended_even_across_processes()
     follow = mock(replies=["a", "b"])
     second = Agent.create(provider=follow, model="m").build()
     second.run_sync("one")
-    assert anyio.run(second.follow_up, "two") == "b"
+    assert run_async(second.follow_up, "two") == "b"
     assert len(follow.requests[1].messages) == 3
 
 
@@ -279,10 +280,12 @@ def test_commits_and_events_grow_linearly_with_iterations():
 
 def test_running_out_of_scripted_replies_is_a_clear_error():
     agent = Agent.create(provider=mock(replies=[call("A")]), model="m").tool(weather_tool()).build()
-    with pytest.raises(StageError) as info:
+    with pytest.raises(MockExhaustedError, match="ran out of replies") as info:
         agent.run_sync("go")
-    assert isinstance(info.value.__cause__, MockExhaustedError)
-    assert "ran out of replies" in str(info.value.__cause__)
+    # a provider failure surfaces as itself; the engine's wrapping is kept for the stage
+    wrapped = info.value.stage_error
+    assert isinstance(wrapped, StageError) and wrapped.__cause__ is info.value
+    assert wrapped.stage_path == "call-llm#5" and wrapped.snapshot.status == "failed"
 
 
 def test_receipts_hash_what_was_sent_and_record_reported_usage_only():

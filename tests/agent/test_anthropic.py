@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio
 import httpx2
 import orjson
 import pytest
 
+from tests.backends import run_async
 from trackway.agent._anthropic import API_VERSION, AnthropicProvider, anthropic
 from trackway.agent._messages import (
     LLMRequest,
@@ -70,7 +70,7 @@ def sse(*events: dict[str, Any]) -> httpx2.Response:
 
 
 def complete(p: AnthropicProvider, request: LLMRequest = HELLO) -> LLMResponse:
-    return anyio.run(p.complete, request)
+    return run_async(p.complete, request)
 
 
 def stream(p: AnthropicProvider, request: LLMRequest = HELLO) -> list[StreamDelta | LLMResponse]:

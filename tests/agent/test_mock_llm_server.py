@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import os
 
-import anyio
 import pytest
 
+from tests.backends import run_async
 from trackway.agent._messages import (
     LLMRequest,
     LLMResponse,
@@ -41,7 +41,7 @@ def test_a_tool_call_then_the_answer_from_its_result(provider: OpenAIProvider) -
         messages=(Message(role="user", content="Weather in Paris?"),),
         tools=(WEATHER,),
     )
-    first = anyio.run(provider.complete, asked)
+    first = run_async(provider.complete, asked)
     assert first.tool_calls == (
         ToolCall(id="call_weather_1", name="weather", args={"city": "Paris"}),
     )
@@ -61,7 +61,7 @@ def test_a_tool_call_then_the_answer_from_its_result(provider: OpenAIProvider) -
             )
         }
     )
-    second = anyio.run(provider.complete, answered)
+    second = run_async(provider.complete, answered)
     assert second.content == "Paris: sunny, 22 C"
     assert second.tool_calls == ()
     assert second.stop_reason == "stop"
@@ -74,7 +74,7 @@ def test_a_streamed_answer_arrives_in_pieces(provider: OpenAIProvider) -> None:
     async def collect() -> list[StreamDelta | LLMResponse]:
         return [item async for item in provider.stream(request)]
 
-    items = anyio.run(collect)
+    items = run_async(collect)
     *deltas, final = items
     assert len(deltas) >= 3
     assert all(isinstance(d, StreamDelta) and d.text for d in deltas)
@@ -88,7 +88,7 @@ def test_a_streamed_answer_arrives_in_pieces(provider: OpenAIProvider) -> None:
 def test_an_unknown_model_names_the_model_and_the_server(provider: OpenAIProvider) -> None:
     request = LLMRequest(model="no-such-model", messages=(Message(role="user", content="hi"),))
     with pytest.raises(ModelNotFoundError) as caught:
-        anyio.run(provider.complete, request)
+        run_async(provider.complete, request)
     assert "'no-such-model'" in str(caught.value)
     assert provider.base_url in str(caught.value)
     assert caught.value.status == 404

@@ -8,11 +8,11 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-import anyio
 import httpx2
 import orjson
 import pytest
 
+from tests.backends import run_async
 from trackway.agent._messages import (
     LLMRequest,
     LLMResponse,
@@ -83,7 +83,7 @@ def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, 
 
 
 def complete(p: OpenAIProvider, request: LLMRequest = HELLO) -> LLMResponse:
-    return anyio.run(p.complete, request)
+    return run_async(p.complete, request)
 
 
 def stream(p: OpenAIProvider, request: LLMRequest = HELLO) -> list[StreamDelta | LLMResponse]:
@@ -468,7 +468,7 @@ def test_a_stalled_stream_names_the_timeout() -> None:
             seen.append(item)
 
     with pytest.raises(ProviderConnectionError, match=r"stalled.*timeout=7.5"):
-        anyio.run(collect)
+        run_async(collect)
     assert seen == [StreamDelta(text="Hi")]
     assert len(server.requests) == 1  # text was out: never sent again
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import anyio
 import httpx2
 import orjson
 
+from tests.backends import run_async
 from trackway.agent._http import HTTPProvider
 from trackway.agent._messages import LLMRequest, LLMResponse, StreamDelta, ToolSpec
 
@@ -53,4 +53,4 @@ def collect_stream(p: HTTPProvider, request: LLMRequest) -> list[StreamDelta | L
     async def collect() -> list[StreamDelta | LLMResponse]:
         return [item async for item in p.stream(request)]
 
-    return anyio.run(collect)
+    return run_async(collect)

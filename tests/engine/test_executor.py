@@ -6,6 +6,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
+from tests.backends import run_async
 from trackway import (
     Executor,
     ExecutorUsageError,
@@ -174,7 +175,7 @@ def test_one_executor_runs_100_runs_at_once_in_isolation():
             for i in range(100):
                 tg.start_soon(one, i)
 
-    anyio.run(main)
+    run_async(main)
     assert len({r.run_id for r in results.values()}) == 100
     for i, r in results.items():
         assert dict(r.state) == {"me": i, "trail": [i, i], "out": 2 * i}
@@ -188,7 +189,7 @@ def test_run_sync_inside_an_event_loop_says_to_await():
         ex.run_sync()
 
     with pytest.raises(ExecutorUsageError, match="await executor.run"):
-        anyio.run(main)
+        run_async(main)
 
 
 def test_executor_refuses_a_builder():

@@ -8,6 +8,7 @@ import time
 import anyio
 import pytest
 
+from tests.backends import run_async
 from trackway import (
     CheckpointClaimedError,
     Executor,
@@ -114,7 +115,7 @@ def test_two_concurrent_resumes_exactly_one_wins(store):
             for _ in range(2):
                 tg.start_soon(resume_one)
 
-    anyio.run(main)
+    run_async(main)
     assert sorted(outcomes) == ["refused", "won"]
 
 

@@ -7,6 +7,7 @@ import orjson
 import pytest
 
 from trackway import (
+    ConfigurationError,
     Executor,
     FlowChart,
     Retry,
@@ -239,7 +240,7 @@ def test_concurrent_branches_round_trip(tmp_path):
 
 def test_bad_recordings_say_what_is_wrong(tmp_path):
     path = tmp_path / "run.jsonl"
-    with pytest.raises(FileNotFoundError, match="does not exist"):
+    with pytest.raises(ConfigurationError, match="does not exist"):
         jsonl(tmp_path / "nope" / "run.jsonl")
     path.write_bytes(b"")
     with pytest.raises(ValueError, match="holds no run"):

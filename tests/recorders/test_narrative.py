@@ -12,6 +12,7 @@ from trackway import (
     Retry,
     Rule,
     Scope,
+    UnknownRunError,
     decide,
     flow_chart,
     select,
@@ -321,7 +322,7 @@ def test_one_narrative_keeps_runs_apart():
     assert "chose Approve" in story.text() == story.text(second.run_id)
     assert story.lines(first.run_id)[0].startswith("Stage 1: Receive")
     assert story.lines(second.run_id)[0].startswith("Stage 1: Receive")  # numbering per run
-    with pytest.raises(KeyError, match="no narrative for run 'run-nope'"):
+    with pytest.raises(UnknownRunError, match="no narrative for run .run-nope."):
         story.text("run-nope")
     story.clear()
     assert story.text() == "" and story.entries() == []
