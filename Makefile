@@ -30,8 +30,10 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	cd build/__editable__.trackway-* && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml -p trackway
 
+# The suite runs every engine and agent test on asyncio and on trio, with a coverage floor
+# (pyproject.toml [tool.coverage.report]).
 test: lint typecheck
-	$(BIN)/pytest
+	$(BIN)/pytest --cov --cov-report=term
 
 bench: $(STAMP)
 	$(BIN)/pip install -q -e '.[dev,bench]' --config-settings editable_mode=strict

@@ -14,11 +14,27 @@ if not _os.path.isdir(_os.path.join(_here, "engine")):
     if _os.path.isfile(_os.path.join(_root, "engine", "__init__.py")):
         __path__.append(_root)
 
+
+def _public_names(namespace: dict[str, object], names: list[str], module: str) -> None:
+    """Show public classes and functions under their public module (``trackway.StageError``,
+    not a private path) in reprs and tracebacks."""
+    import inspect
+
+    for name in names:
+        obj = namespace.get(name)
+        is_public = inspect.isclass(obj) or inspect.isfunction(obj)
+        if is_public and getattr(obj, "__module__", "").startswith(module):
+            obj.__module__ = module
+
+
 from trackway.agent import Agent as Agent
 from trackway.agent import AgentBuilder as AgentBuilder
 from trackway.agent import AgentBuildError as AgentBuildError
+from trackway.agent import AgentError as AgentError
+from trackway.agent import AgentNotRunError as AgentNotRunError
 from trackway.agent import AnthropicProvider as AnthropicProvider
 from trackway.agent import Conversation as Conversation
+from trackway.agent import ConversationFormatError as ConversationFormatError
 from trackway.agent import InvalidRunInputError as InvalidRunInputError
 from trackway.agent import LLMRequest as LLMRequest
 from trackway.agent import LLMResponse as LLMResponse
@@ -30,9 +46,11 @@ from trackway.agent import OpenAIProvider as OpenAIProvider
 from trackway.agent import OutputContractError as OutputContractError
 from trackway.agent import Provider as Provider
 from trackway.agent import ProviderAuthError as ProviderAuthError
+from trackway.agent import ProviderConfigError as ProviderConfigError
 from trackway.agent import ProviderConnectionError as ProviderConnectionError
 from trackway.agent import ProviderError as ProviderError
 from trackway.agent import ProviderRateLimitError as ProviderRateLimitError
+from trackway.agent import ProviderRequestError as ProviderRequestError
 from trackway.agent import ProviderResponseError as ProviderResponseError
 from trackway.agent import ReplayDivergence as ReplayDivergence
 from trackway.agent import RunInFlightError as RunInFlightError
@@ -47,10 +65,13 @@ from trackway.agent import mock as mock
 from trackway.agent import openai as openai
 from trackway.agent import receipts as receipts
 from trackway.agent import replay as replay
+from trackway.agent import replay_async as replay_async
 from trackway.agent import save_recording as save_recording
 from trackway.agent import served_at as served_at
+from trackway.engine import CHECKPOINT_FORMAT as CHECKPOINT_FORMAT
 from trackway.engine import MISSING as MISSING
 from trackway.engine import OPERATORS as OPERATORS
+from trackway.engine import SNAPSHOT_FORMAT as SNAPSHOT_FORMAT
 from trackway.engine import Branch as Branch
 from trackway.engine import CausalChain as CausalChain
 from trackway.engine import ChartBuilder as ChartBuilder
@@ -60,11 +81,19 @@ from trackway.engine import Checkpoint as Checkpoint
 from trackway.engine import CheckpointClaimedError as CheckpointClaimedError
 from trackway.engine import CheckpointError as CheckpointError
 from trackway.engine import Commit as Commit
+from trackway.engine import CommitDetail as CommitDetail
+from trackway.engine import CommitDoc as CommitDoc
 from trackway.engine import CommitMeta as CommitMeta
+from trackway.engine import Condition as Condition
+from trackway.engine import ConfigurationError as ConfigurationError
+from trackway.engine import Control as Control
+from trackway.engine import CorruptCheckpointError as CorruptCheckpointError
 from trackway.engine import DeciderBuilder as DeciderBuilder
 from trackway.engine import Decision as Decision
 from trackway.engine import DecisionEvent as DecisionEvent
+from trackway.engine import DecisionEvidence as DecisionEvidence
 from trackway.engine import Deferred as Deferred
+from trackway.engine import DocumentError as DocumentError
 from trackway.engine import Durability as Durability
 from trackway.engine import EmitEvent as EmitEvent
 from trackway.engine import EmittedEvent as EmittedEvent
@@ -72,7 +101,9 @@ from trackway.engine import ErrorEvent as ErrorEvent
 from trackway.engine import ErrorInfo as ErrorInfo
 from trackway.engine import Executor as Executor
 from trackway.engine import ExecutorUsageError as ExecutorUsageError
+from trackway.engine import FailedAttempt as FailedAttempt
 from trackway.engine import FlowChart as FlowChart
+from trackway.engine import ForEachRecord as ForEachRecord
 from trackway.engine import FrozenDict as FrozenDict
 from trackway.engine import FrozenList as FrozenList
 from trackway.engine import InputValidationError as InputValidationError
@@ -80,9 +111,12 @@ from trackway.engine import LoopLimitError as LoopLimitError
 from trackway.engine import MemoryStore as MemoryStore
 from trackway.engine import MergeConflictError as MergeConflictError
 from trackway.engine import MergePolicy as MergePolicy
+from trackway.engine import MergeRecord as MergeRecord
+from trackway.engine import MissingKeyError as MissingKeyError
 from trackway.engine import Node as Node
 from trackway.engine import ObserverStats as ObserverStats
 from trackway.engine import Op as Op
+from trackway.engine import OutOfRangeError as OutOfRangeError
 from trackway.engine import OutputValidationError as OutputValidationError
 from trackway.engine import ParallelLimitError as ParallelLimitError
 from trackway.engine import PauseEvent as PauseEvent
@@ -93,8 +127,10 @@ from trackway.engine import Recorder as Recorder
 from trackway.engine import RecorderFailure as RecorderFailure
 from trackway.engine import RedactionPolicy as RedactionPolicy
 from trackway.engine import ResumeEvent as ResumeEvent
+from trackway.engine import ResumeRecord as ResumeRecord
 from trackway.engine import Retry as Retry
 from trackway.engine import Rule as Rule
+from trackway.engine import RuleEvidence as RuleEvidence
 from trackway.engine import RunEndEvent as RunEndEvent
 from trackway.engine import RunError as RunError
 from trackway.engine import RunInfo as RunInfo
@@ -103,41 +139,53 @@ from trackway.engine import RunStartEvent as RunStartEvent
 from trackway.engine import RunStore as RunStore
 from trackway.engine import RunTimeoutError as RunTimeoutError
 from trackway.engine import Scope as Scope
+from trackway.engine import Segment as Segment
 from trackway.engine import Selection as Selection
 from trackway.engine import SelectorBuilder as SelectorBuilder
 from trackway.engine import Snapshot as Snapshot
 from trackway.engine import SqliteStore as SqliteStore
+from trackway.engine import StageContractError as StageContractError
 from trackway.engine import StageEndEvent as StageEndEvent
 from trackway.engine import StageError as StageError
+from trackway.engine import StagePath as StagePath
 from trackway.engine import StageStartEvent as StageStartEvent
 from trackway.engine import StateDiff as StateDiff
 from trackway.engine import StateValidationError as StateValidationError
 from trackway.engine import StateValueError as StateValueError
 from trackway.engine import StoreError as StoreError
+from trackway.engine import StoreWriteError as StoreWriteError
 from trackway.engine import SubflowEvent as SubflowEvent
 from trackway.engine import TrackwayError as TrackwayError
 from trackway.engine import UnknownBranchError as UnknownBranchError
 from trackway.engine import UnknownRunError as UnknownRunError
 from trackway.engine import WriteEvent as WriteEvent
 from trackway.engine import causal_chain as causal_chain
+from trackway.engine import check_document as check_document
 from trackway.engine import decide as decide
 from trackway.engine import deferred as deferred
 from trackway.engine import flow_chart as flow_chart
+from trackway.engine import load_document as load_document
+from trackway.engine import run_sync as run_sync
 from trackway.engine import select as select
 from trackway.engine import thaw as thaw
 from trackway.tools import Tool as Tool
 from trackway.tools import ToolContext as ToolContext
 from trackway.tools import ToolDefinitionError as ToolDefinitionError
+from trackway.tools import ToolError as ToolError
 from trackway.tools import define_tool as define_tool
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "CHECKPOINT_FORMAT",
     "MISSING",
     "OPERATORS",
+    "SNAPSHOT_FORMAT",
     "Agent",
     "AgentBuildError",
     "AgentBuilder",
+    "AgentError",
+    "AgentNotRunError",
     "AnthropicProvider",
     "Branch",
     "CausalChain",
@@ -148,12 +196,21 @@ __all__ = [
     "CheckpointClaimedError",
     "CheckpointError",
     "Commit",
+    "CommitDetail",
+    "CommitDoc",
     "CommitMeta",
+    "Condition",
+    "ConfigurationError",
+    "Control",
     "Conversation",
+    "ConversationFormatError",
+    "CorruptCheckpointError",
     "DeciderBuilder",
     "Decision",
     "DecisionEvent",
+    "DecisionEvidence",
     "Deferred",
+    "DocumentError",
     "Durability",
     "EmitEvent",
     "EmittedEvent",
@@ -161,7 +218,9 @@ __all__ = [
     "ErrorInfo",
     "Executor",
     "ExecutorUsageError",
+    "FailedAttempt",
     "FlowChart",
+    "ForEachRecord",
     "FrozenDict",
     "FrozenList",
     "InputValidationError",
@@ -172,7 +231,9 @@ __all__ = [
     "MemoryStore",
     "MergeConflictError",
     "MergePolicy",
+    "MergeRecord",
     "Message",
+    "MissingKeyError",
     "MockExhaustedError",
     "MockProvider",
     "ModelNotFoundError",
@@ -180,6 +241,7 @@ __all__ = [
     "ObserverStats",
     "Op",
     "OpenAIProvider",
+    "OutOfRangeError",
     "OutputContractError",
     "OutputValidationError",
     "ParallelLimitError",
@@ -187,9 +249,11 @@ __all__ = [
     "PostgresStore",
     "Provider",
     "ProviderAuthError",
+    "ProviderConfigError",
     "ProviderConnectionError",
     "ProviderError",
     "ProviderRateLimitError",
+    "ProviderRequestError",
     "ProviderResponseError",
     "ReadEvent",
     "ReadOnlyStateError",
@@ -198,8 +262,10 @@ __all__ = [
     "RedactionPolicy",
     "ReplayDivergence",
     "ResumeEvent",
+    "ResumeRecord",
     "Retry",
     "Rule",
+    "RuleEvidence",
     "RunEndEvent",
     "RunError",
     "RunInFlightError",
@@ -209,17 +275,21 @@ __all__ = [
     "RunStore",
     "RunTimeoutError",
     "Scope",
+    "Segment",
     "Selection",
     "SelectorBuilder",
     "Snapshot",
     "SqliteStore",
+    "StageContractError",
     "StageEndEvent",
     "StageError",
+    "StagePath",
     "StageStartEvent",
     "StateDiff",
     "StateValidationError",
     "StateValueError",
     "StoreError",
+    "StoreWriteError",
     "StreamDelta",
     "StreamingProvider",
     "SubflowEvent",
@@ -227,6 +297,7 @@ __all__ = [
     "ToolCall",
     "ToolContext",
     "ToolDefinitionError",
+    "ToolError",
     "ToolSpec",
     "TrackwayError",
     "UnknownBranchError",
@@ -236,17 +307,23 @@ __all__ = [
     "__version__",
     "anthropic",
     "causal_chain",
+    "check_document",
     "decide",
     "deferred",
     "define_tool",
     "flow_chart",
+    "load_document",
     "load_recording",
     "mock",
     "openai",
     "receipts",
     "replay",
+    "replay_async",
+    "run_sync",
     "save_recording",
     "select",
     "served_at",
     "thaw",
 ]
+
+_public_names(globals(), __all__, "trackway")
