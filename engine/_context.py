@@ -11,27 +11,26 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from time import time
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
+import anyio.to_thread
 
 from ._chart import FlowChart
-from ._commit import Commit, CommitKind, ErrorInfo, Outcome, Write
+from ._commit import Commit, CommitKind, ErrorInfo, Outcome, Write, error_info
 from ._detail import Control
-from ._errors import StoreWriteError
+from ._errors import RecoveryError, StoreWriteError
 from ._recorder import Dispatch
 from ._redact import Redactor
 from ._state import StateStore
 from ._typed import StateValidator
 
+if TYPE_CHECKING:
+    from ._store import Sink
+
 __all__ = ["Frame", "RunContext", "RunLocals", "Strand", "error_info"]
 
 _T = TypeVar("_T")
-
-
-def error_info(exc: BaseException) -> ErrorInfo:
-    """An exception as commit data: its type's name and its message."""
-    return ErrorInfo(type(exc).__name__, str(exc))
 
 
 class RunLocals:
@@ -66,6 +65,39 @@ class RunLocals:
                 closer()
 
 
+class Replay:
+    """The log of a run being recovered, taken by stage path as the walk reaches it."""
+
+    __slots__ = ("_by_path", "_root_left")
+
+    def __init__(self, commits: Sequence[Commit]) -> None:
+        self._by_path = {c.stage_path: c for c in commits}
+        self._root_left = sum(1 for c in commits if c.frame == "")
+
+    def take(self, path: str) -> Commit | None:
+        """The commit the log holds at ``path`` (taken: it is not handed out twice)."""
+        commit = self._by_path.pop(path, None)
+        if commit is not None and commit.frame == "":
+            self._root_left -= 1
+        return commit
+
+    def check_live(self, path: str) -> None:
+        """Before something runs again at ``path``: the log must hold nothing more of the
+        run's own state, else the walk has left the path the run took (another chart)."""
+        if self._root_left:
+            first = min((c for c in self._by_path.values() if c.frame == ""), key=_seq)
+            raise RecoveryError(
+                f"recovering, the walk reached {path!r}, which the log does not hold, while "
+                f"the log still holds {first.kind} {first.stage_id!r} at {first.stage_path!r} "
+                f"(commit {first.seq}): this chart differs from the one that made the run; "
+                "recover it with that chart"
+            )
+
+
+def _seq(commit: Commit) -> int:
+    return commit.seq
+
+
 class RunContext:
     """Everything one run owns: its id, log, root state, recorders, limits and run-locals."""
 
@@ -78,6 +110,7 @@ class RunContext:
         "max_iterations",
         "recorders",
         "redactor",
+        "replay",
         "resume_taken",
         "resume_target",
         "resume_value",
@@ -108,22 +141,35 @@ class RunContext:
         self.resume_value: Any = None
         self.resume_taken = True
         self.resume_target = ""  # the paused stage's path, without any ":resumeN"
-        self.sink: Callable[[Commit], None] | None = None
+        self.sink: Sink | None = None
         self.locals = RunLocals()
+        self.replay: Replay | None = None
+        """Recovering: the committed commits, taken as the walk reaches them instead of
+        running their stages again (see ``_recovery``)."""
 
     def validator(self, chart: FlowChart) -> StateValidator | None:
         key = id(chart)
         if key not in self.validators:
             model = chart.state_model
-            self.validators[key] = None if model is None else StateValidator(model)
+            hidden = None if self.redactor is None else self.redactor.verdict
+            self.validators[key] = None if model is None else StateValidator(model, hidden)
         return self.validators[key]
 
-    def take_resume(self, path: str) -> bool:
-        """True once per resume, for the paused stage the checkpoint names (``paused_at``)."""
+    def take_resume(self, path: str, *, peek: bool = False) -> bool:
+        """True once per resume, for the paused stage the checkpoint names (``paused_at``);
+        ``peek`` asks without taking it."""
         if self.resume_taken or (self.resume_target and path != self.resume_target):
             return False
-        self.resume_taken = True
+        if not peek:
+            self.resume_taken = True
         return True
+
+    async def make_room(self) -> None:
+        """Wait, without blocking the event loop, until the store's queue takes the commits
+        waiting for it (``durability="batch"`` with a full queue)."""
+        sink = self.sink
+        if sink is not None and sink.waiting:
+            await anyio.to_thread.run_sync(sink.make_room, abandon_on_cancel=True)
 
     def append(self, commit: Commit) -> None:
         self.log.append(commit)  # the live log keeps real values (resume needs them)
@@ -145,7 +191,7 @@ class RunContext:
 class Frame:
     """A state a strand writes to; a branch frame buffers its commits until the merge."""
 
-    __slots__ = ("buffer", "local_seq", "name", "run", "store")
+    __slots__ = ("adopted", "buffer", "local_seq", "name", "run", "store")
 
     def __init__(
         self, run: RunContext, name: str, store: StateStore, buffer: list[Commit] | None
@@ -155,6 +201,16 @@ class Frame:
         self.store = store
         self.buffer = buffer
         self.local_seq = 0
+        self.adopted: list[Commit] = []  # commits of the log taken back while recovering
+
+    def take(self, commit: Commit) -> None:
+        """Take a commit the log already holds (recovery): its writes reach this frame's
+        state, unless this is the run's own state, rebuilt from the log before the walk."""
+        if self.store is not self.run.root and commit.writes:
+            self.store.apply(commit.seq, commit.writes)
+        if self.buffer is not None:
+            self.local_seq = commit.seq
+            self.adopted.append(commit)  # a branch's merge reads its commits
 
     def record(
         self,

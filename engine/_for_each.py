@@ -18,7 +18,7 @@ from ._context import Strand, error_info
 from ._cursor import ForEachCursor
 from ._detail import ForEachRecord
 from ._errors import ParallelLimitError, StageContractError, StageError
-from ._parallel import run_parallel
+from ._parallel import run_parallel, take_committed
 from ._paths import join
 from ._scope import PauseSignal, Scope
 from ._stage import Paused, validate_writes
@@ -31,6 +31,8 @@ __all__ = ["exec_for_each", "resume_for_each"]
 async def exec_for_each(strand: Strand, node: Node) -> str | None:
     """Draw the items, run a branch per item, merge the results; then the next node."""
     path = join(strand.prefix, node.id, strand.next_index())
+    if take_committed(strand.frame, path, node.id):  # recovering: its merge is in the log
+        return node.next
     started = time()
     scope = Scope(strand, path, node.id)
     try:
@@ -45,6 +47,9 @@ async def exec_for_each(strand: Strand, node: Node) -> str | None:
         ) from exc
     reads = tuple(scope._reads)
     total = len(items)
+    redactor = strand.run.redactor
+    if redactor is not None and isinstance(node.items, str) and redactor.verdict(node.items):
+        redactor.hide_items(f"{path}/")  # the items are the hidden key's values
     if total > node.max_branches and node.overflow == "error":
         err = ParallelLimitError(
             f"{node.name!r} ({path}) got {total} items but max_branches={node.max_branches}; "

@@ -21,14 +21,41 @@ from ._commit import Commit
 from ._context import Frame, RunContext, Strand, error_info
 from ._cursor import BranchState, ChainCursor, ParallelCursor, StageCursor, leaf
 from ._detail import CommitDetail, MergeRecord
-from ._errors import RunError, StageError
+from ._errors import RecoveryError, RunError, StageError
 from ._merge import BranchResult, merge_ops
 from ._paths import join
 from ._stage import Paused, resume_stage, run_stage, validate_writes
 from ._state import StateStore
 from ._values import to_bytes
 
-__all__ = ["exec_fork", "exec_parallel", "rebuild_frame", "resume_fork", "run_parallel"]
+__all__ = [
+    "exec_fork",
+    "exec_parallel",
+    "rebuild_frame",
+    "resume_fork",
+    "run_parallel",
+    "take_committed",
+]
+
+
+def take_committed(frame: Frame, path: str, node_id: str) -> bool:
+    """Recovering: take the engine-made commit (merge, subflow input or output) the log
+    holds at ``path`` into ``frame``; False when there is none (it runs)."""
+    replay = frame.run.replay
+    if replay is None:
+        return False
+    committed = replay.take(path)
+    if committed is None:
+        replay.check_live(path)
+        return False
+    if committed.stage_id != node_id or committed.outcome != "ok":
+        raise RecoveryError(
+            f"the log holds {committed.kind} {committed.stage_id!r} ({committed.outcome}) at "
+            f"{path!r}, where the chart runs {node_id!r}: the run failed there or was made "
+            "by another chart, so recover() cannot continue it"
+        )
+    frame.take(committed)
+    return True
 
 
 def rebuild_frame(
@@ -139,7 +166,7 @@ async def run_parallel(
         first = leaf(next(paused[key] for key, _ in pairs if key in paused))
         raise Paused(branches, to_bytes(first.payload), first.path)
     return [
-        BranchResult(key, frame.name, frame.store, [*before, *(frame.buffer or [])])
+        BranchResult(key, frame.name, frame.store, [*before, *frame.adopted, *(frame.buffer or [])])
         for (key, _), frame, before in zip(pairs, frames, prior, strict=True)
     ]
 
@@ -164,6 +191,7 @@ async def _run_branch(
         sub.base_control = sub.control = control
         if resume is None:
             await run_stage(sub, key, branch.name, branch.fn, branch.is_async, "stage", None)
+            await run.make_room()
         else:
             assert isinstance(resume, StageCursor)
             await resume_stage(sub, key, branch.name, None, resume)
@@ -184,6 +212,8 @@ async def exec_parallel(
     resume: ParallelCursor | None = None,
 ) -> None:
     """Run a fork's or selector's branches, then commit their merge."""
+    if take_committed(strand.frame, merge_path, node.id):  # recovering: the merge is in the log
+        return
     started = time() if resume is None else resume.started
     try:
         results = await run_parallel(

@@ -1,88 +1,78 @@
-"""Crash recovery: where a run whose process died continues, read from its log alone."""
+"""Crash recovery: a run whose process died continues from its log, at any depth.
+
+The log is the truth. Recovery walks the chart again from the start with the run's
+committed commits at hand (``RunContext.replay``, by stage path): a stage, merge or subflow
+mapping the log holds is *taken* from it — its writes, its decision, its break — and never
+runs again; the first one it does not hold runs, and from there the run goes on as usual.
+Execution indices come out the same because the walk is the same, so paths stay stable.
+Parallel branches, for-each items, selectors and subflows need nothing special: branches
+that committed are taken, branches that were in flight run again, and a merge that was
+never committed is made from them. A pause the log holds pauses again (its checkpoint is
+made anew if the crash lost it), or is resumed with the answer a claim recorded but never
+used.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from ._chart import FlowChart
+import orjson
+
 from ._commit import Commit
-from ._cursor import ChainCursor, RootCursor
-from ._detail import as_detail
-from ._errors import CheckpointError
-from ._paths import StagePath
+from ._context import Replay
+from ._errors import RecoveryError
+from ._snapshot import Snapshot
+from ._store import RunStore
 
-__all__ = ["Finished", "recovery_cursor"]
+__all__ = ["RECOVERABLE_FAILURES", "Pending", "recovery_plan", "replay_index"]
 
-
-class Finished(NamedTuple):
-    """The log already ends the chart: only the run's ending is missing."""
-
-    break_reason: str | None = None
+RECOVERABLE_FAILURES = frozenset({"StoreWriteError", "StoreError", "Cancelled"})
+"""Failures that stopped a run from outside (its store, a cancellation), not by a rule: a
+run that failed this way continues like a crashed one."""
 
 
-def recovery_cursor(chart: FlowChart, commits: Sequence[Commit]) -> RootCursor | Finished:
-    """Where a crashed run continues: after its last top-level commit."""
-    if not commits:
-        return RootCursor(counter=0, chain=ChainCursor(chart=chart.id, node=chart.root))
-    last = commits[-1]
-    path = StagePath.parse(last.stage_path)
-    detail = as_detail(last.detail)
-    if path.depth == 0 and last.frame == "" and last.outcome == "ok" and "break" in detail:
-        return Finished(detail["break"])
-    if last.frame != "" or last.outcome != "ok":
-        raise CheckpointError(
-            f"run {last.run_id!r} stopped at {last.stage_path!r} "
-            f"({'inside ' + last.frame if last.frame else last.outcome}); recover() continues "
-            "only runs that stopped between top-level stages"
-        )
-    node_id = path.top.name
-    if path.depth > 0 and last.kind not in ("merge", "subflow-output"):
-        raise CheckpointError(
-            f"run {last.run_id!r} stopped inside subflow {node_id!r} at {last.stage_path!r}; "
-            "recover() continues only runs that stopped between top-level stages"
-        )
-    node = chart.nodes.get(node_id)
-    if node is None:
-        raise CheckpointError(f"the log's last stage {node_id!r} is not in chart {chart.id!r}")
-    if node.kind == "decider":
-        chosen = detail["decision"]["chosen"]
-        nxt: str | None = node.branches[chosen]
-    else:
-        nxt = node.next
-    if nxt is None:
-        return Finished()
-    counter = 1 + max((_root_index(chart, c.stage_path) for c in commits), default=-1)
-    loops: dict[str, int] = {}
-    for source in chart.nodes.values():
-        if source.loop and source.next is not None:
-            # one execution = one plain "<id>#<n>" commit (not ":resumeN", not "/merge")
-            runs = sum(1 for c in commits if c.frame == "" and _is_execution_of(c, source.id))
-            loops[source.next] = loops.get(source.next, 0) + runs
-    return RootCursor(counter=counter, chain=ChainCursor(chart=chart.id, node=nxt, loops=loops))
+class Pending(NamedTuple):
+    """An answer a resume claimed and recorded but never used: the paused stage and value."""
+
+    paused_at: str
+    value: Any
 
 
-def _is_execution_of(commit: Commit, node_id: str) -> bool:
-    path = StagePath.parse(commit.stage_path)
-    last = path.last
-    return path.depth == 0 and last.name == node_id and last.index is not None and not last.resume
+def recovery_plan(store: RunStore, snapshot: Snapshot) -> Pending | None:
+    """Check that the run can be recovered, and find an answer its crash left unused.
 
-
-def _root_index(chart: FlowChart, text: str) -> int:
-    """The largest execution index the run's own counter gave out in ``text``.
-
-    Subflows share the counter; inside a parallel branch a counter of its own starts, so
-    the walk stops at a fork, selector or for_each segment.
+    Refused (:class:`RecoveryError`): runs that ended by themselves (``done``, ``broken``,
+    ``failed`` by anything but their store or a cancellation), and paused runs whose
+    checkpoint is still waiting to be resumed.
     """
-    best = -1
-    current: FlowChart | None = chart
-    for segment in StagePath.parse(text).segments:
-        if current is None:
-            break
-        if segment.index is not None:
-            best = max(best, segment.index)
-        node = current.nodes.get(segment.name)
-        if node is None or node.kind in ("fork", "selector", "for_each"):
-            break
-        current = node.chart if node.kind == "subflow" else None
-    return best
+    run_id = snapshot.run_id
+    status = snapshot.status
+    if status in ("done", "broken"):
+        raise RecoveryError(f"run {run_id!r} already ended ({status}); nothing to recover")
+    if status == "failed":
+        kind = None if snapshot.error is None else snapshot.error.type
+        if kind not in RECOVERABLE_FAILURES:
+            message = snapshot.error.message if snapshot.error is not None else ""
+            raise RecoveryError(
+                f"run {run_id!r} ended failed by {kind}: {message}. A run that a rule ended (a "
+                "failing stage, a loop limit, a timeout, a schema) is not a crash: recover() "
+                "continues only runs whose process died, or that their store or a "
+                "cancellation stopped"
+            )
+    checkpoint_id = f"{run_id}@{len(snapshot)}"
+    claim = store.checkpoint_claim(checkpoint_id)
+    if claim is None:
+        return None
+    if not claim.claimed:
+        raise RecoveryError(
+            f"run {run_id!r} is paused and its checkpoint {checkpoint_id} is waiting: resume it "
+            f"(store.load_checkpoint({checkpoint_id!r})) instead of recovering"
+        )
+    if claim.answer is None:
+        return None
+    return Pending(claim.paused_at, orjson.loads(claim.answer))
+
+
+def replay_index(commits: tuple[Commit, ...]) -> Replay:
+    """The log by stage path: what recovery takes instead of running again."""
+    return Replay(commits)

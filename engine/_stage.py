@@ -15,11 +15,11 @@ from typing import Any
 import anyio
 
 from ._chart import ResumeFn, is_async_callable
-from ._commit import CommitKind, ErrorInfo, Outcome, Write
+from ._commit import Commit, CommitKind, ErrorInfo, Outcome, Write
 from ._context import Frame, RunContext, Strand, error_info
 from ._cursor import ControlRef, StageCursor
-from ._detail import FailedAttempt
-from ._errors import RunError, StageContractError, StageError
+from ._detail import FailedAttempt, as_detail
+from ._errors import RecoveryError, RunError, StageContractError, StageError
 from ._paths import join, resumed
 from ._recorder import (
     DecisionEvent,
@@ -96,11 +96,13 @@ async def run_stage(
     path: str | None = None,
     leaf: StageCursor | None = None,
     detail: Any = None,
+    on_resume: ResumeFn | None = None,
 ) -> tuple[list[str], Scope]:
     """Run one stage function and commit its writes (on return, raise, pause or cancel).
 
     ``path`` and ``leaf`` are given when resuming: the resume commit's path and the cursor a
-    new pause from ``on_resume`` continues from.
+    new pause from ``on_resume`` continues from. While recovering, a stage the log already
+    holds is taken from it instead (``on_resume`` continues it if its answer is pending).
     """
     assert fn is not None
     run = strand.run
@@ -108,6 +110,16 @@ async def run_stage(
     frame = strand.frame
     if path is None:
         path = join(strand.prefix, stage_id, strand.next_index())
+        replay = run.replay
+        if replay is not None:
+            committed = replay.take(path)
+            while committed is not None and committed.outcome == "cancelled":
+                # it was in flight when the run was stopped: it runs again, at a new index
+                path = join(strand.prefix, stage_id, strand.next_index())
+                committed = replay.take(path)
+            if committed is not None:
+                return await _recovered(strand, committed, stage_id, name, kind, on_resume)
+            replay.check_live(path)
     strand.last = path
     if rec.stage_hooks:
         rec.fire(
@@ -147,17 +159,10 @@ async def run_stage(
                 control=None if control is None else ControlRef(**control),
                 pending_break=scope._broke,
             )
-            _commit_scope(
-                frame,
-                scope,
-                name,
-                kind,
-                started,
-                "paused",
-                None,
-                {**(detail or {}), "pause": sig.payload},
-                attempt,
-            )
+            paused_detail = {**(detail or {}), "pause": sig.payload}
+            if scope._broke is not None:  # it holds once resumed: the log says so too
+                paused_detail["break"] = scope._broke
+            _commit_scope(frame, scope, name, kind, started, "paused", None, paused_detail, attempt)
             if rec.any:
                 rec.fire("on_pause", PauseEvent(run.run_id, path, len(run.log), sig.payload))
             _stage_end(run, path, "paused", started)
@@ -169,11 +174,16 @@ async def run_stage(
             raise
         except Exception as exc:
             if retry is not None and attempt < retry.attempts and isinstance(exc, retry.on):
-                failed.append({"type": type(exc).__name__, "message": str(exc)})
+                kept = error_info(exc)
+                if run.redactor is not None:
+                    kept = run.redactor.error(kept, exc)
+                failed.append({"type": kept.type, "message": kept.message})
                 await anyio.sleep(retry.delay(attempt))
                 attempt += 1
                 continue
             info = error_info(exc)
+            if run.redactor is not None:  # a refused write to a hidden key: its value unsaid
+                info = run.redactor.error(info, exc)
             extra = {**(detail or {}), "failed_attempts": failed} if failed else detail
             _commit_scope(frame, scope, name, kind, started, "error", info, extra, attempt)
             if rec.stage_hooks:
@@ -246,6 +256,68 @@ async def resume_stage(
     )
     if at.pending_break is not None and strand.broken is None:
         strand.broken = at.pending_break
+
+
+async def _recovered(
+    strand: Strand,
+    committed: Commit,
+    stage_id: str,
+    name: str,
+    kind: CommitKind,
+    on_resume: ResumeFn | None,
+) -> tuple[list[str], Scope]:
+    """Take a stage the log holds (recovering a run): its writes, its choice, its break; a
+    pause is paused again, or resumed when the run's answer was claimed but not yet used."""
+    run = strand.run
+    path = committed.stage_path
+    strand.last = path
+    if committed.stage_id != stage_id or committed.kind != kind:
+        raise RecoveryError(
+            f"the log holds {committed.kind} {committed.stage_id!r} at {path!r}, but the chart "
+            f"runs {kind} {stage_id!r} there: recover the run with the chart that made it"
+        )
+    steps = [committed]  # the stage, then its resumes
+    replay = run.replay
+    assert replay is not None
+    while steps[-1].outcome in ("paused", "cancelled") and (
+        nxt := replay.take(resumed(path, len(steps)))
+    ):
+        steps.append(nxt)
+    for step in steps:
+        strand.frame.take(step)
+    last = steps[-1]
+    if last.outcome == "error":
+        raise RecoveryError(
+            f"the stage at {last.stage_path!r} failed ({last.error and last.error.type}): the run "
+            "ended failed there, which is not a crash to recover from"
+        )
+    pending = next((d["break"] for s in steps if "break" in (d := as_detail(s.detail))), None)
+    detail = as_detail(last.detail)
+    if last.outcome != "ok":  # paused (or its resume was stopped): it waits again
+        paused = next(s for s in reversed(steps) if s.outcome == "paused")
+        payload = as_detail(paused.detail).get("pause")
+        control = as_detail(committed.detail).get("control")
+        at = StageCursor(
+            path=path,
+            resumes=len(steps) - 1,
+            payload=payload,
+            control=None if control is None else ControlRef(**control),
+            pending_break=pending,
+        )
+        if run.take_resume(path, peek=True):  # its answer was claimed, never used: use it
+            await resume_stage(strand, stage_id, name, on_resume, at)
+            return [], Scope(strand, path, stage_id)
+        raise Paused(at, to_bytes(payload), path)
+    if pending is not None and strand.broken is None:
+        strand.broken = pending
+    decision = detail.get("decision") or {}
+    if kind == "decider":
+        chosen = [decision["chosen"]]
+    elif kind == "selector":
+        chosen = list(decision.get("selected", ()))
+    else:
+        chosen = []
+    return chosen, Scope(strand, path, stage_id)
 
 
 def validate_writes(strand: Strand, ops: Sequence[Write], where: str) -> None:

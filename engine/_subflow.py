@@ -16,7 +16,7 @@ from ._commit import CommitKind, Write
 from ._context import Frame, Strand, error_info
 from ._cursor import ChainCursor, SubflowCursor
 from ._errors import StageContractError, StageError
-from ._parallel import rebuild_frame
+from ._parallel import rebuild_frame, take_committed
 from ._paths import join
 from ._recorder import SubflowEvent
 from ._scope import PauseSignal, Scope
@@ -100,6 +100,8 @@ async def _run_isolated(
 def _write_output(strand: Strand, sub: Strand, node: Node, chart: FlowChart, mount: str) -> None:
     """Map the subflow's state back to the parent: one ``subflow-output`` commit."""
     out_path = join(f"{mount}/", "output")
+    if take_committed(strand.frame, out_path, node.id):  # recovering: the output is in the log
+        return
     started = time()
     cscope = Scope(sub, out_path, node.id)
     wscope = Scope(strand, out_path, node.id)
@@ -127,6 +129,8 @@ def _write_output(strand: Strand, sub: Strand, node: Node, chart: FlowChart, mou
 def _seed_isolated(strand: Strand, node: Node, chart: FlowChart, child: Frame, mount: str) -> None:
     """Map the parent's state into the subflow's own frame: one ``subflow-input`` commit."""
     run = strand.run
+    if take_committed(child, mount, node.id):  # recovering: the seed is in the log
+        return
     started = time()
     pscope = Scope(strand, mount, node.id)
     try:

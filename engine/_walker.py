@@ -32,7 +32,10 @@ _YIELD_SECONDS = 0.005
 
 
 async def _run_stage_node(strand: Strand, node: Node) -> str | None:
-    await run_stage(strand, node.id, node.name, node.fn, node.is_async, "stage", node.retry)
+    await run_stage(
+        strand, node.id, node.name, node.fn, node.is_async, "stage", node.retry,
+        on_resume=node.on_resume,
+    )  # fmt: skip
     return node.next
 
 
@@ -111,14 +114,18 @@ async def run_chain(strand: Strand, chart: FlowChart, resume: ChainCursor | None
             if node.kind == "stage":
                 # RUNNERS["stage"] inlined: the hot path, one coroutine frame less per stage
                 await run_stage(
-                    strand, node.id, node.name, node.fn, node.is_async, "stage", node.retry
-                )
+                    strand, node.id, node.name, node.fn, node.is_async, "stage", node.retry,
+                    on_resume=node.on_resume,
+                )  # fmt: skip
                 nxt = node.next
             else:
                 nxt = await RUNNERS[node.kind].run(strand, node)
             if strand.broken is not None:
                 return
             nid = _follow(strand, node, nxt, loops) if node.loop else nxt
+            sink = strand.run.sink
+            if sink is not None and sink.waiting:  # a full "batch" queue: wait for room
+                await strand.run.make_room()
             now = time()
             if now - last_yield >= _YIELD_SECONDS:
                 if strand.run.recorders.queues:
