@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ._errors import StoreError
+from ._errors import ConfigurationError, StoreError
 from ._sqlstore import SqlRunStore
 
 __all__ = ["PostgresStore"]
@@ -34,12 +35,14 @@ CREATE TABLE IF NOT EXISTS trackway_commits (
     ended_at DOUBLE PRECISION NOT NULL,
     doc BYTEA NOT NULL
 );
--- saved checkpoints and claims (a claim may name a checkpoint this store never saved)
+-- saved checkpoints and claims (the answer a claim resumed with, for recovery)
 CREATE TABLE IF NOT EXISTS trackway_checkpoints (
     checkpoint_id TEXT PRIMARY KEY,
     doc BYTEA,
-    claimed_at DOUBLE PRECISION
+    claimed_at DOUBLE PRECISION,
+    answer BYTEA
 );
+ALTER TABLE trackway_checkpoints ADD COLUMN IF NOT EXISTS answer BYTEA;
 """
 
 
@@ -59,39 +62,101 @@ class PostgresStore(SqlRunStore):
     """A :class:`RunStore` on PostgreSQL. Claims are atomic across processes and hosts.
 
     ``dsn`` is a libpq connection string or URL. Install with ``pip install
-    'trackway[postgres]'``.
+    'trackway[postgres]'``. A dropped connection is opened again before the next
+    transaction (up to ``reconnect_attempts`` tries, waiting 0.1 s, 0.2 s, 0.4 s, ...); the
+    call whose transaction it broke fails with :class:`StoreError` and is never retried
+    blindly (its writes may or may not have committed; a run's log tells which).
     """
 
     _P = "%s"
+    _LOCK_RUN = " FOR SHARE"  # a concurrent prune waits until the writer is done
 
-    def __init__(self, dsn: str, *, connect_timeout: float = 10.0) -> None:
+    def __init__(
+        self, dsn: str, *, connect_timeout: float = 10.0, reconnect_attempts: int = 5
+    ) -> None:
         try:
             import psycopg
         except ImportError as exc:
             raise StoreError(
                 "PostgresStore needs psycopg 3: pip install 'trackway[postgres]'"
             ) from exc
+        if isinstance(reconnect_attempts, bool) or not isinstance(reconnect_attempts, int):
+            raise ConfigurationError("reconnect_attempts must be an int >= 0")
+        if reconnect_attempts < 0:
+            raise ConfigurationError("reconnect_attempts must be an int >= 0")
         self.where = _where(dsn)
+        self._dsn = dsn
+        self._connect_timeout = max(1, int(connect_timeout))
+        self.reconnect_attempts = reconnect_attempts
+        self.reconnects = 0
+        """How often this store opened its connection again after losing it."""
         self._lock = threading.Lock()
         self._run_nos: dict[str, int] = {}
+        self._db = self._connect()
         try:
-            self._db = psycopg.connect(dsn, connect_timeout=max(1, int(connect_timeout)))
             with self._db.transaction():
                 self._db.execute(_SCHEMA)
         except psycopg.Error as exc:
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise StoreError(
-                f"cannot reach PostgreSQL at {self.where}: {_scrub(reason, dsn)}. Check that the "
-                "server is running and accepts connections there, and the user and password."
-            ) from None
+            raise self._unreachable(exc) from None
 
     def __repr__(self) -> str:
         return f"<PostgresStore {self.where}>"
 
+    def _connect(self) -> Any:
+        import psycopg
+
+        try:
+            return psycopg.connect(self._dsn, connect_timeout=self._connect_timeout)
+        except psycopg.Error as exc:
+            raise self._unreachable(exc) from None
+
+    def _unreachable(self, exc: BaseException) -> StoreError:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return StoreError(
+            f"cannot reach PostgreSQL at {self.where}: {_scrub(reason, self._dsn)}. Check that "
+            "the server is running and accepts connections there, and the user and password."
+        )
+
+    def _live(self) -> Any:
+        """The connection, opened again (bounded, with backoff) if it was lost. Called
+        between transactions only: nothing half-done is ever sent again."""
+        if not (self._db.closed or self._db.broken):
+            return self._db
+        error: StoreError | None = None
+        for attempt in range(self.reconnect_attempts + 1):
+            if attempt:
+                time.sleep(min(2.0, 0.1 * 2 ** (attempt - 1)))
+            try:
+                self._db = self._connect()
+            except StoreError as exc:
+                error = exc
+                continue
+            self.reconnects += 1
+            return self._db
+        assert error is not None
+        raise StoreError(
+            f"{error} (the connection was lost; {self.reconnect_attempts + 1} attempts to "
+            "open it again failed)"
+        )
+
     @contextmanager
     def _tx(self) -> Iterator[Any]:
-        with self._lock, self._db.transaction():
-            yield self._db
+        import psycopg
+
+        with self._lock:
+            db = self._live()
+            try:
+                with db.transaction():
+                    yield db
+            except psycopg.OperationalError as exc:
+                if db.broken or db.closed:  # the next transaction opens a new connection
+                    raise StoreError(
+                        f"the connection to PostgreSQL at {self.where} was lost during a "
+                        f"transaction ({_scrub(str(exc).strip(), self._dsn) or 'no reason'}); "
+                        "it was not retried, since it may have committed. The next call "
+                        "reconnects."
+                    ) from exc
+                raise
 
     def _insert_many(self, db: Any, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
         with db.cursor() as cur:

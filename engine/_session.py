@@ -11,12 +11,14 @@ import contextlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, TypeVar
 
-from ._checkpoint import Checkpoint, masked
+from ._checkpoint import Checkpoint, core_digest, masked
 from ._commit import ErrorInfo
 from ._context import RunContext, error_info
 from ._errors import CheckpointClaimedError, StoreError, StoreWriteError, TrackwayError
+from ._snapshot import Snapshot
 from ._store import Durability, RunStore, Sink, make_sink
 from ._values import thaw, to_bytes
 
@@ -55,11 +57,15 @@ class ProcessClaims:
 PROCESS_CLAIMS = ProcessClaims()
 
 
-def claim(store: RunStore | None, cp: Checkpoint) -> None:
-    """Claim ``cp`` once: atomically in the store, or in this process without one."""
+def claim(store: RunStore | None, cp: Checkpoint, answer: bytes) -> None:
+    """Claim ``cp`` once: atomically in the store (which keeps ``answer``, the resume
+    value's JSON, so a resume that dies before using it can be recovered), or in this
+    process without one."""
     if store is not None:
         won = call_store(
-            store, lambda s: s.claim_checkpoint(cp.checkpoint_id), "claim the checkpoint"
+            store,
+            lambda s: s.claim_checkpoint(cp.checkpoint_id, answer),
+            "claim the checkpoint",
         )
     else:
         won = PROCESS_CLAIMS.claim(cp.checkpoint_id)
@@ -77,8 +83,12 @@ def call_store(
     run is under way, so the failure fails it (:class:`StoreWriteError`)."""
     try:
         return action(store)
-    except TrackwayError:
+    except StoreWriteError:
         raise
+    except TrackwayError as exc:
+        if not in_run:
+            raise
+        raise StoreWriteError(f"{type(store).__name__} could not {what}: {exc}") from exc
     except Exception as exc:
         cls = StoreWriteError if in_run else StoreError
         raise cls(f"{type(store).__name__} could not {what}: {type(exc).__name__}: {exc}") from exc
@@ -133,12 +143,14 @@ class StoreSession:
         info: ErrorInfo | None,
         checkpoint: Checkpoint | None,
         broke: str | None,
+        carried: Snapshot | None = None,
     ) -> None:
-        """Flush the last commits, keep the checkpoint (masked under a policy), and record
-        how the run ended."""
+        """Flush the last commits, keep the checkpoint (masked under a policy) with the
+        digest of what the run returns (``carried``: the log the returned checkpoint will
+        embed), and record how the run ended."""
         try:
             sink.flush()
-        except TrackwayError:
+        except StoreWriteError:
             raise
         except Exception as exc:
             # Still record how the run ended, then report the lost writes.
@@ -153,11 +165,12 @@ class StoreSession:
             if closer is not None:
                 closer()
         if checkpoint is not None:
-            kept = checkpoint
+            # the digest of what the run returns: a resume is checked against it
+            kept = replace(checkpoint, digest=core_digest(checkpoint, carried))
             if run.redactor is not None:
                 # Store rows are always redacted: the store keeps a masked copy, which cannot
                 # be resumed; RunResult.checkpoint keeps the real values for the caller.
-                kept = masked(checkpoint, thaw(run.redactor.state(run.root.current())), None)
+                kept = masked(kept, thaw(run.redactor.state(run.root.current())), None)
             self.call(lambda s: s.save_checkpoint(kept), "save the checkpoint", in_run=True)
         outcome: dict[str, Any] = {
             "error": None if info is None else list(info),

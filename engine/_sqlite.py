@@ -13,9 +13,11 @@ from ._sqlstore import SqlRunStore
 
 __all__ = ["SqliteStore"]
 
-_SCHEMA = """
+# AUTOINCREMENT: a run number is never given out again, even after the run is deleted, so a
+# writer that still holds a pruned run's number can never write into another run.
+_RUNS = """
 CREATE TABLE IF NOT EXISTS trackway_runs (
-    run_no INTEGER PRIMARY KEY,
+    run_no INTEGER PRIMARY KEY AUTOINCREMENT,
     run_id TEXT NOT NULL UNIQUE,
     chart_id TEXT NOT NULL,
     status TEXT NOT NULL,
@@ -24,6 +26,11 @@ CREATE TABLE IF NOT EXISTS trackway_runs (
     initial BLOB NOT NULL,
     outcome BLOB
 );
+"""
+
+_SCHEMA = (
+    _RUNS
+    + """
 -- One row per commit, keyed by run_no * 2^32 + seq: ordered per run with no extra index and
 -- no run id repeated per row, so storage stays close to the bytes written.
 CREATE TABLE IF NOT EXISTS trackway_commits (
@@ -36,14 +43,28 @@ CREATE TABLE IF NOT EXISTS trackway_commits (
     ended_at REAL NOT NULL,
     doc BLOB NOT NULL
 );
--- Saved checkpoints and claims (a claim may name a checkpoint this store never saved).
+-- Saved checkpoints and claims (the answer a claim resumed with, for recovery).
 CREATE TABLE IF NOT EXISTS trackway_checkpoints (
     checkpoint_id TEXT PRIMARY KEY,
     doc BLOB,
-    claimed_at REAL
+    claimed_at REAL,
+    answer BLOB
 ) WITHOUT ROWID;
 """
-SCHEMA_VERSION = 2  # PRAGMA user_version
+)
+SCHEMA_VERSION = 3  # PRAGMA user_version
+_MIGRATIONS = {
+    # 2 -> 3: run numbers never reused (AUTOINCREMENT, above the highest ever given out),
+    # claims keep their answer
+    2: "ALTER TABLE trackway_runs RENAME TO trackway_runs_v2;"
+    + _RUNS
+    + """
+INSERT INTO trackway_runs SELECT * FROM trackway_runs_v2;
+DROP TABLE trackway_runs_v2;
+ALTER TABLE trackway_checkpoints ADD COLUMN answer BLOB;
+""",
+}
+_TABLES = {"trackway_runs", "trackway_commits", "trackway_checkpoints"}
 PAGE_SIZE = 8192  # ~1 KB commit documents pack 7 to a page (3 on 4 KB pages)
 
 
@@ -53,6 +74,9 @@ class SqliteStore(SqlRunStore):
     ``synchronous="FULL"`` (default) makes each transaction durable against power loss;
     ``"NORMAL"`` against a crash of the process only, and is much faster per commit.
     Safe to share between threads; several processes may use one file (SQLite locks it).
+    ``read_only=True`` opens an existing store without changing anything in the file (no
+    tables made, no WAL switch, no migration) and refuses writes; a file that is not a
+    trackway store is refused, named, in both modes.
     """
 
     def __init__(
@@ -61,36 +85,77 @@ class SqliteStore(SqlRunStore):
         *,
         synchronous: Literal["FULL", "NORMAL"] = "FULL",
         busy_timeout: float = 10.0,
+        read_only: bool = False,
     ) -> None:
         self.path = Path(path)
+        self.read_only = read_only
         if synchronous not in ("FULL", "NORMAL"):
             raise ConfigurationError("synchronous must be 'FULL' or 'NORMAL'")
         self._lock = threading.Lock()
         self._run_nos: dict[str, int] = {}
+        where = repr(str(self.path))
+        if read_only and not self.path.is_file():
+            raise StoreError(f"no SQLite store at {where}: the file does not exist")
         try:
-            self._db = sqlite3.connect(
-                self.path,
-                check_same_thread=False,
-                isolation_level=None,
-                timeout=busy_timeout,
-            )
-            self._db.execute(f"PRAGMA page_size={PAGE_SIZE}")  # new files only
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(f"PRAGMA synchronous={synchronous}")
+            if read_only:  # never creates, migrates or rewrites the file
+                uri = f"{self.path.resolve().as_uri()}?mode=ro"
+                self._db = sqlite3.connect(
+                    uri, uri=True, check_same_thread=False, isolation_level=None,
+                    timeout=busy_timeout,
+                )  # fmt: skip
+            else:
+                self._db = sqlite3.connect(
+                    self.path, check_same_thread=False, isolation_level=None,
+                    timeout=busy_timeout,
+                )  # fmt: skip
             self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            if version not in (0, SCHEMA_VERSION):
-                raise sqlite3.DatabaseError(
-                    f"it has trackway schema version {version}; this trackway reads version "
-                    f"{SCHEMA_VERSION}"
-                )
-            self._db.executescript(_SCHEMA)
-            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            tables = {
+                r[0]
+                for r in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            }
         except sqlite3.Error as exc:
             raise StoreError(
-                f"cannot open the SQLite store at {str(self.path)!r}: {exc}. Check that its "
-                "directory exists and is writable, and that the file is a SQLite database."
+                f"cannot open the SQLite store at {where}: {exc}. Check that its directory "
+                "exists and is writable, and that the file is a SQLite database."
             ) from exc
+        known = version == SCHEMA_VERSION or version in _MIGRATIONS
+        empty = version == 0 and not tables
+        if not empty and not (known and tables >= _TABLES):
+            self._db.close()
+            found = f"schema version {version}" if version else "no trackway tables"
+            raise StoreError(
+                f"{where} is not a trackway store this version reads ({found}; tables: "
+                f"{', '.join(sorted(tables)) or 'none'}). Point at a store trackway made, or "
+                f"at a new file; this trackway reads schema version {SCHEMA_VERSION}."
+            )
+        if read_only:
+            if empty:
+                self._db.close()
+                raise StoreError(f"{where} is an empty SQLite file, not a trackway store")
+            return
+        try:
+            if empty:
+                self._db.execute(f"PRAGMA page_size={PAGE_SIZE}")  # new files only
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(f"PRAGMA synchronous={synchronous}")
+            self._migrate(version)
+        except sqlite3.Error as exc:
+            self._db.close()
+            raise StoreError(
+                f"cannot prepare the SQLite store at {where}: {exc}. Check that the file and "
+                "its directory are writable."
+            ) from exc
+
+    def _migrate(self, version: int) -> None:
+        """Create the tables of a new file, or bring an older store up to date in one
+        transaction."""
+        if version == SCHEMA_VERSION:
+            return
+        script = _SCHEMA if version == 0 else _MIGRATIONS[version]
+        self._db.executescript(
+            f"BEGIN IMMEDIATE; {script}; PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+        )
 
     def __repr__(self) -> str:
         return f"<SqliteStore {str(self.path)!r}>"
@@ -121,6 +186,11 @@ class SqliteStore(SqlRunStore):
                 self.store._lock.release()
 
     def _tx(self) -> SqliteStore._Tx:
+        if self.read_only:
+            raise StoreError(
+                f"{self!r} was opened read-only (read_only=True): it does not write. Open it "
+                "without read_only to run charts on it."
+            )
         return SqliteStore._Tx(self, "BEGIN IMMEDIATE")
 
     def _read_tx(self) -> SqliteStore._Tx:

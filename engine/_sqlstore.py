@@ -16,9 +16,9 @@ import orjson
 
 from ._checkpoint import Checkpoint
 from ._commit import ROW_FIELDS, Commit
-from ._errors import UnknownRunError
+from ._errors import StoreError, UnknownRunError
 from ._snapshot import Snapshot
-from ._store import CommitMeta, RunInfo, select_prunable, snapshot_from_rows
+from ._store import CheckpointClaim, CommitMeta, RunInfo, select_prunable, snapshot_from_rows
 
 __all__ = ["SqlRunStore", "initial_doc", "initial_from_doc"]
 
@@ -40,6 +40,8 @@ class SqlRunStore:
     """The :class:`RunStore` interface on the trackway tables, for any SQL dialect here."""
 
     _P = "?"
+    _LOCK_RUN = ""
+    """What a dialect adds to lock a run's row for a transaction (PostgreSQL: FOR SHARE)."""
     _run_nos: dict[str, int]
 
     # -- what a dialect provides -----------------------------------------------------------
@@ -59,6 +61,7 @@ class SqlRunStore:
 
     def begin_run(self, run_id: str, chart_id: str, initial: dict[str, bytes]) -> None:
         p = self._P
+        self._run_nos.pop(run_id, None)  # a run deleted elsewhere and begun again: a new number
         with self._tx() as db:
             db.execute(
                 "INSERT INTO trackway_runs (run_id, chart_id, status, started_at, initial) "
@@ -68,8 +71,10 @@ class SqlRunStore:
             )
 
     def append(self, run_id: str, commits: Sequence[Commit]) -> None:
+        """Write commits of a run this store holds; a run deleted meanwhile (by another
+        store object, another process) is refused, never written to."""
         with self._tx() as db:
-            base = self._run_no(db, run_id) * SPAN
+            base = self._live_run_no(db, run_id) * SPAN
             rows = [
                 (
                     base + c.seq,
@@ -89,11 +94,13 @@ class SqlRunStore:
     def finish_run(self, run_id: str, status: str, outcome: Any = None) -> None:
         p = self._P
         with self._tx() as db:
-            db.execute(
+            cur = db.execute(
                 f"UPDATE trackway_runs SET status = {p}, ended_at = {p}, outcome = {p} "
                 f"WHERE run_id = {p}",
                 (status, time.time(), None if outcome is None else orjson.dumps(outcome), run_id),
             )
+            if cur.rowcount != 1:
+                raise _deleted(run_id, self)
 
     def load(self, run_id: str) -> Snapshot:
         p = self._P
@@ -116,13 +123,16 @@ class SqlRunStore:
                 )
             ]
         chart_id, status, initial, outcome = run
+        try:
+            initial_values = initial_from_doc(bytes(initial))
+            ending = None if outcome is None else orjson.loads(bytes(outcome))
+        except (ValueError, TypeError) as exc:
+            raise StoreError(
+                f"{self!r}: run {run_id!r} is damaged: its input or its ending cannot be read "
+                f"({exc}); other runs in the store can still be read"
+            ) from exc
         return snapshot_from_rows(
-            run_id,
-            chart_id,
-            status,
-            initial_from_doc(bytes(initial)),
-            docs,
-            None if outcome is None else orjson.loads(bytes(outcome)),
+            run_id, chart_id, status, initial_values, docs, ending, repr(self)
         )
 
     def history(self, run_id: str) -> list[CommitMeta]:
@@ -157,17 +167,37 @@ class SqlRunStore:
                 (checkpoint.checkpoint_id, checkpoint.to_json()),
             )
 
-    def claim_checkpoint(self, checkpoint_id: str) -> bool:
-        """Atomic: the first claim inserts or fills ``claimed_at``; later ones change nothing."""
+    def claim_checkpoint(self, checkpoint_id: str, answer: bytes | None = None) -> bool:
+        """Atomic: the first claim inserts or fills ``claimed_at`` and keeps ``answer`` (the
+        resume value, so a resume the process did not finish can be recovered); later claims
+        change nothing."""
         p = self._P
         with self._tx() as db:
             cur = db.execute(
-                f"INSERT INTO trackway_checkpoints (checkpoint_id, claimed_at) VALUES ({p}, {p}) "
-                "ON CONFLICT (checkpoint_id) DO UPDATE SET claimed_at = excluded.claimed_at "
+                "INSERT INTO trackway_checkpoints (checkpoint_id, claimed_at, answer) "
+                f"VALUES ({p}, {p}, {p}) ON CONFLICT (checkpoint_id) DO UPDATE SET "
+                "claimed_at = excluded.claimed_at, answer = excluded.answer "
                 "WHERE trackway_checkpoints.claimed_at IS NULL",
-                (checkpoint_id, time.time()),
+                (checkpoint_id, time.time(), answer),
             )
             return bool(cur.rowcount == 1)
+
+    def checkpoint_claim(self, checkpoint_id: str) -> CheckpointClaim | None:
+        """Whether the checkpoint was claimed, with what answer, and where it paused."""
+        p = self._P
+        with self._read_tx() as db:
+            row = db.execute(
+                "SELECT claimed_at, answer, doc FROM trackway_checkpoints "
+                f"WHERE checkpoint_id = {p}",
+                (checkpoint_id,),
+            ).fetchone()
+        if row is None:
+            return None
+        claimed_at, answer, doc = row
+        paused_at = "" if doc is None else Checkpoint.from_json(bytes(doc)).paused_at
+        return CheckpointClaim(
+            claimed_at is not None, None if answer is None else bytes(answer), paused_at
+        )
 
     def load_checkpoint(self, checkpoint_id: str) -> Checkpoint:
         p = self._P
@@ -214,6 +244,19 @@ class SqlRunStore:
             no = self._run_nos[run_id] = int(row[0])
         return no
 
+    def _live_run_no(self, db: Any, run_id: str) -> int:
+        """The run's number, checked inside this transaction: the run still exists (another
+        store object may have pruned it). The row is locked for the transaction's length
+        where the dialect can (``_LOCK_RUN``), so a concurrent delete waits for it."""
+        no = self._run_no(db, run_id)
+        row = db.execute(
+            f"SELECT 1 FROM trackway_runs WHERE run_no = {self._P}{self._LOCK_RUN}", (no,)
+        ).fetchone()
+        if row is None:
+            self._run_nos.pop(run_id, None)
+            raise _deleted(run_id, self)
+        return no
+
     def _span(self, db: Any, run_id: str) -> tuple[int, int]:
         base = self._run_no(db, run_id) * SPAN
         return base, base + SPAN - 1
@@ -225,6 +268,9 @@ class SqlRunStore:
             return False
         p = self._P
         self._run_nos.pop(run_id, None)
+        # the run row first: a writer holding it (see _live_run_no) finishes before the
+        # commits are deleted, so none of its commits outlive the run
+        cur = db.execute(f"DELETE FROM trackway_runs WHERE run_id = {p}", (run_id,))
         db.execute(f"DELETE FROM trackway_commits WHERE id BETWEEN {p} AND {p}", (lo, hi))
         ids = (f"{run_id}@", f"{run_id}A")  # ids are "<run id>@<commit count>"; 'A' > '@'
         # A claim outlives its run: a resumed checkpoint must never resume again.
@@ -238,5 +284,12 @@ class SqlRunStore:
             f"AND checkpoint_id < {p}",
             ids,
         )
-        cur = db.execute(f"DELETE FROM trackway_runs WHERE run_id = {p}", (run_id,))
         return bool(cur.rowcount > 0)
+
+
+def _deleted(run_id: str, store: object) -> UnknownRunError:
+    return UnknownRunError(
+        f"run {run_id!r} is no longer in {store!r}: it was deleted (pruned) while it ran, so "
+        "nothing more is written for it. Prune only runs that have ended "
+        "(store.prune(older_than=...) picks by end time)"
+    )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
@@ -19,10 +20,11 @@ import orjson
 
 from ._checkpoint import Checkpoint
 from ._commit import Commit
-from ._errors import ConfigurationError, UnknownRunError
+from ._errors import ConfigurationError, StoreError, UnknownRunError
 from ._snapshot import Snapshot
 
 __all__ = [
+    "CheckpointClaim",
     "CommitMeta",
     "Durability",
     "MemoryStore",
@@ -44,6 +46,15 @@ class RunInfo(NamedTuple):
     started_at: float
     ended_at: float | None
     commit_count: int
+
+
+class CheckpointClaim(NamedTuple):
+    """What a store holds of a checkpoint: whether it was claimed, the answer the claim
+    recorded (JSON bytes, ``None`` if none), and where the run paused."""
+
+    claimed: bool
+    answer: bytes | None
+    paused_at: str
 
 
 class CommitMeta(NamedTuple):
@@ -70,7 +81,8 @@ class RunStore(Protocol):
     def append(self, run_id: str, commits: Sequence[Commit]) -> None: ...
     def finish_run(self, run_id: str, status: str, outcome: Any = None) -> None: ...
     def save_checkpoint(self, checkpoint: Checkpoint) -> None: ...
-    def claim_checkpoint(self, checkpoint_id: str) -> bool: ...
+    def claim_checkpoint(self, checkpoint_id: str, answer: bytes | None = None) -> bool: ...
+    def checkpoint_claim(self, checkpoint_id: str) -> CheckpointClaim | None: ...
     def load_checkpoint(self, checkpoint_id: str) -> Checkpoint: ...
     def load(self, run_id: str) -> Snapshot: ...
     def history(self, run_id: str) -> list[CommitMeta]: ...
@@ -93,6 +105,7 @@ def snapshot_from_rows(
     initial: dict[str, bytes],
     commit_docs: Sequence[bytes | tuple[bytes, Sequence[Any]]],
     outcome: Any = None,
+    where: str = "the store",
 ) -> Snapshot:
     """Rebuild a snapshot (and its time-travel index) from stored rows.
 
@@ -102,26 +115,38 @@ def snapshot_from_rows(
     from ._commit import ErrorInfo
     from ._recorder import RecorderFailure
 
-    outcome = outcome or {}
-    error = outcome.get("error")
-    return Snapshot.from_commits(
-        run_id=run_id,
-        chart_id=chart_id,
-        status=status,
-        initial={k: orjson.loads(v) for k, v in initial.items()},
-        commits=[
-            Commit.from_dict(orjson.loads(doc), run_id)
-            if isinstance(doc, bytes)
-            else Commit.from_dict(orjson.loads(doc[0]), run_id, doc[1])
-            for doc in commit_docs
-        ],
-        error=None if error is None else ErrorInfo(*error),
-        break_reason=outcome.get("break_reason"),
-        recorder_failures=[
-            RecorderFailure(f["recorder"], f["hook"], ErrorInfo(*f["error"]))
-            for f in outcome.get("recorder_failures", ())
-        ],
-    )
+    what = "its input"
+    try:
+        outcome = outcome or {}
+        error = outcome.get("error")
+        loaded_initial = {k: orjson.loads(v) for k, v in initial.items()}
+        commits = []
+        for n, doc in enumerate(commit_docs, 1):
+            what = f"its commit {n}"
+            if isinstance(doc, bytes):
+                commits.append(Commit.from_dict(orjson.loads(doc), run_id))
+            else:
+                commits.append(Commit.from_dict(orjson.loads(doc[0]), run_id, doc[1]))
+        what = "its log (applying its commits)"
+        return Snapshot.from_commits(
+            run_id=run_id,
+            chart_id=chart_id,
+            status=status,
+            initial=loaded_initial,
+            commits=commits,
+            error=None if error is None else ErrorInfo(*error),
+            break_reason=outcome.get("break_reason"),
+            recorder_failures=[
+                RecorderFailure(f["recorder"], f["hook"], ErrorInfo(*f["error"]))
+                for f in outcome.get("recorder_failures", ())
+            ],
+        )
+    except (ValueError, KeyError, TypeError, IndexError) as exc:
+        raise StoreError(
+            f"{where}: run {run_id!r} is damaged: {what} cannot be read "
+            f"({type(exc).__name__}: {exc}). The store was changed by something other than "
+            "trackway, or its file is corrupt; other runs in it can still be read."
+        ) from exc
 
 
 def select_prunable(
@@ -150,7 +175,7 @@ class MemoryStore:
         self._lock = threading.Lock()
         self._runs: dict[str, dict[str, Any]] = {}
         self._checkpoints: dict[str, bytes] = {}
-        self._claimed: set[str] = set()
+        self._claimed: dict[str, bytes | None] = {}
 
     def __repr__(self) -> str:
         return f"<MemoryStore runs={len(self._runs)}>"
@@ -186,12 +211,22 @@ class MemoryStore:
         with self._lock:
             self._checkpoints[checkpoint.checkpoint_id] = checkpoint.to_json()
 
-    def claim_checkpoint(self, checkpoint_id: str) -> bool:
+    def claim_checkpoint(self, checkpoint_id: str, answer: bytes | None = None) -> bool:
         with self._lock:
             if checkpoint_id in self._claimed:
                 return False
-            self._claimed.add(checkpoint_id)
+            self._claimed[checkpoint_id] = answer
             return True
+
+    def checkpoint_claim(self, checkpoint_id: str) -> CheckpointClaim | None:
+        with self._lock:
+            data = self._checkpoints.get(checkpoint_id)
+            claimed = checkpoint_id in self._claimed
+            answer = self._claimed.get(checkpoint_id)
+        if data is None and not claimed:
+            return None
+        paused_at = "" if data is None else Checkpoint.from_json(data).paused_at
+        return CheckpointClaim(claimed, answer, paused_at)
 
     def load_checkpoint(self, checkpoint_id: str) -> Checkpoint:
         with self._lock:
@@ -264,12 +299,19 @@ class MemoryStore:
 
 
 class Sink(Protocol):
+    waiting: bool
+    """Commits are waiting for room in a full queue: the run waits (without blocking the
+    event loop) in ``make_room`` before its next stage."""
+
     def __call__(self, commit: Commit) -> None: ...
+    def make_room(self) -> None: ...
     def flush(self) -> None: ...
 
 
 class _SyncSink:
     """Each commit is durable before the next stage starts."""
+
+    waiting = False
 
     def __init__(self, store: RunStore, run_id: str) -> None:
         self._store = store
@@ -278,12 +320,17 @@ class _SyncSink:
     def __call__(self, commit: Commit) -> None:
         self._store.append(self._run_id, [commit])
 
+    def make_room(self) -> None:
+        return None
+
     def flush(self) -> None:
         return None
 
 
 class _ExitSink:
     """Commits are written in one transaction when the run pauses or ends."""
+
+    waiting = False
 
     def __init__(self, store: RunStore, run_id: str) -> None:
         self._store = store
@@ -293,6 +340,9 @@ class _ExitSink:
     def __call__(self, commit: Commit) -> None:
         self._pending.append(commit)
 
+    def make_room(self) -> None:
+        return None
+
     def flush(self) -> None:
         if self._pending:
             self._store.append(self._run_id, self._pending)
@@ -300,11 +350,15 @@ class _ExitSink:
 
 
 class _BatchSink:
-    """A writer thread group-commits from a bounded queue; a full queue blocks the run."""
+    """A writer thread group-commits from a bounded queue. When the queue is full, the run
+    waits before its next stage (``waiting``, then ``make_room`` in a worker thread), so
+    memory stays bounded and the event loop is never blocked."""
 
     def __init__(self, store: RunStore, run_id: str, queue_size: int, batch_size: int) -> None:
         self._store = store
         self._run_id = run_id
+        self.waiting = False
+        self._overflow: deque[Commit] = deque()  # at most one commit per running strand
         self._queue: queue.Queue[Commit | None] = queue.Queue(maxsize=queue_size)
         self._batch_size = batch_size
         self._error: BaseException | None = None
@@ -314,7 +368,27 @@ class _BatchSink:
     def __call__(self, commit: Commit) -> None:
         if self._error is not None:
             raise self._error
-        self._queue.put(commit)
+        if not self._overflow:
+            try:
+                self._queue.put_nowait(commit)
+                return
+            except queue.Full:
+                pass
+        self._overflow.append(commit)
+        self.waiting = True
+
+    def make_room(self) -> None:
+        """Move the waiting commits into the queue as the writer frees room (blocks: call
+        it from a worker thread)."""
+        while self._overflow:
+            if self._error is not None:
+                raise self._error
+            try:
+                self._queue.put(self._overflow[0], timeout=0.05)
+            except queue.Full:
+                continue
+            self._overflow.popleft()
+        self.waiting = False
 
     def _write(self) -> None:
         q = self._queue
@@ -345,6 +419,7 @@ class _BatchSink:
                 return
 
     def flush(self) -> None:
+        self.make_room()
         self._queue.join()
         if self._error is not None:
             raise self._error
