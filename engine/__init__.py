@@ -46,6 +46,7 @@ from ._errors import ConfigurationError as ConfigurationError
 from ._errors import CorruptCheckpointError as CorruptCheckpointError
 from ._errors import DocumentError as DocumentError
 from ._errors import ExecutorUsageError as ExecutorUsageError
+from ._errors import ForgedCheckpointError as ForgedCheckpointError
 from ._errors import InputValidationError as InputValidationError
 from ._errors import LoopLimitError as LoopLimitError
 from ._errors import MergeConflictError as MergeConflictError
@@ -54,6 +55,7 @@ from ._errors import OutOfRangeError as OutOfRangeError
 from ._errors import OutputValidationError as OutputValidationError
 from ._errors import ParallelLimitError as ParallelLimitError
 from ._errors import ReadOnlyStateError as ReadOnlyStateError
+from ._errors import RecoveryError as RecoveryError
 from ._errors import RunError as RunError
 from ._errors import RunTimeoutError as RunTimeoutError
 from ._errors import StageContractError as StageContractError
@@ -142,6 +144,7 @@ __all__ = [
     "FailedAttempt",
     "FlowChart",
     "ForEachRecord",
+    "ForgedCheckpointError",
     "FrozenDict",
     "FrozenList",
     "InputValidationError",
@@ -163,6 +166,7 @@ __all__ = [
     "ReadOnlyStateError",
     "Recorder",
     "RecorderFailure",
+    "RecoveryError",
     "RedactionPolicy",
     "ResumeEvent",
     "ResumeRecord",

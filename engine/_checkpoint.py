@@ -9,15 +9,13 @@ foreign checkpoint fails at load, naming the field, before anything is claimed o
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    NotRequired,  # pydantic validates these on 3.11
-)
+import hashlib
+import hmac
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, NotRequired
 
 import orjson
-from typing_extensions import TypedDict
+from typing_extensions import TypedDict  # pydantic validates these on 3.11
 
 from ._cursor import RootCursor, check_cursor, cursor_from_json, cursor_to_json, upgrade_v1
 from ._documents import check_document, load_document
@@ -35,8 +33,12 @@ __all__ = [
     "Checkpoint",
     "chart_structure",
     "check_chart",
+    "core_digest",
     "make_checkpoint",
     "masked",
+    "position",
+    "sign",
+    "signed_by",
 ]
 
 CHECKPOINT_FORMAT = "trackway.checkpoint/2"
@@ -66,6 +68,10 @@ class Checkpoint:
     snapshot: Snapshot | None
     redacted: bool = False
     """Masked at rest by the redaction policy: such a checkpoint cannot be resumed."""
+    digest: str | None = field(default=None, compare=False)
+    """In a store's copy: the digest of what the run returned (see :func:`core_digest`)."""
+    signature: str | None = field(default=None, compare=False)
+    """HMAC-SHA256 of the whole checkpoint with the executor's key (see :func:`sign`)."""
 
     def to_json(self) -> bytes:
         doc = {
@@ -82,6 +88,10 @@ class Checkpoint:
             "snapshot": None if self.snapshot is None else orjson.Fragment(self.snapshot.to_json()),
             "redacted": self.redacted,
         }
+        if self.digest is not None:
+            doc["digest"] = self.digest
+        if self.signature is not None:
+            doc["signature"] = self.signature
         return orjson.dumps(doc, default=to_plain)
 
     @classmethod
@@ -110,6 +120,8 @@ class _CheckpointDoc(TypedDict):
     state: dict[str, Any]
     snapshot: dict[str, Any] | None
     redacted: NotRequired[bool]
+    digest: NotRequired[str | None]
+    signature: NotRequired[str | None]
 
 
 def _read(doc: dict[str, Any]) -> Checkpoint:
@@ -145,6 +157,8 @@ def _read(doc: dict[str, Any]) -> Checkpoint:
         state=checked["state"],
         snapshot=snapshot,
         redacted=redacted,
+        digest=checked.get("digest"),
+        signature=checked.get("signature"),
     )
 
 
@@ -158,6 +172,57 @@ def _read_v1(doc: dict[str, Any]) -> Checkpoint:
     else:
         upgraded["cursor"] = upgrade_v1(cursor)
     return _read(upgraded)
+
+
+# -- what makes a checkpoint this run's own --------------------------------------------------
+
+_CORE = ("checkpoint_id", "run_id", "chart_id", "fingerprint", "cursor", "payload", "paused_at")
+
+
+def core_digest(cp: Checkpoint, log: Snapshot | None = None) -> str:
+    """SHA-256 of what a resume acts on: ids, chart, cursor, payload, where it paused, and
+    the log it carries (``log`` when it will carry one). A store keeps it with its copy, so
+    an edited checkpoint is told from the one it saved."""
+    doc = orjson.loads(cp.to_json())
+    core = {name: doc[name] for name in _CORE}
+    carried = log if log is not None else cp.snapshot
+    if carried is not None:
+        log_doc = orjson.loads(carried.to_json())
+        core["log"] = {k: log_doc[k] for k in ("initial_state", "commits")}
+    return hashlib.sha256(orjson.dumps(core, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def _signed_bytes(cp: Checkpoint) -> bytes:
+    doc = orjson.loads(cp.to_json())
+    doc.pop("signature", None)
+    doc.pop("digest", None)
+    return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
+
+
+def sign(cp: Checkpoint, key: bytes) -> Checkpoint:
+    """The checkpoint with an HMAC-SHA256 of all of it (its embedded log included)."""
+    mac = hmac.new(key, _signed_bytes(cp), hashlib.sha256).hexdigest()
+    return replace(cp, signature=mac)
+
+
+def signed_by(cp: Checkpoint, key: bytes) -> bool:
+    """True when ``cp`` carries a signature made with ``key`` over exactly its content."""
+    if cp.signature is None:
+        return False
+    mac = hmac.new(key, _signed_bytes(cp), hashlib.sha256).hexdigest()
+    return hmac.compare_digest(mac, cp.signature)
+
+
+def position(cp: Checkpoint) -> int:
+    """How many commits the log held when the run paused (from ``<run id>@<n>``)."""
+    run_id, _, count = cp.checkpoint_id.rpartition("@")
+    if run_id != cp.run_id or not count.isdigit():
+        raise CorruptCheckpointError(
+            f"corrupt checkpoint: checkpoint_id {cp.checkpoint_id!r} is not "
+            f"'<run id>@<commits>' for run {cp.run_id!r}",
+            field="checkpoint_id",
+        )
+    return int(count)
 
 
 def make_checkpoint(run: RunContext, chart: FlowChart, paused: Paused) -> Checkpoint:

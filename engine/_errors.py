@@ -20,6 +20,8 @@ apart; the other layers add their subtrees (``trackway.tools``: ``ToolError``;
     ├── CheckpointError          a checkpoint that cannot be resumed here
     │   ├── ChartMismatchError       the checkpoint is from another chart, or the chart changed
     │   ├── CheckpointClaimedError   the checkpoint was already resumed (it resumes once)
+    │   ├── ForgedCheckpointError    not the checkpoint the run made (signature, store copy)
+    │   ├── RecoveryError            recover() cannot continue this run
     │   └── CorruptCheckpointError   the checkpoint is malformed or was edited
     ├── RunError                 a run that ended failed; carries .snapshot
     │   ├── StageError           a stage raised; the original exception is __cause__
@@ -51,6 +53,7 @@ __all__ = [
     "CorruptCheckpointError",
     "DocumentError",
     "ExecutorUsageError",
+    "ForgedCheckpointError",
     "InputValidationError",
     "LoopLimitError",
     "MergeConflictError",
@@ -59,6 +62,7 @@ __all__ = [
     "OutputValidationError",
     "ParallelLimitError",
     "ReadOnlyStateError",
+    "RecoveryError",
     "RunError",
     "RunTimeoutError",
     "StageContractError",
@@ -172,6 +176,16 @@ class ChartMismatchError(CheckpointError):
 
 class CheckpointClaimedError(CheckpointError):
     """The checkpoint was already resumed; a checkpoint resumes exactly once."""
+
+
+class RecoveryError(CheckpointError):
+    """``recover()`` cannot continue this run: it ended by itself (done, broken, failed by a
+    rule), waits on a checkpoint, or its log does not match the chart."""
+
+
+class ForgedCheckpointError(CheckpointError):
+    """The checkpoint is not the one the run made: its signature does not match, or the
+    store holds no such checkpoint, or holds it with other content."""
 
 
 class CorruptCheckpointError(CheckpointError, DocumentError):

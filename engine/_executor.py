@@ -18,31 +18,44 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import anyio
+import anyio.to_thread
 
 from ._chart import FlowChart
-from ._checkpoint import Checkpoint, check_chart, make_checkpoint, masked
-from ._commit import ErrorInfo
-from ._context import RunContext
+from ._checkpoint import (
+    Checkpoint,
+    check_chart,
+    core_digest,
+    make_checkpoint,
+    masked,
+    position,
+    sign,
+    signed_by,
+)
+from ._context import RunContext, error_info
 from ._contract import check_input, check_output
 from ._cursor import RootCursor
 from ._errors import (
+    CheckpointClaimedError,
     CheckpointError,
     ExecutorUsageError,
+    ForgedCheckpointError,
+    RecoveryError,
     RunError,
     RunTimeoutError,
     StateValueError,
     StoreWriteError,
+    UnknownRunError,
 )
 from ._paths import StagePath
 from ._recorder import ErrorEvent, RunEndEvent, RunStartEvent
-from ._recovery import Finished, recovery_cursor
+from ._recovery import recovery_plan, replay_index
 from ._redact import RedactionPolicy, Redactor
 from ._session import StoreSession, claim
 from ._snapshot import Snapshot
 from ._stage import Paused
 from ._store import Durability, RunStore, Sink
 from ._sync import run_sync
-from ._values import FrozenDict, encode_value, freeze, thaw
+from ._values import FrozenDict, encode_value, freeze, thaw, to_bytes
 from ._walker import run_root
 
 __all__ = ["Executor", "RunResult", "RunStatus"]
@@ -78,7 +91,11 @@ class Executor:
     ``recorders`` observe every run; ``max_iterations`` bounds how many times any one loop
     may go round in a run (a runaway loop fails with :class:`LoopLimitError`). With a
     ``store``, every commit is written there under ``durability`` ("sync", "batch" or
-    "exit"), checkpoints are kept there and claimed atomically on resume.
+    "exit"), checkpoints are kept there and claimed atomically on resume, and only a
+    checkpoint the store holds, unchanged, for a run still paused there, is resumed.
+    Without a store, checkpoints are signed (HMAC-SHA256) with ``checkpoint_key`` — by
+    default a key made for this process, so give every process that resumes the same key —
+    and a checkpoint not signed with it is refused, unless ``allow_unsigned_checkpoints``.
     """
 
     def __init__(
@@ -91,6 +108,8 @@ class Executor:
         durability: Durability = "sync",
         queue_size: int = 1024,
         redact: RedactionPolicy | None = None,
+        checkpoint_key: bytes | str | None = None,
+        allow_unsigned_checkpoints: bool = False,
     ) -> None:
         if not isinstance(chart, FlowChart):
             raise ExecutorUsageError(
@@ -118,6 +137,16 @@ class Executor:
         self.durability: Durability = durability
         self.queue_size = queue_size
         self.redact = redact
+        if checkpoint_key is not None and not isinstance(checkpoint_key, (bytes, str)):
+            raise ExecutorUsageError("checkpoint_key= takes bytes or a str (a shared secret)")
+        if isinstance(checkpoint_key, str):
+            checkpoint_key = checkpoint_key.encode()
+        if checkpoint_key is not None and len(checkpoint_key) < 16:
+            raise ExecutorUsageError(
+                "checkpoint_key= must be at least 16 bytes; use e.g. secrets.token_hex(32)"
+            )
+        self._key = _PROCESS_KEY if checkpoint_key is None else checkpoint_key
+        self.allow_unsigned_checkpoints = allow_unsigned_checkpoints
         self._session = (
             None if store is None else StoreSession(store, chart.id, durability, queue_size)
         )
@@ -142,7 +171,8 @@ class Executor:
         back as ``status="failed"`` with ``.error``. ``timeout`` (seconds) cancels the stage in
         flight, which commits as ``cancelled``, and fails the run with ``RunTimeoutError``.
         """
-        check_input(self.chart, input)
+        hidden = None if self.redact is None else Redactor(self.redact).hidden_path
+        check_input(self.chart, input, hidden)
         run = self._context(new_run_id())
         self._seed(run, input)
         if self._session is not None:
@@ -173,11 +203,11 @@ class Executor:
                 "the RunResult.checkpoint of the run that paused"
             )
         check_chart(cp, self.chart)
-        data = encode_value(value, "resume value", cp.paused_at)[1]
+        data, owned = encode_value(value, "resume value", cp.paused_at)
         snapshot = self._checkpoint_log(cp)
-        claim(self.store, cp)
+        claim(self.store, cp, data)
         run = self._continued(cp.run_id, snapshot)
-        run.resume_value = freeze(data)
+        run.resume_value = freeze(owned)
         run.resume_taken = False
         run.resume_target = str(StagePath.parse(cp.paused_at).base())
         if self._session is not None:
@@ -187,12 +217,17 @@ class Executor:
     async def recover(
         self, run_id: str, *, timeout: float | None = None, raise_on_error: bool = True
     ) -> RunResult:
-        """Continue a run that stopped without a checkpoint (its process died).
+        """Continue a run that stopped without ending: its process died, or its store or a
+        cancellation from outside stopped it.
 
-        The store's log is the truth: the run continues after its last committed stage, and
-        the stage that was in flight (it never committed) runs again. Supported when the run
-        stopped between stages of the top-level chart; a run whose last commit is inside a
-        subflow or a parallel branch, or that paused or failed, is refused with the reason.
+        The store's log is the truth, at any depth: nothing that committed runs again
+        (stages, decisions, merges, subflow mappings are taken from the log), and whatever
+        was in flight — a stage, the branches of a fork, selector or for-each and their merge —
+        runs again. A run that paused is paused again (its checkpoint made anew if the crash
+        lost it); one whose resume claimed an answer and died before using it continues
+        with that answer. Runs that ended (done, broken, or failed by a rule such as a loop
+        limit) and runs whose checkpoint waits to be resumed are refused with
+        :class:`RecoveryError`.
         """
         if self._session is None:
             raise ExecutorUsageError("recover() needs the run's store: Executor(chart, store=...)")
@@ -201,19 +236,23 @@ class Executor:
                 "recover() cannot continue a run under a redaction policy: the store holds its "
                 "redacted values only. Pause-and-resume keeps real values in the checkpoint."
             )
-        snapshot = self._session.call(lambda s: s.load(run_id), f"load run {run_id!r}")
+        session = self._session
+        snapshot = session.call(lambda s: s.load(run_id), f"load run {run_id!r}")
         if snapshot.chart_id != self.chart.id:
-            raise CheckpointError(
+            raise RecoveryError(
                 f"run {run_id!r} was made by chart {snapshot.chart_id!r}, not {self.chart.id!r}"
             )
-        if snapshot.status in ("done", "broken"):
-            raise CheckpointError(
-                f"run {run_id!r} already ended ({snapshot.status}); nothing to recover"
-            )
-        cursor = recovery_cursor(self.chart, snapshot.commits)
+        pending = session.call(lambda s: recovery_plan(s, snapshot), "read the run's claims")
         run = self._continued(run_id, snapshot)
-        self._session.begin(run)
-        return await self._drive(run, cursor, timeout, raise_on_error)
+        run.replay = replay_index(snapshot.commits)
+        if pending is not None:  # a resume claimed its answer and died before using it
+            where = pending.paused_at or run_id
+            run.resume_value = freeze(encode_value(pending.value, "resume value", where)[1])
+            run.resume_taken = False
+            if pending.paused_at:
+                run.resume_target = str(StagePath.parse(pending.paused_at).base())
+        session.begin(run)
+        return await self._drive(run, None, timeout, raise_on_error)
 
     def run_sync(
         self,
@@ -273,7 +312,7 @@ class Executor:
     async def _drive(
         self,
         run: RunContext,
-        cursor: RootCursor | Finished | None,
+        cursor: RootCursor | None,
         timeout: float | None,
         raise_on_error: bool,
     ) -> RunResult:
@@ -289,10 +328,7 @@ class Executor:
         paused: Paused | None = None
         try:
             with anyio.fail_after(timeout) if timeout is not None else _no_timeout():
-                if isinstance(cursor, Finished):
-                    broke = cursor.break_reason
-                else:
-                    broke = await run_root(run, cursor)
+                broke = await run_root(run, cursor)
         except RunError as exc:
             error = exc
         except Paused as exc:
@@ -310,7 +346,8 @@ class Executor:
             raise
         run.locals.close()
         if error is None and paused is None:
-            error = check_output(self.chart, run.root.current())
+            hidden = None if run.redactor is None else run.redactor.hidden_path
+            error = check_output(self.chart, run.root.current(), hidden)
         status: RunStatus = (
             "failed"
             if error is not None
@@ -320,15 +357,29 @@ class Executor:
             if broke is not None
             else "done"
         )
-        info = None if error is None else ErrorInfo(type(error).__name__, str(error))
+        info = None if error is None else error_info(error)
         checkpoint = None if paused is None else make_checkpoint(run, self.chart, paused)
         if session is not None and sink is not None:
             try:
-                session.close(run, sink, status, info, checkpoint, broke)
+                carried = None  # the real log the returned checkpoint carries past a policy
+                policy = self.redact
+                if checkpoint is not None and policy is not None and not policy.redact_checkpoints:
+                    carried = Snapshot(
+                        run_id=run.run_id, chart_id=self.chart.id, status="paused",
+                        initial=run.initial, commits=run.log, store=run.root,
+                    )  # fmt: skip
+                close = functools.partial(
+                    session.close, run, sink, status, info, checkpoint, broke, carried
+                )
+                if session.durability == "sync":
+                    close()
+                else:  # the queued commits are written off the event loop, never abandoned
+                    with anyio.CancelScope(shield=True):
+                        await anyio.to_thread.run_sync(close)
             except StoreWriteError as exc:
                 if error is None:
                     error, status = exc, "failed"
-                    info = ErrorInfo(type(exc).__name__, str(exc))
+                    info = error_info(exc)
         if info is not None and rec.any:
             at = error.stage_path if error is not None else None
             rec.fire("on_error", ErrorEvent(run.run_id, at, len(run.log), info))
@@ -366,25 +417,83 @@ class Executor:
     def _finish_checkpoint(
         self, checkpoint: Checkpoint, live: Snapshot, retained: Snapshot
     ) -> Checkpoint:
-        """Embed the log a resume needs: real values, unless checkpoints are redacted too."""
+        """Embed the log a resume needs (real values, unless checkpoints are redacted too)
+        and sign the checkpoint."""
         policy = self.redact
         if policy is not None and policy.redact_checkpoints:
             return masked(checkpoint, thaw(retained.state), retained)
         if self.store is None or policy is not None:
             # Without a store the log must travel with the checkpoint; with redaction the
             # store holds a redacted log, so the checkpoint carries the real one.
-            return replace(checkpoint, snapshot=live)
-        return checkpoint
+            checkpoint = replace(checkpoint, snapshot=live)
+        return sign(checkpoint, self._key)
 
     def _checkpoint_log(self, cp: Checkpoint) -> Snapshot:
-        if cp.snapshot is not None:
+        """The log to continue from, once the checkpoint is known to be the run's own.
+
+        With a store, a checkpoint the store saved must be that one (same id, same content,
+        the run still paused at that position), and its log is the store's. A checkpoint the
+        store never saw — one made by an executor without a store, carrying its log — is
+        taken only if it is signed with this executor's key and the store does not hold the
+        run. Without a store, the checkpoint must be signed with this executor's key.
+        """
+        session = self._session
+        stored = None if session is None else session.call(
+            lambda s: _stored_checkpoint(s, cp.checkpoint_id), "load the stored checkpoint"
+        )  # fmt: skip
+        if stored is None:
+            if cp.snapshot is None and session is not None:
+                raise ForgedCheckpointError(
+                    f"the store holds no checkpoint {cp.checkpoint_id}: an executor with a "
+                    "store resumes only the checkpoints it saved (this one was edited, or "
+                    "comes from another store)"
+                )
+            if cp.snapshot is None:
+                raise CheckpointError(
+                    f"checkpoint {cp.checkpoint_id} keeps its commit log in a store, and "
+                    + ("this executor has none; resume it with Executor(chart, store=<that "
+                       "store>)" if session is None else "this store does not hold it")
+                )  # fmt: skip
+            if not signed_by(cp, self._key) and not (
+                self.allow_unsigned_checkpoints and cp.signature is None
+            ):
+                raise ForgedCheckpointError(_unsigned(cp))
+            if session is not None and session.call(
+                lambda s: _holds_run(s, cp.run_id), "look the run up"
+            ):
+                raise ForgedCheckpointError(
+                    f"the store holds run {cp.run_id!r} but no checkpoint {cp.checkpoint_id}: "
+                    "an executor with a store resumes only the checkpoints it saved"
+                )
             return cp.snapshot.copy()  # the resumed run grows its own copy of the index
-        if self._session is None:
-            raise CheckpointError(
-                f"checkpoint {cp.checkpoint_id} keeps its commit log in a store; resume it with "
-                "Executor(chart, store=<that store>)"
+        assert session is not None
+        expected = stored.digest
+        if expected is None and stored.cursor is not None:  # saved before digests were kept
+            expected = core_digest(stored)
+        unverifiable = expected is None and self.allow_unsigned_checkpoints
+        if not unverifiable and expected != core_digest(cp):
+            raise ForgedCheckpointError(
+                f"checkpoint {cp.checkpoint_id} is not the one the store saved for this run: its "
+                "ids, cursor, payload, position or carried log differ. Resume with the "
+                "checkpoint as the run returned it, or as "
+                f"store.load_checkpoint({cp.checkpoint_id!r}) gives it."
             )
-        return self._session.call(lambda s: s.load(cp.run_id), f"load run {cp.run_id!r}")
+        log = session.call(lambda s: s.load(cp.run_id), f"load run {cp.run_id!r}")
+        if log.status != "paused" or len(log) != position(cp):
+            raise CheckpointClaimedError(
+                f"checkpoint {cp.checkpoint_id} was already resumed: run {cp.run_id!r} is "
+                f"{log.status} with {len(log)} commits, no longer paused where the checkpoint "
+                "was made. A checkpoint resumes once; if the run paused again, resume its newer "
+                "checkpoint."
+            )
+        if cp.snapshot is None or self.redact is None:
+            return log  # the store's log is the truth; an embedded one is not needed
+        if not _same_log(cp.snapshot, log, Redactor(self.redact)):
+            raise ForgedCheckpointError(
+                f"the log embedded in checkpoint {cp.checkpoint_id} does not match the run's "
+                "log in the store; resume with the checkpoint as the run returned it"
+            )
+        return cp.snapshot.copy()
 
     def _seed(self, run: RunContext, input: Mapping[str, Any] | None) -> None:
         if input is None:
@@ -408,6 +517,49 @@ class Executor:
                 validator.check_input(key, data)
             run.initial[key] = data
             run.root.seed(key, freeze(owned))
+
+
+_PROCESS_KEY = secrets.token_bytes(32)
+"""Signs checkpoints of executors given no checkpoint_key: good for this process only."""
+
+
+def _unsigned(cp: Checkpoint) -> str:
+    why = "carries no signature" if cp.signature is None else "is not signed with this key"
+    return (
+        f"checkpoint {cp.checkpoint_id} {why}: it was edited, or made by an executor with "
+        "another checkpoint_key (without one, each process signs with a key of its own). Give "
+        "every executor that pauses or resumes this chart the same "
+        "Executor(..., checkpoint_key=<a shared secret>), or keep runs in a store; "
+        "allow_unsigned_checkpoints=True accepts checkpoints with no signature at all."
+    )
+
+
+def _stored_checkpoint(store: RunStore, checkpoint_id: str) -> Checkpoint | None:
+    try:
+        return store.load_checkpoint(checkpoint_id)
+    except UnknownRunError:
+        return None
+
+
+def _holds_run(store: RunStore, run_id: str) -> bool:
+    try:
+        store.history(run_id)
+    except UnknownRunError:
+        return False
+    return True
+
+
+def _same_log(embedded: Snapshot, stored: Snapshot, redactor: Redactor) -> bool:
+    """The embedded real log, through the redaction funnel, is the store's log."""
+    if len(embedded) != len(stored):
+        return False
+    initial = {k: to_bytes(v) for k, v in redactor.initial(embedded._initial).items()}
+    if initial != stored._initial:
+        return False
+    return all(
+        redactor.commit(real).to_bytes() == kept.to_bytes()
+        for real, kept in zip(embedded.commits, stored.commits, strict=True)
+    )
 
 
 def _as_checkpoint(checkpoint: Checkpoint | str | bytes) -> Checkpoint:

@@ -104,6 +104,7 @@ from trackway.engine import ExecutorUsageError as ExecutorUsageError
 from trackway.engine import FailedAttempt as FailedAttempt
 from trackway.engine import FlowChart as FlowChart
 from trackway.engine import ForEachRecord as ForEachRecord
+from trackway.engine import ForgedCheckpointError as ForgedCheckpointError
 from trackway.engine import FrozenDict as FrozenDict
 from trackway.engine import FrozenList as FrozenList
 from trackway.engine import InputValidationError as InputValidationError
@@ -125,6 +126,7 @@ from trackway.engine import ReadEvent as ReadEvent
 from trackway.engine import ReadOnlyStateError as ReadOnlyStateError
 from trackway.engine import Recorder as Recorder
 from trackway.engine import RecorderFailure as RecorderFailure
+from trackway.engine import RecoveryError as RecoveryError
 from trackway.engine import RedactionPolicy as RedactionPolicy
 from trackway.engine import ResumeEvent as ResumeEvent
 from trackway.engine import ResumeRecord as ResumeRecord
@@ -221,6 +223,7 @@ __all__ = [
     "FailedAttempt",
     "FlowChart",
     "ForEachRecord",
+    "ForgedCheckpointError",
     "FrozenDict",
     "FrozenList",
     "InputValidationError",
@@ -259,6 +262,7 @@ __all__ = [
     "ReadOnlyStateError",
     "Recorder",
     "RecorderFailure",
+    "RecoveryError",
     "RedactionPolicy",
     "ReplayDivergence",
     "ResumeEvent",

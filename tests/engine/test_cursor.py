@@ -16,9 +16,11 @@ from trackway import (
     CorruptCheckpointError,
     DocumentError,
     Executor,
+    ForgedCheckpointError,
     MemoryStore,
     RunResult,
 )
+from trackway.engine import _session
 from trackway.engine._cursor import (
     ChainCursor,
     ForEachCursor,
@@ -95,13 +97,17 @@ def test_the_cursor_records_what_each_kind_needs():
 
 
 @pytest.mark.parametrize("name", sorted(CHARTS))
-def test_checkpoints_of_format_1_still_load_and_resume_like_new_ones(name):
+def test_checkpoints_of_format_1_still_load_and_resume_like_new_ones(name, monkeypatch):
     data = (FIXTURES / f"checkpoint_v1_{name}.json").read_bytes()
     assert orjson.loads(data)["format"] == "trackway.checkpoint/1"
     old = Checkpoint.from_json(data)
     assert isinstance(old.cursor, RootCursor) and old.snapshot is not None
-    # a store of its own: the fixture's checkpoint ids are fixed, and claims are per store
-    executor = Executor(CHARTS[name](), store=MemoryStore())
+    assert old.signature is None  # /1 checkpoints were never signed
+    with pytest.raises(ForgedCheckpointError, match="carries no signature"):
+        Executor(CHARTS[name]()).resume_sync(old, "answer-0")
+    # the fixture's checkpoint ids are fixed: claims start afresh for each backend's run
+    monkeypatch.setattr(_session, "PROCESS_CLAIMS", _session.ProcessClaims())
+    executor = Executor(CHARTS[name](), allow_unsigned_checkpoints=True)
     from_old = _resume_until_done(executor, executor.resume_sync(old, "answer-0"))
     CALLS.clear()  # counted stages number their calls per process, as when the file was made
     fresh = _resume_until_done(executor, executor.run_sync({"amount": 5}))

@@ -63,24 +63,37 @@ def test_a_checkpoint_resumes_once():
         Executor(pc.approval_chart()).resume_sync(cp, "again")
 
 
-def test_resume_in_another_process(tmp_path):
-    first = Executor(pc.approval_chart()).run_sync({"amount": 7})
-    path = tmp_path / "cp.json"
-    path.write_bytes(first.checkpoint.to_json())
-    script = (
-        "import sys, json; sys.path.insert(0, sys.argv[1]);"
-        "from engine import pause_charts as pc; from trackway import Executor;"
-        "r = Executor(pc.approval_chart()).resume_sync(open(sys.argv[2], 'rb').read(), 'remote');"
-        "print(json.dumps({'status': r.status, 'done': r.state['done'], 'calls': pc.CALLS,"
-        "'paths': [c.stage_path for c in r.snapshot.history()], 'run': r.run_id}))"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", script, str(HERE.parent), str(path)],
+KEY = "a shared secret of at least 16 bytes"
+RESUME_ELSEWHERE = (
+    "import sys, json; sys.path.insert(0, sys.argv[1]);"
+    "from engine import pause_charts as pc; from trackway import Executor;"
+    "key = sys.argv[3] or None;"
+    "r = Executor(pc.approval_chart(), checkpoint_key=key).resume_sync("
+    "open(sys.argv[2], 'rb').read(), 'remote');"
+    "print(json.dumps({'status': r.status, 'done': r.state['done'], 'calls': pc.CALLS,"
+    "'paths': [c.stage_path for c in r.snapshot.history()], 'run': r.run_id}))"
+)
+
+
+def _resume_elsewhere(path: Path, key: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", RESUME_ELSEWHERE, str(HERE.parent), str(path), key],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
+
+
+def test_resume_in_another_process(tmp_path):
+    first = Executor(pc.approval_chart(), checkpoint_key=KEY).run_sync({"amount": 7})
+    path = tmp_path / "cp.json"
+    path.write_bytes(first.checkpoint.to_json())
+    # without the key the checkpoint signs with, another process refuses it (not spent)
+    refused = _resume_elsewhere(path, "")
+    assert refused.returncode == 1 and "ForgedCheckpointError" in refused.stderr
+    assert "checkpoint_key" in refused.stderr
+    proc = _resume_elsewhere(path, KEY)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["status"] == "done" and out["done"] == "answer=remote"
