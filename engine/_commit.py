@@ -3,16 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import (
-    Any,
-    Literal,
-    NamedTuple,
-    NotRequired,  # pydantic validates these on 3.11
-    TypeAlias,
-)
+from typing import Any, Literal, NamedTuple, NotRequired, TypeAlias
 
 import orjson
-from typing_extensions import TypedDict
+from typing_extensions import TypedDict  # pydantic validates these on 3.11
 
 from ._detail import CommitDetail
 from ._values import freeze, to_plain
@@ -28,6 +22,7 @@ __all__ = [
     "OpKind",
     "Outcome",
     "Write",
+    "error_info",
 ]
 
 OpKind = Literal["set", "append", "merge", "delete"]
@@ -117,6 +112,15 @@ class CommitDoc(TypedDict):
     detail: NotRequired[Any]
     events: NotRequired[list[EventDoc]]
     attempts: NotRequired[int]
+
+
+def error_info(exc: BaseException) -> ErrorInfo:
+    """An exception as commit data: its type's name and its message (a lone surrogate in
+    the message, which no store can hold, is written as its escape)."""
+    message = str(exc)
+    if not message.isascii():
+        message = message.encode("utf-8", "backslashreplace").decode("utf-8")
+    return ErrorInfo(type(exc).__name__, message)
 
 
 ROW_FIELDS = ("seq", "stage_path", "kind", "frame", "outcome", "started_at", "ended_at")

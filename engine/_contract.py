@@ -7,7 +7,7 @@ given; output (the run's final state) is validated when the run ends.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import jsonschema
@@ -64,21 +64,38 @@ def json_schema(schema: Schema) -> dict[str, Any]:
 SchemaIssue = dict[str, str]
 
 
-def validate(schema: Schema, value: Any) -> list[SchemaIssue]:
-    """Every way ``value`` fails ``schema``, as ``{"path", "message"}`` dicts (empty: valid)."""
+def validate(
+    schema: Schema, value: Any, hidden: Callable[[str], bool] | None = None
+) -> list[SchemaIssue]:
+    """Every way ``value`` fails ``schema``, as ``{"path", "message"}`` dicts (empty: valid).
+
+    ``hidden(path)`` says which paths hold values the redaction policy hides: their
+    messages name the rule that failed, never the value.
+    """
+    issues: list[tuple[str, str, str]] = []  # path, message, the rule that failed
     if isinstance(schema, type):
         try:
             schema.model_validate(value)
         except ValidationError as exc:
-            return [
-                {"path": ".".join(str(p) for p in e["loc"]) or "(root)", "message": e["msg"]}
+            issues = [
+                (".".join(str(p) for p in e["loc"]) or "(root)", e["msg"], e["type"])
                 for e in exc.errors()
             ]
-        return []
-    validator = jsonschema.Draft202012Validator(dict(schema))
+    else:
+        validator = jsonschema.Draft202012Validator(dict(schema))
+        issues = [
+            (".".join(str(p) for p in e.absolute_path) or "(root)", e.message, str(e.validator))
+            for e in sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+        ]
     return [
-        {"path": ".".join(str(p) for p in e.absolute_path) or "(root)", "message": e.message}
-        for e in sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+        {
+            "path": path,
+            "message": f"fails the schema's {rule!r} rule (the value is hidden by the "
+            "redaction policy)"
+            if hidden is not None and hidden(path)
+            else message,
+        }
+        for path, message, rule in issues
     ]
 
 
@@ -86,7 +103,11 @@ def _listed(issues: list[SchemaIssue]) -> str:
     return "; ".join(f"{i['path']}: {i['message']}" for i in issues[:5])
 
 
-def check_input(chart: FlowChart, input: Mapping[str, Any] | None) -> None:
+def check_input(
+    chart: FlowChart,
+    input: Mapping[str, Any] | None,
+    hidden: Callable[[str], bool] | None = None,
+) -> None:
     """Refuse a run input that fails the chart's input schema, before anything runs."""
     schema = chart.input_schema
     if schema is None:
@@ -99,7 +120,7 @@ def check_input(chart: FlowChart, input: Mapping[str, Any] | None) -> None:
             key="<input>",
             stage_path=None,
         ) from None
-    issues = validate(schema, value)
+    issues = validate(schema, value, hidden)
     if issues:
         raise InputValidationError(
             f"the input to chart {chart.id!r} fails its input schema: {_listed(issues)}",
@@ -107,12 +128,14 @@ def check_input(chart: FlowChart, input: Mapping[str, Any] | None) -> None:
         )
 
 
-def check_output(chart: FlowChart, state: Mapping[str, Any]) -> OutputValidationError | None:
+def check_output(
+    chart: FlowChart, state: Mapping[str, Any], hidden: Callable[[str], bool] | None = None
+) -> OutputValidationError | None:
     """The error a final state fails the chart's output schema with (``None``: it passes)."""
     schema = chart.output_schema
     if schema is None:
         return None
-    issues = validate(schema, thaw(state))
+    issues = validate(schema, thaw(state), hidden)
     if not issues:
         return None
     return OutputValidationError(

@@ -30,7 +30,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from ._commit import Commit, EmittedEvent, ErrorInfo, Op
+from ._commit import Commit, EmittedEvent, ErrorInfo, Op, error_info
 from ._errors import ConfigurationError
 from ._state import MISSING
 
@@ -344,7 +344,7 @@ class Dispatch:
         try:
             fn(event)
         except Exception as exc:
-            info = ErrorInfo(type(exc).__name__, str(exc))
+            info = error_info(exc)
             self.failures.append(RecorderFailure(label, hook, info))
             _log.warning("recorder %s failed in %s: %s: %s", label, hook, info[0], info[1])
 
@@ -374,6 +374,8 @@ def _redact_event(r: Redactor, hook: str, event: Any) -> Any:
     if hook == "on_read":
         if event.value is MISSING:  # absent: nothing to hide
             return event
+        if event.key == "item" and r.item_hidden(event.stage_path):
+            return event._replace(value=r.marker)
         return event._replace(value=r.value(event.key, event.value))
     if hook == "on_write":
         return event._replace(op=Op._make(r.write(tuple(event.op))))

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._commit import Commit, EmittedEvent, Write
+from ._commit import Commit, EmittedEvent, ErrorInfo, Write
 from ._detail import CommitDetail, Condition, DecisionEvidence, RuleEvidence
 from ._errors import ConfigurationError
 from ._values import FrozenDict, FrozenList, thaw, to_bytes
@@ -68,6 +68,7 @@ class Redactor:
         self._emits = [re.compile(p) if isinstance(p, str) else p for p in policy.emits]
         self._fields = {k: [p.split(".") for p in paths] for k, paths in policy.fields.items()}
         self._verdicts: dict[str, str | None] = {}
+        self._item_frames: list[str] = []  # for-each branches over a hidden key
 
     def verdict(self, key: str) -> str | None:
         """``"whole"``, ``"fields"`` or ``None`` for a state key."""
@@ -146,10 +147,37 @@ class Redactor:
     def emit_hidden(self, name: str) -> bool:
         return any(p.search(name) for p in self._emits)
 
+    # -- engine messages -------------------------------------------------------------------
+
+    def error(self, info: ErrorInfo, exc: BaseException) -> ErrorInfo:
+        """What a commit keeps of a refused write: a write to a hidden key is named, its
+        value (which an engine message may quote) is not."""
+        key = getattr(exc, "key", None)
+        if not isinstance(key, str) or self.verdict(key) is None:
+            return info
+        return ErrorInfo(
+            info.type,
+            f"the write of {key!r} was refused ({info.type}); the message is withheld because "
+            "the redaction policy hides this key's values",
+        )
+
+    def hidden_path(self, path: str) -> bool:
+        """A schema issue at ``path`` (dotted) concerns a key the policy hides."""
+        return self.verdict(path.split(".", 1)[0]) is not None
+
+    def hide_items(self, frame_prefix: str) -> None:
+        """``item`` in the branch frames under ``frame_prefix`` came from a hidden key."""
+        self._item_frames.append(frame_prefix)
+
+    def item_hidden(self, stage_path: str) -> bool:
+        return any(stage_path.startswith(p) for p in self._item_frames)
+
     # -- records -------------------------------------------------------------------------
 
     def commit(self, c: Commit) -> Commit:
         """The retained form of a commit (the same object when nothing in it is hidden)."""
+        if self._item_frames and self.item_hidden(c.stage_path):
+            return self._with_item_hidden(c)
         writes = tuple(self.write(w) for w in c.writes)
         changed = any(a is not b for a, b in zip(writes, c.writes, strict=True))
         detail = self.detail(c.detail)
@@ -162,6 +190,20 @@ class Redactor:
         if not changed and detail is c.detail and events is c.events:
             return c
         return c._replace(writes=writes, detail=detail, events=events)
+
+    def _with_item_hidden(self, c: Commit) -> Commit:
+        """A commit in a for-each branch over a hidden key: ``item`` is hidden like the key."""
+        before = self._verdicts.get("item", "?")
+        self._verdicts["item"] = _WHOLE
+        try:
+            self._item_frames, frames = [], self._item_frames
+            return self.commit(c)
+        finally:
+            self._item_frames = frames
+            if before == "?":
+                del self._verdicts["item"]
+            else:
+                self._verdicts["item"] = before
 
     def detail(self, detail: CommitDetail | None) -> CommitDetail | None:
         """Decision evidence quotes the values it read: hide the hidden ones."""
