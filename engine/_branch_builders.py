@@ -68,7 +68,7 @@ class DeciderBuilder:
                 kind="stage",
                 link=False,
                 branch_of=branch_of,
-                on_resume=p._resume_fn(on_resume),
+                on_resume=p._resume_fn(on_resume, name),
             )
         self._fields["branches"][key] = nid
         if loop_to is None:

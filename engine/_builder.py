@@ -8,6 +8,7 @@ a message naming the fix; the decider and selector branch builders live in
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
@@ -20,12 +21,14 @@ from ._chart import (
     Node,
     ResumeFn,
     StageFn,
+    generator_kind,
     is_async_callable,
 )
 from ._contract import Schema, check_schema
 from ._errors import ChartBuildError, ConfigurationError
-from ._paths import is_name
+from ._paths import is_name, name_fault
 from ._retry import Retry
+from ._values import key_fault
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -35,10 +38,46 @@ if TYPE_CHECKING:
 __all__ = ["ChartBuilder", "flow_chart"]
 
 _MERGE_NAMES = ("error_on_conflict", "namespace", "last")
+_NOT_IN_DISPLAY = re.compile(r"[\x00\x1b\x9b\ud800-\udfff]")
+"""What display text (names) may not hold: NUL, the escapes that start terminal control
+sequences, lone surrogates (not valid Unicode text, so no store can keep them)."""
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "stage"
+
+
+def _check_display(text: str, what: str) -> None:
+    """Refuse a name (display text) holding NUL, a terminal escape or a lone surrogate."""
+    m = _NOT_IN_DISPLAY.search(text)
+    if m is not None:
+        raise ChartBuildError(
+            f"{what}: the name {text!r} holds {m[0]!r} at index {m.start()}; names are display "
+            "text, which may not hold NUL, terminal escapes ('\\x1b', '\\x9b') or lone "
+            "surrogates; remove it"
+        )
+
+
+def _check_callable(fn: Any, what: str, expected: str) -> None:
+    """Refuse a non-callable, and a generator function (a stray ``yield``: calling it only
+    makes a generator, so its body would never run)."""
+    if not callable(fn):
+        raise ChartBuildError(f"{what}: expected {expected}, got {fn!r}")
+    kind = generator_kind(fn)
+    if kind is not None:
+        raise ChartBuildError(
+            f"{what}: {_label(fn)} is {kind} (it contains `yield`), so calling it only makes a "
+            "generator and its body never runs; remove the yield and return a value instead "
+            "(async def without yield is fine)"
+        )
+
+
+def _label(fn: Any) -> str:
+    if isinstance(fn, functools.partial):
+        return f"functools.partial({_label(fn.func)})"
+    name = getattr(fn, "__qualname__", None)
+    return name if isinstance(name, str) else f"{type(fn).__qualname__}.__call__"
 
 
 def _retry(value: Any, name: str) -> Retry | None:
@@ -90,7 +129,13 @@ class ChartBuilder:
         self._state = state
         self._check_state_model(state)
         self._root = self._stage(
-            name, fn, id, description, retry, kind="stage", on_resume=self._resume_fn(on_resume)
+            name,
+            fn,
+            id,
+            description,
+            retry,
+            kind="stage",
+            on_resume=self._resume_fn(on_resume, name),
         )
 
     # -- internals -----------------------------------------------------------------------
@@ -106,9 +151,11 @@ class ChartBuilder:
             )
 
     @staticmethod
-    def _resume_fn(fn: Any) -> ResumeFn | None:
-        if fn is not None and not callable(fn):
-            raise ChartBuildError(f"on_resume= takes a function (scope, value) -> None, got {fn!r}")
+    def _resume_fn(fn: Any, name: str) -> ResumeFn | None:
+        if fn is not None:
+            _check_callable(
+                fn, f"on_resume= of stage {name!r}", "a function (scope, value) -> None"
+            )
         return fn  # type: ignore[no-any-return]
 
     def _guard(self) -> None:
@@ -121,12 +168,14 @@ class ChartBuilder:
     def _new_id(self, name: str, id: str | None, what: str) -> str:
         if not isinstance(name, str) or not name.strip():
             raise ChartBuildError(f"{what} needs a non-empty name, got {name!r}")
+        _check_display(name, what)
         if id is None:
             return _slug(name)
         if not is_name(id):
             raise ChartBuildError(
-                f"{what}: id {id!r} is not allowed; use letters, digits, '-', '_' or "
-                "'.' (no '/', '#', ':' or spaces, which stage paths use)"
+                f"{what}: id {id!r} is not allowed ({name_fault(id)}); use letters, digits, "
+                "'-', '_' or '.' (no '/', '#', ':', spaces or control characters, which stage "
+                "paths cannot hold)"
             )
         return id
 
@@ -148,8 +197,7 @@ class ChartBuilder:
         return nid
 
     def _check_fn(self, fn: Any, what: str) -> bool:
-        if not callable(fn):
-            raise ChartBuildError(f"{what}: expected a stage function (scope) -> ..., got {fn!r}")
+        _check_callable(fn, what, "a stage function (scope) -> ...")
         return is_async_callable(fn)
 
     def _stage(
@@ -182,9 +230,11 @@ class ChartBuilder:
     def _branch(self, key: str, name: str, target: Any, owner: str) -> Branch:
         if not is_name(key):
             raise ChartBuildError(
-                f"{owner}: branch key {key!r} must be a non-empty str without '/', '#', ':' or "
-                "spaces"
+                f"{owner}: branch key {key!r} is not allowed ({name_fault(key)}); it must be a "
+                "non-empty str without '/', '#', ':', spaces or control characters"
             )
+        if isinstance(name, str):
+            _check_display(name, f"{owner}, branch {key!r}")
         if isinstance(target, FlowChart):
             return Branch(key=key, name=name, chart=target)
         is_async = self._check_fn(target, f"{owner}, branch {key!r}")
@@ -196,6 +246,10 @@ class ChartBuilder:
         if isinstance(merge, Mapping) and all(
             isinstance(k, str) and callable(v) for k, v in merge.items()
         ):
+            for key, reducer in merge.items():
+                _check_callable(
+                    reducer, f"the reducer of {key!r} in {owner}", "reducer(acc, value)"
+                )
             return dict(merge)
         raise ChartBuildError(
             f"{owner}: merge={merge!r} is not a merge policy; use 'error_on_conflict' "
@@ -220,7 +274,13 @@ class ChartBuilder:
         stage (``scope.pause(...)``) is resumed with ``value``.
         """
         self._stage(
-            name, fn, id, description, retry, kind="stage", on_resume=self._resume_fn(on_resume)
+            name,
+            fn,
+            id,
+            description,
+            retry,
+            kind="stage",
+            on_resume=self._resume_fn(on_resume, name),
         )
         return self
 
@@ -322,6 +382,8 @@ class ChartBuilder:
                 raise ChartBuildError(
                     f"subflow {name!r}: {label}= takes a dict of keys or a function, got {mapper!r}"
                 )
+            if mapper is not None and not isinstance(mapper, Mapping):
+                _check_callable(mapper, f"{label}= of subflow {name!r}", "a function of scope")
         self._register(
             dict(
                 id=nid,
@@ -361,8 +423,14 @@ class ChartBuilder:
         owner = f"parallel_for_each {name!r}"
         if not (isinstance(items, str) or callable(items)):
             raise ChartBuildError(f"{owner}: items= takes a state key or a function of scope")
+        if not isinstance(items, str):
+            _check_callable(items, f"items= of {owner}", "a function of scope returning a list")
         if not isinstance(into, str) or not into:
             raise ChartBuildError(f"{owner}: into= must name the state key for the results")
+        for label, key in (("items", items), ("into", into), ("result_key", result_key)):
+            fault = key_fault(key) if isinstance(key, str) else None
+            if fault is not None:
+                raise ChartBuildError(f"{owner}: {label}={key!r} cannot be a state key: {fault}")
         if isinstance(max_branches, bool) or not isinstance(max_branches, int) or max_branches < 1:
             raise ChartBuildError(f"{owner}: max_branches must be a positive int")
         if overflow not in ("error", "truncate"):
@@ -422,6 +490,11 @@ class ChartBuilder:
                     f"that id; ids are: {ids} "
                     "(did you pass a stage name instead of its id?)"
                 )
+        _check_chart_id(chart_id)
+        if name is not None:
+            if not isinstance(name, str):
+                raise ChartBuildError(f"build(name=...) takes a str, got {name!r}")
+            _check_display(name, "build(name=...)")
         inputs = check_schema(input_schema, "build(input_schema=...)")
         outputs = check_schema(output_schema, "build(output_schema=...)")
         root = self._nodes[self._root]
@@ -442,6 +515,20 @@ class ChartBuilder:
             )
         self._built = True
         return chart
+
+
+def _check_chart_id(chart_id: object) -> None:
+    if chart_id is None:
+        return
+    if not isinstance(chart_id, str):
+        raise ChartBuildError(f"build(chart_id=...) takes a str, got {chart_id!r}")
+    bad = _CONTROL.search(chart_id)
+    if bad is not None:
+        raise ChartBuildError(
+            f"build(chart_id={chart_id!r}): it holds {bad[0]!r} at index {bad.start()}; a chart "
+            "id may not hold control characters or lone surrogates (stores keep it in a text "
+            "column, where a NUL fails every write); remove it"
+        )
 
 
 def _unreachable(chart: FlowChart) -> list[str]:

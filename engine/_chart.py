@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 from collections.abc import Callable, Mapping
@@ -19,7 +20,17 @@ if TYPE_CHECKING:
 
     from ._scope import Scope
 
-__all__ = ["Branch", "FlowChart", "MergePolicy", "Node", "NodeKind", "ResumeFn", "StageFn"]
+__all__ = [
+    "Branch",
+    "FlowChart",
+    "MergePolicy",
+    "Node",
+    "NodeKind",
+    "ResumeFn",
+    "StageFn",
+    "generator_kind",
+    "is_async_callable",
+]
 
 StageFn: TypeAlias = Callable[["Scope"], Any]
 NodeKind = Literal["stage", "decider", "selector", "fork", "subflow", "for_each"]
@@ -33,6 +44,23 @@ Mapper: TypeAlias = Mapping[str, str] | Callable[["Scope"], Mapping[str, Any]]
 def is_async_callable(fn: Callable[..., Any]) -> bool:
     call = getattr(fn, "__call__", None)  # noqa: B004 - callable objects with async __call__
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
+
+
+def generator_kind(fn: Callable[..., Any]) -> str | None:
+    """``"a generator function"`` or ``"an async generator function"`` when calling ``fn``
+    only makes a generator (its body runs when something iterates it, which the engine never
+    does), else ``None``. Looks through ``functools.partial`` and at the ``__call__`` of
+    callable objects."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    # a class is called to make an instance: its own __call__ is not what runs
+    call = None if isinstance(fn, type) else getattr(fn, "__call__", None)  # noqa: B004
+    for candidate in (fn, call):
+        if inspect.isasyncgenfunction(candidate):
+            return "an async generator function"
+        if inspect.isgeneratorfunction(candidate):
+            return "a generator function"
+    return None
 
 
 @dataclass(frozen=True, slots=True)

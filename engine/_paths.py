@@ -18,19 +18,47 @@ Paths are plain ``str`` on the hot path (``join`` formats them); readers parse t
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
-__all__ = ["Segment", "StagePath", "depth_of", "is_name", "join", "parent_of", "resumed"]
+__all__ = [
+    "Segment",
+    "StagePath",
+    "depth_of",
+    "is_name",
+    "join",
+    "name_fault",
+    "parent_of",
+    "resumed",
+]
 
 _SEGMENT = re.compile(r"(?P<name>[^/#:]+)(?:#(?P<index>\d+))?(?::resume(?P<resume>\d+))?")
-_NOT_IN_NAMES = re.compile(r"[/#:\s]")
+_NOT_IN_NAMES = re.compile(r"[/#:\s\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 def is_name(text: object) -> bool:
     """True if ``text`` can be a path segment's name (a stage id or branch key): a non-empty
-    str without the grammar's ``/``, ``#`` and ``:``, or whitespace."""
+    str without the grammar's ``/``, ``#`` and ``:``, whitespace, control characters (a NUL
+    makes every write of a run fail on PostgreSQL, which keeps paths in text columns) or lone
+    surrogates (not valid Unicode text)."""
     return isinstance(text, str) and bool(text) and _NOT_IN_NAMES.search(text) is None
+
+
+def name_fault(text: object) -> str | None:
+    """Why ``text`` cannot be a path segment's name (``None`` if :func:`is_name`)."""
+    if not isinstance(text, str):
+        return f"it is not a str but {type(text).__name__}"
+    if not text:
+        return "it is empty"
+    m = _NOT_IN_NAMES.search(text)
+    if m is None:
+        return None
+    char = m[0]
+    kind = {"Cc": "the control character", "Cs": "the lone surrogate"}.get(
+        unicodedata.category(char), "the path separator" if char in "/#:" else "the space"
+    )
+    return f"it holds {kind} {char!r} at index {m.start()}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 from ._commit import EmittedEvent, Op, Write
 from ._errors import MissingKeyError, StateValueError
 from ._state import DELETED, MISSING, fold_ops
-from ._values import FrozenDict, FrozenList, encode_value
+from ._values import FrozenDict, FrozenList, check_key, encode_value
 
 if TYPE_CHECKING:
     from ._context import Strand
@@ -215,7 +215,13 @@ class Scope:
     # -- events and control --------------------------------------------------------------
 
     def emit(self, name: str, payload: Any = None) -> None:
-        """Record a named user event in this stage's commit and tell the recorders."""
+        """Record a named user event in this stage's commit and tell the recorders.
+
+        ``name`` follows the rules of state keys (a str without control characters other
+        than tab and newline); ``payload`` those of state values.
+        """
+        if not isinstance(name, str) or not name.isprintable():
+            check_key(name, self.stage_path, "event name")
         data, _ = encode_value(payload, name, self.stage_path, f"the payload of event {name!r}")
         event = EmittedEvent(name, data)
         self._events.append(event)
@@ -232,7 +238,21 @@ class Scope:
         raise PauseSignal(data, owned)
 
     def break_(self, reason: str | None = None) -> None:
-        """End the chart this stage runs in once this stage commits (the first reason wins)."""
+        """End the chart this stage runs in once this stage commits (the first reason wins).
+
+        ``reason`` is a str or None; anything else raises :class:`StateValueError`.
+        """
+        if reason is not None:
+            if not isinstance(reason, str):
+                raise StateValueError(
+                    f"scope.break_(reason) in stage {self.stage_path!r} takes a str or None, "
+                    f"got {type(reason).__name__} {reason!r}; pass text, e.g. "
+                    "scope.break_(str(reason)), and write data to state instead",
+                    key="break reason",
+                    stage_path=self.stage_path,
+                )
+            text = reason if type(reason) is str else str.__str__(reason)
+            encode_value(text, "break reason", self.stage_path, "the break reason")
         if self._broke is None:
             self._broke = reason if reason is not None else ""
 

@@ -4,12 +4,20 @@ Every value written to state is encoded with orjson exactly once. The bytes go i
 log; the decoded copy (owned by the engine, never by the caller) is what later reads see,
 wrapped in read-only views so an in-place mutation fails loudly instead of rewriting history.
 A value orjson cannot round-trip exactly (an int beyond 64 bits, NaN or infinity, a tuple, an
-arbitrary object) is refused with :class:`StateValueError`.
+arbitrary object, a str with a lone surrogate, a cycle, lists and dicts nested deeper than
+orjson's limit) is refused with :class:`StateValueError`, and so is a state key a store cannot
+hold (a control character, a lone surrogate).
+
+A good value pays only for orjson's own work (and its key for one ``str.isprintable``): only
+a value orjson refuses, or one that does not come back equal, is walked to name the offending
+part, and that walk ends on cycles and shared parts.
 """
 
 from __future__ import annotations
 
+import enum
 import math
+import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NoReturn, TypeAlias, overload
 
@@ -17,7 +25,17 @@ import orjson
 
 from ._errors import ReadOnlyStateError, StateValueError
 
-__all__ = ["JSON", "FrozenDict", "FrozenList", "encode_value", "freeze", "thaw"]
+__all__ = [
+    "JSON",
+    "MAX_DEPTH",
+    "FrozenDict",
+    "FrozenList",
+    "check_key",
+    "encode_value",
+    "freeze",
+    "key_fault",
+    "thaw",
+]
 
 JSON: TypeAlias = bool | int | float | str | list["JSON"] | dict[str, "JSON"] | None
 
@@ -25,6 +43,9 @@ _INT_MIN = -(2**63)
 _INT_MAX = 2**64 - 1
 _PLAIN = (str, bool, type(None))
 _DUMP_OPTIONS = orjson.OPT_PASSTHROUGH_SUBCLASS
+MAX_DEPTH = 254
+"""The most levels of lists and dicts one value may nest: orjson refuses a 255th."""
+_KEY_CONTROLS_ALLOWED = "\t\n"
 
 
 def _read_only(what: str) -> NoReturn:
@@ -238,15 +259,21 @@ def encode_value(
 
     Raises :class:`StateValueError` naming the key (or ``what`` it is, e.g. an event
     payload), the stage and the offending part when the value would not come back from JSON
-    exactly as it was written.
+    exactly as it was written. Without ``what``, ``key`` is a state key and is checked too
+    (see :func:`check_key`).
     """
+    if what is None and (type(key) is not str or not key.isprintable()):
+        check_key(key, stage_path)
     t = type(value)
     if t is int:
         if not _INT_MIN <= value <= _INT_MAX:
             _refuse(key, stage_path, what, f"the int {value} does not fit in 64 bits")
         return b"%d" % value, value
     if t is str:
-        return _exact(orjson.dumps(value)), value
+        try:
+            return _exact(orjson.dumps(value)), value
+        except orjson.JSONEncodeError as exc:  # a lone surrogate
+            _refuse(key, stage_path, what, _problem_in(value, exc))
     if value is None:
         return _NULL, None
     if t is bool:
@@ -259,15 +286,60 @@ def encode_value(
         return _exact(orjson.dumps(value)), value
     if t is FrozenList or t is FrozenDict:
         # Already engine-owned and immutable: share it, serialize only for the log.
-        return to_bytes(value), value
+        try:
+            return to_bytes(value), value
+        except TypeError as exc:  # a view made by hand over a list the engine never checked
+            _refuse(key, stage_path, what, _problem_in(value, exc))
     try:
         data = orjson.dumps(value, default=to_plain, option=_DUMP_OPTIONS)
-    except (orjson.JSONEncodeError, TypeError):
-        _refuse(key, stage_path, what, _find_problem(value, "value") or "it is not JSON")
+    except TypeError as exc:  # orjson.JSONEncodeError is a TypeError
+        _refuse(key, stage_path, what, _problem_in(value, exc))
     owned = orjson.loads(data)
-    if owned != value:
+    if owned != value:  # an acyclic value within MAX_DEPTH (orjson wrote it): this ends
         _refuse(key, stage_path, what, _find_problem(value, "value") or "it does not round-trip")
     return _exact(data), owned
+
+
+def check_key(key: object, stage_path: str | None, what: str = "state key") -> None:
+    """Refuse a state key (or an event name) the log and its stores cannot hold: see
+    :func:`key_fault`. Callers skip it for printable keys (``key.isprintable()``): this is
+    the slow path."""
+    where = f" in stage {stage_path!r}" if stage_path else " in the run input"
+    if not isinstance(key, str):
+        raise StateValueError(
+            f"{what}s are str; cannot use {key!r} ({type(key).__name__}){where}; "
+            f"pass a str, e.g. str({key!r})",
+            key=repr(key),
+            stage_path=stage_path,
+        )
+    fault = key_fault(key)
+    if fault is not None:
+        raise StateValueError(
+            f"cannot use {what} {key!r}{where}: {fault}", key=key, stage_path=stage_path
+        )
+
+
+def key_fault(key: str) -> str | None:
+    """Why ``key`` cannot be a state key, with the fix (``None`` if it can): a lone surrogate
+    (not valid Unicode text, so no store can write it), or a control character other than tab
+    and newline (a NUL, a terminal escape: keys are names, shown in logs and narratives, and
+    held to the rule of stage ids)."""
+    if key.isprintable():
+        return None
+    for i, char in enumerate(key):
+        kind = unicodedata.category(char)
+        if kind == "Cs":
+            return (
+                f"it holds a lone surrogate {char!r} at index {i}, which is not valid Unicode "
+                "text; clean it first, e.g. key.encode('utf-8', 'replace').decode()"
+            )
+        if kind == "Cc" and char not in _KEY_CONTROLS_ALLOWED:
+            return (
+                f"it holds the control character {char!r} at index {i}; keys are names and may "
+                "not hold control characters other than tab and newline (a NUL, a terminal "
+                "escape), so remove it or choose another key"
+            )
+    return None
 
 
 def _refuse(key: str, stage_path: str | None, what: str | None, problem: str) -> NoReturn:
@@ -278,31 +350,140 @@ def _refuse(key: str, stage_path: str | None, what: str | None, problem: str) ->
         "convert first, e.g. list(a_tuple), str(a_datetime), model.model_dump(mode='json').",
         key=key,
         stage_path=stage_path,
-    )
+    ) from None
+
+
+def _problem_in(value: Any, exc: Exception) -> str:
+    """What orjson refused in ``value``, by path (error path only)."""
+    return _find_problem(value, "value") or f"it is not JSON (orjson: {exc})"
+
+
+_Id: TypeAlias = tuple[int, int]
+"""A container's identity in a walk: ``id`` of the list or dict holding the items, and the
+length of a :class:`FrozenList` view (``-1`` for the rest)."""
 
 
 def _find_problem(value: Any, path: str) -> str | None:
-    """Describe the first part of ``value`` that JSON cannot hold exactly (error path only)."""
-    stack: list[tuple[Any, str]] = [(value, path)]
+    """Describe the first part of ``value`` that JSON cannot hold exactly (error path only).
+
+    A depth-first walk in document order that ends on any object graph: it keeps the
+    containers on the current path (one met again among them is a cycle) and the height of
+    every container found clean (a part shared by several parents is walked once).
+    """
+    opened = _open(value, path)
+    if opened is None:
+        return _leaf_problem(value, path)
+    if isinstance(opened, str):
+        return opened
+    on_path: dict[_Id, str] = {opened[0]: path}
+    heights: dict[_Id, int] = {}
+    # one entry per open container: identity, its remaining parts, its height so far
+    stack: list[tuple[_Id, Iterator[tuple[Any, str]], list[int]]] = [(*opened, [0])]
     while stack:
-        item, where = stack.pop()
-        t = type(item)
-        if t is float and not math.isfinite(item):
-            return f"{where} is {item}, which JSON cannot represent"
-        if t is int and not _INT_MIN <= item <= _INT_MAX:
-            return f"{where} is an int beyond 64 bits"
-        if t is tuple:
-            return f"{where} is a tuple (JSON has only lists; write a list)"
-        if t is FrozenDict or isinstance(item, dict):
-            for k, v in (item._data if t is FrozenDict else item).items():
-                if type(k) is not str:
-                    return f"{where} has the non-str key {k!r} (JSON keys are strings)"
-                stack.append((v, f"{where}[{k!r}]"))
+        ident, parts, height = stack[-1]
+        part = next(parts, None)
+        if part is None:
+            stack.pop()
+            del on_path[ident]
+            heights[ident] = height[0] + 1
+            if stack:
+                above = stack[-1][2]
+                above[0] = max(above[0], height[0] + 1)
             continue
-        if t is FrozenList or isinstance(item, list):
-            stack.extend((v, f"{where}[{i}]") for i, v in enumerate(item))
+        item, where = part
+        opened = _open(item, where)
+        if opened is None:
+            problem = _leaf_problem(item, where)
+            if problem is not None:
+                return problem
             continue
-        if t in (str, bool, int, float, type(None)):
+        if isinstance(opened, str):
+            return opened
+        child, child_parts = opened
+        if child in on_path:
+            return (
+                f"{where} refers back to itself (it is {on_path[child]}, which contains it): "
+                "JSON cannot hold a cycle; write a copy without the back reference"
+            )
+        depth = len(stack) + 1  # of this container; the value itself is depth 1
+        known = heights.get(child)
+        if depth + (known or 1) - 1 > MAX_DEPTH:
+            return (
+                f"{_abbreviated(where)} is nested deeper than {MAX_DEPTH} levels of lists and "
+                "dicts (orjson's limit); flatten it, or store the deep part as a JSON string"
+            )
+        if known is not None:
+            height[0] = max(height[0], known)
             continue
-        return f"{where} is a {t.__module__}.{t.__qualname__}, not a JSON value"
+        on_path[child] = where
+        stack.append((child, child_parts, [0]))
     return None
+
+
+def _open(item: Any, where: str) -> tuple[_Id, Iterator[tuple[Any, str]]] | str | None:
+    """A list's or dict's identity and parts (a problem if a dict key is not JSON); None for
+    anything else."""
+    t = type(item)
+    if t is FrozenList:
+        backing, n = item._backing, item._n
+        return (id(backing), n), ((backing[i], f"{where}[{i}]") for i in range(n))
+    if isinstance(item, list):
+        return (id(item), -1), ((v, f"{where}[{i}]") for i, v in enumerate(item))
+    if t is FrozenDict:
+        data = item._data
+    elif isinstance(item, dict):
+        data = item
+    else:
+        return None
+    for k in data:
+        if type(k) is not str:
+            return f"{where} has the non-str key {k!r} (JSON keys are strings)"
+        if _surrogate_at(k) >= 0:
+            return (
+                f"{where} has the key {k!r}, a str with a lone surrogate (not valid Unicode "
+                "text); clean it first, e.g. key.encode('utf-8', 'replace').decode()"
+            )
+    return (id(data), -1), ((v, f"{where}[{k!r}]") for k, v in data.items())
+
+
+def _leaf_problem(item: Any, where: str) -> str | None:
+    t = type(item)
+    if t is str:
+        at = _surrogate_at(item)
+        if at < 0:
+            return None
+        return (
+            f"{where} is a str with a lone surrogate ({item[at]!r} at index {at}), which is not "
+            "valid Unicode text; clean it first, e.g. text.encode('utf-8', 'replace').decode()"
+        )
+    if t is float and not math.isfinite(item):
+        return f"{where} is {item}, which JSON cannot represent"
+    if t is int and not _INT_MIN <= item <= _INT_MAX:
+        return f"{where} is an int beyond 64 bits"
+    if t is tuple:
+        return f"{where} is a tuple (JSON has only lists; write a list)"
+    if t in (bool, int, float, type(None)):
+        return None
+    if isinstance(item, enum.Enum) and isinstance(item, (int, str)):
+        # IntEnum, StrEnum: orjson writes the value, which compares equal to the member
+        return _leaf_problem(item.value, where)
+    return f"{where} is a {t.__module__}.{t.__qualname__}, not a JSON value"
+
+
+def _surrogate_at(text: str) -> int:
+    """The index of the first surrogate code point in ``text`` (-1 if none): UTF-8, and so
+    JSON, cannot hold one."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start
+    return -1
+
+
+def _abbreviated(path: str, limit: int = 80) -> str:
+    """``path`` cut to about ``limit`` characters at segment boundaries: ``value[0]...[0]``."""
+    if len(path) <= limit:
+        return path
+    head = path[: max(path.rfind("[", 0, limit - 20), path.find("["))]
+    tail = path[path.find("[", len(path) - 20) :]
+    return f"{head}...{tail}"
