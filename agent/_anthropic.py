@@ -13,7 +13,9 @@ Wire mapping (``LLMRequest`` -> body):
 Stop reasons are normalised: ``end_turn`` and ``stop_sequence`` -> ``stop``, ``tool_use``,
 ``max_tokens``, ``refusal`` -> ``content_filter``, otherwise the API's own word. Streaming
 reads the SSE events (``content_block_*``, ``message_delta``); thinking blocks are not
-carried (the neutral response has no place for them yet).
+carried (the neutral response has no place for them yet). A body or event of the wrong shape
+(a ``delta``, ``content_block`` or ``usage`` that is not an object, text that is not a string,
+a ``tool_use`` block without a name) is a :class:`ProviderResponseError` naming the field.
 """
 
 from __future__ import annotations
@@ -24,8 +26,22 @@ from typing import Any
 import httpx2
 import orjson
 
-from ._http import UNPARSED_ARGUMENTS, HTTPProvider, parse_arguments
+from ._http import (
+    MAX_ERROR_BODY,
+    MAX_RESPONSE_BODY,
+    HTTPProvider,
+)
 from ._messages import LLMRequest, LLMResponse, ToolCall, Usage
+from ._payload import (
+    UNPARSED_ARGUMENTS,
+    MalformedPayload,
+    optional_int,
+    optional_object,
+    optional_str,
+    parse_arguments,
+    required_object,
+    required_str,
+)
 from ._provider import (
     ProviderConfigError,
     ProviderError,
@@ -83,7 +99,12 @@ def _usage(data: Any, usage: Usage | None = None) -> Usage | None:
 
 
 class _Stream:
-    """A streamed message being assembled from its events."""
+    """A streamed message being assembled from its events.
+
+    An event of the wrong shape (a ``delta`` or ``content_block`` that is not an object, a
+    ``tool_use`` block without a name, text that is not a string, ...) raises
+    :class:`MalformedPayload`.
+    """
 
     def __init__(self) -> None:
         self.blocks: dict[int, _Block] = {}
@@ -93,42 +114,56 @@ class _Stream:
 
     def feed(self, event: str, data: dict[str, Any]) -> str:
         """Take one event in; the text it adds (maybe empty)."""
-        kind = data.get("type", event)
+        kind = optional_str(data.get("type"), "type") or event
         if kind == "message_start":
-            message = data.get("message")
-            if isinstance(message, Mapping):
+            message = optional_object(data.get("message"), "message")
+            if message is not None:
                 if isinstance(message.get("model"), str):
                     self.model = message["model"]
-                self.usage = _usage(message.get("usage"), self.usage)
+                usage = optional_object(message.get("usage"), "message.usage")
+                self.usage = _usage(usage, self.usage)
         elif kind == "content_block_start":
-            block = data.get("content_block")
-            if isinstance(block, Mapping):
-                started = _Block(
-                    str(block.get("type")), str(block.get("id", "")), str(block.get("name", ""))
-                )
-                if isinstance(block.get("input"), dict):
-                    started.input = block["input"]
-                self.blocks[_index(data, len(self.blocks))] = started
-                if isinstance(block.get("text"), str) and block["text"]:
-                    started.pieces.append(block["text"])
-                    return str(block["text"])
+            return self._start(data)
         elif kind == "content_block_delta":
-            delta = data.get("delta")
-            if not isinstance(delta, Mapping):
-                return ""
-            json_delta = delta.get("type") == "input_json_delta"
-            target = self.blocks.setdefault(
-                _index(data, len(self.blocks)), _Block("tool_use" if json_delta else "text")
-            )
-            piece = delta.get("partial_json" if json_delta else "text")
-            if delta.get("type") in ("text_delta", "input_json_delta") and isinstance(piece, str):
-                target.pieces.append(piece)
-                return "" if json_delta else piece
+            return self._delta(data)
         elif kind == "message_delta":
-            delta = data.get("delta")
-            if isinstance(delta, Mapping):
+            delta = optional_object(data.get("delta"), "delta")
+            if delta is not None:
                 self.stop_reason = _stop_reason(delta.get("stop_reason")) or self.stop_reason
-            self.usage = _usage(data.get("usage"), self.usage)
+            self.usage = _usage(optional_object(data.get("usage"), "usage"), self.usage)
+        return ""
+
+    def _delta(self, data: dict[str, Any]) -> str:
+        delta = required_object(data.get("delta"), "delta")
+        delta_type = optional_str(delta.get("type"), "delta.type")
+        if delta_type == "text_delta":
+            piece = required_str(delta.get("text"), "delta.text")
+        elif delta_type == "input_json_delta":
+            piece = required_str(delta.get("partial_json"), "delta.partial_json")
+        else:
+            return ""  # thinking, signatures, citations: not carried
+        json_delta = delta_type == "input_json_delta"
+        target = self.blocks.setdefault(
+            _index(data, len(self.blocks)), _Block("tool_use" if json_delta else "text")
+        )
+        target.pieces.append(piece)
+        return "" if json_delta else piece
+
+    def _start(self, data: dict[str, Any]) -> str:
+        block = required_object(data.get("content_block"), "content_block")
+        kind = optional_str(block.get("type"), "content_block.type") or ""
+        call_id = optional_str(block.get("id"), "content_block.id") or ""
+        name = optional_str(block.get("name"), "content_block.name") or ""
+        if kind == "tool_use" and not name:
+            raise MalformedPayload("content_block.name is missing: a tool_use block needs one")
+        started = _Block(kind, call_id, name)
+        if isinstance(block.get("input"), dict):
+            started.input = block["input"]
+        self.blocks[_index(data, len(self.blocks))] = started
+        text = optional_str(block.get("text"), "content_block.text") if kind == "text" else None
+        if text:
+            started.pieces.append(text)
+            return text
         return ""
 
     def response(self) -> LLMResponse:
@@ -138,6 +173,10 @@ class _Stream:
             if block.kind == "text":
                 text.extend(block.pieces)
             elif block.kind == "tool_use":
+                if not block.name:
+                    raise MalformedPayload(
+                        f"tool_use block {index} came without a name (no content_block_start)"
+                    )
                 raw = "".join(block.pieces)
                 args = parse_arguments(raw) if raw else block.input
                 calls.append(ToolCall(id=block.id or f"call_{index}", name=block.name, args=args))
@@ -248,16 +287,17 @@ class AnthropicProvider(HTTPProvider):
         for index, block in enumerate(content):
             if not isinstance(block, dict):
                 raise self._malformed(orjson.dumps(data), f"content[{index}] is not a block")
-            if block.get("type") == "text" and isinstance(block.get("text"), str):
-                text.append(block["text"])
-            elif block.get("type") == "tool_use":
+            kind = optional_str(block.get("type"), f"content[{index}].type")
+            if kind == "text":
+                text.append(required_str(block.get("text"), f"content[{index}].text"))
+            elif kind == "tool_use":
                 name, arguments = block.get("name"), block.get("input")
                 if not isinstance(name, str):
                     raise self._malformed(orjson.dumps(data), f"content[{index}] has no name")
-                call_id = block.get("id")
+                call_id = optional_str(block.get("id"), f"content[{index}].id")
                 calls.append(
                     ToolCall(
-                        id=call_id if isinstance(call_id, str) and call_id else f"call_{index}",
+                        id=call_id or f"call_{index}",
                         name=name,
                         args=arguments
                         if isinstance(arguments, dict)
@@ -270,7 +310,7 @@ class AnthropicProvider(HTTPProvider):
         return LLMResponse(
             content="".join(text),
             tool_calls=tuple(calls),
-            usage=_usage(data.get("usage")),
+            usage=_usage(optional_object(data.get("usage"), "usage")),
             stop_reason=_stop_reason(data.get("stop_reason")),
             model=model if isinstance(model, str) and model else None,
         )
@@ -287,9 +327,10 @@ class AnthropicProvider(HTTPProvider):
         error = data.get("error")
         kind = error.get("type") if isinstance(error, dict) else None
         detail = error.get("message") if isinstance(error, dict) else error
+        said = self._quote(f"{kind or 'error'}: {detail or 'no message'}")
         text = self._scrub(
             f"{self.name}: the server at {self.base_url} reported an error mid-stream "
-            f"({kind or 'error'}: {detail or 'no message'}). Retry the call."
+            f"({said}). Retry the call."
         )
         if kind == "rate_limit_error":
             return ProviderRateLimitError(text, status=429)
@@ -297,8 +338,8 @@ class AnthropicProvider(HTTPProvider):
 
 
 def _index(data: Mapping[str, Any], default: int) -> int:
-    index = data.get("index")
-    return index if isinstance(index, int) else default
+    index = optional_int(data.get("index"), "index")
+    return default if index is None else index
 
 
 def anthropic(
@@ -312,6 +353,8 @@ def anthropic(
     backoff: float = 0.5,
     transport: httpx2.AsyncBaseTransport | None = None,
     headers: Mapping[str, str] | None = None,
+    max_error_body: int = MAX_ERROR_BODY,
+    max_response_body: int = MAX_RESPONSE_BODY,
 ) -> AnthropicProvider:
     """A provider for the Anthropic Messages API.
 
@@ -329,6 +372,10 @@ def anthropic(
         transport: an ``httpx2`` async transport (``httpx2.MockTransport`` in tests, or a
             pooling ``httpx2.AsyncHTTPTransport`` you own and close, to reuse connections).
         headers: extra HTTP headers sent with every call (e.g. ``anthropic-beta``).
+        max_error_body: bytes read of an error response; the rest is not read, and the
+            message says where the body was cut.
+        max_response_body: the largest answer read, in bytes (also the largest streamed
+            event); a larger one is a :class:`ProviderResponseError`.
     """
     return AnthropicProvider(
         model,
@@ -340,4 +387,6 @@ def anthropic(
         backoff=backoff,
         transport=transport,
         headers=headers,
+        max_error_body=max_error_body,
+        max_response_body=max_response_body,
     )

@@ -6,8 +6,8 @@ Every HTTP failure is translated into the :class:`ProviderError` family here, on
 - 401/403 -> :class:`ProviderAuthError` (names the environment variable to set);
 - 404 naming a model -> :class:`ModelNotFoundError` (names the model and the base URL);
 - 429 still after the retries -> :class:`ProviderRateLimitError`;
-- 408/5xx still after the retries, other 4xx, a body that is not a valid response ->
-  :class:`ProviderResponseError`;
+- 408/5xx still after the retries, other 4xx, a body that is not a valid response (not JSON,
+  the wrong shape, larger than ``max_response_body``) -> :class:`ProviderResponseError`;
 - refused connection, network failure, timeout (after the retries) ->
   :class:`ProviderConnectionError`.
 
@@ -16,11 +16,23 @@ waiting ``backoff * 2**attempt`` seconds (less up to a quarter, jitter) or what 
 asked for in ``retry-after-ms`` / ``retry-after`` (seconds or an HTTP date). A streamed call is
 retried only until its response starts: once text was yielded it is never sent again.
 
-The API key never appears in a message: server text is scrubbed of it before it is quoted.
+Bodies are read as streams with a running count: an error body stops at ``max_error_body``
+bytes (the rest is never read), an answer larger than ``max_response_body`` is refused, and
+one server-sent event may hold at most ``max_response_body`` bytes.
+
+The API key never appears in a message. Server text and exception text are scrubbed before
+they are quoted, and only then cut to a snippet: the key itself, percent-encoded (``quote``
+and ``quote_plus`` forms, either hex case), JSON-escaped, base64-encoded (at any alignment,
+standard or URL-safe) and split across line breaks, are all replaced by ``***``, and so is
+any run of 8 characters or more of one of these forms (what is left of a key cut in two).
+
+Parsers report a payload of the wrong shape with :class:`MalformedPayload`; the provider
+turns it into a :class:`ProviderResponseError` that names the event and quotes it.
 
 Over 400 lines because it is the one error boundary of every HTTP provider: the retry loop,
-the stream reader and the translation of each failure read the same response, so they stay
-together and each provider module keeps only its wire format.
+the body reader, the stream reader and the translation of each failure read the same
+response, so they stay together and each provider module keeps only its wire format. The
+key scrubbing lives in ``_scrub``, the payload shape checks in ``_payload``.
 """
 
 from __future__ import annotations
@@ -39,6 +51,7 @@ import httpx2
 import orjson
 
 from ._messages import LLMRequest, LLMResponse, StreamDelta
+from ._payload import SHAPE_ERRORS, MalformedPayload, parse_arguments
 from ._provider import (
     ModelNotFoundError,
     ProviderAuthError,
@@ -48,6 +61,7 @@ from ._provider import (
     ProviderRateLimitError,
     ProviderResponseError,
 )
+from ._scrub import MIN_SCRUBBED_KEY, Scrubber
 
 __all__ = ["HTTPProvider", "parse_arguments"]
 
@@ -55,7 +69,12 @@ MAX_RETRY_AFTER = 60.0
 """A server asking for a longer wait than this (seconds) gets an error, not a nap."""
 MAX_BACKOFF = 30.0
 """The longest wait between two attempts when the server names none (seconds)."""
-UNPARSED_ARGUMENTS = "_unparsed_arguments"
+MAX_ERROR_BODY = 64 * 1024
+"""Bytes of an error response read by default (``max_error_body``)."""
+MAX_RESPONSE_BODY = 32 * 1024 * 1024
+"""The largest answer read by default (``max_response_body``), in bytes."""
+SNIPPET = 300
+"""How many characters of server text a message quotes at most."""
 
 
 async def _sleep(seconds: float) -> None:
@@ -63,29 +82,35 @@ async def _sleep(seconds: float) -> None:
     await anyio.sleep(seconds)
 
 
-def parse_arguments(raw: str | None) -> dict[str, Any]:
-    """Tool-call arguments from the JSON text the model wrote.
+def _flat(text: str) -> str:
+    return " ".join(text.split())
 
-    Empty text or ``null`` is ``{}``. Text that is not a JSON object is kept verbatim as
-    ``{"_unparsed_arguments": raw}``: the model wrote it, so it is data, not a provider
-    failure; argument validation then tells the model what to fix.
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+async def _read_at_most(response: httpx2.Response, limit: int) -> tuple[bytes, bool]:
+    """Up to ``limit`` bytes of ``response``'s (decoded) body, and whether there was more.
+
+    Reads chunk by chunk with a running count, so a larger body is never held whole: the
+    reading stops at the first chunk past the limit and the rest is left unread.
     """
-    if raw is None or not raw.strip():
-        return {}
-    try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return {UNPARSED_ARGUMENTS: raw}
-    if value is None:
-        return {}
-    if isinstance(value, dict):
-        return value
-    return {UNPARSED_ARGUMENTS: raw}
+    parts: list[bytes] = []
+    size = 0
+    async with aclosing(response.aiter_bytes()) as chunks:
+        async for chunk in chunks:
+            room = limit - size
+            if len(chunk) > room:
+                parts.append(chunk[:room])
+                return b"".join(parts), True
+            parts.append(chunk)
+            size += len(chunk)
+    return b"".join(parts), False
 
 
-def _snippet(text: str, limit: int = 300) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+def _text(content: bytes, response: httpx2.Response) -> str:
+    return content.decode(response.encoding or "utf-8", "replace")
 
 
 def _retry_after(headers: httpx2.Headers) -> float | None:
@@ -117,7 +142,10 @@ def _retry_after(headers: httpx2.Headers) -> float | None:
 
 
 class _Assembly(Protocol):
-    """A streamed answer being put together from its server-sent events."""
+    """A streamed answer being put together from its server-sent events.
+
+    Both methods raise :class:`MalformedPayload` on a payload of the wrong shape.
+    """
 
     def feed(self, event: str, data: dict[str, Any]) -> str:
         """Take one event in; the text it adds (maybe empty)."""
@@ -148,13 +176,34 @@ class _Borrowed(httpx2.AsyncBaseTransport):
         """Leave the caller's transport open: its owner closes it."""
 
 
+class _Answer:
+    """One attempt's response and, unless it is a stream being held open, its body."""
+
+    __slots__ = ("content", "cut", "response")
+
+    def __init__(self, response: httpx2.Response, content: bytes = b"", cut: bool = False) -> None:
+        self.response = response
+        self.content = content
+        self.cut = cut  # the body went on past the bytes read
+
+
+def _positive_bytes(factory: str, option: str, value: object, default: int) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    raise ProviderConfigError(
+        f"{factory}({option}={value!r}): use a positive whole number of bytes, e.g. "
+        f"{option}={default} (the default)"
+    )
+
+
 class HTTPProvider:
     """The shared half of an HTTP provider: configuration, sending, retrying, errors,
     and the ``complete``/``stream`` calls themselves.
 
     Subclasses set the class attributes below and implement :meth:`_auth_headers`,
     :meth:`body`, :meth:`_parse`, :meth:`_assembly` and :meth:`_stream_failure`: they
-    build the wire body and read the answer.
+    build the wire body and read the answer, raising :class:`MalformedPayload` on a
+    payload of the wrong shape.
     """
 
     name: str
@@ -180,6 +229,8 @@ class HTTPProvider:
         backoff: float = 0.5,
         transport: httpx2.AsyncBaseTransport | None = None,
         headers: Mapping[str, str] | None = None,
+        max_error_body: int = MAX_ERROR_BODY,
+        max_response_body: int = MAX_RESPONSE_BODY,
     ) -> None:
         factory = self.name
         base_url = self.default_base_url if base_url is None else base_url
@@ -205,9 +256,16 @@ class HTTPProvider:
         self.timeout = float(timeout)
         self.max_retries = max_retries
         self.backoff = float(backoff)
+        self.max_error_body = _positive_bytes(
+            factory, "max_error_body", max_error_body, MAX_ERROR_BODY
+        )
+        self.max_response_body = _positive_bytes(
+            factory, "max_response_body", max_response_body, MAX_RESPONSE_BODY
+        )
         self._api_key = api_key if api_key is not None else os.environ.get(self.key_env) or None
         self._transport = transport
         self._headers = dict(headers or {})
+        self._scrubber_cache: tuple[Scrubber | None] | None = None
 
     def __repr__(self) -> str:
         key = "set" if self._api_key else "none"
@@ -248,7 +306,7 @@ class HTTPProvider:
         """One call (retried on 408, 429, 5xx, connection errors and timeouts)."""
         async with self._client() as client:
             data = await self._post_json(client, self.path, self.body(request))
-        return self._parse(data)
+        return self._read_answer(data)
 
     async def stream(self, request: LLMRequest) -> AsyncIterator[StreamDelta | LLMResponse]:
         """Stream the answer: a :class:`StreamDelta` per text piece, then the response."""
@@ -259,26 +317,61 @@ class HTTPProvider:
         ):
             if not self.is_event_stream(response):
                 # The server ignored "stream": read the whole answer and pass it on.
-                final = self._parse(self._decode(await response.aread()))
+                final = self._read_answer(self._decode(await self._read_started(response)))
                 if final.content:
                     yield StreamDelta(text=final.content)
                 yield final
                 return
             assembled = self._assembly()
             events = self._sse(response)
+            number = 0
             async with aclosing(events):
                 async for event, data in events:
+                    number += 1
                     if not isinstance(data, dict):
-                        raise self._malformed(
-                            orjson.dumps(data), f"{self.stream_item} is not an object"
+                        raise self._malformed_event(
+                            number, event, data, f"{self.stream_item} is not an object"
                         )
-                    failure = self._stream_failure(event, data)
-                    if failure is not None:
-                        raise failure
-                    text = assembled.feed(event, data)
+                    try:
+                        failure = self._stream_failure(event, data)
+                        if failure is not None:
+                            raise failure
+                        text = assembled.feed(event, data)
+                    except ProviderError:
+                        raise
+                    except MalformedPayload as exc:
+                        raise self._malformed_event(number, event, data, exc.why) from exc
+                    except SHAPE_ERRORS as exc:
+                        why = f"{type(exc).__name__}: {exc}"
+                        raise self._malformed_event(number, event, data, why) from exc
                     if text:
                         yield StreamDelta(text=text)
-            yield assembled.response()
+            try:
+                final = assembled.response()
+            except ProviderError:
+                raise
+            except (MalformedPayload, *SHAPE_ERRORS) as exc:
+                why = exc.why if isinstance(exc, MalformedPayload) else repr(exc)
+                raise ProviderResponseError(
+                    self._scrub(
+                        f"{self.name}: the stream from {self.base_url} ended with an answer "
+                        f"that is not {self.api_label} ({why}). Check that base_url points "
+                        f"at {self._endpoint_hint()}."
+                    )
+                ) from exc
+            yield final
+
+    def _read_answer(self, data: Any) -> LLMResponse:
+        """The response in a decoded body; a body of the wrong shape is a response error."""
+        try:
+            return self._parse(data)
+        except ProviderError:
+            raise
+        except MalformedPayload as exc:
+            raise self._malformed(orjson.dumps(data), exc.why) from exc
+        except SHAPE_ERRORS as exc:
+            why = f"{type(exc).__name__}: {exc}"
+            raise self._malformed(orjson.dumps(data), why) from exc
 
     # -- sending -----------------------------------------------------------------------------
 
@@ -294,15 +387,15 @@ class HTTPProvider:
 
     async def _post_json(self, client: httpx2.AsyncClient, path: str, body: Any) -> Any:
         """POST ``body``, retrying as configured; the decoded JSON answer."""
-        response = await self._send(client, path, body, stream=False)
-        return self._decode(response.content)
+        answer = await self._send(client, path, body, stream=False)
+        return self._decode(answer.content)
 
     @asynccontextmanager
     async def _post_stream(
         self, client: httpx2.AsyncClient, path: str, body: Any
     ) -> AsyncIterator[httpx2.Response]:
         """POST ``body`` and hold the streamed response open (retried until it starts)."""
-        response = await self._send(client, path, body, stream=True)
+        response = (await self._send(client, path, body, stream=True)).response
         try:
             yield response
         finally:
@@ -310,7 +403,7 @@ class HTTPProvider:
 
     async def _send(
         self, client: httpx2.AsyncClient, path: str, body: Any, *, stream: bool
-    ) -> httpx2.Response:
+    ) -> _Answer:
         url = self.base_url + path
         content = orjson.dumps(body)
         model = body.get("model") if isinstance(body, dict) else None
@@ -321,12 +414,7 @@ class HTTPProvider:
                 "POST", url, content=content, headers={"content-type": "application/json"}
             )
             try:
-                response = await client.send(request, stream=stream)
-                if not response.is_success and stream:
-                    try:
-                        await response.aread()
-                    finally:
-                        await response.aclose()
+                answer = await self._exchange(client, request, stream=stream)
             except httpx2.TimeoutException as exc:
                 if last:
                     raise self._timeout_error(exc, attempts) from exc
@@ -337,16 +425,44 @@ class HTTPProvider:
                     raise self._connection_error(exc, attempts) from exc
                 await _sleep(self._backoff_delay(attempt))
                 continue
+            response = answer.response
             if response.is_success:
-                return response
+                if answer.cut:
+                    raise self._too_large(response)
+                return answer
             status = response.status_code
             if not _retryable(status):
-                self._raise_status(response, model, attempts=1)
+                self._raise_status(answer, model, attempts=1)
             wait = _retry_after(response.headers)
             if last or (wait is not None and wait > MAX_RETRY_AFTER):
-                self._raise_status(response, model, attempts=attempt + 1, asked_wait=wait)
+                self._raise_status(answer, model, attempts=attempt + 1, asked_wait=wait)
             await _sleep(wait if wait is not None else self._backoff_delay(attempt))
         raise AssertionError("unreachable: the last attempt returns or raises")
+
+    async def _exchange(
+        self, client: httpx2.AsyncClient, request: httpx2.Request, *, stream: bool
+    ) -> _Answer:
+        """Send ``request`` and read its body within the caps; a successful stream is
+        returned unread and open."""
+        response = await client.send(request, stream=True)
+        if response.is_success and stream:
+            return _Answer(response)
+        try:
+            limit = self.max_response_body if response.is_success else self.max_error_body
+            content, cut = await _read_at_most(response, limit)
+        finally:
+            await response.aclose()
+        return _Answer(response, content, cut)
+
+    async def _read_started(self, response: httpx2.Response) -> bytes:
+        """The whole body of a response that already started (no retry from here on)."""
+        try:
+            content, cut = await _read_at_most(response, self.max_response_body)
+        except httpx2.TransportError as exc:
+            raise self._broken_stream(exc) from exc
+        if cut:
+            raise self._too_large(response)
+        return content
 
     def _backoff_delay(self, attempt: int) -> float:
         delay = min(MAX_BACKOFF, self.backoff * 2.0**attempt)
@@ -361,13 +477,34 @@ class HTTPProvider:
             raise self._malformed(content, "it is not JSON") from exc
 
     def _malformed(self, content: bytes | str, why: str) -> ProviderResponseError:
-        text = content.decode("utf-8", "replace") if isinstance(content, bytes) else content
         return ProviderResponseError(
             self._scrub(
                 f"{self.name}: the server at {self.base_url} answered, but not with "
-                f"{self.api_label} ({why}): {_snippet(text)!r}. Check that base_url points at "
-                f"{self._endpoint_hint()}."
+                f"{self.api_label} ({why}): {self._quote(content)!r}. Check that base_url "
+                f"points at {self._endpoint_hint()}."
             )
+        )
+
+    def _malformed_event(
+        self, number: int, event: str, data: Any, why: str
+    ) -> ProviderResponseError:
+        return ProviderResponseError(
+            self._scrub(
+                f"{self.name}: the server at {self.base_url} streamed {self.stream_item} "
+                f"that is malformed (number {number} of the stream, event {event!r}): {why}: "
+                f"{self._quote(orjson.dumps(data))!r}. Check that base_url points at "
+                f"{self._endpoint_hint()}, and that the server streams {self.api_label}."
+            )
+        )
+
+    def _too_large(self, response: httpx2.Response) -> ProviderResponseError:
+        return ProviderResponseError(
+            f"{self.name}: the answer from {self.base_url} is larger than "
+            f"max_response_body={self.max_response_body} bytes, so it was not read past that. "
+            f"If answers this large are expected, raise {self.name}(..., "
+            "max_response_body=...); otherwise check that base_url points at "
+            f"{self._endpoint_hint()}.",
+            status=response.status_code,
         )
 
     def _endpoint_hint(self) -> str:
@@ -382,9 +519,13 @@ class HTTPProvider:
         """The server-sent events of ``response``: ``(event name, decoded JSON data)``.
 
         Stops at a ``[DONE]`` data line. A stall or a dropped connection mid-stream is a
-        :class:`ProviderConnectionError` (never retried: text may already be out).
+        :class:`ProviderConnectionError` (never retried: text may already be out). One event
+        may hold at most ``max_response_body`` bytes.
         """
-        source = cast(AsyncGenerator[httpx2.ServerSentEvent], aiter(httpx2.EventSource(response)))
+        source = cast(
+            AsyncGenerator[httpx2.ServerSentEvent],
+            aiter(httpx2.EventSource(response, max_event_size=self.max_response_body)),
+        )
         try:
             async with aclosing(source):
                 async for sse in source:
@@ -400,29 +541,57 @@ class HTTPProvider:
                     yield sse.event, decoded
         except httpx2.SSEError as exc:
             raise ProviderResponseError(
-                self._scrub(f"{self.name}: the stream from {self.base_url} is unreadable: {exc}")
-            ) from exc
-        except httpx2.TimeoutException as exc:
-            raise ProviderConnectionError(
-                f"{self.name}: the stream from {self.base_url} stalled: no data within "
-                f"timeout={self.timeout} seconds ({type(exc).__name__}). Raise timeout= for "
-                "slow servers."
-            ) from exc
-        except httpx2.TransportError as exc:
-            raise ProviderConnectionError(
                 self._scrub(
-                    f"{self.name}: the connection to {self.base_url} dropped mid-stream "
-                    f"({type(exc).__name__}: {exc}). Retry the call."
+                    f"{self.name}: the stream from {self.base_url} is unreadable: "
+                    f"{self._quote(str(exc))} One event may hold at most "
+                    f"max_response_body={self.max_response_body} bytes: raise it if the "
+                    "server sends larger events."
                 )
             ) from exc
+        except httpx2.TransportError as exc:
+            raise self._broken_stream(exc) from exc
 
     # -- errors ------------------------------------------------------------------------------
 
+    def _scrubber(self) -> Scrubber | None:
+        if self._scrubber_cache is None:
+            key = _flat(self._api_key or "")
+            self._scrubber_cache = (Scrubber(key) if len(key) >= MIN_SCRUBBED_KEY else None,)
+        return self._scrubber_cache[0]
+
     def _scrub(self, text: str) -> str:
-        key = self._api_key
-        if key and len(key) >= 6:
-            text = text.replace(key, "***")
-        return text
+        """``text`` on one line, every echo of the API key in it replaced by ``***``."""
+        flat = _flat(text)
+        scrubber = self._scrubber()
+        return scrubber.scrub(flat) if scrubber is not None else flat
+
+    def _quote(self, content: bytes | str, limit: int = SNIPPET, *, whole: bool = True) -> str:
+        """Server or exception text as a message quotes it: on one line, scrubbed of the
+        API key, then cut to ``limit`` characters.
+
+        Scrubbing comes first, so a key the cut falls into is still replaced whole. A large
+        text is scrubbed only as far as the quote reaches: a window that grows until it holds
+        ``limit`` scrubbed characters, leaving out its last characters, which may begin an
+        echo of the key that runs past the window. ``whole=False`` says ``content`` itself
+        was cut (a body read up to a cap): its end is left out the same way.
+        """
+        scrubber = self._scrubber()
+        margin = (scrubber.reach if scrubber is not None else 0) + 8
+        window = 4 * limit + 2 * margin
+        while True:
+            piece = content[:window]
+            text = piece.decode("utf-8", "replace") if isinstance(piece, bytes) else piece
+            flat = _flat(text)
+            read_all = len(piece) >= len(content)
+            if read_all and whole:
+                return _cut(scrubber.scrub(flat) if scrubber is not None else flat, limit)
+            end = max(0, len(flat) - margin)
+            shown = scrubber.scrub_before(flat, end) if scrubber is not None else flat[:end]
+            if len(shown) > limit:
+                return _cut(shown, limit)
+            if read_all:
+                return shown + "…"
+            window *= 4
 
     def _retries_note(self, attempts: int) -> str:
         return "" if attempts == 1 else f" after {attempts} attempts"
@@ -435,7 +604,7 @@ class HTTPProvider:
         )
 
     def _connection_error(self, exc: httpx2.TransportError, attempts: int) -> ProviderError:
-        cause = self._scrub(str(exc) or type(exc).__name__)
+        cause = self._quote(str(exc) or type(exc).__name__)
         if isinstance(exc, httpx2.ConnectError):
             return ProviderConnectionError(
                 f"{self.name}: could not connect to {self.base_url}"
@@ -448,12 +617,28 @@ class HTTPProvider:
             "server and the network, or raise max_retries=."
         )
 
-    def _detail(self, response: httpx2.Response) -> str:
-        """The server's own words about a failed call (code and message), scrubbed."""
+    def _broken_stream(self, exc: httpx2.TransportError) -> ProviderError:
+        """A failure while reading a response that already started (never retried)."""
+        if isinstance(exc, httpx2.TimeoutException):
+            return ProviderConnectionError(
+                f"{self.name}: the stream from {self.base_url} stalled: no data within "
+                f"timeout={self.timeout} seconds ({type(exc).__name__}). Raise timeout= for "
+                "slow servers."
+            )
+        return ProviderConnectionError(
+            f"{self.name}: the connection to {self.base_url} dropped mid-stream "
+            f"({type(exc).__name__}: {self._quote(str(exc))}). Retry the call."
+        )
+
+    def _detail(self, answer: _Answer) -> str:
+        """The server's own words about a failed call (code and message), scrubbed, cut."""
+        response = answer.response
+        reason = self._quote(response.reason_phrase)
+        whole = not answer.cut
         try:
-            data = orjson.loads(response.content)
+            data = orjson.loads(answer.content)
         except orjson.JSONDecodeError:
-            return self._scrub(_snippet(response.text)) or response.reason_phrase
+            return self._quote(_text(answer.content, response), whole=whole) or reason
         parts: list[str] = []
         if isinstance(data, dict):
             error = data.get("error")
@@ -470,22 +655,29 @@ class HTTPProvider:
                 value = data.get(field)
                 if isinstance(value, str) and value and value not in parts:
                     parts.append(value)
-        text = ": ".join(parts) if parts else _snippet(response.text)
-        return self._scrub(_snippet(text)) or response.reason_phrase
+        if parts:
+            return self._quote(": ".join(parts)) or reason
+        return self._quote(_text(answer.content, response), whole=whole) or reason
 
     def _raise_status(
         self,
-        response: httpx2.Response,
+        answer: _Answer,
         model: Any,
         *,
         attempts: int,
         asked_wait: float | None = None,
     ) -> NoReturn:
+        response = answer.response
         status = response.status_code
-        reason = response.reason_phrase
-        detail = self._detail(response).removeprefix(reason).removeprefix(": ")
+        reason = self._quote(response.reason_phrase)
+        detail = self._detail(answer).removeprefix(reason).removeprefix(": ")
         head = f"{status} {reason}" if reason else str(status)
         said = f"{head}: {detail}" if detail else head
+        if answer.cut:
+            said += (
+                f"; the body was cut at {self.max_error_body} bytes, raise max_error_body= to "
+                "read more"
+            )
         where = self.base_url
         tried = self._retries_note(attempts)
         if status in (401, 403):

@@ -15,7 +15,11 @@ Wire mapping (``LLMRequest`` -> body):
 
 Stop reasons are normalised: ``stop``, ``tool_use``, ``max_tokens``, ``content_filter``, or
 the server's own word. Tool-call arguments that are not a JSON object are kept verbatim as
-``{"_unparsed_arguments": raw}`` (the model wrote them; it is not a provider failure).
+``{"_unparsed_arguments": raw}`` (the model wrote them; it is not a provider failure). A body
+or chunk of the wrong shape (``choices`` not a list, a ``delta`` or ``usage`` that is not an
+object, text, ids or names that are not strings, a tool call that never got a name) is a
+:class:`ProviderResponseError` naming the field; scalar metadata of the wrong type
+(``model``, ``finish_reason``, token counts) is read as not reported.
 """
 
 from __future__ import annotations
@@ -26,8 +30,21 @@ from typing import Any
 import httpx2
 import orjson
 
-from ._http import UNPARSED_ARGUMENTS, HTTPProvider, parse_arguments
+from ._http import (
+    MAX_ERROR_BODY,
+    MAX_RESPONSE_BODY,
+    HTTPProvider,
+)
 from ._messages import LLMRequest, LLMResponse, ToolCall, Usage
+from ._payload import (
+    UNPARSED_ARGUMENTS,
+    MalformedPayload,
+    optional_int,
+    optional_list,
+    optional_object,
+    optional_str,
+    parse_arguments,
+)
 from ._provider import (
     ProviderError,
     ProviderRequestError,
@@ -54,8 +71,8 @@ def _stop_reason(finish_reason: Any) -> str | None:
 def _usage(data: Any) -> Usage | None:
     if not isinstance(data, dict):
         return None
-    details = data.get("prompt_tokens_details")
-    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    details = optional_object(data.get("prompt_tokens_details"), "usage.prompt_tokens_details")
+    cached = details.get("cached_tokens") if details is not None else None
     return Usage(
         input_tokens=_int(data.get("prompt_tokens")),
         output_tokens=_int(data.get("completion_tokens")),
@@ -82,21 +99,27 @@ class _ToolCallParts:
         self.name = ""
         self.arguments: list[str] = []
 
-    def merge(self, call: Mapping[str, Any]) -> None:
-        if isinstance(call.get("id"), str) and call["id"]:
-            self.id = call["id"]
-        function = call.get("function")
-        if isinstance(function, Mapping):
-            name = function.get("name")
-            if isinstance(name, str) and name and not self.name:
-                self.name = name  # sent once, with the first piece
-            arguments = function.get("arguments")
-            if isinstance(arguments, str):
-                self.arguments.append(arguments)
+    def merge(self, call: dict[str, Any], where: str) -> None:
+        call_id = optional_str(call.get("id"), f"{where}.id")
+        if call_id:
+            self.id = call_id
+        function = optional_object(call.get("function"), f"{where}.function")
+        if function is None:
+            return
+        name = optional_str(function.get("name"), f"{where}.function.name")
+        if name and not self.name:
+            self.name = name  # sent once, with the first piece
+        arguments = optional_str(function.get("arguments"), f"{where}.function.arguments")
+        if arguments is not None:
+            self.arguments.append(arguments)
 
 
 class _Stream:
-    """A streamed answer being assembled from its chunks."""
+    """A streamed answer being assembled from its chunks.
+
+    A chunk of the wrong shape (``choices`` not a list, a ``delta`` that is not an object,
+    a tool-call name that is not a string, ...) raises :class:`MalformedPayload`.
+    """
 
     def __init__(self) -> None:
         self.text: list[str] = []
@@ -110,27 +133,39 @@ class _Stream:
         added: list[str] = []
         if isinstance(chunk.get("model"), str) and chunk["model"]:
             self.model = chunk["model"]
-        if chunk.get("usage"):
-            self.usage = _usage(chunk["usage"])
-        for choice in chunk.get("choices") or ():
-            if not isinstance(choice, Mapping) or choice.get("index", 0) != 0:
+        usage = optional_object(chunk.get("usage"), "usage")
+        if usage:
+            self.usage = _usage(usage)
+        for position, choice in enumerate(optional_list(chunk.get("choices"), "choices")):
+            where = f"choices[{position}]"
+            if not isinstance(choice, dict):
+                raise MalformedPayload(f"{where} is not an object")
+            index = optional_int(choice.get("index"), f"{where}.index")
+            if index not in (None, 0):
                 continue  # only the first choice is read (n=1)
             self.stop_reason = _stop_reason(choice.get("finish_reason")) or self.stop_reason
-            delta = choice.get("delta")
-            if not isinstance(delta, Mapping):
+            delta = optional_object(choice.get("delta"), f"{where}.delta")
+            if delta is None:
                 continue
-            piece = delta.get("content")
-            if isinstance(piece, str) and piece:
+            piece = optional_str(delta.get("content"), f"{where}.delta.content")
+            if piece:
                 added.append(piece)
-            for position, call in enumerate(delta.get("tool_calls") or ()):
-                if isinstance(call, Mapping):
-                    index = call.get("index")
-                    key = index if isinstance(index, int) else position
-                    self.calls.setdefault(key, _ToolCallParts()).merge(call)
+            calls = optional_list(delta.get("tool_calls"), f"{where}.delta.tool_calls")
+            for number, call in enumerate(calls):
+                at = f"{where}.delta.tool_calls[{number}]"
+                if not isinstance(call, dict):
+                    raise MalformedPayload(f"{at} is not an object")
+                key = optional_int(call.get("index"), f"{at}.index")
+                self.calls.setdefault(number if key is None else key, _ToolCallParts()).merge(
+                    call, at
+                )
         self.text.extend(added)
         return "".join(added)
 
     def response(self) -> LLMResponse:
+        for index, part in sorted(self.calls.items()):
+            if not part.name:
+                raise MalformedPayload(f"tool call {index} came without a name")
         calls = tuple(
             ToolCall(
                 id=part.id or f"call_{index}",
@@ -239,7 +274,7 @@ class OpenAIProvider(HTTPProvider):
         message = choice.get("message")
         if not isinstance(message, dict):
             raise self._malformed(orjson.dumps(data), "no 'choices[0].message'")
-        content = message.get("content")
+        content = optional_str(message.get("content"), "choices[0].message.content")
         calls: list[ToolCall] = []
         raw_calls = message.get("tool_calls") or []
         if not isinstance(raw_calls, list):
@@ -252,20 +287,21 @@ class OpenAIProvider(HTTPProvider):
             if isinstance(arguments, dict):  # some servers send an object, not JSON text
                 args = arguments
             else:
-                args = parse_arguments(arguments if isinstance(arguments, str) else None)
-            call_id = raw.get("id")
+                where = f"choices[0].message.tool_calls[{index}].function.arguments"
+                args = parse_arguments(optional_str(arguments, where))
+            call_id = optional_str(raw.get("id"), f"choices[0].message.tool_calls[{index}].id")
             calls.append(
                 ToolCall(
-                    id=call_id if isinstance(call_id, str) and call_id else f"call_{index}",
+                    id=call_id or f"call_{index}",
                     name=function["name"],
                     args=args,
                 )
             )
         model = data.get("model")
         return LLMResponse(
-            content=content if isinstance(content, str) else "",
+            content=content or "",
             tool_calls=tuple(calls),
-            usage=_usage(data.get("usage")),
+            usage=_usage(optional_object(data.get("usage"), "usage")),
             stop_reason=_stop_reason(choice.get("finish_reason")),
             model=model if isinstance(model, str) and model else None,
         )
@@ -290,7 +326,8 @@ class OpenAIProvider(HTTPProvider):
         detail = (error.get("message") if isinstance(error, dict) else error) or "no message"
         return ProviderResponseError(
             self._scrub(
-                f"{self.name}: the server at {self.base_url} reported an error{when}: {detail}"
+                f"{self.name}: the server at {self.base_url} reported an error{when}: "
+                f"{self._quote(str(detail))}"
             )
         )
 
@@ -305,6 +342,8 @@ def openai(
     backoff: float = 0.5,
     transport: httpx2.AsyncBaseTransport | None = None,
     headers: Mapping[str, str] | None = None,
+    max_error_body: int = MAX_ERROR_BODY,
+    max_response_body: int = MAX_RESPONSE_BODY,
 ) -> OpenAIProvider:
     """A provider for the Chat Completions API (OpenAI or any compatible server).
 
@@ -321,6 +360,10 @@ def openai(
         transport: an ``httpx2`` async transport (``httpx2.MockTransport`` in tests, or a
             pooling ``httpx2.AsyncHTTPTransport`` you own and close, to reuse connections).
         headers: extra HTTP headers sent with every call.
+        max_error_body: bytes read of an error response; the rest is not read, and the
+            message says where the body was cut.
+        max_response_body: the largest answer read, in bytes (also the largest streamed
+            event); a larger one is a :class:`ProviderResponseError`.
     """
     return OpenAIProvider(
         model,
@@ -331,4 +374,6 @@ def openai(
         backoff=backoff,
         transport=transport,
         headers=headers,
+        max_error_body=max_error_body,
+        max_response_body=max_response_body,
     )
