@@ -10,6 +10,8 @@ Field shapes are checked by pydantic (:func:`check_document`).
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -29,13 +31,35 @@ def parse_json(
     source: str | None = None,
     error: type[DocumentError] = DocumentError,
 ) -> Any:
-    """``orjson.loads`` with a :class:`DocumentError` that says which document is not JSON."""
+    """``orjson.loads`` with a :class:`DocumentError` that says which document is not JSON,
+    or holds an integer beyond 64 bits (orjson would read it as a float, changing it)."""
     try:
-        return orjson.loads(data)
+        doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise _error(
             error, f"not a trackway {document}: invalid JSON ({exc})", document, None, source
         ) from None
+    raw = data.encode() if isinstance(data, str) else data
+    if _LONG_DIGITS.search(raw):  # rare: check the integers exactly, with the slow parser
+        try:
+            json.loads(raw, parse_int=_int64)
+        except ValueError as exc:
+            raise _error(error, f"corrupt {document}: {exc}", document, None, source) from None
+    return doc
+
+
+_LONG_DIGITS = re.compile(rb"\d{20,}")
+_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
+
+
+def _int64(text: str) -> int:
+    value = int(text)
+    if not _INT_MIN <= value <= _INT_MAX:
+        raise ValueError(
+            f"the integer {text[:30]}{'...' if len(text) > 30 else ''} does not fit in 64 bits; "
+            "trackway never writes one, so the document was changed"
+        )
+    return value
 
 
 def load_document(

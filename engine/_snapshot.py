@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import (
-    Any,
-    NamedTuple,
-    NotRequired,  # pydantic validates these on 3.11
-)
+from typing import Any, NamedTuple, NotRequired
 
 import orjson
-from typing_extensions import TypedDict
+from typing_extensions import TypedDict  # pydantic validates these on 3.11
 
 from ._commit import Commit, CommitDoc, ErrorInfo
 from ._documents import check_document, load_document
 from ._errors import DocumentError, OutOfRangeError
+from ._paths import StagePath
 from ._recorder import ObserverStats, RecorderFailure
 from ._state import MISSING, StateStore
-from ._values import FrozenDict, freeze, to_bytes, to_plain
+from ._values import FrozenDict, FrozenList, freeze, to_bytes, to_plain
 
 __all__ = ["SNAPSHOT_FORMAT", "Snapshot", "StateDiff"]
 
@@ -41,6 +38,41 @@ class _SnapshotDoc(TypedDict):
     commits: list[CommitDoc]
     recorder_failures: list[_FailureDoc]
     observer_stats: NotRequired[list[tuple[str, int, int, int, int]]]
+
+
+_STATUSES = ("done", "broken", "failed", "paused", "running", "incomplete")
+
+
+def _check_writes(store: StateStore, c: Commit) -> None:
+    """Refuse a logged write a run could not have made: an append of something other than a
+    list of new items, or to a key holding no list; a merge into a key holding no dict."""
+    staged: dict[str, Any] = {}
+    for kind, key, _, raw in c.writes:
+        current = staged.get(key, MISSING) if key in staged else store.get(key)
+        problem = None
+        if kind == "append":
+            if type(raw) is not list:
+                problem = f"appends a {type(raw).__name__}, not a list of new items"
+            elif current is not MISSING and not isinstance(current, FrozenList):
+                problem = f"appends to {key!r}, which holds a {type(current).__name__}"
+            staged[key] = FrozenList([])
+        elif kind == "merge":
+            if type(raw) is not dict:
+                problem = f"merges a {type(raw).__name__}, not a dict"
+            elif current is not MISSING and not isinstance(current, FrozenDict):
+                problem = f"merges into {key!r}, which holds a {type(current).__name__}"
+            staged[key] = FrozenDict({})
+        elif kind == "set":
+            staged[key] = freeze(raw)
+        else:
+            staged[key] = MISSING
+        if problem is not None:
+            raise DocumentError(
+                f"corrupt log: commit {c.seq} ({c.stage_path}) {problem}; no run writes that, "
+                "so the log was changed after it was written",
+                document="snapshot",
+                field=f"commits.{c.seq - 1}",
+            )
 
 
 class StateDiff(NamedTuple):
@@ -220,8 +252,35 @@ class Snapshot:
         """Rebuild a snapshot from its already-parsed JSON object (e.g. one embedded in a
         checkpoint): the document is parsed once, never serialized again to be read."""
         checked: _SnapshotDoc = check_document(_SnapshotDoc, doc, document="snapshot", where=where)
+        prefix = f"{where}." if where else ""
+        if checked["status"] not in _STATUSES:
+            raise DocumentError(
+                f"corrupt snapshot: {prefix}status is {checked['status']!r}; a run is one of "
+                f"{', '.join(_STATUSES)}",
+                document="snapshot",
+                field=f"{prefix}status",
+            )
         commits = [Commit.from_dict(c) for c in checked["commits"]]  # type: ignore[arg-type]
+        run_id = checked["run_id"]
         for i, c in enumerate(commits, 1):
+            field = f"{prefix}commits.{i - 1}"
+            if c.run_id not in ("", run_id):
+                raise DocumentError(
+                    f"corrupt snapshot: {field}.run_id is {c.run_id!r}, a commit of another "
+                    f"run than {run_id!r}",
+                    document="snapshot",
+                    field=f"{field}.run_id",
+                )
+            for name, path in (("stage_path", c.stage_path), ("frame", c.frame)):
+                try:
+                    if path or name == "stage_path":
+                        StagePath.parse(path)
+                except ValueError as exc:
+                    raise DocumentError(
+                        f"corrupt snapshot: {field}.{name}: {exc}",
+                        document="snapshot",
+                        field=f"{field}.{name}",
+                    ) from None
             if c.seq != i:
                 field = f"{where + '.' if where else ''}commits.{i - 1}.seq"
                 raise DocumentError(
@@ -273,6 +332,7 @@ class Snapshot:
         commits = list(commits)
         for c in commits:
             if c.frame == "" and c.writes:
+                _check_writes(store, c)
                 store.apply(c.seq, c.writes)
         return cls(
             run_id=run_id,

@@ -1,16 +1,24 @@
-"""The ``trackway`` command line: an offline demo and a look into a run store."""
+"""The ``trackway`` command line: an offline demo and a look into a run store.
+
+Exit codes: 0 done; 1 the store, run or recording could not be read (the message names the
+file and what is wrong); 2 a rebuilt request does not match its receipt. Every line printed
+has its control characters escaped (``\x1b`` shows as ``\\x1b``): a stored value can never
+drive the terminal. ``runs`` and ``show`` open the store read-only and never change it.
+"""
 
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TextIO
 
 import orjson
 
-from trackway.engine import Executor, Snapshot, SqliteStore, UnknownRunError, causal_chain
+from trackway.engine import Executor, Snapshot, SqliteStore, TrackwayError, causal_chain
 from trackway.recorders import jsonl, load_recording, narrative
 
 from ._demo import demo_agent, demo_chart
@@ -18,6 +26,24 @@ from ._demo import demo_agent, demo_chart
 __all__ = ["main"]
 
 DEFAULT_DB = Path("trackway-demo") / "runs.db"
+
+# C0 and C1 controls (ESC, BEL, CR, ...) and the bidirectional overrides that reorder text
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    return match.group().encode("unicode_escape").decode("ascii")
+
+
+def _e(value: object) -> str:
+    """A value from a store or a recording, safe to print on one line."""
+    return _CONTROL.sub(_escape, str(value)).replace("\n", "\\n").replace("\t", "\\t")
+
+
+def _say(*parts: object, sep: str = " ", end: str = "\n", file: TextIO | None = None) -> None:
+    """Every line this command prints: control characters escaped, newlines kept."""
+    text = sep.join(str(p) for p in parts)
+    print(_CONTROL.sub(_escape, text), end=end, file=file)
 
 
 def _when(ts: float | None) -> str:
@@ -28,22 +54,24 @@ def _when(ts: float | None) -> str:
 
 def _print_trail(snap: Snapshot) -> None:
     for c in snap.history():
-        writes = ", ".join(f"{op.kind} {op.key}" for op in c.ops) or "no writes"
-        frame = f" [in {c.frame}]" if c.frame else ""
-        print(
-            f"  {c.seq:>3}. {c.stage_path:<22} {c.outcome:<8} read {list(c.reads)}; {writes}{frame}"
+        writes = ", ".join(f"{op.kind} {_e(op.key)}" for op in c.ops) or "no writes"
+        frame = f" [in {_e(c.frame)}]" if c.frame else ""
+        _say(
+            f"  {c.seq:>3}. {_e(c.stage_path):<22} {_e(c.outcome):<8} read "
+            f"{[_e(r) for r in c.reads]}; {writes}{frame}"
         )
         decision = (c.detail or {}).get("decision")
         if decision:
             for rule in decision.get("rules", []):
-                mark = "matched" if rule["matched"] else "no match"
-                print(f"         rule {rule['label']!r}: {mark}")
-            print(f"         chose {decision.get('chosen', decision.get('selected'))!r}")
+                mark = "matched" if rule.get("matched") else "no match"
+                _say(f"         rule {_e(repr(rule.get('label')))}: {mark}")
+            chosen = decision.get("chosen", decision.get("selected"))
+            _say(f"         chose {_e(repr(chosen))}")
 
 
 def _demo(db: Path) -> int:
     chart = demo_chart()
-    print(chart.describe(), end="\n\n")
+    _say(chart.describe(), end="\n\n")
     db.parent.mkdir(parents=True, exist_ok=True)
     recording = db.parent / "recording.jsonl"
     story = narrative()
@@ -56,21 +84,21 @@ def _demo(db: Path) -> int:
     finally:
         store.close()
     if snap != result.snapshot or load_recording(recording, result.run_id) != snap:
-        print("the stored run or the recording differs from the run", file=sys.stderr)
+        _say("the stored run or the recording differs from the run", file=sys.stderr)
         return 1
-    print(f"Run {result.run_id}: {result.status}, {len(snap)} commits\n")
-    print(story.text(result.run_id))
+    _say(f"Run {result.run_id}: {result.status}, {len(snap)} commits\n")
+    _say(story.text(result.run_id))
     route = next(c.seq for c in snap.history() if c.stage_id == "route")
     before = {k: snap.state_at(route - 1)[k] for k in ("credit_score", "debt_to_income")}
-    print(f"\nTime travel: just before Route (state_at({route - 1})): {before}")
-    print(f"Why 'decision'? (causal trace)\n{causal_chain(snap, 'decision').render()}")
-    print(f"\nFinal decision: {result.state['decision']}")
+    _say(f"\nTime travel: just before Route (state_at({route - 1})): {before}")
+    _say(f"Why 'decision'? (causal trace)\n{causal_chain(snap, 'decision').render()}")
+    _say(f"\nFinal decision: {result.state['decision']}")
     folder = db.parent
     _demo_agent(folder)
-    print(f"\nStore: {db}\nRecording: {recording}")
+    _say(f"\nStore: {db}\nRecording: {recording}")
     exe = _command()
-    print(f"Next: {exe} runs --db {db}   |   {exe} show {result.run_id} --db {db}")
-    print(f"      {exe} replay {folder / 'agent-recording.json'} --call 2")
+    _say(f"Next: {exe} runs --db {db}   |   {exe} show {result.run_id} --db {db}")
+    _say(f"      {exe} replay {folder / 'agent-recording.json'} --call 2")
     return 0
 
 
@@ -80,18 +108,18 @@ def _demo_agent(folder: Path) -> None:
 
     story = narrative()
     agent = demo_agent((story,))
-    print("\n--- An agent is a flowchart too ---")
+    _say("\n--- An agent is a flowchart too ---")
     answer = agent.run_sync("Weather in Paris?")
-    print(story.text())
+    _say(story.text())
     path = save_recording(agent, folder / "agent-recording.json")
     rebuilt = served_at(path, 2)
     same = rebuilt.hash == receipts(path)[1]["request_hash"]
-    print(f"Answer: {answer}")
-    print(
+    _say(f"Answer: {answer}")
+    _say(
         f"Request 2 rebuilt from the recording alone: {len(rebuilt.messages)} messages, "
         f"hash matches the receipt: {same}"
     )
-    print(f"Agent recording: {path}")
+    _say(f"Agent recording: {path}")
 
 
 def _command() -> str:
@@ -110,41 +138,45 @@ def _replay(recording: Path, call: int) -> int:
     from trackway.agent import receipts, served_at
 
     if not recording.exists():
-        print(
+        _say(
             f"no recording at {recording}; save one with save_recording(agent, path)",
             file=sys.stderr,
         )
         return 1
     try:
         request = served_at(recording, call)
-    except (IndexError, ValueError) as exc:
-        print(exc, file=sys.stderr)
+        expected = receipts(recording)[call - 1]["request_hash"]
+    except (TrackwayError, IndexError, ValueError) as exc:
+        _say(_e(exc), file=sys.stderr)
         return 1
-    print(
+    _say(
         orjson.dumps(
             request.model_dump(mode="json", exclude_none=True), option=orjson.OPT_INDENT_2
         ).decode()
     )
-    expected = receipts(recording)[call - 1]["request_hash"]
     same = request.hash == expected
-    print(f"request {call}: sha256 {request.hash}")
-    print(f"receipt {call}: sha256 {expected}  ->  {'match' if same else 'MISMATCH'}")
+    _say(f"request {call}: sha256 {request.hash}")
+    _say(f"receipt {call}: sha256 {expected}  ->  {'match' if same else 'MISMATCH'}")
     return 0 if same else 2
 
 
 def _runs(db: Path) -> int:
     if not db.exists():
-        print(f"no run store at {db}; run `trackway demo` first or pass --db", file=sys.stderr)
+        _say(f"no run store at {db}; run `trackway demo` first or pass --db", file=sys.stderr)
         return 1
-    store = SqliteStore(db)
     try:
-        runs = store.list_runs()
-    finally:
-        store.close()
-    print(f"{'run id':<32} {'chart':<10} {'status':<8} {'commits':>7}  started (UTC)")
+        store = SqliteStore(db, read_only=True)
+        try:
+            runs = store.list_runs()
+        finally:
+            store.close()
+    except TrackwayError as exc:
+        _say(_e(exc), file=sys.stderr)
+        return 1
+    _say(f"{'run id':<32} {'chart':<10} {'status':<8} {'commits':>7}  started (UTC)")
     for r in runs:
-        print(
-            f"{r.run_id:<32} {r.chart_id:<10} {r.status:<8} {r.commit_count:>7}  "
+        _say(
+            f"{_e(r.run_id):<32} {_e(r.chart_id):<10} {_e(r.status):<8} {r.commit_count:>7}  "
             f"{_when(r.started_at)}"
         )
     return 0
@@ -152,17 +184,20 @@ def _runs(db: Path) -> int:
 
 def _show(run_id: str, db: Path) -> int:
     if not db.exists():
-        print(f"no run store at {db}; pass --db", file=sys.stderr)
+        _say(f"no run store at {db}; pass --db", file=sys.stderr)
         return 1
-    store = SqliteStore(db)
     try:
-        snap = store.load(run_id)
-    except UnknownRunError as exc:
-        print(exc, file=sys.stderr)
+        store = SqliteStore(db, read_only=True)
+        try:
+            snap = store.load(run_id)
+        finally:
+            store.close()
+    except TrackwayError as exc:
+        _say(_e(exc), file=sys.stderr)
         return 1
-    finally:
-        store.close()
-    print(f"Run {snap.run_id} (chart {snap.chart_id}): {snap.status}, {len(snap)} commits")
+    _say(
+        f"Run {_e(snap.run_id)} (chart {_e(snap.chart_id)}): {_e(snap.status)}, {len(snap)} commits"
+    )
     _print_trail(snap)
     return 0
 

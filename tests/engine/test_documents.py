@@ -46,6 +46,11 @@ def test_a_snapshot_round_trips_and_rebuilds_time_travel():
         (lambda d: d["commits"][0].pop("stage_path"), "commits.0.stage_path", "is missing"),
         (lambda d: d["commits"][2].update(outcome="fine"), "commits.2.outcome", "fine"),
         (lambda d: d.update(format="trackway.snapshot/9"), "format", "this version reads"),
+        (lambda d: d.update(status="sideways"), "status", "a run is one of"),
+        (lambda d: d["commits"][0].update(stage_path="#/#:x"), "commits.0.stage_path", "#"),
+        (lambda d: d["commits"][2].update(run_id="run-other"), "commits.2.run_id", "another"),
+        (lambda d: d["commits"][1]["ops"][0].update(value="x"), "commits.1", "appends a str"),
+        (lambda d: d["commits"][1]["ops"][0].update(key="a"), "commits.1", "holds a int"),
     ],
 )
 def test_a_damaged_snapshot_is_refused_naming_the_field(edit, field, fragment):
@@ -55,6 +60,12 @@ def test_a_damaged_snapshot_is_refused_naming_the_field(edit, field, fragment):
         Snapshot.from_json(orjson.dumps(doc), source="runs/x.json")
     assert info.value.field == field and info.value.document == "snapshot"
     assert fragment in str(info.value) and str(info.value).startswith("runs/x.json: ")
+
+
+def test_an_integer_beyond_64_bits_is_refused_not_read_as_a_float():
+    data = orjson.dumps(_snapshot_doc()).replace(b'"n":1', b'"n":1180591620717411303424', 1)
+    with pytest.raises(DocumentError, match="does not fit in 64 bits"):
+        Snapshot.from_json(data)
 
 
 def test_not_json_and_not_an_object_are_refused():
