@@ -160,8 +160,15 @@ def fmt(value: Any, digits: int = 1) -> str:
     return str(value)
 
 
-def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    """Print a markdown table: the first column left-aligned, the others right-aligned."""
+def print_table(
+    title: str,
+    headers: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    numeric: Sequence[int] | None = None,
+) -> None:
+    """Print a markdown table: the ``numeric`` columns right-aligned (default: all but the
+    first), the others left-aligned."""
+    right = set(range(1, len(headers)) if numeric is None else numeric)
     cells = [[fmt(c) for c in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in cells:
@@ -169,12 +176,12 @@ def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]
 
     def line(values: Sequence[str]) -> str:
         parts = [
-            v.ljust(w) if i == 0 else v.rjust(w)
+            v.rjust(w) if i in right else v.ljust(w)
             for i, (v, w) in enumerate(zip(values, widths, strict=True))
         ]
         return "| " + " | ".join(parts) + " |"
 
-    rule = ["-" * widths[0]] + ["-" * (w - 1) + ":" for w in widths[1:]]
+    rule = ["-" * (w - 1) + ":" if i in right else "-" * w for i, w in enumerate(widths)]
     print(f"\n{title}\n")
     print(line(headers))
     print("| " + " | ".join(rule) + " |")
