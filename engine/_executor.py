@@ -371,9 +371,9 @@ class Executor:
                 close = functools.partial(
                     session.close, run, sink, status, info, checkpoint, broke, carried
                 )
-                if session.durability == "sync":
+                if session.durability != "batch":
                     close()
-                else:  # the queued commits are written off the event loop, never abandoned
+                else:  # "batch": the queue drains off the event loop, never abandoned
                     with anyio.CancelScope(shield=True):
                         await anyio.to_thread.run_sync(close)
             except StoreWriteError as exc:

@@ -9,7 +9,10 @@ from contextlib import contextmanager
 from typing import Any
 
 from ._errors import ConfigurationError, StoreError
-from ._sqlstore import SqlRunStore
+from ._sqlstore import SqlRunStore, run_deleted
+
+_ONE_STATEMENT = 8  # up to this many commit rows: lock and insert in one statement
+_ROW = "(%s::bigint, %s::text, %s::text, %s::text, %s::text, %s::float8, %s::float8, %s::bytea)"
 
 __all__ = ["PostgresStore"]
 
@@ -69,7 +72,6 @@ class PostgresStore(SqlRunStore):
     """
 
     _P = "%s"
-    _LOCK_RUN = " FOR SHARE"  # a concurrent prune waits until the writer is done
 
     def __init__(
         self, dsn: str, *, connect_timeout: float = 10.0, reconnect_attempts: int = 5
@@ -157,6 +159,35 @@ class PostgresStore(SqlRunStore):
                         "reconnects."
                     ) from exc
                 raise
+
+    def _write_commits(
+        self, db: Any, run_id: str, run_no: int, rows: Sequence[tuple[Any, ...]]
+    ) -> None:
+        """Lock the run's row for this transaction (a concurrent prune waits until it ends)
+        and insert only while the row is there: a few rows in one statement (one round trip,
+        the common "sync" case), many rows after one locking query (a pipelined batch)."""
+        if len(rows) > _ONE_STATEMENT:
+            row = db.execute(
+                "SELECT 1 FROM trackway_runs WHERE run_no = %s FOR SHARE", (run_no,)
+            ).fetchone()
+            if row is None:
+                self._run_nos.pop(run_id, None)
+                raise run_deleted(run_id, self)
+            self._insert_many(db, "INSERT INTO trackway_commits VALUES " + _ROW, rows)
+            return
+        params: list[Any] = [run_no]
+        for one in rows:
+            params.extend(one)
+        cur = db.execute(
+            "WITH live AS (SELECT run_no FROM trackway_runs WHERE run_no = %s FOR SHARE) "
+            "INSERT INTO trackway_commits SELECT v.* FROM (VALUES "
+            + ", ".join([_ROW] * len(rows))
+            + ") AS v WHERE EXISTS (SELECT 1 FROM live)",
+            params,
+        )
+        if cur.rowcount != len(rows):
+            self._run_nos.pop(run_id, None)
+            raise run_deleted(run_id, self)
 
     def _insert_many(self, db: Any, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
         with db.cursor() as cur:

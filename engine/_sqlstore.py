@@ -20,7 +20,7 @@ from ._errors import StoreError, UnknownRunError
 from ._snapshot import Snapshot
 from ._store import CheckpointClaim, CommitMeta, RunInfo, select_prunable, snapshot_from_rows
 
-__all__ = ["SqlRunStore", "initial_doc", "initial_from_doc"]
+__all__ = ["SqlRunStore", "initial_doc", "initial_from_doc", "run_deleted"]
 
 SPAN = 1 << 32
 """Commits of one run have ids ``run_no * SPAN + seq``."""
@@ -40,8 +40,6 @@ class SqlRunStore:
     """The :class:`RunStore` interface on the trackway tables, for any SQL dialect here."""
 
     _P = "?"
-    _LOCK_RUN = ""
-    """What a dialect adds to lock a run's row for a transaction (PostgreSQL: FOR SHARE)."""
     _run_nos: dict[str, int]
 
     # -- what a dialect provides -----------------------------------------------------------
@@ -74,7 +72,7 @@ class SqlRunStore:
         """Write commits of a run this store holds; a run deleted meanwhile (by another
         store object, another process) is refused, never written to."""
         with self._tx() as db:
-            base = self._live_run_no(db, run_id) * SPAN
+            base = self._run_no(db, run_id) * SPAN
             rows = [
                 (
                     base + c.seq,
@@ -88,8 +86,16 @@ class SqlRunStore:
                 )
                 for c in commits
             ]
-            marks = ", ".join([self._P] * 8)
-            self._insert_many(db, f"INSERT INTO trackway_commits VALUES ({marks})", rows)
+            self._write_commits(db, run_id, base // SPAN, rows)
+
+    def _write_commits(
+        self, db: Any, run_id: str, run_no: int, rows: Sequence[tuple[Any, ...]]
+    ) -> None:
+        """Insert commit rows of a run that must still exist (checked in this transaction,
+        which serializes writers in SQLite). A dialect may do both in one statement."""
+        self._check_live(db, run_id, run_no)
+        marks = ", ".join([self._P] * 8)
+        self._insert_many(db, f"INSERT INTO trackway_commits VALUES ({marks})", rows)
 
     def finish_run(self, run_id: str, status: str, outcome: Any = None) -> None:
         p = self._P
@@ -100,7 +106,7 @@ class SqlRunStore:
                 (status, time.time(), None if outcome is None else orjson.dumps(outcome), run_id),
             )
             if cur.rowcount != 1:
-                raise _deleted(run_id, self)
+                raise run_deleted(run_id, self)
 
     def load(self, run_id: str) -> Snapshot:
         p = self._P
@@ -244,18 +250,15 @@ class SqlRunStore:
             no = self._run_nos[run_id] = int(row[0])
         return no
 
-    def _live_run_no(self, db: Any, run_id: str) -> int:
-        """The run's number, checked inside this transaction: the run still exists (another
-        store object may have pruned it). The row is locked for the transaction's length
-        where the dialect can (``_LOCK_RUN``), so a concurrent delete waits for it."""
-        no = self._run_no(db, run_id)
+    def _check_live(self, db: Any, run_id: str, run_no: int) -> None:
+        """The run still exists, inside this transaction (another store object may have
+        pruned it)."""
         row = db.execute(
-            f"SELECT 1 FROM trackway_runs WHERE run_no = {self._P}{self._LOCK_RUN}", (no,)
+            f"SELECT 1 FROM trackway_runs WHERE run_no = {self._P}", (run_no,)
         ).fetchone()
         if row is None:
             self._run_nos.pop(run_id, None)
-            raise _deleted(run_id, self)
-        return no
+            raise run_deleted(run_id, self)
 
     def _span(self, db: Any, run_id: str) -> tuple[int, int]:
         base = self._run_no(db, run_id) * SPAN
@@ -287,7 +290,7 @@ class SqlRunStore:
         return bool(cur.rowcount > 0)
 
 
-def _deleted(run_id: str, store: object) -> UnknownRunError:
+def run_deleted(run_id: str, store: object) -> UnknownRunError:
     return UnknownRunError(
         f"run {run_id!r} is no longer in {store!r}: it was deleted (pruned) while it ran, so "
         "nothing more is written for it. Prune only runs that have ended "
