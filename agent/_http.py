@@ -1,7 +1,8 @@
 """What the HTTP providers share: one client per call, retries, and the error boundary.
 
-Every HTTP failure is translated into the :class:`ProviderError` family here, once, with
-``raise ... from`` so the transport's own exception stays on the chain:
+Every HTTP failure is translated into the :class:`ProviderError` family once, with
+``raise ... from`` so the transport's own exception stays on the chain (the messages are
+built in ``_http_errors``):
 
 - 401/403 -> :class:`ProviderAuthError` (names the environment variable to set);
 - 404 naming a model -> :class:`ModelNotFoundError` (names the model and the base URL);
@@ -29,10 +30,7 @@ any run of 8 characters or more of one of these forms (what is left of a key cut
 Parsers report a payload of the wrong shape with :class:`MalformedPayload`; the provider
 turns it into a :class:`ProviderResponseError` that names the event and quotes it.
 
-Over 400 lines because it is the one error boundary of every HTTP provider: the retry loop,
-the body reader, the stream reader and the translation of each failure read the same
-response, so they stay together and each provider module keeps only its wire format. The
-key scrubbing lives in ``_scrub``, the payload shape checks in ``_payload``.
+The key scrubbing lives in ``_scrub``, the payload shape checks in ``_payload``.
 """
 
 from __future__ import annotations
@@ -44,50 +42,35 @@ import random
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import aclosing, asynccontextmanager
 from datetime import UTC, datetime
-from typing import Any, NoReturn, Protocol, cast
+from typing import Any, Protocol, cast
 
 import anyio
 import httpx2
 import orjson
 
+from ._http_errors import MAX_RETRY_AFTER, Answer, HTTPErrors, retryable
 from ._messages import LLMRequest, LLMResponse, StreamDelta
 from ._payload import SHAPE_ERRORS, MalformedPayload, parse_arguments
 from ._provider import (
-    ModelNotFoundError,
-    ProviderAuthError,
     ProviderConfigError,
-    ProviderConnectionError,
     ProviderError,
-    ProviderRateLimitError,
     ProviderResponseError,
 )
-from ._scrub import MIN_SCRUBBED_KEY, Scrubber
+from ._scrub import Scrubber
 
 __all__ = ["HTTPProvider", "parse_arguments"]
 
-MAX_RETRY_AFTER = 60.0
-"""A server asking for a longer wait than this (seconds) gets an error, not a nap."""
 MAX_BACKOFF = 30.0
 """The longest wait between two attempts when the server names none (seconds)."""
 MAX_ERROR_BODY = 64 * 1024
 """Bytes of an error response read by default (``max_error_body``)."""
 MAX_RESPONSE_BODY = 32 * 1024 * 1024
 """The largest answer read by default (``max_response_body``), in bytes."""
-SNIPPET = 300
-"""How many characters of server text a message quotes at most."""
 
 
 async def _sleep(seconds: float) -> None:
     """The wait between attempts (a seam: tests replace it to record the delays)."""
     await anyio.sleep(seconds)
-
-
-def _flat(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 async def _read_at_most(response: httpx2.Response, limit: int) -> tuple[bytes, bool]:
@@ -107,10 +90,6 @@ async def _read_at_most(response: httpx2.Response, limit: int) -> tuple[bytes, b
             parts.append(chunk)
             size += len(chunk)
     return b"".join(parts), False
-
-
-def _text(content: bytes, response: httpx2.Response) -> str:
-    return content.decode(response.encoding or "utf-8", "replace")
 
 
 def _retry_after(headers: httpx2.Headers) -> float | None:
@@ -154,10 +133,6 @@ class _Assembly(Protocol):
     def response(self) -> LLMResponse: ...
 
 
-def _retryable(status: int) -> bool:
-    return status in (408, 429) or status >= 500
-
-
 class _Borrowed(httpx2.AsyncBaseTransport):
     """A caller's transport, used without taking ownership.
 
@@ -176,17 +151,6 @@ class _Borrowed(httpx2.AsyncBaseTransport):
         """Leave the caller's transport open: its owner closes it."""
 
 
-class _Answer:
-    """One attempt's response and, unless it is a stream being held open, its body."""
-
-    __slots__ = ("content", "cut", "response")
-
-    def __init__(self, response: httpx2.Response, content: bytes = b"", cut: bool = False) -> None:
-        self.response = response
-        self.content = content
-        self.cut = cut  # the body went on past the bytes read
-
-
 def _positive_bytes(factory: str, option: str, value: object, default: int) -> int:
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return value
@@ -196,7 +160,7 @@ def _positive_bytes(factory: str, option: str, value: object, default: int) -> i
     )
 
 
-class HTTPProvider:
+class HTTPProvider(HTTPErrors):
     """The shared half of an HTTP provider: configuration, sending, retrying, errors,
     and the ``complete``/``stream`` calls themselves.
 
@@ -403,7 +367,7 @@ class HTTPProvider:
 
     async def _send(
         self, client: httpx2.AsyncClient, path: str, body: Any, *, stream: bool
-    ) -> _Answer:
+    ) -> Answer:
         url = self.base_url + path
         content = orjson.dumps(body)
         model = body.get("model") if isinstance(body, dict) else None
@@ -431,7 +395,7 @@ class HTTPProvider:
                     raise self._too_large(response)
                 return answer
             status = response.status_code
-            if not _retryable(status):
+            if not retryable(status):
                 self._raise_status(answer, model, attempts=1)
             wait = _retry_after(response.headers)
             if last or (wait is not None and wait > MAX_RETRY_AFTER):
@@ -441,18 +405,18 @@ class HTTPProvider:
 
     async def _exchange(
         self, client: httpx2.AsyncClient, request: httpx2.Request, *, stream: bool
-    ) -> _Answer:
+    ) -> Answer:
         """Send ``request`` and read its body within the caps; a successful stream is
         returned unread and open."""
         response = await client.send(request, stream=True)
         if response.is_success and stream:
-            return _Answer(response)
+            return Answer(response)
         try:
             limit = self.max_response_body if response.is_success else self.max_error_body
             content, cut = await _read_at_most(response, limit)
         finally:
             await response.aclose()
-        return _Answer(response, content, cut)
+        return Answer(response, content, cut)
 
     async def _read_started(self, response: httpx2.Response) -> bytes:
         """The whole body of a response that already started (no retry from here on)."""
@@ -475,40 +439,6 @@ class HTTPProvider:
             return orjson.loads(content)
         except orjson.JSONDecodeError as exc:
             raise self._malformed(content, "it is not JSON") from exc
-
-    def _malformed(self, content: bytes | str, why: str) -> ProviderResponseError:
-        return ProviderResponseError(
-            self._scrub(
-                f"{self.name}: the server at {self.base_url} answered, but not with "
-                f"{self.api_label} ({why}): {self._quote(content)!r}. Check that base_url "
-                f"points at {self._endpoint_hint()}."
-            )
-        )
-
-    def _malformed_event(
-        self, number: int, event: str, data: Any, why: str
-    ) -> ProviderResponseError:
-        return ProviderResponseError(
-            self._scrub(
-                f"{self.name}: the server at {self.base_url} streamed {self.stream_item} "
-                f"that is malformed (number {number} of the stream, event {event!r}): {why}: "
-                f"{self._quote(orjson.dumps(data))!r}. Check that base_url points at "
-                f"{self._endpoint_hint()}, and that the server streams {self.api_label}."
-            )
-        )
-
-    def _too_large(self, response: httpx2.Response) -> ProviderResponseError:
-        return ProviderResponseError(
-            f"{self.name}: the answer from {self.base_url} is larger than "
-            f"max_response_body={self.max_response_body} bytes, so it was not read past that. "
-            f"If answers this large are expected, raise {self.name}(..., "
-            "max_response_body=...); otherwise check that base_url points at "
-            f"{self._endpoint_hint()}.",
-            status=response.status_code,
-        )
-
-    def _endpoint_hint(self) -> str:
-        return "the right API"
 
     @staticmethod
     def is_event_stream(response: httpx2.Response) -> bool:
@@ -550,191 +480,3 @@ class HTTPProvider:
             ) from exc
         except httpx2.TransportError as exc:
             raise self._broken_stream(exc) from exc
-
-    # -- errors ------------------------------------------------------------------------------
-
-    def _scrubber(self) -> Scrubber | None:
-        if self._scrubber_cache is None:
-            key = _flat(self._api_key or "")
-            self._scrubber_cache = (Scrubber(key) if len(key) >= MIN_SCRUBBED_KEY else None,)
-        return self._scrubber_cache[0]
-
-    def _scrub(self, text: str) -> str:
-        """``text`` on one line, every echo of the API key in it replaced by ``***``."""
-        flat = _flat(text)
-        scrubber = self._scrubber()
-        return scrubber.scrub(flat) if scrubber is not None else flat
-
-    def _quote(self, content: bytes | str, limit: int = SNIPPET, *, whole: bool = True) -> str:
-        """Server or exception text as a message quotes it: on one line, scrubbed of the
-        API key, then cut to ``limit`` characters.
-
-        Scrubbing comes first, so a key the cut falls into is still replaced whole. A large
-        text is scrubbed only as far as the quote reaches: a window that grows until it holds
-        ``limit`` scrubbed characters, leaving out its last characters, which may begin an
-        echo of the key that runs past the window. ``whole=False`` says ``content`` itself
-        was cut (a body read up to a cap): its end is left out the same way.
-        """
-        scrubber = self._scrubber()
-        margin = (scrubber.reach if scrubber is not None else 0) + 8
-        window = 4 * limit + 2 * margin
-        while True:
-            piece = content[:window]
-            text = piece.decode("utf-8", "replace") if isinstance(piece, bytes) else piece
-            flat = _flat(text)
-            read_all = len(piece) >= len(content)
-            if read_all and whole:
-                return _cut(scrubber.scrub(flat) if scrubber is not None else flat, limit)
-            end = max(0, len(flat) - margin)
-            shown = scrubber.scrub_before(flat, end) if scrubber is not None else flat[:end]
-            if len(shown) > limit:
-                return _cut(shown, limit)
-            if read_all:
-                return shown + "…"
-            window *= 4
-
-    def _retries_note(self, attempts: int) -> str:
-        return "" if attempts == 1 else f" after {attempts} attempts"
-
-    def _timeout_error(self, exc: httpx2.TimeoutException, attempts: int) -> ProviderError:
-        return ProviderConnectionError(
-            f"{self.name}: no answer from {self.base_url} within timeout={self.timeout} "
-            f"seconds{self._retries_note(attempts)} ({type(exc).__name__}). Raise timeout= "
-            "for long generations, or check that the server is up."
-        )
-
-    def _connection_error(self, exc: httpx2.TransportError, attempts: int) -> ProviderError:
-        cause = self._quote(str(exc) or type(exc).__name__)
-        if isinstance(exc, httpx2.ConnectError):
-            return ProviderConnectionError(
-                f"{self.name}: could not connect to {self.base_url}"
-                f"{self._retries_note(attempts)} ({cause}): nothing is listening at "
-                f"{self.base_url}; start the server or fix base_url."
-            )
-        return ProviderConnectionError(
-            f"{self.name}: the connection to {self.base_url} failed"
-            f"{self._retries_note(attempts)} ({type(exc).__name__}: {cause}). Check the "
-            "server and the network, or raise max_retries=."
-        )
-
-    def _broken_stream(self, exc: httpx2.TransportError) -> ProviderError:
-        """A failure while reading a response that already started (never retried)."""
-        if isinstance(exc, httpx2.TimeoutException):
-            return ProviderConnectionError(
-                f"{self.name}: the stream from {self.base_url} stalled: no data within "
-                f"timeout={self.timeout} seconds ({type(exc).__name__}). Raise timeout= for "
-                "slow servers."
-            )
-        return ProviderConnectionError(
-            f"{self.name}: the connection to {self.base_url} dropped mid-stream "
-            f"({type(exc).__name__}: {self._quote(str(exc))}). Retry the call."
-        )
-
-    def _detail(self, answer: _Answer) -> str:
-        """The server's own words about a failed call (code and message), scrubbed, cut."""
-        response = answer.response
-        reason = self._quote(response.reason_phrase)
-        whole = not answer.cut
-        try:
-            data = orjson.loads(answer.content)
-        except orjson.JSONDecodeError:
-            return self._quote(_text(answer.content, response), whole=whole) or reason
-        parts: list[str] = []
-        if isinstance(data, dict):
-            error = data.get("error")
-            if isinstance(error, dict):
-                code = error.get("code") or error.get("type")
-                if isinstance(code, str) and code:
-                    parts.append(code)
-                message = error.get("message")
-                if isinstance(message, str) and message:
-                    parts.append(message)
-            elif isinstance(error, str) and error:
-                parts.append(error)
-            for field in ("message", "detail"):
-                value = data.get(field)
-                if isinstance(value, str) and value and value not in parts:
-                    parts.append(value)
-        if parts:
-            return self._quote(": ".join(parts)) or reason
-        return self._quote(_text(answer.content, response), whole=whole) or reason
-
-    def _raise_status(
-        self,
-        answer: _Answer,
-        model: Any,
-        *,
-        attempts: int,
-        asked_wait: float | None = None,
-    ) -> NoReturn:
-        response = answer.response
-        status = response.status_code
-        reason = self._quote(response.reason_phrase)
-        detail = self._detail(answer).removeprefix(reason).removeprefix(": ")
-        head = f"{status} {reason}" if reason else str(status)
-        said = f"{head}: {detail}" if detail else head
-        if answer.cut:
-            said += (
-                f"; the body was cut at {self.max_error_body} bytes, raise max_error_body= to "
-                "read more"
-            )
-        where = self.base_url
-        tried = self._retries_note(attempts)
-        if status in (401, 403):
-            how = f"set {self.key_env} or pass {self.name}(..., api_key=...)"
-            if not self._api_key:
-                text = (
-                    f"{self.name}: the server at {where} wants an API key and none was sent "
-                    f"({said}). To send one, {how}."
-                )
-            elif status == 401:
-                text = (
-                    f"{self.name}: the server at {where} refused the API key ({said}). "
-                    f"Check the key: {how}."
-                )
-            else:
-                text = (
-                    f"{self.name}: the server at {where} refused this request for the API key "
-                    f"({said}). Check that the key may use model {model!r}; to use another "
-                    f"key, {how}."
-                )
-            raise ProviderAuthError(text, status=status)
-        if status == 404:
-            if "model" in said.lower():
-                raise ModelNotFoundError(
-                    f"{self.name}: the server at {where} does not know model {model!r} "
-                    f"({said}). Check the model name{self._models_hint()}.",
-                    status=status,
-                )
-            raise ProviderResponseError(
-                f"{self.name}: nothing at {response.request.url} ({said}). Check base_url: it "
-                f"should point at {self._endpoint_hint()}.",
-                status=status,
-            )
-        if status == 429:
-            if asked_wait is not None and asked_wait > MAX_RETRY_AFTER:
-                text = (
-                    f"{self.name}: rate limited at {where} ({said}); the server asks to wait "
-                    f"{asked_wait:.0f} seconds (retry-after), longer than the "
-                    f"{MAX_RETRY_AFTER:.0f} seconds trackway waits. Retry later."
-                )
-            else:
-                text = (
-                    f"{self.name}: still rate limited at {where}{tried} ({said}). Wait and "
-                    f"retry, send fewer requests, or raise max_retries= (now {self.max_retries})."
-                )
-            raise ProviderRateLimitError(text, status=status)
-        if _retryable(status):
-            raise ProviderResponseError(
-                f"{self.name}: the server at {where} failed{tried} ({said}). It may be "
-                f"overloaded or down: retry later, or raise max_retries= (now "
-                f"{self.max_retries}).",
-                status=status,
-            )
-        raise ProviderResponseError(
-            f"{self.name}: the server at {where} rejected the request ({said}).",
-            status=status,
-        )
-
-    def _models_hint(self) -> str:
-        return ""

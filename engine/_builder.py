@@ -1,18 +1,26 @@
 """The fluent chart builder. Every malformed chart fails at ``build()`` (or earlier).
 
-Over 400 lines because each builder method checks its own arguments where the user can
-still see the call (ids, callables, merge policies, subflow mappers, for-each options) with
-a message naming the fix; the decider and selector branch builders live in
+Over 400 lines because each builder method takes its arguments where the user can still see
+the call (ids, callables, merge policies, subflow mappers, for-each options); the checks
+themselves live in ``_build_checks``, the decider and selector branch builders in
 ``_branch_builders``.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
+from ._build_checks import (
+    check_callable,
+    check_chart_id,
+    check_display,
+    check_merge,
+    check_retry,
+    check_state_model,
+    unreachable,
+)
 from ._chart import (
     Branch,
     FlowChart,
@@ -21,11 +29,10 @@ from ._chart import (
     Node,
     ResumeFn,
     StageFn,
-    generator_kind,
     is_async_callable,
 )
 from ._contract import Schema, check_schema
-from ._errors import ChartBuildError, ConfigurationError
+from ._errors import ChartBuildError
 from ._paths import is_name, name_fault
 from ._retry import Retry
 from ._values import key_fault
@@ -37,54 +44,9 @@ if TYPE_CHECKING:
 
 __all__ = ["ChartBuilder", "flow_chart"]
 
-_MERGE_NAMES = ("error_on_conflict", "namespace", "last")
-_NOT_IN_DISPLAY = re.compile(r"[\x00\x1b\x9b\ud800-\udfff]")
-"""What display text (names) may not hold: NUL, the escapes that start terminal control
-sequences, lone surrogates (not valid Unicode text, so no store can keep them)."""
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
-
 
 def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "stage"
-
-
-def _check_display(text: str, what: str) -> None:
-    """Refuse a name (display text) holding NUL, a terminal escape or a lone surrogate."""
-    m = _NOT_IN_DISPLAY.search(text)
-    if m is not None:
-        raise ChartBuildError(
-            f"{what}: the name {text!r} holds {m[0]!r} at index {m.start()}; names are display "
-            "text, which may not hold NUL, terminal escapes ('\\x1b', '\\x9b') or lone "
-            "surrogates; remove it"
-        )
-
-
-def _check_callable(fn: Any, what: str, expected: str) -> None:
-    """Refuse a non-callable, and a generator function (a stray ``yield``: calling it only
-    makes a generator, so its body would never run)."""
-    if not callable(fn):
-        raise ChartBuildError(f"{what}: expected {expected}, got {fn!r}")
-    kind = generator_kind(fn)
-    if kind is not None:
-        raise ChartBuildError(
-            f"{what}: {_label(fn)} is {kind} (it contains `yield`), so calling it only makes a "
-            "generator and its body never runs; remove the yield and return a value instead "
-            "(async def without yield is fine)"
-        )
-
-
-def _label(fn: Any) -> str:
-    if isinstance(fn, functools.partial):
-        return f"functools.partial({_label(fn.func)})"
-    name = getattr(fn, "__qualname__", None)
-    return name if isinstance(name, str) else f"{type(fn).__qualname__}.__call__"
-
-
-def _retry(value: Any, name: str) -> Retry | None:
-    try:
-        return Retry.coerce(value)
-    except ConfigurationError as exc:
-        raise ChartBuildError(f"stage {name!r}: {exc}") from None
 
 
 def flow_chart(
@@ -127,35 +89,28 @@ class ChartBuilder:
         self._errors: list[str] = []
         self._built = False
         self._state = state
-        self._check_state_model(state)
-        self._root = self._stage(
-            name,
-            fn,
-            id,
-            description,
-            retry,
-            kind="stage",
-            on_resume=self._resume_fn(on_resume, name),
-        )
+        check_state_model(state)
+        self._root = self._plain_stage(name, fn, id, description, retry, on_resume)
 
     # -- internals -----------------------------------------------------------------------
 
-    def _check_state_model(self, state: Any) -> None:
-        if state is None:
-            return
-        from pydantic import BaseModel
-
-        if not (isinstance(state, type) and issubclass(state, BaseModel)):
-            raise ChartBuildError(
-                f"flow_chart(state=...) takes a pydantic BaseModel subclass, got {state!r}"
-            )
+    def _plain_stage(
+        self,
+        name: str,
+        fn: StageFn,
+        id: str | None,
+        description: str | None,
+        retry: Retry | int | None,
+        on_resume: ResumeFn | None,
+    ) -> str:
+        """Add a ``.then`` stage (the first one too); its id."""
+        on_resume = self._resume_fn(on_resume, name)
+        return self._stage(name, fn, id, description, retry, kind="stage", on_resume=on_resume)
 
     @staticmethod
     def _resume_fn(fn: Any, name: str) -> ResumeFn | None:
         if fn is not None:
-            _check_callable(
-                fn, f"on_resume= of stage {name!r}", "a function (scope, value) -> None"
-            )
+            check_callable(fn, f"on_resume= of stage {name!r}", "a function (scope, value) -> None")
         return fn  # type: ignore[no-any-return]
 
     def _guard(self) -> None:
@@ -168,7 +123,7 @@ class ChartBuilder:
     def _new_id(self, name: str, id: str | None, what: str) -> str:
         if not isinstance(name, str) or not name.strip():
             raise ChartBuildError(f"{what} needs a non-empty name, got {name!r}")
-        _check_display(name, what)
+        check_display(name, what)
         if id is None:
             return _slug(name)
         if not is_name(id):
@@ -197,7 +152,7 @@ class ChartBuilder:
         return nid
 
     def _check_fn(self, fn: Any, what: str) -> bool:
-        _check_callable(fn, what, "a stage function (scope) -> ...")
+        check_callable(fn, what, "a stage function (scope) -> ...")
         return is_async_callable(fn)
 
     def _stage(
@@ -222,7 +177,7 @@ class ChartBuilder:
             description=description,
             fn=fn,
             is_async=is_async,
-            retry=_retry(retry, name),
+            retry=check_retry(retry, name),
             **extra,
         )
         return self._register(fields, link=link)
@@ -234,27 +189,11 @@ class ChartBuilder:
                 "non-empty str without '/', '#', ':', spaces or control characters"
             )
         if isinstance(name, str):
-            _check_display(name, f"{owner}, branch {key!r}")
+            check_display(name, f"{owner}, branch {key!r}")
         if isinstance(target, FlowChart):
             return Branch(key=key, name=name, chart=target)
         is_async = self._check_fn(target, f"{owner}, branch {key!r}")
         return Branch(key=key, name=name, fn=target, is_async=is_async)
-
-    def _check_merge(self, merge: Any, owner: str) -> MergePolicy:
-        if isinstance(merge, str) and merge in _MERGE_NAMES:
-            return merge  # type: ignore[return-value]
-        if isinstance(merge, Mapping) and all(
-            isinstance(k, str) and callable(v) for k, v in merge.items()
-        ):
-            for key, reducer in merge.items():
-                _check_callable(
-                    reducer, f"the reducer of {key!r} in {owner}", "reducer(acc, value)"
-                )
-            return dict(merge)
-        raise ChartBuildError(
-            f"{owner}: merge={merge!r} is not a merge policy; use 'error_on_conflict' "
-            "(default), 'namespace', 'last', or a dict {key: reducer(acc, value)}"
-        )
 
     # -- public builder API --------------------------------------------------------------
 
@@ -273,15 +212,7 @@ class ChartBuilder:
         ``on_resume(scope, value)`` runs, as its own commit, when a run that paused in this
         stage (``scope.pause(...)``) is resumed with ``value``.
         """
-        self._stage(
-            name,
-            fn,
-            id,
-            description,
-            retry,
-            kind="stage",
-            on_resume=self._resume_fn(on_resume, name),
-        )
+        self._plain_stage(name, fn, id, description, retry, on_resume)
         return self
 
     def decider(
@@ -311,7 +242,7 @@ class ChartBuilder:
         merge: MergePolicy = "error_on_conflict",
     ) -> SelectorBuilder:
         """Add a stage that returns several branch keys; the chosen branches run in parallel."""
-        policy = self._check_merge(merge, f"selector {name!r}")
+        policy = check_merge(merge, f"selector {name!r}")
         nid = self._stage(name, fn, id, description, retry, kind="selector", merge=policy)
         from ._branch_builders import SelectorBuilder
 
@@ -347,7 +278,7 @@ class ChartBuilder:
                 kind="fork",
                 description=description,
                 parallel=tuple(parallel),
-                merge=self._check_merge(merge, owner),
+                merge=check_merge(merge, owner),
             )
         )
         return self
@@ -383,7 +314,7 @@ class ChartBuilder:
                     f"subflow {name!r}: {label}= takes a dict of keys or a function, got {mapper!r}"
                 )
             if mapper is not None and not isinstance(mapper, Mapping):
-                _check_callable(mapper, f"{label}= of subflow {name!r}", "a function of scope")
+                check_callable(mapper, f"{label}= of subflow {name!r}", "a function of scope")
         self._register(
             dict(
                 id=nid,
@@ -424,7 +355,7 @@ class ChartBuilder:
         if not (isinstance(items, str) or callable(items)):
             raise ChartBuildError(f"{owner}: items= takes a state key or a function of scope")
         if not isinstance(items, str):
-            _check_callable(items, f"items= of {owner}", "a function of scope returning a list")
+            check_callable(items, f"items= of {owner}", "a function of scope returning a list")
         if not isinstance(into, str) or not into:
             raise ChartBuildError(f"{owner}: into= must name the state key for the results")
         for label, key in (("items", items), ("into", into), ("result_key", result_key)):
@@ -490,11 +421,11 @@ class ChartBuilder:
                     f"that id; ids are: {ids} "
                     "(did you pass a stage name instead of its id?)"
                 )
-        _check_chart_id(chart_id)
+        check_chart_id(chart_id)
         if name is not None:
             if not isinstance(name, str):
                 raise ChartBuildError(f"build(name=...) takes a str, got {name!r}")
-            _check_display(name, "build(name=...)")
+            check_display(name, "build(name=...)")
         inputs = check_schema(input_schema, "build(input_schema=...)")
         outputs = check_schema(output_schema, "build(output_schema=...)")
         root = self._nodes[self._root]
@@ -508,37 +439,10 @@ class ChartBuilder:
             input_schema=inputs,
             output_schema=outputs,
         )
-        errors.extend(_unreachable(chart))
+        errors.extend(unreachable(chart))
         if errors:
             raise ChartBuildError(
                 "the chart is malformed:\n" + "\n".join(f"  - {e}" for e in errors)
             )
         self._built = True
         return chart
-
-
-def _check_chart_id(chart_id: object) -> None:
-    if chart_id is None:
-        return
-    if not isinstance(chart_id, str):
-        raise ChartBuildError(f"build(chart_id=...) takes a str, got {chart_id!r}")
-    bad = _CONTROL.search(chart_id)
-    if bad is not None:
-        raise ChartBuildError(
-            f"build(chart_id={chart_id!r}): it holds {bad[0]!r} at index {bad.start()}; a chart "
-            "id may not hold control characters or lone surrogates (stores keep it in a text "
-            "column, where a NUL fails every write); remove it"
-        )
-
-
-def _unreachable(chart: FlowChart) -> list[str]:
-    """Stages nothing leads to, found on the chart's graph."""
-    import networkx as nx
-
-    reached = nx.descendants(chart.graph, chart.root) | {chart.root}
-    return [
-        f"stage {node.name!r} ({nid}) can never run: nothing leads to it (it follows a "
-        "loop_to, or a decider whose branches all loop back); move it or remove it"
-        for nid, node in chart.nodes.items()
-        if nid not in reached and "\x00" not in nid
-    ]

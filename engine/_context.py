@@ -147,12 +147,17 @@ class RunContext:
         """Recovering: the committed commits, taken as the walk reaches them instead of
         running their stages again (see ``_recovery``)."""
 
+    def error_info(self, exc: BaseException) -> ErrorInfo:
+        """What a commit keeps of an exception: its type and message, through the redaction
+        funnel (a refused write to a hidden key is named, its value never quoted)."""
+        info = error_info(exc)
+        return info if self.redactor is None else self.redactor.error(info, exc)
+
     def validator(self, chart: FlowChart) -> StateValidator | None:
         key = id(chart)
         if key not in self.validators:
             model = chart.state_model
-            hidden = None if self.redactor is None else self.redactor.verdict
-            self.validators[key] = None if model is None else StateValidator(model, hidden)
+            self.validators[key] = None if model is None else StateValidator(model)
         return self.validators[key]
 
     def take_resume(self, path: str, *, peek: bool = False) -> bool:

@@ -2,7 +2,8 @@
 
 This module is the public face (``run``, ``resume``, ``recover`` and their ``_sync``
 twins) and the drive loop they share; the store session (``_session``), checkpoints
-(``_checkpoint``), recovery (``_recovery``) and contracts (``_contract``) live apart. It is
+(``_checkpoint``), checkpoint trust (``_trust``), recovery (``_recovery``) and contracts
+(``_contract``) live apart. It is
 over 400 lines because the drive loop is the one place every way a run ends (done, broken,
 paused, failed, timed out, cancelled from outside) is turned into a result, and splitting it
 would scatter that one decision.
@@ -10,6 +11,7 @@ would scatter that one decision.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import secrets
 import time
@@ -24,27 +26,21 @@ from ._chart import FlowChart
 from ._checkpoint import (
     Checkpoint,
     check_chart,
-    core_digest,
     make_checkpoint,
     masked,
-    position,
     sign,
-    signed_by,
 )
 from ._context import RunContext, error_info
 from ._contract import check_input, check_output
 from ._cursor import RootCursor
 from ._errors import (
-    CheckpointClaimedError,
     CheckpointError,
     ExecutorUsageError,
-    ForgedCheckpointError,
     RecoveryError,
     RunError,
     RunTimeoutError,
     StateValueError,
     StoreWriteError,
-    UnknownRunError,
 )
 from ._paths import StagePath
 from ._recorder import ErrorEvent, RunEndEvent, RunStartEvent
@@ -55,7 +51,8 @@ from ._snapshot import Snapshot
 from ._stage import Paused
 from ._store import Durability, RunStore, Sink
 from ._sync import run_sync
-from ._values import FrozenDict, encode_value, freeze, thaw, to_bytes
+from ._trust import PROCESS_KEY, as_checkpoint, trusted_log
+from ._values import FrozenDict, encode_value, freeze, thaw
 from ._walker import run_root
 
 __all__ = ["Executor", "RunResult", "RunStatus"]
@@ -145,7 +142,7 @@ class Executor:
             raise ExecutorUsageError(
                 "checkpoint_key= must be at least 16 bytes; use e.g. secrets.token_hex(32)"
             )
-        self._key = _PROCESS_KEY if checkpoint_key is None else checkpoint_key
+        self._key = PROCESS_KEY if checkpoint_key is None else checkpoint_key
         self.allow_unsigned_checkpoints = allow_unsigned_checkpoints
         self._session = (
             None if store is None else StoreSession(store, chart.id, durability, queue_size)
@@ -171,9 +168,8 @@ class Executor:
         back as ``status="failed"`` with ``.error``. ``timeout`` (seconds) cancels the stage in
         flight, which commits as ``cancelled``, and fails the run with ``RunTimeoutError``.
         """
-        hidden = None if self.redact is None else Redactor(self.redact).hidden_path
-        check_input(self.chart, input, hidden)
         run = self._context(new_run_id())
+        check_input(self.chart, input, None if run.redactor is None else run.redactor.hidden_path)
         self._seed(run, input)
         if self._session is not None:
             self._session.begin(run)
@@ -194,7 +190,7 @@ class Executor:
         :class:`CheckpointClaimedError` (with a store, the claim is atomic across processes).
         Everything is checked before the claim: the chart, the cursor, the value.
         """
-        cp = _as_checkpoint(checkpoint)
+        cp = as_checkpoint(checkpoint)
         if cp.redacted or cp.cursor is None:
             raise CheckpointError(
                 f"checkpoint {cp.checkpoint_id} is a masked copy (a store keeps masked "
@@ -204,7 +200,7 @@ class Executor:
             )
         check_chart(cp, self.chart)
         data, owned = encode_value(value, "resume value", cp.paused_at)
-        snapshot = self._checkpoint_log(cp)
+        snapshot = trusted_log(cp, self._session, self._key, self.allow_unsigned_checkpoints)
         claim(self.store, cp, data)
         run = self._continued(cp.run_id, snapshot)
         run.resume_value = freeze(owned)
@@ -327,7 +323,7 @@ class Executor:
         broke: str | None = None
         paused: Paused | None = None
         try:
-            with anyio.fail_after(timeout) if timeout is not None else _no_timeout():
+            with anyio.fail_after(timeout) if timeout is not None else contextlib.nullcontext():
                 broke = await run_root(run, cursor)
         except RunError as exc:
             error = exc
@@ -428,73 +424,6 @@ class Executor:
             checkpoint = replace(checkpoint, snapshot=live)
         return sign(checkpoint, self._key)
 
-    def _checkpoint_log(self, cp: Checkpoint) -> Snapshot:
-        """The log to continue from, once the checkpoint is known to be the run's own.
-
-        With a store, a checkpoint the store saved must be that one (same id, same content,
-        the run still paused at that position), and its log is the store's. A checkpoint the
-        store never saw — one made by an executor without a store, carrying its log — is
-        taken only if it is signed with this executor's key and the store does not hold the
-        run. Without a store, the checkpoint must be signed with this executor's key.
-        """
-        session = self._session
-        stored = None if session is None else session.call(
-            lambda s: _stored_checkpoint(s, cp.checkpoint_id), "load the stored checkpoint"
-        )  # fmt: skip
-        if stored is None:
-            if cp.snapshot is None and session is not None:
-                raise ForgedCheckpointError(
-                    f"the store holds no checkpoint {cp.checkpoint_id}: an executor with a "
-                    "store resumes only the checkpoints it saved (this one was edited, or "
-                    "comes from another store)"
-                )
-            if cp.snapshot is None:
-                raise CheckpointError(
-                    f"checkpoint {cp.checkpoint_id} keeps its commit log in a store, and "
-                    + ("this executor has none; resume it with Executor(chart, store=<that "
-                       "store>)" if session is None else "this store does not hold it")
-                )  # fmt: skip
-            if not signed_by(cp, self._key) and not (
-                self.allow_unsigned_checkpoints and cp.signature is None
-            ):
-                raise ForgedCheckpointError(_unsigned(cp))
-            if session is not None and session.call(
-                lambda s: _holds_run(s, cp.run_id), "look the run up"
-            ):
-                raise ForgedCheckpointError(
-                    f"the store holds run {cp.run_id!r} but no checkpoint {cp.checkpoint_id}: "
-                    "an executor with a store resumes only the checkpoints it saved"
-                )
-            return cp.snapshot.copy()  # the resumed run grows its own copy of the index
-        assert session is not None
-        expected = stored.digest
-        if expected is None and stored.cursor is not None:  # saved before digests were kept
-            expected = core_digest(stored)
-        unverifiable = expected is None and self.allow_unsigned_checkpoints
-        if not unverifiable and expected != core_digest(cp):
-            raise ForgedCheckpointError(
-                f"checkpoint {cp.checkpoint_id} is not the one the store saved for this run: its "
-                "ids, cursor, payload, position or carried log differ. Resume with the "
-                "checkpoint as the run returned it, or as "
-                f"store.load_checkpoint({cp.checkpoint_id!r}) gives it."
-            )
-        log = session.call(lambda s: s.load(cp.run_id), f"load run {cp.run_id!r}")
-        if log.status != "paused" or len(log) != position(cp):
-            raise CheckpointClaimedError(
-                f"checkpoint {cp.checkpoint_id} was already resumed: run {cp.run_id!r} is "
-                f"{log.status} with {len(log)} commits, no longer paused where the checkpoint "
-                "was made. A checkpoint resumes once; if the run paused again, resume its newer "
-                "checkpoint."
-            )
-        if cp.snapshot is None or self.redact is None:
-            return log  # the store's log is the truth; an embedded one is not needed
-        if not _same_log(cp.snapshot, log, Redactor(self.redact)):
-            raise ForgedCheckpointError(
-                f"the log embedded in checkpoint {cp.checkpoint_id} does not match the run's "
-                "log in the store; resume with the checkpoint as the run returned it"
-            )
-        return cp.snapshot.copy()
-
     def _seed(self, run: RunContext, input: Mapping[str, Any] | None) -> None:
         if input is None:
             return
@@ -519,59 +448,6 @@ class Executor:
             run.root.seed(key, freeze(owned))
 
 
-_PROCESS_KEY = secrets.token_bytes(32)
-"""Signs checkpoints of executors given no checkpoint_key: good for this process only."""
-
-
-def _unsigned(cp: Checkpoint) -> str:
-    why = "carries no signature" if cp.signature is None else "is not signed with this key"
-    return (
-        f"checkpoint {cp.checkpoint_id} {why}: it was edited, or made by an executor with "
-        "another checkpoint_key (without one, each process signs with a key of its own). Give "
-        "every executor that pauses or resumes this chart the same "
-        "Executor(..., checkpoint_key=<a shared secret>), or keep runs in a store; "
-        "allow_unsigned_checkpoints=True accepts checkpoints with no signature at all."
-    )
-
-
-def _stored_checkpoint(store: RunStore, checkpoint_id: str) -> Checkpoint | None:
-    try:
-        return store.load_checkpoint(checkpoint_id)
-    except UnknownRunError:
-        return None
-
-
-def _holds_run(store: RunStore, run_id: str) -> bool:
-    try:
-        store.history(run_id)
-    except UnknownRunError:
-        return False
-    return True
-
-
-def _same_log(embedded: Snapshot, stored: Snapshot, redactor: Redactor) -> bool:
-    """The embedded real log, through the redaction funnel, is the store's log."""
-    if len(embedded) != len(stored):
-        return False
-    initial = {k: to_bytes(v) for k, v in redactor.initial(embedded._initial).items()}
-    if initial != stored._initial:
-        return False
-    return all(
-        redactor.commit(real).to_bytes() == kept.to_bytes()
-        for real, kept in zip(embedded.commits, stored.commits, strict=True)
-    )
-
-
-def _as_checkpoint(checkpoint: Checkpoint | str | bytes) -> Checkpoint:
-    if isinstance(checkpoint, Checkpoint):
-        return checkpoint
-    if isinstance(checkpoint, (str, bytes)):
-        return Checkpoint.from_json(checkpoint)
-    raise CheckpointError(
-        f"resume() takes a Checkpoint or its JSON, got {type(checkpoint).__name__}"
-    )
-
-
 def _timed_out(run: RunContext, timeout: float) -> RunTimeoutError:
     last = run.log[-1] if run.log else None
     where = (
@@ -584,14 +460,6 @@ def _timed_out(run: RunContext, timeout: float) -> RunTimeoutError:
         f"the run did not finish within timeout={timeout}s; {where}",
         stage_path=last.stage_path if last is not None else None,
     )
-
-
-class _no_timeout:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def _redacted(live: Snapshot, redactor: Redactor) -> Snapshot:

@@ -14,7 +14,7 @@ from typing import Any
 
 from ._chart import Node
 from ._commit import Write
-from ._context import Strand, error_info
+from ._context import Strand
 from ._cursor import ForEachCursor
 from ._detail import ForEachRecord
 from ._errors import ParallelLimitError, StageContractError, StageError
@@ -40,7 +40,7 @@ async def exec_for_each(strand: Strand, node: Node) -> str | None:
     except Exception as exc:
         strand.frame.record(
             path, node.id, node.name, "merge", started, (), tuple(scope._reads), "error",
-            error_info(exc),
+            strand.run.error_info(exc),
         )  # fmt: skip
         raise StageError(
             f"{node.name!r} ({path}) could not get its items: {exc}", stage_path=path
@@ -58,8 +58,8 @@ async def exec_for_each(strand: Strand, node: Node) -> str | None:
             stage_path=path,
         )
         strand.frame.record(
-            path, node.id, node.name, "merge", started, (), reads, "error", error_info(err),
-            {"for_each": _limits(node, total)},
+            path, node.id, node.name, "merge", started, (), reads, "error",
+            strand.run.error_info(err), {"for_each": _limits(node, total)},
         )  # fmt: skip
         raise err
     drawn = []

@@ -18,7 +18,7 @@ import anyio
 
 from ._chart import Branch, Node
 from ._commit import Commit
-from ._context import Frame, RunContext, Strand, error_info
+from ._context import Frame, RunContext, Strand
 from ._cursor import BranchState, ChainCursor, ParallelCursor, StageCursor, leaf
 from ._detail import CommitDetail, MergeRecord
 from ._errors import RecoveryError, RunError, StageError
@@ -250,7 +250,7 @@ async def exec_parallel(
             (),
             (),
             "error",
-            error_info(exc),
+            strand.run.error_info(exc),
             detail,
         )
         if isinstance(exc, RunError):

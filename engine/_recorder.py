@@ -382,7 +382,8 @@ def _redact_event(r: Redactor, hook: str, event: Any) -> Any:
     if hook == "on_emit" and r.emit_hidden(event.name):
         return event._replace(payload=r.marker)
     if hook == "on_decision":
-        return event._replace(evidence=r.evidence(event.evidence))
+        also = ("item",) if r.item_hidden(event.stage_path) else ()
+        return event._replace(evidence=r.evidence(event.evidence, also))
     if hook == "on_run_start":
         return event._replace(input=r.state(event.input))
     return event

@@ -117,9 +117,10 @@ class Redactor:
                 return [i for i, _ in items], True
         return value, False
 
-    def write(self, w: Write) -> Write:
+    def write(self, w: Write, also: tuple[str, ...] = ()) -> Write:
+        """The retained form of a write; ``also`` names keys hidden in this commit only."""
         kind, key, _, raw = w
-        v = self.verdict(key)
+        v = _WHOLE if key in also else self.verdict(key)
         if kind == "delete":
             return w
         if v is None:
@@ -161,6 +162,9 @@ class Redactor:
             "the redaction policy hides this key's values",
         )
 
+    def _hides(self, key: str, also: tuple[str, ...]) -> bool:
+        return key in also or self.verdict(key) is not None
+
     def hidden_path(self, path: str) -> bool:
         """A schema issue at ``path`` (dotted) concerns a key the policy hides."""
         return self.verdict(path.split(".", 1)[0]) is not None
@@ -176,11 +180,11 @@ class Redactor:
 
     def commit(self, c: Commit) -> Commit:
         """The retained form of a commit (the same object when nothing in it is hidden)."""
-        if self._item_frames and self.item_hidden(c.stage_path):
-            return self._with_item_hidden(c)
-        writes = tuple(self.write(w) for w in c.writes)
+        # in a for-each branch over a hidden key, ``item`` is hidden like the key
+        also = ("item",) if self._item_frames and self.item_hidden(c.stage_path) else ()
+        writes = tuple(self.write(w, also) for w in c.writes)
         changed = any(a is not b for a, b in zip(writes, c.writes, strict=True))
-        detail = self.detail(c.detail)
+        detail = self.detail(c.detail, also)
         events = c.events
         if self._emits and any(self.emit_hidden(e.name) for e in c.events):
             events = tuple(
@@ -191,30 +195,18 @@ class Redactor:
             return c
         return c._replace(writes=writes, detail=detail, events=events)
 
-    def _with_item_hidden(self, c: Commit) -> Commit:
-        """A commit in a for-each branch over a hidden key: ``item`` is hidden like the key."""
-        before = self._verdicts.get("item", "?")
-        self._verdicts["item"] = _WHOLE
-        try:
-            self._item_frames, frames = [], self._item_frames
-            return self.commit(c)
-        finally:
-            self._item_frames = frames
-            if before == "?":
-                del self._verdicts["item"]
-            else:
-                self._verdicts["item"] = before
-
-    def detail(self, detail: CommitDetail | None) -> CommitDetail | None:
+    def detail(
+        self, detail: CommitDetail | None, also: tuple[str, ...] = ()
+    ) -> CommitDetail | None:
         """Decision evidence quotes the values it read: hide the hidden ones."""
         if detail is None or "decision" not in detail:
             return detail
-        evidence = self.evidence(detail["decision"])
+        evidence = self.evidence(detail["decision"], also)
         if evidence is detail["decision"]:
             return detail
         return {**detail, "decision": evidence}
 
-    def evidence(self, evidence: DecisionEvidence) -> DecisionEvidence:
+    def evidence(self, evidence: DecisionEvidence, also: tuple[str, ...] = ()) -> DecisionEvidence:
         """The retained form of decision evidence (the same object when nothing is hidden)."""
         if not isinstance(evidence, Mapping) or not evidence.get("rules"):
             return evidence
@@ -223,14 +215,14 @@ class Redactor:
         for rule in evidence.get("rules", ()):
             conditions: list[Condition] = []
             for cond in rule.get("conditions", ()):
-                if self.verdict(cond.get("key", "")) is not None:
+                if self._hides(cond.get("key", ""), also):
                     # what the rule compared against can be as telling as the value
                     cond = {**cond, "actual": self.marker, "expected": self.marker}
                     cond["redacted"] = touched = True
                 conditions.append(cond)
             inputs: list[dict[str, Any]] = []
             for entry in rule.get("inputs", ()):
-                if self.verdict(entry.get("key", "")) is not None:
+                if self._hides(entry.get("key", ""), also):
                     entry = {**entry, "value": self.marker, "redacted": True}
                     touched = True
                 inputs.append(entry)

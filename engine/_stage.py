@@ -147,7 +147,7 @@ async def run_stage(
                     f"{kind} {name!r} cannot pause; pause in a stage before it"
                 )
                 _commit_scope(
-                    frame, scope, name, kind, started, "error", error_info(exc), None, attempt
+                    frame, scope, name, kind, started, "error", run.error_info(exc), None, attempt
                 )
                 raise StageError(str(exc), stage_path=path) from None
             control = strand.control
@@ -174,16 +174,12 @@ async def run_stage(
             raise
         except Exception as exc:
             if retry is not None and attempt < retry.attempts and isinstance(exc, retry.on):
-                kept = error_info(exc)
-                if run.redactor is not None:
-                    kept = run.redactor.error(kept, exc)
+                kept = run.error_info(exc)
                 failed.append({"type": kept.type, "message": kept.message})
                 await anyio.sleep(retry.delay(attempt))
                 attempt += 1
                 continue
-            info = error_info(exc)
-            if run.redactor is not None:  # a refused write to a hidden key: its value unsaid
-                info = run.redactor.error(info, exc)
+            info = run.error_info(exc)
             extra = {**(detail or {}), "failed_attempts": failed} if failed else detail
             _commit_scope(frame, scope, name, kind, started, "error", info, extra, attempt)
             if rec.stage_hooks:
@@ -194,7 +190,7 @@ async def run_stage(
             )
             raise err from exc
         except BaseException as exc:  # KeyboardInterrupt and the like: record, then let go
-            info = error_info(exc)
+            info = run.error_info(exc)
             _commit_scope(frame, scope, name, kind, started, "error", info, detail, attempt)
             raise
     if failed:

@@ -13,7 +13,7 @@ from typing import Any
 
 from ._chart import FlowChart, Node
 from ._commit import CommitKind, Write
-from ._context import Frame, Strand, error_info
+from ._context import Frame, Strand
 from ._cursor import ChainCursor, SubflowCursor
 from ._errors import StageContractError, StageError
 from ._parallel import rebuild_frame, take_committed
@@ -168,8 +168,9 @@ def _mapping_failed(
     exc: Exception,
 ) -> StageError:
     """Commit a failed input=/output= mapping (what it read, the error) and say so."""
+    info = strand.run.error_info(exc)
     strand.frame.record(
-        path, node.id, node.name, kind, started, (), tuple(scope._reads), "error", error_info(exc)
+        path, node.id, node.name, kind, started, (), tuple(scope._reads), "error", info
     )
     which = "input" if kind == "subflow-input" else "output"
     return StageError(

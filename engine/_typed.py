@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import typing
-from collections.abc import Callable
 from typing import Annotated, Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -17,12 +16,8 @@ __all__ = ["StateValidator"]
 class StateValidator:
     """Validates writes to the fields of ``model`` (strict: no silent coercion)."""
 
-    def __init__(
-        self, model: type[BaseModel], hidden: Callable[[str], object] | None = None
-    ) -> None:
+    def __init__(self, model: type[BaseModel]) -> None:
         self.model = model
-        self.hidden = hidden
-        """Keys whose values a message never quotes (the run's redaction policy)."""
         self._extra = model.model_config.get("extra") == "allow"
         self._fields: dict[str, TypeAdapter[Any]] = {}
         self._items: dict[str, TypeAdapter[Any] | None] = {}
@@ -59,13 +54,8 @@ class StateValidator:
         except ValidationError as exc:
             first = exc.errors()[0]
             loc = ".".join(str(p) for p in first["loc"])
-            shown = (
-                "(a value the redaction policy hides)"
-                if self.hidden is not None and self.hidden(key)
-                else f"= {data[:80].decode(errors='replace')}"
-            )
             raise StateValidationError(
-                f"stage {where!r} wrote {key!r} {shown}, which "
+                f"stage {where!r} wrote {key!r} = {data[:80].decode(errors='replace')}, which "
                 f"does not match {self.model.__name__}.{key}"
                 f"{'[' + loc + ']' if loc else ''}: {first['msg']}",
                 key=key,

@@ -40,7 +40,7 @@ from trackway.engine import (
     thaw,
 )
 
-from ._narrative import is_absent
+from ._wording import is_absent
 
 __all__ = ["RECORDING_FORMAT", "JsonlRecorder", "jsonl", "load_recording", "read_recording"]
 

@@ -8,10 +8,8 @@ subflow or merge entry starts a line and the entries with its stage path join it
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Literal, NamedTuple
-
-import orjson
 
 from trackway.engine import (
     Commit,
@@ -20,8 +18,6 @@ from trackway.engine import (
     EmitEvent,
     ErrorEvent,
     ErrorInfo,
-    FrozenDict,
-    FrozenList,
     PauseEvent,
     ReadEvent,
     Recorder,
@@ -35,14 +31,13 @@ from trackway.engine import (
     UnknownRunError,
 )
 
+from ._wording import decision_text, is_absent, merge_text, summarize
+
 __all__ = [
     "EntryType",
     "Narrative",
     "NarrativeEntry",
-    "decision_text",
-    "is_absent",
     "narrative",
-    "summarize",
 ]
 
 EntryType = Literal[
@@ -74,9 +69,7 @@ _ORDER: dict[str, int] = {
     "subflow": 8,
     "merge": 8,
 }
-_JSON_TYPES = (str, int, float, bool, type(None), FrozenList, FrozenDict, list, dict)
 _STAGE_KINDS = frozenset({"stage", "decider", "selector", "resume"})
-_DICT_KEYS_SHOWN = 4
 
 
 class NarrativeEntry(NamedTuple):
@@ -96,78 +89,8 @@ class NarrativeEntry(NamedTuple):
     key: str | None = None
 
 
-def is_absent(value: Any) -> bool:
-    """True for the engine's marker of an absent key (a read value that is not JSON)."""
-    return not isinstance(value, _JSON_TYPES)
-
-
-def summarize(value: Any, max_chars: int = 40) -> str:
-    """A short rendering of a state value.
-
-    Strings are quoted (and cut after ``max_chars`` characters), numbers and booleans are
-    printed raw (JSON spelling), lists as ``(N items)`` and dicts as ``{a, b, ... (N keys)}``.
-    """
-    if value is None:
-        return "null"
-    if value is True or value is False:
-        return "true" if value else "false"
-    if isinstance(value, str):
-        text = value if len(value) <= max_chars else value[:max_chars] + "..."
-        return orjson.dumps(text).decode()
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, (FrozenList, list)):
-        n = len(value)
-        return "[]" if n == 0 else f"({n} item{'' if n == 1 else 's'})"
-    if isinstance(value, Mapping):
-        keys = [str(k) for k in value]
-        if not keys:
-            return "{}"
-        if len(keys) <= _DICT_KEYS_SHOWN:
-            return "{" + ", ".join(keys) + "}"
-        shown = ", ".join(keys[:_DICT_KEYS_SHOWN])
-        return "{" + f"{shown}, ... ({len(keys)} keys)" + "}"
-    if is_absent(value):
-        return "(absent)"
-    return type(value).__name__  # pragma: no cover - state values are JSON
-
-
 _depth = StagePath.depth_of
 _prefix = StagePath.prefix_of  # the strand a stage path runs in
-
-
-def _rule_name(rule: Mapping[str, Any]) -> str:
-    label = rule.get("label")
-    return f"'{label}'" if label else f"#{rule.get('rule')}"
-
-
-def decision_text(
-    chosen: Sequence[str], evidence: Any, names: Mapping[str, str] | None = None
-) -> str:
-    """The plain-English fragment for a decision (``names`` maps branch keys to names)."""
-    ev: Mapping[str, Any] = evidence if isinstance(evidence, Mapping) else {}
-    rules = ev.get("rules")
-    if "selected" in ev:
-        keys = [str(k) for k in ev["selected"]]
-        listing = ", ".join(keys)
-        if rules is None:
-            return f"selected {listing}" if keys else "selected no branch"
-        matched = [_rule_name(r) for r in rules if r.get("matched")]
-        if not matched:
-            return "selected no branch; no rule matched"
-        which = "rule" if len(matched) == 1 else "rules"
-        return f"selected {listing} because {which} {', '.join(matched)} matched"
-    key = chosen[0] if chosen else str(ev.get("chosen"))
-    name = (names or {}).get(key, key)
-    if rules is not None:
-        if ev.get("default"):
-            return f"chose {name}: no rule matched; default"
-        winner = next((r for r in reversed(rules) if r.get("matched")), None)
-        if winner is not None:
-            return f"chose {name} because rule {_rule_name(winner)} matched"
-    if ev.get("default"):
-        return f"chose {name} (default)"
-    return f"chose {name}"
 
 
 class _Run:
@@ -339,7 +262,7 @@ class Narrative(Recorder):
         elif kind == "merge":
             merge = StagePath.parse(path)  # a selector's merge sits at "<selector>/merge"
             depth = merge.depth - (1 if merge.name == "merge" and merge.index is None else 0)
-            self._add(run, NarrativeEntry("merge", depth, path, _merge_text(commit, detail)))
+            self._add(run, NarrativeEntry("merge", depth, path, merge_text(commit, detail)))
             self._writes(run, commit, path, depth)
             self._commit_error(run, commit, depth)
         elif kind == "subflow-input":
@@ -464,20 +387,6 @@ class Narrative(Recorder):
     def on_run_end(self, event: RunEndEvent) -> None:
         run = self._run(event.run_id)
         run.reset_flight()
-
-
-def _merge_text(commit: Commit, detail: CommitDetail) -> str:
-    merge = detail.get("merge")
-    if merge is not None:
-        branches = ", ".join(str(b) for b in merge.get("branches", ()))
-        return f"Merged {commit.stage_name}: branches {branches}"
-    each = detail.get("for_each")
-    if each is not None:
-        text = f"Merged {commit.stage_name}: {each.get('ran')} of {each.get('items')} items"
-        if each.get("dropped"):
-            text += f" ({each['dropped']} dropped)"
-        return text
-    return f"Merged {commit.stage_name}"
 
 
 def _render(head: NarrativeEntry, parts: list[NarrativeEntry]) -> str:

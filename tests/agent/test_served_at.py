@@ -149,3 +149,65 @@ def test_served_at_refuses_an_out_of_range_call():
     with pytest.raises(IndexError, match="made 1 model calls"):
         served_at(agent, 2)
     assert isinstance(agent.snapshot(), Snapshot)
+
+
+def _member_requests(snapshot: Snapshot, mount: str) -> list[tuple[str, str]]:
+    """Each model call of the agent mounted at ``mount``: the hash of the request rebuilt
+    from that member's own log (its frame), and the hash its receipt recorded."""
+    from trackway.agent._request import assemble
+    from trackway.engine import StagePath
+    from trackway.engine._state import StateStore
+
+    state = StateStore()
+    out = []
+    for commit in snapshot.commits:
+        if commit.frame != mount:
+            continue
+        if StagePath.parse(commit.stage_path).name == "call-llm":
+            receipt = next(op.value[0] for op in commit.ops if op.key == "receipts")
+            out.append((assemble(state.current()).request_hash, receipt["request_hash"]))
+        state.apply(commit.seq, commit.writes)
+    return out
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    first=st.lists(step, max_size=4),
+    second=st.lists(step, max_size=4),
+    max_iterations=st.integers(1, 4),
+    wrap=st.booleans(),
+)
+def test_the_law_holds_for_agents_mounted_twice_in_one_run(first, second, max_iterations, wrap):
+    """Two mounts of one agent in one run: each keeps its own run-local message cache, and
+    every request it sent is rebuilt from its own frame of the log."""
+    from trackway.engine import Executor, flow_chart
+
+    replies = [*script(first, "first answer"), "spare", *script(second, "second answer")]
+    replies += ["spare"] * 6
+    provider = mock(replies=replies)
+    agent = (
+        Agent.create(
+            provider=provider,
+            model="m-1",
+            max_iterations=max_iterations,
+            wrap_up_at_max_iterations=wrap,
+        )
+        .system("Be exact.")
+        .tool(TOOL)
+        .build()
+    )
+    chart = (
+        flow_chart("Ask", lambda s: s.__setitem__("question", "what?"), id="ask")
+        .subflow("First", agent.spec(), id="first", input={"message": "question"},
+                 output={"a": "final_answer"})
+        .subflow("Second", agent.spec(), id="second", input={"message": "question"},
+                 output={"b": "final_answer"})
+        .build()
+    )  # fmt: skip
+    snapshot = Executor(chart, max_iterations=100).run_sync().snapshot
+    mounts = [c.frame for c in snapshot.commits if c.kind == "subflow-input"]
+    assert len(mounts) == 2
+    rebuilt = [pair for mount in mounts for pair in _member_requests(snapshot, mount)]
+    assert len(rebuilt) == len(provider.requests)
+    for (from_log, receipt), sent in zip(rebuilt, provider.requests, strict=True):
+        assert from_log == receipt == sent.hash

@@ -18,7 +18,7 @@ from trackway import (
     select,
 )
 from trackway.recorders import Narrative, NarrativeEntry, narrative
-from trackway.recorders._narrative import summarize
+from trackway.recorders._wording import summarize
 
 
 def receive(scope: Scope) -> None:

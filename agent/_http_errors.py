@@ -1,0 +1,295 @@
+"""How an HTTP provider reports a failure: every HTTP failure becomes a
+:class:`ProviderError` here, once, quoting server text scrubbed of the API key and cut.
+
+:class:`HTTPErrors` is the half of :class:`~trackway.agent._http.HTTPProvider` that builds
+messages; it reads the provider's configuration (name, base URL, key, limits) and the
+response of the attempt that failed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+import httpx2
+import orjson
+
+from ._provider import (
+    ModelNotFoundError,
+    ProviderAuthError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderRateLimitError,
+    ProviderResponseError,
+)
+from ._scrub import MIN_SCRUBBED_KEY, Scrubber
+
+__all__ = ["MAX_RETRY_AFTER", "SNIPPET", "Answer", "HTTPErrors", "one_line", "retryable", "text_of"]
+
+MAX_RETRY_AFTER = 60.0
+"""A server asking for a longer wait than this (seconds) gets an error, not a nap."""
+SNIPPET = 300
+"""How many characters of server text a message quotes at most."""
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line, its runs of whitespace as single spaces."""
+    return " ".join(text.split())
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def text_of(content: bytes, response: httpx2.Response) -> str:
+    return content.decode(response.encoding or "utf-8", "replace")
+
+
+class Answer:
+    """One attempt's response and, unless it is a stream being held open, its body."""
+
+    __slots__ = ("content", "cut", "response")
+
+    def __init__(self, response: httpx2.Response, content: bytes = b"", cut: bool = False) -> None:
+        self.response = response
+        self.content = content
+        self.cut = cut  # the body went on past the bytes read
+
+
+def retryable(status: int) -> bool:
+    return status in (408, 429) or status >= 500
+
+
+class HTTPErrors:
+    """Messages for every way an HTTP call fails, naming the server and what to do."""
+
+    name: str
+    key_env: str
+    api_label: str
+    stream_item: str
+    base_url: str
+    timeout: float
+    max_retries: int
+    max_error_body: int
+    max_response_body: int
+    _api_key: str | None
+    _scrubber_cache: tuple[Scrubber | None] | None
+
+    def _malformed(self, content: bytes | str, why: str) -> ProviderResponseError:
+        return ProviderResponseError(
+            self._scrub(
+                f"{self.name}: the server at {self.base_url} answered, but not with "
+                f"{self.api_label} ({why}): {self._quote(content)!r}. Check that base_url "
+                f"points at {self._endpoint_hint()}."
+            )
+        )
+
+    def _malformed_event(
+        self, number: int, event: str, data: Any, why: str
+    ) -> ProviderResponseError:
+        return ProviderResponseError(
+            self._scrub(
+                f"{self.name}: the server at {self.base_url} streamed {self.stream_item} "
+                f"that is malformed (number {number} of the stream, event {event!r}): {why}: "
+                f"{self._quote(orjson.dumps(data))!r}. Check that base_url points at "
+                f"{self._endpoint_hint()}, and that the server streams {self.api_label}."
+            )
+        )
+
+    def _too_large(self, response: httpx2.Response) -> ProviderResponseError:
+        return ProviderResponseError(
+            f"{self.name}: the answer from {self.base_url} is larger than "
+            f"max_response_body={self.max_response_body} bytes, so it was not read past that. "
+            f"If answers this large are expected, raise {self.name}(..., "
+            "max_response_body=...); otherwise check that base_url points at "
+            f"{self._endpoint_hint()}.",
+            status=response.status_code,
+        )
+
+    def _endpoint_hint(self) -> str:
+        return "the right API"
+
+    def _scrubber(self) -> Scrubber | None:
+        if self._scrubber_cache is None:
+            key = one_line(self._api_key or "")
+            self._scrubber_cache = (Scrubber(key) if len(key) >= MIN_SCRUBBED_KEY else None,)
+        return self._scrubber_cache[0]
+
+    def _scrub(self, text: str) -> str:
+        """``text`` on one line, every echo of the API key in it replaced by ``***``."""
+        flat = one_line(text)
+        scrubber = self._scrubber()
+        return scrubber.scrub(flat) if scrubber is not None else flat
+
+    def _quote(self, content: bytes | str, limit: int = SNIPPET, *, whole: bool = True) -> str:
+        """Server or exception text as a message quotes it: on one line, scrubbed of the
+        API key, then cut to ``limit`` characters.
+
+        Scrubbing comes first, so a key the cut falls into is still replaced whole. A large
+        text is scrubbed only as far as the quote reaches: a window that grows until it holds
+        ``limit`` scrubbed characters, leaving out its last characters, which may begin an
+        echo of the key that runs past the window. ``whole=False`` says ``content`` itself
+        was cut (a body read up to a cap): its end is left out the same way.
+        """
+        scrubber = self._scrubber()
+        margin = (scrubber.reach if scrubber is not None else 0) + 8
+        window = 4 * limit + 2 * margin
+        while True:
+            piece = content[:window]
+            text = piece.decode("utf-8", "replace") if isinstance(piece, bytes) else piece
+            flat = one_line(text)
+            read_all = len(piece) >= len(content)
+            if read_all and whole:
+                return _cut(scrubber.scrub(flat) if scrubber is not None else flat, limit)
+            end = max(0, len(flat) - margin)
+            shown = scrubber.scrub_before(flat, end) if scrubber is not None else flat[:end]
+            if len(shown) > limit:
+                return _cut(shown, limit)
+            if read_all:
+                return shown + "…"
+            window *= 4
+
+    def _retries_note(self, attempts: int) -> str:
+        return "" if attempts == 1 else f" after {attempts} attempts"
+
+    def _timeout_error(self, exc: httpx2.TimeoutException, attempts: int) -> ProviderError:
+        return ProviderConnectionError(
+            f"{self.name}: no answer from {self.base_url} within timeout={self.timeout} "
+            f"seconds{self._retries_note(attempts)} ({type(exc).__name__}). Raise timeout= "
+            "for long generations, or check that the server is up."
+        )
+
+    def _connection_error(self, exc: httpx2.TransportError, attempts: int) -> ProviderError:
+        cause = self._quote(str(exc) or type(exc).__name__)
+        if isinstance(exc, httpx2.ConnectError):
+            return ProviderConnectionError(
+                f"{self.name}: could not connect to {self.base_url}"
+                f"{self._retries_note(attempts)} ({cause}): nothing is listening at "
+                f"{self.base_url}; start the server or fix base_url."
+            )
+        return ProviderConnectionError(
+            f"{self.name}: the connection to {self.base_url} failed"
+            f"{self._retries_note(attempts)} ({type(exc).__name__}: {cause}). Check the "
+            "server and the network, or raise max_retries=."
+        )
+
+    def _broken_stream(self, exc: httpx2.TransportError) -> ProviderError:
+        """A failure while reading a response that already started (never retried)."""
+        if isinstance(exc, httpx2.TimeoutException):
+            return ProviderConnectionError(
+                f"{self.name}: the stream from {self.base_url} stalled: no data within "
+                f"timeout={self.timeout} seconds ({type(exc).__name__}). Raise timeout= for "
+                "slow servers."
+            )
+        return ProviderConnectionError(
+            f"{self.name}: the connection to {self.base_url} dropped mid-stream "
+            f"({type(exc).__name__}: {self._quote(str(exc))}). Retry the call."
+        )
+
+    def _detail(self, answer: Answer) -> str:
+        """The server's own words about a failed call (code and message), scrubbed, cut."""
+        response = answer.response
+        reason = self._quote(response.reason_phrase)
+        whole = not answer.cut
+        try:
+            data = orjson.loads(answer.content)
+        except orjson.JSONDecodeError:
+            return self._quote(text_of(answer.content, response), whole=whole) or reason
+        parts: list[str] = []
+        if isinstance(data, dict):
+            error = data.get("error")
+            if isinstance(error, dict):
+                code = error.get("code") or error.get("type")
+                if isinstance(code, str) and code:
+                    parts.append(code)
+                message = error.get("message")
+                if isinstance(message, str) and message:
+                    parts.append(message)
+            elif isinstance(error, str) and error:
+                parts.append(error)
+            for field in ("message", "detail"):
+                value = data.get(field)
+                if isinstance(value, str) and value and value not in parts:
+                    parts.append(value)
+        if parts:
+            return self._quote(": ".join(parts)) or reason
+        return self._quote(text_of(answer.content, response), whole=whole) or reason
+
+    def _raise_status(
+        self,
+        answer: Answer,
+        model: Any,
+        *,
+        attempts: int,
+        asked_wait: float | None = None,
+    ) -> NoReturn:
+        response = answer.response
+        status = response.status_code
+        reason = self._quote(response.reason_phrase)
+        detail = self._detail(answer).removeprefix(reason).removeprefix(": ")
+        head = f"{status} {reason}" if reason else str(status)
+        said = f"{head}: {detail}" if detail else head
+        if answer.cut:
+            said += (
+                f"; the body was cut at {self.max_error_body} bytes, raise max_error_body= to "
+                "read more"
+            )
+        where = self.base_url
+        tried = self._retries_note(attempts)
+        if status in (401, 403):
+            how = f"set {self.key_env} or pass {self.name}(..., api_key=...)"
+            if not self._api_key:
+                text = (
+                    f"{self.name}: the server at {where} wants an API key and none was sent "
+                    f"({said}). To send one, {how}."
+                )
+            elif status == 401:
+                text = (
+                    f"{self.name}: the server at {where} refused the API key ({said}). "
+                    f"Check the key: {how}."
+                )
+            else:
+                text = (
+                    f"{self.name}: the server at {where} refused this request for the API key "
+                    f"({said}). Check that the key may use model {model!r}; to use another "
+                    f"key, {how}."
+                )
+            raise ProviderAuthError(text, status=status)
+        if status == 404:
+            if "model" in said.lower():
+                raise ModelNotFoundError(
+                    f"{self.name}: the server at {where} does not know model {model!r} "
+                    f"({said}). Check the model name{self._models_hint()}.",
+                    status=status,
+                )
+            raise ProviderResponseError(
+                f"{self.name}: nothing at {response.request.url} ({said}). Check base_url: it "
+                f"should point at {self._endpoint_hint()}.",
+                status=status,
+            )
+        if status == 429:
+            if asked_wait is not None and asked_wait > MAX_RETRY_AFTER:
+                text = (
+                    f"{self.name}: rate limited at {where} ({said}); the server asks to wait "
+                    f"{asked_wait:.0f} seconds (retry-after), longer than the "
+                    f"{MAX_RETRY_AFTER:.0f} seconds trackway waits. Retry later."
+                )
+            else:
+                text = (
+                    f"{self.name}: still rate limited at {where}{tried} ({said}). Wait and "
+                    f"retry, send fewer requests, or raise max_retries= (now {self.max_retries})."
+                )
+            raise ProviderRateLimitError(text, status=status)
+        if retryable(status):
+            raise ProviderResponseError(
+                f"{self.name}: the server at {where} failed{tried} ({said}). It may be "
+                f"overloaded or down: retry later, or raise max_retries= (now "
+                f"{self.max_retries}).",
+                status=status,
+            )
+        raise ProviderResponseError(
+            f"{self.name}: the server at {where} rejected the request ({said}).",
+            status=status,
+        )
+
+    def _models_hint(self) -> str:
+        return ""
