@@ -29,6 +29,7 @@ from ._mock import MockProvider as MockProvider
 from ._mock import mock as mock
 from ._openai import OpenAIProvider as OpenAIProvider
 from ._openai import openai as openai
+from ._provider import ContextLengthError as ContextLengthError
 from ._provider import ModelNotFoundError as ModelNotFoundError
 from ._provider import Provider as Provider
 from ._provider import ProviderAuthError as ProviderAuthError
@@ -45,6 +46,8 @@ from ._replay import replay as replay
 from ._replay import replay_async as replay_async
 from ._replay import save_recording as save_recording
 from ._replay import served_at as served_at
+from ._result import AgentResult as AgentResult
+from ._usage import RunUsage as RunUsage
 
 __all__ = [
     "Agent",
@@ -52,7 +55,9 @@ __all__ = [
     "AgentBuilder",
     "AgentError",
     "AgentNotRunError",
+    "AgentResult",
     "AnthropicProvider",
+    "ContextLengthError",
     "Conversation",
     "ConversationFormatError",
     "InvalidRunInputError",
@@ -74,6 +79,7 @@ __all__ = [
     "ProviderResponseError",
     "ReplayDivergence",
     "RunInFlightError",
+    "RunUsage",
     "StreamDelta",
     "StreamingProvider",
     "ToolCall",

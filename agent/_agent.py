@@ -40,7 +40,9 @@ from ._errors import (
 )
 from ._events import EventBus, Listener
 from ._messages import Message
+from ._options import check_request_options, check_tool_choice
 from ._provider import Provider, ProviderError
+from ._result import AgentResult, result_of
 from ._stages import AgentConfig, stage_functions
 
 __all__ = ["Agent", "AgentBuilder"]
@@ -71,19 +73,18 @@ class _LiveLog(Recorder):
 class AgentBuilder:
     """Configures an :class:`Agent`; ``build()`` declares its chart."""
 
-    def __init__(self, provider: Provider, model: str, **options: Any) -> None:
+    def __init__(self, provider: Provider, model: str | None, **options: Any) -> None:
         if not hasattr(provider, "complete"):
             raise AgentBuildError(
                 f"provider {provider!r} has no complete(request); use mock(...), openai(...) "
                 "or anthropic(...), or implement the Provider interface"
             )
-        if not isinstance(model, str) or not model:
-            raise AgentBuildError("Agent.create(model=...) needs the model name")
         limit = options["max_iterations"]
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise AgentBuildError(f"max_iterations must be a positive int, got {limit!r}")
         self._provider = provider
-        self._model = model
+        self._model = _one_model(provider, model)
+        self._request_options = check_request_options(options, "Agent.create(")
         self._options = options
         self._system: str | None = None
         self._tools: dict[str, Tool] = {}
@@ -115,8 +116,9 @@ class AgentBuilder:
         return self
 
     def configure(self, fn: Callable[[Mapping[str, Any]], Mapping[str, Any]]) -> AgentBuilder:
-        """Per-run ``model`` and ``instructions``: ``fn({"message", "identity"})`` -> dict,
-        committed before the first call."""
+        """Per-run settings: ``fn({"message", "identity"})`` returns a dict with any of
+        ``model``, ``instructions`` and the request options of ``Agent.create`` (``None``
+        drops one for the run); committed by ``seed`` before the first call."""
         if not callable(fn):
             raise AgentBuildError("configure(fn) takes a function")
         self._configure = fn
@@ -140,12 +142,24 @@ class AgentBuilder:
     def build(self) -> Agent:
         o = self._options
         output_model, retries = self._output if self._output else (None, 0)
+        check_tool_choice(self._request_options.get("tool_choice"), self._tools, "Agent.create(")
+        unsupported = [
+            name
+            for name in getattr(self._provider, "unsupported_options", ())
+            if name in self._request_options
+        ]
+        if unsupported:
+            name = getattr(self._provider, "name", type(self._provider).__name__)
+            raise AgentBuildError(
+                f"provider {name!r} cannot send {', '.join(unsupported)}: its API has no such "
+                f"field. Drop {', '.join(f'{u}=' for u in unsupported)} from Agent.create, or "
+                "pass the vendor's own field through extra_body="
+            )
         cfg = AgentConfig(
             provider=self._provider,
             model=self._model,
             max_iterations=o["max_iterations"],
-            temperature=o["temperature"],
-            max_tokens=o["max_tokens"],
+            options=dict(self._request_options),
             name=o["name"],
             system=self._system,
             tools=dict(self._tools),
@@ -156,6 +170,28 @@ class AgentBuilder:
             stream=o["stream"],
         )
         return Agent(cfg, _chart(cfg), list(self._recorders))
+
+
+def _one_model(provider: Provider, model: str | None) -> str:
+    """The agent's model, named in one place: ``Agent.create(model=)`` or the provider's own
+    (``openai("gpt-4o")``); naming two different models is refused."""
+    own = getattr(provider, "model", None)
+    own = own if isinstance(own, str) and own else None
+    if model is not None and (not isinstance(model, str) or not model):
+        raise AgentBuildError(f"Agent.create(model={model!r}): use a model name (a non-empty str)")
+    if model is None and own is None:
+        raise AgentBuildError(
+            f"no model named: provider {getattr(provider, 'name', provider)!r} names none, so "
+            "pass Agent.create(..., model='...')"
+        )
+    if model is not None and own is not None and model != own:
+        raise AgentBuildError(
+            f"the model is named twice and differently: the provider says {own!r}, "
+            f"Agent.create(model=) says {model!r}. Name it once, on the provider "
+            f"(e.g. openai({model!r})), and leave model= out; configure() can still choose "
+            "another model for one run"
+        )
+    return model if model is not None else own  # type: ignore[return-value]
 
 
 def _chart(cfg: AgentConfig) -> FlowChart:
@@ -194,21 +230,43 @@ class Agent:
     def create(
         *,
         provider: Provider,
-        model: str,
+        model: str | None = None,
         max_iterations: int = 10,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        tool_choice: str | None = None,
+        seed: int | None = None,
+        top_p: float | None = None,
+        stop: str | Sequence[str] | None = None,
+        response_format: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
         name: str = "agent",
         wrap_up_at_max_iterations: bool = True,
         stream: bool = True,
     ) -> AgentBuilder:
-        """Start configuring an agent (``stream`` uses the provider's streaming when it has it)."""
+        """Start configuring an agent.
+
+        The model is named once: on the provider (``openai("gpt-4o")``), or here with
+        ``model=`` for a provider that names none (``mock(...)``, your own); both, when they
+        differ, is refused. The request options (``temperature``, ``max_tokens``,
+        ``tool_choice`` — ``"auto"``, ``"required"``, ``"none"`` or a tool's name —, ``seed``,
+        ``top_p``, ``stop``, ``response_format``, ``extra_body``) go with every call; they are
+        committed in ``settings``, so ``served_at`` and ``replay`` see them, and
+        ``configure()`` may change them for one run. ``stream`` uses the provider's streaming
+        when it has it.
+        """
         return AgentBuilder(
             provider,
             model,
             max_iterations=max_iterations,
             temperature=temperature,
             max_tokens=max_tokens,
+            tool_choice=tool_choice,
+            seed=seed,
+            top_p=top_p,
+            stop=stop,
+            response_format=response_format,
+            extra_body=extra_body,
             name=name,
             wrap_up_at_max_iterations=wrap_up_at_max_iterations,
             stream=stream,
@@ -262,7 +320,9 @@ class Agent:
         return self.snapshot().state
 
     def stopped_early(self) -> dict[str, Any] | None:
-        """Why the last run stopped before the model was done with tools (or ``None``)."""
+        """Why the last answer is not one the model finished (or ``None``): ``reason`` is
+        ``"max-iterations"`` (the tool budget ran out) or ``"max-tokens"`` (cut at the token
+        limit)."""
         value = self._state().get("stopped_early")
         return None if value is None else dict(thaw(value))
 
@@ -318,6 +378,19 @@ class Agent:
             raise _surfaced(result.error)
         return str(result.state["final_answer"])
 
+    async def run_result(
+        self,
+        message: str | Mapping[str, Any],
+        *,
+        continue_from: Conversation | None = None,
+        timeout: float | None = None,
+    ) -> AgentResult:
+        """Run one turn like :meth:`run`; the answer with its usage, messages and whether
+        it stopped early (``max-iterations``, or ``max-tokens`` for a cut answer)."""
+        await self.run(message, continue_from=continue_from, timeout=timeout)
+        assert self._last is not None
+        return result_of(self._last)
+
     def run_sync(
         self,
         message: str | Mapping[str, Any],
@@ -359,10 +432,11 @@ class Agent:
 
 
 def _surfaced(error: RunError) -> Exception:
-    """The error ``run`` raises: a provider failure as itself (``except ProviderError``
-    works), with the engine's :class:`StageError` kept on its ``stage_error``."""
+    """The error ``run`` raises: a provider failure or a ``configure()`` mistake as itself
+    (``except ProviderError`` works), with the engine's :class:`StageError` kept on its
+    ``stage_error``."""
     cause = error.__cause__
-    if isinstance(error, StageError) and isinstance(cause, ProviderError):
+    if isinstance(error, StageError) and isinstance(cause, (ProviderError, AgentBuildError)):
         cause.stage_error = error
         return cause
     return error

@@ -8,7 +8,13 @@ Wire mapping (``LLMRequest`` -> body):
 - tool messages -> ``tool_result`` blocks in a user message; consecutive tool results are
   merged into one user message, as the API expects after a turn with several calls;
 - ``tools`` -> ``{"name", "description", "input_schema"}``;
-- ``max_tokens`` is required by the API: the request's, else the provider's default (1024).
+- ``max_tokens`` is required by the API: the request's, else the provider's default (1024);
+- ``tool_choice`` -> ``{"type": "auto"}``, ``{"type": "any"}`` for ``"required"``,
+  ``{"type": "none"}``, or ``{"type": "tool", "name": ...}`` (sent only with ``tools``);
+- ``temperature`` and ``top_p`` as given, ``stop`` -> ``stop_sequences``; ``extra_body``'s
+  fields are added to the body as they are. The Messages API has no ``seed`` and no
+  ``response_format``: a request with either is refused (:class:`ProviderRequestError`)
+  rather than sent without it.
 
 Stop reasons are normalised: ``end_turn`` and ``stop_sequence`` -> ``stop``, ``tool_use``,
 ``max_tokens``, ``refusal`` -> ``content_filter``, otherwise the API's own word. Streaming
@@ -20,6 +26,7 @@ a ``tool_use`` block without a name) is a :class:`ProviderResponseError` naming 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -41,6 +48,7 @@ from ._payload import (
     parse_arguments,
     required_object,
     required_str,
+    shared_id_arguments,
 )
 from ._provider import (
     ProviderConfigError,
@@ -54,6 +62,12 @@ __all__ = ["AnthropicProvider", "anthropic"]
 
 API_VERSION = "2023-06-01"
 """The ``anthropic-version`` header sent with every call."""
+
+_TOOL_CHOICES: dict[str, dict[str, str]] = {
+    "auto": {"type": "auto"},
+    "required": {"type": "any"},
+    "none": {"type": "none"},
+}
 
 _STOP_REASONS = {
     "end_turn": "stop",
@@ -111,6 +125,7 @@ class _Stream:
         self.usage: Usage | None = None
         self.stop_reason: str | None = None
         self.model: str | None = None
+        self.stopped = False
 
     def feed(self, event: str, data: dict[str, Any]) -> str:
         """Take one event in; the text it adds (maybe empty)."""
@@ -126,6 +141,8 @@ class _Stream:
             return self._start(data)
         elif kind == "content_block_delta":
             return self._delta(data)
+        elif kind == "message_stop":
+            self.stopped = True
         elif kind == "message_delta":
             delta = optional_object(data.get("delta"), "delta")
             if delta is not None:
@@ -166,9 +183,14 @@ class _Stream:
             return text
         return ""
 
+    def finished(self, saw_done: bool) -> bool:
+        """A stream is whole once it sent ``message_stop`` or said why the message stopped."""
+        return self.stopped or self.stop_reason is not None
+
     def response(self) -> LLMResponse:
         text: list[str] = []
         calls: list[ToolCall] = []
+        ids = Counter(b.id for b in self.blocks.values() if b.kind == "tool_use" and b.id)
         for index, block in sorted(self.blocks.items()):
             if block.kind == "text":
                 text.extend(block.pieces)
@@ -178,7 +200,10 @@ class _Stream:
                         f"tool_use block {index} came without a name (no content_block_start)"
                     )
                 raw = "".join(block.pieces)
-                args = parse_arguments(raw) if raw else block.input
+                if ids[block.id] > 1:  # a piece of a split call: joined by the agent
+                    args = shared_id_arguments(raw) if raw else block.input
+                else:
+                    args = parse_arguments(raw) if raw else block.input
                 calls.append(ToolCall(id=block.id or f"call_{index}", name=block.name, args=args))
         return LLMResponse(
             content="".join(text),
@@ -209,6 +234,14 @@ class AnthropicProvider(HTTPProvider):
         super().__init__(model, **options)
         self.max_tokens = max_tokens
 
+    unsupported_options = ("seed", "response_format")
+    """Request options the Messages API has no field for (refused when the agent is built)."""
+
+    def describe_call(self, streamed: bool) -> dict[str, Any]:
+        """As for every HTTP provider, plus the ``max_tokens`` sent when a request sets none
+        (the body depends on it)."""
+        return {**super().describe_call(streamed), "default_max_tokens": self.max_tokens}
+
     def _auth_headers(self, api_key: str) -> dict[str, str]:
         return {"x-api-key": api_key}
 
@@ -225,6 +258,13 @@ class AnthropicProvider(HTTPProvider):
 
     def body(self, request: LLMRequest) -> dict[str, Any]:
         """The Messages API body for ``request`` (what goes on the wire)."""
+        for option in self.unsupported_options:
+            if getattr(request, option) is not None:
+                raise ProviderRequestError(
+                    f"anthropic: the Messages API has no {option}, so a request with "
+                    f"{option}= cannot be sent as recorded; drop {option}= from the agent (or "
+                    "pass the vendor's own field through extra_body=)"
+                )
         messages: list[dict[str, Any]] = []
         results: list[dict[str, Any]] | None = None  # the open user message of tool results
         for index, message in enumerate(request.messages):
@@ -272,8 +312,18 @@ class AnthropicProvider(HTTPProvider):
                 }
                 for tool in request.tools
             ]
+            if request.tool_choice is not None:
+                body["tool_choice"] = _TOOL_CHOICES.get(
+                    request.tool_choice, {"type": "tool", "name": request.tool_choice}
+                )
         if request.temperature is not None:
             body["temperature"] = request.temperature
+        if request.top_p is not None:
+            body["top_p"] = request.top_p
+        if request.stop is not None:
+            body["stop_sequences"] = list(request.stop)
+        if request.extra_body:
+            body.update(request.extra_body)
         return body
 
     # -- response ----------------------------------------------------------------------------
@@ -355,17 +405,22 @@ def anthropic(
     headers: Mapping[str, str] | None = None,
     max_error_body: int = MAX_ERROR_BODY,
     max_response_body: int = MAX_RESPONSE_BODY,
+    retry_read_timeouts: bool = False,
 ) -> AnthropicProvider:
     """A provider for the Anthropic Messages API.
 
     Args:
-        model: the model to ask for when a request names none (requests name their own).
+        model: the model. The agent uses it unless ``Agent.create(model=)`` names the same
+            one; naming two different models is refused (``configure()`` may pick another
+            for one run).
         base_url: the API root, without ``/v1`` (the provider posts to ``/v1/messages``).
-        api_key: sent as ``x-api-key``; default ``$ANTHROPIC_API_KEY`` (``api_key=""``
-            sends none, e.g. behind a proxy that adds it).
+        api_key: sent as ``x-api-key``. Default: ``$ANTHROPIC_API_KEY``, but only when
+            ``base_url`` is Anthropic's own host (pass ``api_key=`` for a gateway);
+            ``api_key=""`` sends none, e.g. behind a proxy that adds it.
         max_tokens: the answer's token cap when the request sets none (the API needs one).
         timeout: seconds to wait for the connection and for each read.
-        max_retries: extra attempts on 408, 429, 5xx (529 overloaded included),
+        max_retries: extra attempts on 408, 429, 5xx, a stream that ended before its answer
+            (while no text was streamed), (529 overloaded included),
             connection errors and timeouts.
         backoff: the first wait between attempts in seconds, doubled each time; a
             ``retry-after`` from the server wins.
@@ -376,6 +431,9 @@ def anthropic(
             message says where the body was cut.
         max_response_body: the largest answer read, in bytes (also the largest streamed
             event); a larger one is a :class:`ProviderResponseError`.
+        retry_read_timeouts: send the call again after a read timeout. Off by default: the
+            server had the request and may still be generating, so a second request would
+            queue behind the first (on a local server the next call then waits for both).
     """
     return AnthropicProvider(
         model,
@@ -389,4 +447,5 @@ def anthropic(
         headers=headers,
         max_error_body=max_error_body,
         max_response_body=max_response_body,
+        retry_read_timeouts=retry_read_timeouts,
     )

@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from trackway.engine import DocumentError, TrackwayError
+from trackway.engine import DocumentError, StageError, TrackwayError
 
 __all__ = [
     "AgentBuildError",
@@ -34,7 +34,11 @@ class AgentError(TrackwayError):
 
 
 class AgentBuildError(AgentError, ValueError):
-    """The agent was configured wrongly (e.g. two tools with one name)."""
+    """The agent was configured wrongly (e.g. two tools with one name, or a ``configure()``
+    that returned a setting it cannot take; raised from ``run`` as itself, with the
+    engine's :class:`~trackway.engine.StageError` on ``stage_error``)."""
+
+    stage_error: StageError | None = None
 
 
 class InvalidRunInputError(AgentError, ValueError):

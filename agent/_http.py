@@ -12,7 +12,9 @@ built in ``_http_errors``):
 - refused connection, network failure, timeout (after the retries) ->
   :class:`ProviderConnectionError`.
 
-Retries: 408, 429, 5xx, connection errors and timeouts are retried ``max_retries`` times,
+Retries: 408, 429, 5xx, connection errors and timeouts are retried ``max_retries`` times
+(a read timeout only with ``retry_read_timeouts=True``: the server had the request and may
+still be generating, so by default it is not sent again),
 waiting ``backoff * 2**attempt`` seconds (less up to a quarter, jitter) or what the server
 asked for in ``retry-after-ms`` / ``retry-after`` (seconds or an HTTP date). A streamed call is
 retried only until its response starts: once text was yielded it is never sent again.
@@ -43,6 +45,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import aclosing, asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any, Protocol, cast
+from urllib.parse import urlsplit
 
 import anyio
 import httpx2
@@ -57,6 +60,7 @@ from ._provider import (
     ProviderResponseError,
 )
 from ._scrub import Scrubber
+from ._usage import safe_url
 
 __all__ = ["HTTPProvider", "parse_arguments"]
 
@@ -132,6 +136,39 @@ class _Assembly(Protocol):
 
     def response(self) -> LLMResponse: ...
 
+    def finished(self, saw_done: bool) -> bool:
+        """Whether the stream reached its terminal event (``saw_done``: a ``[DONE]`` line)."""
+        ...
+
+
+class _Outcome:
+    """How one streamed attempt ended: whether text went out, and the number of events of
+    a stream that ended before its terminal event (``None`` when it finished)."""
+
+    __slots__ = ("hollow", "unfinished", "yielded")
+
+    def __init__(self) -> None:
+        self.yielded = False
+        self.unfinished: int | None = None
+        self.hollow = False
+
+
+def _hollow(final: LLMResponse) -> bool:
+    """A streamed answer with nothing in it that the server itself counts as 0 output tokens:
+    how a gateway renders an upstream stream that ended without an answer (the litellm
+    proxy's ``/v1/messages`` in front of llama.cpp's server does)."""
+    usage = final.usage
+    return (
+        not final.content
+        and not final.tool_calls
+        and usage is not None
+        and usage.output_tokens == 0
+    )
+
+
+_DONE: Any = object()
+"""What ``_sse`` yields for a ``[DONE]`` line (the end of an OpenAI-style stream)."""
+
 
 class _Borrowed(httpx2.AsyncBaseTransport):
     """A caller's transport, used without taking ownership.
@@ -195,6 +232,7 @@ class HTTPProvider(HTTPErrors):
         headers: Mapping[str, str] | None = None,
         max_error_body: int = MAX_ERROR_BODY,
         max_response_body: int = MAX_RESPONSE_BODY,
+        retry_read_timeouts: bool = False,
     ) -> None:
         factory = self.name
         base_url = self.default_base_url if base_url is None else base_url
@@ -226,10 +264,29 @@ class HTTPProvider(HTTPErrors):
         self.max_response_body = _positive_bytes(
             factory, "max_response_body", max_response_body, MAX_RESPONSE_BODY
         )
-        self._api_key = api_key if api_key is not None else os.environ.get(self.key_env) or None
+        self.retry_read_timeouts = bool(retry_read_timeouts)
+        self._env_key_withheld = False
+        if api_key is not None:
+            self._api_key: str | None = api_key or None
+        else:
+            env_key = os.environ.get(self.key_env) or None
+            # An environment key goes only to the vendor's own host: a key for api.openai.com
+            # must not leak to whatever base_url points at. api_key= sends one anywhere.
+            vendor = urlsplit(self.default_base_url).hostname
+            if env_key and urlsplit(self.base_url).hostname != vendor:
+                self._env_key_withheld = True
+                env_key = None
+            self._api_key = env_key
         self._transport = transport
         self._headers = dict(headers or {})
         self._scrubber_cache: tuple[Scrubber | None] | None = None
+
+    def describe_call(self, streamed: bool) -> dict[str, Any]:
+        """How a call is made, for its receipt: kind, base URL without credentials, stream."""
+        return {"provider": self.name, "base_url": safe_url(self.base_url), "stream": streamed}
+
+    def _withheld_env_key(self) -> bool:
+        return self._env_key_withheld
 
     def __repr__(self) -> str:
         key = "set" if self._api_key else "none"
@@ -254,6 +311,14 @@ class HTTPProvider(HTTPErrors):
         body["stream"] = True
         return body
 
+    def wire(self, request: LLMRequest, *, stream: bool = False) -> bytes:
+        """The exact HTTP body this provider sends for ``request`` (streamed or not).
+
+        With ``served_at`` it shows what went over the wire for any recorded call:
+        ``provider.wire(served_at(rec, k), stream=receipts(rec)[k - 1]["via"]["stream"])``.
+        """
+        return orjson.dumps(self._stream_body(request) if stream else self.body(request))
+
     def _parse(self, data: Any) -> LLMResponse:
         raise NotImplementedError
 
@@ -273,12 +338,34 @@ class HTTPProvider(HTTPErrors):
         return self._read_answer(data)
 
     async def stream(self, request: LLMRequest) -> AsyncIterator[StreamDelta | LLMResponse]:
-        """Stream the answer: a :class:`StreamDelta` per text piece, then the response."""
+        """Stream the answer: a :class:`StreamDelta` per text piece, then the response.
+
+        A stream that ends before its terminal event is a :class:`ProviderResponseError`.
+        While it has yielded no text it is retried like a connection error (llama.cpp's
+        server sends an empty stream on a context overflow and on some tool calls); once
+        text is out, never.
+        """
         body = self._stream_body(request)
-        async with (
-            self._client() as client,
-            self._post_stream(client, self.path, body) as response,
-        ):
+        attempts = self.max_retries + 1
+        async with self._client() as client:
+            for attempt in range(attempts):
+                outcome = _Outcome()
+                pieces = self._stream_once(client, body, outcome)
+                async with aclosing(pieces):
+                    async for piece in pieces:
+                        yield piece
+                if outcome.unfinished is None:
+                    return
+                if outcome.yielded or attempt == attempts - 1:
+                    raise self._unfinished(outcome, attempt + 1)
+                await _sleep(self._backoff_delay(attempt))
+
+    async def _stream_once(
+        self, client: httpx2.AsyncClient, body: dict[str, Any], outcome: _Outcome
+    ) -> AsyncGenerator[StreamDelta | LLMResponse]:
+        """One streamed attempt; an unfinished stream is left in ``outcome`` (not raised),
+        so the caller decides whether to send it again."""
+        async with self._post_stream(client, self.path, body) as response:
             if not self.is_event_stream(response):
                 # The server ignored "stream": read the whole answer and pass it on.
                 final = self._read_answer(self._decode(await self._read_started(response)))
@@ -289,8 +376,12 @@ class HTTPProvider(HTTPErrors):
             assembled = self._assembly()
             events = self._sse(response)
             number = 0
+            saw_done = False
             async with aclosing(events):
                 async for event, data in events:
+                    if data is _DONE:
+                        saw_done = True
+                        break
                     number += 1
                     if not isinstance(data, dict):
                         raise self._malformed_event(
@@ -309,7 +400,11 @@ class HTTPProvider(HTTPErrors):
                         why = f"{type(exc).__name__}: {exc}"
                         raise self._malformed_event(number, event, data, why) from exc
                     if text:
+                        outcome.yielded = True
                         yield StreamDelta(text=text)
+            if not assembled.finished(saw_done):
+                outcome.unfinished = number
+                return
             try:
                 final = assembled.response()
             except ProviderError:
@@ -323,6 +418,10 @@ class HTTPProvider(HTTPErrors):
                         f"at {self._endpoint_hint()}."
                     )
                 ) from exc
+            if _hollow(final):
+                outcome.unfinished = number
+                outcome.hollow = True
+                return
             yield final
 
     def _read_answer(self, data: Any) -> LLMResponse:
@@ -369,7 +468,7 @@ class HTTPProvider(HTTPErrors):
         self, client: httpx2.AsyncClient, path: str, body: Any, *, stream: bool
     ) -> Answer:
         url = self.base_url + path
-        content = orjson.dumps(body)
+        content = orjson.dumps(body)  # the bytes wire() gives
         model = body.get("model") if isinstance(body, dict) else None
         attempts = self.max_retries + 1
         for attempt in range(attempts):
@@ -380,8 +479,8 @@ class HTTPProvider(HTTPErrors):
             try:
                 answer = await self._exchange(client, request, stream=stream)
             except httpx2.TimeoutException as exc:
-                if last:
-                    raise self._timeout_error(exc, attempts) from exc
+                if last or (isinstance(exc, httpx2.ReadTimeout) and not self.retry_read_timeouts):
+                    raise self._timeout_error(exc, attempt + 1) from exc
                 await _sleep(self._backoff_delay(attempt))
                 continue
             except httpx2.TransportError as exc:
@@ -463,6 +562,7 @@ class HTTPProvider(HTTPErrors):
                     if not data:
                         continue
                     if data.strip() == "[DONE]":
+                        yield sse.event, _DONE
                         return
                     try:
                         decoded = orjson.loads(data)

@@ -8,12 +8,14 @@ response of the attempt that failed.
 
 from __future__ import annotations
 
+import re
 from typing import Any, NoReturn
 
 import httpx2
 import orjson
 
 from ._provider import (
+    ContextLengthError,
     ModelNotFoundError,
     ProviderAuthError,
     ProviderConnectionError,
@@ -23,7 +25,16 @@ from ._provider import (
 )
 from ._scrub import MIN_SCRUBBED_KEY, Scrubber
 
-__all__ = ["MAX_RETRY_AFTER", "SNIPPET", "Answer", "HTTPErrors", "one_line", "retryable", "text_of"]
+__all__ = [
+    "MAX_RETRY_AFTER",
+    "SNIPPET",
+    "Answer",
+    "HTTPErrors",
+    "classify",
+    "one_line",
+    "retryable",
+    "text_of",
+]
 
 MAX_RETRY_AFTER = 60.0
 """A server asking for a longer wait than this (seconds) gets an error, not a nap."""
@@ -59,6 +70,50 @@ def retryable(status: int) -> bool:
     return status in (408, 429) or status >= 500
 
 
+_AUTH_CODES = frozenset(
+    {"authentication_error", "invalid_api_key", "permission_error", "unauthorized", "forbidden"}
+)
+_AUTH_WORDS = re.compile(
+    r"invalid (api )?key|incorrect api key|api key (is )?(invalid|missing|not valid)|"
+    r"authentication (error|failed|required)|unauthori[sz]ed|no connected db"
+)
+_MODEL_WORDS = re.compile(
+    r"invalid model|unknown model|no such model|model[^.]{0,80}(not found|does not exist|"
+    r"is not supported|not available)"
+)
+_CONTEXT_CODES = frozenset({"context_length_exceeded", "context_window_exceeded"})
+_CONTEXT_WORDS = re.compile(
+    r"context (length|window|size)|maximum context|too many tokens|prompt is too long|"
+    r"exceeds? (the )?(model'?s? )?(context|maximum)"
+)
+
+
+def classify(status: int, code: str, message: str) -> str:
+    """What a failed answer means, from its status and the vendor's own error body:
+    ``auth``, ``model``, ``context``, ``rate``, ``overloaded`` or ``other``.
+
+    The body wins over the status for client errors: a gateway answers an unknown model or a
+    bad key with 400, and a context overflow with 400 or 413. litellm's proxy without a
+    database answers any key but its master key with 400 "No connected db."
+    """
+    if status == 429 or code in ("rate_limit_error", "rate_limit_exceeded"):
+        return "rate"
+    if status in (503, 529) or code == "overloaded_error" or "overloaded" in message:
+        return "overloaded"
+    client = 400 <= status < 500
+    if status in (401, 403) or (client and (code in _AUTH_CODES or _AUTH_WORDS.search(message))):
+        return "auth"
+    if code in _CONTEXT_CODES or (
+        (client or status == 500) and _CONTEXT_WORDS.search(message) is not None
+    ):
+        return "context"
+    if (status == 404 and "model" in message) or (
+        client and (code == "model_not_found" or _MODEL_WORDS.search(message) is not None)
+    ):
+        return "model"
+    return "other"
+
+
 class HTTPErrors:
     """Messages for every way an HTTP call fails, naming the server and what to do."""
 
@@ -71,6 +126,7 @@ class HTTPErrors:
     max_retries: int
     max_error_body: int
     max_response_body: int
+    retry_read_timeouts: bool
     _api_key: str | None
     _scrubber_cache: tuple[Scrubber | None] | None
 
@@ -152,10 +208,32 @@ class HTTPErrors:
         return "" if attempts == 1 else f" after {attempts} attempts"
 
     def _timeout_error(self, exc: httpx2.TimeoutException, attempts: int) -> ProviderError:
+        if isinstance(exc, httpx2.ReadTimeout) and not self.retry_read_timeouts:
+            return ProviderConnectionError(
+                f"{self.name}: no answer from {self.base_url} within timeout={self.timeout} "
+                f"seconds{self._retries_note(attempts)} ({type(exc).__name__}). The server "
+                "had the request, so it was not sent again: it may still be generating, and "
+                "a second request would wait behind it. Raise timeout= for long generations, "
+                "or pass retry_read_timeouts=True to send it again anyway."
+            )
         return ProviderConnectionError(
             f"{self.name}: no answer from {self.base_url} within timeout={self.timeout} "
             f"seconds{self._retries_note(attempts)} ({type(exc).__name__}). Raise timeout= "
             "for long generations, or check that the server is up."
+        )
+
+    def _unfinished(self, outcome: Any, attempts: int) -> ProviderError:
+        events = outcome.unfinished
+        what = "without a single event" if events == 0 else f"after {events} events"
+        if outcome.hollow:
+            what = "with an empty answer of 0 output tokens"
+        sent = " and the text so far was streamed" if outcome.yielded else ""
+        return ProviderResponseError(
+            f"{self.name}: the stream from {self.base_url} ended before the answer finished "
+            f"({what}{self._retries_note(attempts)}{sent}). Some servers end a stream this "
+            "way when the request does not fit the model's context or when they cannot "
+            "stream a tool call (llama.cpp's server does both): shorten the conversation, or "
+            "run with Agent.create(..., stream=False) to read the server's own reason."
         )
 
     def _connection_error(self, exc: httpx2.TransportError, attempts: int) -> ProviderError:
@@ -184,6 +262,33 @@ class HTTPErrors:
             f"{self.name}: the connection to {self.base_url} dropped mid-stream "
             f"({type(exc).__name__}: {self._quote(str(exc))}). Retry the call."
         )
+
+    def _vendor_error(self, answer: Answer) -> tuple[str, str]:
+        """The error's code (or type) and message as the server's JSON body gives them
+        (``""`` for what it does not say); both lower-cased, for classifying."""
+        try:
+            data = orjson.loads(answer.content)
+        except orjson.JSONDecodeError:
+            return "", text_of(answer.content, answer.response).lower()
+        if not isinstance(data, dict):
+            return "", ""
+        error = data.get("error")
+        code = message = ""
+        if isinstance(error, dict):
+            for field in ("code", "type"):
+                value = error.get(field)
+                if isinstance(value, str) and value and not value.isdigit():
+                    code = value
+                    break
+            value = error.get("message")
+            message = value if isinstance(value, str) else ""
+        elif isinstance(error, str):
+            message = error
+        for field in ("message", "detail"):
+            value = data.get(field)
+            if isinstance(value, str):
+                message = f"{message} {value}"
+        return code.lower(), message.lower()
 
     def _detail(self, answer: Answer) -> str:
         """The server's own words about a failed call (code and message), scrubbed, cut."""
@@ -235,38 +340,29 @@ class HTTPErrors:
             )
         where = self.base_url
         tried = self._retries_note(attempts)
-        if status in (401, 403):
-            how = f"set {self.key_env} or pass {self.name}(..., api_key=...)"
-            if not self._api_key:
-                text = (
-                    f"{self.name}: the server at {where} wants an API key and none was sent "
-                    f"({said}). To send one, {how}."
-                )
-            elif status == 401:
-                text = (
-                    f"{self.name}: the server at {where} refused the API key ({said}). "
-                    f"Check the key: {how}."
-                )
-            else:
-                text = (
-                    f"{self.name}: the server at {where} refused this request for the API key "
-                    f"({said}). Check that the key may use model {model!r}; to use another "
-                    f"key, {how}."
-                )
-            raise ProviderAuthError(text, status=status)
+        kind = classify(status, *self._vendor_error(answer))
+        if kind == "auth":
+            self._raise_auth(status, where, said, model)
+        if kind == "model":
+            raise ModelNotFoundError(
+                f"{self.name}: the server at {where} does not know model {model!r} "
+                f"({said}). Check the model name{self._models_hint()}.",
+                status=status,
+            )
+        if kind == "context":
+            raise ContextLengthError(
+                f"{self.name}: the request does not fit the model's context at {where} "
+                f"({said}). Shorten the conversation or the tool results, or lower "
+                "max_tokens=.",
+                status=status,
+            )
         if status == 404:
-            if "model" in said.lower():
-                raise ModelNotFoundError(
-                    f"{self.name}: the server at {where} does not know model {model!r} "
-                    f"({said}). Check the model name{self._models_hint()}.",
-                    status=status,
-                )
             raise ProviderResponseError(
                 f"{self.name}: nothing at {response.request.url} ({said}). Check base_url: it "
                 f"should point at {self._endpoint_hint()}.",
                 status=status,
             )
-        if status == 429:
+        if kind == "rate":
             if asked_wait is not None and asked_wait > MAX_RETRY_AFTER:
                 text = (
                     f"{self.name}: rate limited at {where} ({said}); the server asks to wait "
@@ -279,17 +375,52 @@ class HTTPErrors:
                     f"retry, send fewer requests, or raise max_retries= (now {self.max_retries})."
                 )
             raise ProviderRateLimitError(text, status=status)
+        if kind == "overloaded":
+            raise ProviderResponseError(
+                f"{self.name}: the server at {where} is overloaded{tried} ({said}). Retry "
+                f"later, or raise max_retries= (now {self.max_retries}).",
+                status=status,
+            )
         if retryable(status):
             raise ProviderResponseError(
-                f"{self.name}: the server at {where} failed{tried} ({said}). It may be "
-                f"overloaded or down: retry later, or raise max_retries= (now "
-                f"{self.max_retries}).",
+                f"{self.name}: the server at {where} failed{tried} ({said}). That is its own "
+                "error, quoted; if it names the request (the messages, the tools, an option), "
+                "fix that, otherwise retry later.",
                 status=status,
             )
         raise ProviderResponseError(
             f"{self.name}: the server at {where} rejected the request ({said}).",
             status=status,
         )
+
+    def _raise_auth(self, status: int, where: str, said: str, model: Any) -> NoReturn:
+        how = f"set {self.key_env} or pass {self.name}(..., api_key=...)"
+        if not self._api_key:
+            withheld = self._withheld_env_key()
+            text = (
+                f"{self.name}: the server at {where} wants an API key and none was sent "
+                f"({said}). To send one, {how}."
+            )
+            if withheld:
+                text += (
+                    f" ({self.key_env} is set, but an environment key is sent only to the "
+                    f"vendor's own host; pass api_key= to send it to {where}.)"
+                )
+        elif status == 403:
+            text = (
+                f"{self.name}: the server at {where} refused this request for the API key "
+                f"({said}). Check that the key may use model {model!r}; to use another "
+                f"key, {how}."
+            )
+        else:
+            text = (
+                f"{self.name}: the server at {where} refused the API key ({said}). "
+                f"Check the key: {how}."
+            )
+        raise ProviderAuthError(text, status=status)
+
+    def _withheld_env_key(self) -> bool:
+        return False
 
     def _models_hint(self) -> str:
         return ""

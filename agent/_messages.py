@@ -77,7 +77,12 @@ class ToolSpec(_Frozen):
 
 
 class LLMRequest(_Frozen):
-    """Everything a provider needs for one call, and nothing else."""
+    """Everything a provider needs for one call, and nothing else.
+
+    The sampling and tool options are the agent's ``settings`` (``Agent.create`` or
+    ``configure()``); each is left out of the request, and so of its hash, when unset.
+    ``tool_choice`` is sent only with ``tools``.
+    """
 
     model: str
     system: str | None = None
@@ -85,6 +90,16 @@ class LLMRequest(_Frozen):
     tools: tuple[ToolSpec, ...] | None = None
     temperature: float | None = None
     max_tokens: int | None = None
+    tool_choice: str | None = None
+    """``"auto"``, ``"required"``, ``"none"`` or the name of one tool the model must call."""
+    seed: int | None = None
+    top_p: float | None = None
+    stop: tuple[str, ...] | None = None
+    """Sequences that end the answer when the model writes them."""
+    response_format: dict[str, Any] | None = None
+    """The vendor's answer format, as its API spells it (e.g. ``{"type": "json_object"}``)."""
+    extra_body: dict[str, Any] | None = None
+    """Vendor options sent as top-level body fields as given (an escape hatch)."""
 
 
 class Usage(_Frozen):

@@ -8,10 +8,14 @@ Wire mapping (``LLMRequest`` -> body):
 
 - ``system`` -> first message ``{"role": "system"}``;
 - an assistant message's tool calls -> ``tool_calls`` of type ``function`` whose
-  ``arguments`` is a JSON string (``content`` is ``null`` when the message has no text);
+  ``arguments`` is a JSON string (``content`` is ``""`` when the message has no text:
+  llama.cpp's server refuses ``null``);
 - a tool message -> ``{"role": "tool", "tool_call_id": ..., "content": ...}``;
 - ``tools`` -> function tools (``parameters`` is the tool's input schema);
-- ``temperature`` and ``max_tokens`` as given (left out when ``None``).
+- ``tool_choice`` -> ``"auto"``, ``"required"``, ``"none"``, or for a tool's name
+  ``{"type": "function", "function": {"name": ...}}`` (sent only with ``tools``);
+- ``temperature``, ``max_tokens``, ``seed``, ``top_p``, ``stop`` and ``response_format`` as
+  given (left out when ``None``); ``extra_body``'s fields are added to the body as they are.
 
 Stop reasons are normalised: ``stop``, ``tool_use``, ``max_tokens``, ``content_filter``, or
 the server's own word. Tool-call arguments that are not a JSON object are kept verbatim as
@@ -24,6 +28,7 @@ object, text, ids or names that are not strings, a tool call that never got a na
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -36,6 +41,7 @@ from ._http import (
     HTTPProvider,
 )
 from ._messages import LLMRequest, LLMResponse, ToolCall, Usage
+from ._options import TOOL_CHOICES
 from ._payload import (
     UNPARSED_ARGUMENTS,
     MalformedPayload,
@@ -44,6 +50,7 @@ from ._payload import (
     optional_object,
     optional_str,
     parse_arguments,
+    shared_id_arguments,
 )
 from ._provider import (
     ProviderError,
@@ -162,15 +169,22 @@ class _Stream:
         self.text.extend(added)
         return "".join(added)
 
+    def finished(self, saw_done: bool) -> bool:
+        """A stream is whole once it said why it stopped or sent ``[DONE]``."""
+        return saw_done or self.stop_reason is not None
+
     def response(self) -> LLMResponse:
         for index, part in sorted(self.calls.items()):
             if not part.name:
                 raise MalformedPayload(f"tool call {index} came without a name")
+        ids = Counter(part.id for part in self.calls.values() if part.id)
         calls = tuple(
             ToolCall(
                 id=part.id or f"call_{index}",
                 name=part.name,
-                args=parse_arguments("".join(part.arguments)),
+                args=(shared_id_arguments if ids[part.id] > 1 else parse_arguments)(
+                    "".join(part.arguments)
+                ),
             )
             for index, part in sorted(self.calls.items())
         )
@@ -227,7 +241,7 @@ class OpenAIProvider(HTTPProvider):
                 messages.append(
                     {
                         "role": "assistant",
-                        "content": message.content or None,
+                        "content": message.content,  # "" when none: servers refuse null
                         "tool_calls": [
                             {
                                 "id": call.id,
@@ -256,10 +270,20 @@ class OpenAIProvider(HTTPProvider):
                 }
                 for tool in request.tools
             ]
-        if request.temperature is not None:
-            body["temperature"] = request.temperature
-        if request.max_tokens is not None:
-            body["max_tokens"] = request.max_tokens
+            if request.tool_choice is not None:
+                body["tool_choice"] = (
+                    request.tool_choice
+                    if request.tool_choice in TOOL_CHOICES
+                    else {"type": "function", "function": {"name": request.tool_choice}}
+                )
+        for option in ("temperature", "max_tokens", "seed", "top_p", "response_format"):
+            value = getattr(request, option)
+            if value is not None:
+                body[option] = value
+        if request.stop is not None:
+            body["stop"] = list(request.stop)
+        if request.extra_body:
+            body.update(request.extra_body)
         return body
 
     # -- response ----------------------------------------------------------------------------
@@ -344,17 +368,23 @@ def openai(
     headers: Mapping[str, str] | None = None,
     max_error_body: int = MAX_ERROR_BODY,
     max_response_body: int = MAX_RESPONSE_BODY,
+    retry_read_timeouts: bool = False,
 ) -> OpenAIProvider:
     """A provider for the Chat Completions API (OpenAI or any compatible server).
 
     Args:
-        model: the model to ask for when a request names none (requests name their own).
+        model: the model. The agent uses it unless ``Agent.create(model=)`` names the same
+            one; naming two different models is refused (``configure()`` may pick another
+            for one run).
         base_url: the API root, ending in ``/v1`` for most servers,
             e.g. ``"http://127.0.0.1:8080/v1"`` for a local llama.cpp server.
-        api_key: sent as a bearer token; default ``$OPENAI_API_KEY``. A local server may
-            need none: with neither (or ``api_key=""``) no ``authorization`` header is sent.
+        api_key: sent as a bearer token. Default: ``$OPENAI_API_KEY``, but only when
+            ``base_url`` is OpenAI's own host (an environment key never goes to another
+            server; pass ``api_key=`` for that). A local server may need none: with neither
+            (or ``api_key=""``) no ``authorization`` header is sent.
         timeout: seconds to wait for the connection and for each read.
-        max_retries: extra attempts on 408, 429, 5xx, connection errors and timeouts.
+        max_retries: extra attempts on 408, 429, 5xx, a stream that ended before its answer
+            (while no text was streamed),, connection errors and timeouts.
         backoff: the first wait between attempts in seconds, doubled each time; a
             ``retry-after`` from the server wins.
         transport: an ``httpx2`` async transport (``httpx2.MockTransport`` in tests, or a
@@ -364,6 +394,9 @@ def openai(
             message says where the body was cut.
         max_response_body: the largest answer read, in bytes (also the largest streamed
             event); a larger one is a :class:`ProviderResponseError`.
+        retry_read_timeouts: send the call again after a read timeout. Off by default: the
+            server had the request and may still be generating, so a second request would
+            queue behind the first (on a local server the next call then waits for both).
     """
     return OpenAIProvider(
         model,
@@ -376,4 +409,5 @@ def openai(
         headers=headers,
         max_error_body=max_error_body,
         max_response_body=max_response_body,
+        retry_read_timeouts=retry_read_timeouts,
     )

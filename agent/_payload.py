@@ -21,6 +21,7 @@ __all__ = [
     "parse_arguments",
     "required_object",
     "required_str",
+    "shared_id_arguments",
 ]
 
 UNPARSED_ARGUMENTS = "_unparsed_arguments"
@@ -46,6 +47,16 @@ def parse_arguments(raw: str | None) -> dict[str, Any]:
     if isinstance(value, dict):
         return value
     return {UNPARSED_ARGUMENTS: raw}
+
+
+def shared_id_arguments(raw: str) -> dict[str, Any]:
+    """The arguments of one of several streamed calls that share an id, kept as written.
+
+    Some gateways split one call into blocks that share its id, each with a piece of the
+    arguments; the pieces are kept verbatim (``{}`` for none) so the agent can join them
+    exactly (``_tool_ids``); pieces that turn out to be whole calls are parsed there.
+    """
+    return {UNPARSED_ARGUMENTS: raw} if raw else {}
 
 
 # -- the shape of a payload -------------------------------------------------------------------

@@ -15,6 +15,7 @@ from trackway.engine import ConfigurationError, StageError, TrackwayError
 from ._messages import LLMRequest, LLMResponse, StreamDelta
 
 __all__ = [
+    "ContextLengthError",
     "ModelNotFoundError",
     "Provider",
     "ProviderAuthError",
@@ -61,6 +62,7 @@ class ProviderError(TrackwayError):
         ├── ProviderRateLimitError   still rate limited after the retries
         ├── ProviderConnectionError  nothing answered, or the call timed out
         ├── ProviderResponseError    an error answer, or a body that is not a response
+        │   └── ContextLengthError   the request does not fit the model's context
         └── MockExhaustedError       the mock provider's script ran out
     """
 
@@ -98,3 +100,7 @@ class ProviderConnectionError(ProviderError):
 
 class ProviderResponseError(ProviderError):
     """The server answered with an error or a body that is not a valid response."""
+
+
+class ContextLengthError(ProviderResponseError):
+    """The server said the request does not fit the model's context window."""

@@ -32,6 +32,7 @@ from ._agent import Agent
 from ._errors import ReplayDivergence
 from ._messages import LLMRequest, LLMResponse
 from ._mock import MockProvider
+from ._options import REQUEST_OPTIONS
 from ._request import assemble
 
 __all__ = [
@@ -211,8 +212,7 @@ def _agent_from_recording(snap: Snapshot) -> Agent:
         MockProvider(replies=[]),
         settings.get("model", "replay"),
         max_iterations=writes.get("max_iterations", 10),
-        temperature=settings.get("temperature"),
-        max_tokens=settings.get("max_tokens"),
+        **{name: settings.get(name) for name in REQUEST_OPTIONS},
         name=snap.chart_id.removeprefix("agent-"),
         wrap_up_at_max_iterations=stopped.get("wrapped_up", True),
         stream=False,
@@ -242,11 +242,25 @@ def _unreachable(args: dict[str, Any], ctx: Any) -> str:  # pragma: no cover - r
     raise AssertionError("replay tools are replaced by the recorded results")
 
 
+class _ReplayProvider(MockProvider):
+    """The recorded answers, in order; each call is described as the recording says it
+    was made (provider, base URL, stream), so the replayed receipts are the recorded ones."""
+
+    def __init__(self, answers: list[LLMResponse], vias: list[Any]) -> None:
+        super().__init__(replies=answers, name="replay")
+        self._vias = vias
+
+    def describe_call(self, streamed: bool) -> dict[str, Any] | None:
+        if not self._vias:
+            return None
+        recorded = self._vias.pop(0)
+        return dict(recorded) if isinstance(recorded, dict) else None
+
+
 def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
     cfg = agent._cfg
     answers = _recorded_answers(snap)
-    provider = MockProvider(replies=answers)
-    provider.name = "replay"
+    provider = _ReplayProvider(answers, [r.get("via") for r in receipts(snap)])
     results = _recorded_tool_results(snap)
 
     def recorded(name: str) -> Any:
@@ -278,8 +292,7 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
         provider,
         cfg.model,
         max_iterations=cfg.max_iterations,
-        temperature=cfg.temperature,
-        max_tokens=cfg.max_tokens,
+        **{name: cfg.options.get(name) for name in REQUEST_OPTIONS},
         name=cfg.name,
         wrap_up_at_max_iterations=cfg.wrap_up,
         stream=False,

@@ -74,11 +74,28 @@ def _field(name: str, value: bytes) -> bytes:
     return b'"' + name.encode() + b'":' + value
 
 
+_BEFORE_MESSAGES = ("extra_body", "max_tokens")
+"""Request fields whose keys sort before ``messages`` (the hash is over sorted keys)."""
+_AFTER_MODEL = ("response_format", "seed", "stop")
+_AFTER_SYSTEM = ("temperature",)
+_AFTER_TOOLS = ("top_p",)
+
+
+def _settings_fields(settings: Mapping[str, Any], names: tuple[str, ...]) -> bytes:
+    return b"".join(
+        b"," + _field(name, canonical_json(settings[name]))
+        for name in names
+        if settings.get(name) is not None
+    )
+
+
 def assemble(state: Mapping[str, Any], cache: MessageCache | None = None) -> Assembled:
     """The request for the next model call, from state alone (pure: no clock, no config).
 
     The hashes are of the request's canonical JSON (sorted keys), built from pieces so that
     they equal ``sha256(request.canonical_json())`` without serializing the whole request.
+    The settings were made plain JSON when ``seed`` committed them (floats as floats, ``stop``
+    as a list), so their bytes here are the bytes the request model dumps.
     """
     cache = cache if cache is not None else MessageCache()
     history = state["history"]
@@ -86,34 +103,47 @@ def assemble(state: Mapping[str, Any], cache: MessageCache | None = None) -> Ass
     system = state.get("system_prompt")
     tools_state = None if state.get("wrap_up_asked") else state.get("tools")
     prefix = b"{"
-    if settings.get("max_tokens") is not None:
-        prefix += _field("max_tokens", canonical_json(int(settings["max_tokens"]))) + b","
+    for name in _BEFORE_MESSAGES:
+        if settings.get(name) is not None:
+            prefix += _field(name, canonical_json(settings[name])) + b","
     prefix += b'"messages":'
     cache.advance(history, prefix)
     n = len(history)
     suffix = b"," + _field("model", canonical_json(settings["model"]))
+    suffix += _settings_fields(settings, _AFTER_MODEL)
     if system is not None:
         suffix += b"," + _field("system", canonical_json(system))
-    if settings.get("temperature") is not None:
-        suffix += b"," + _field("temperature", canonical_json(float(settings["temperature"])))
+    suffix += _settings_fields(settings, _AFTER_SYSTEM)
     tools: tuple[ToolSpec, ...] | None = None
     tools_hash = None
     tool_hashes: dict[str, str] = {}
+    tool_choice = None
     if tools_state:
         tools = tuple(ToolSpec.model_validate(t) for t in thaw(tools_state))
         pieces = [canonical_json(t.model_dump(mode="json", exclude_none=True)) for t in tools]
         tool_hashes = {t.name: sha256(b) for t, b in zip(tools, pieces, strict=True)}
         tools_bytes = b"[" + b",".join(pieces) + b"]"
         tools_hash = sha256(tools_bytes)
+        tool_choice = settings.get("tool_choice")  # sent only with the tools it chooses from
+        if tool_choice is not None:
+            suffix += b"," + _field("tool_choice", canonical_json(tool_choice))
         suffix += b"," + _field("tools", tools_bytes)
+    suffix += _settings_fields(settings, _AFTER_TOOLS)
     request_hash, messages_hash = cache.hashes(suffix + b"}")
+    stop = settings.get("stop")
     request = LLMRequest.model_construct(
         model=settings["model"],
         system=system,
         messages=tuple(cache.messages[:n]),
         tools=tools,
-        temperature=None if settings.get("temperature") is None else float(settings["temperature"]),
-        max_tokens=None if settings.get("max_tokens") is None else int(settings["max_tokens"]),
+        temperature=settings.get("temperature"),
+        max_tokens=settings.get("max_tokens"),
+        tool_choice=tool_choice,
+        seed=settings.get("seed"),
+        top_p=settings.get("top_p"),
+        stop=None if stop is None else tuple(stop),
+        response_format=settings.get("response_format"),
+        extra_body=settings.get("extra_body"),
     )
     return Assembled(request, request_hash, messages_hash, tools_hash, tool_hashes)
 

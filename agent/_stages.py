@@ -2,7 +2,8 @@
 kept. A feature that is not configured mounts no stage and writes no key.
 
 State keys: ``user_message``, ``history`` (the conversation sent to the model, grown by
-appends), ``settings`` (model, temperature, max_tokens), ``iteration``, ``max_iterations``,
+appends), ``settings`` (model and the request options: temperature, max_tokens, tool_choice,
+seed, top_p, stop, response_format, extra_body), ``iteration``, ``max_iterations``,
 ``system_prompt``, ``tools``, ``response`` (the last model answer), ``receipts`` (one per
 call), ``usage_total``, ``wrap_up_asked``, ``stopped_early``, ``output_attempts``,
 ``output_error``, ``output_contract_unmet``, ``final_answer``.
@@ -25,10 +26,19 @@ from trackway.tools import Tool, ToolContext
 
 from ._errors import AgentBuildError
 from ._messages import LLMResponse, StreamDelta
+from ._options import REQUEST_OPTIONS, check_request_options, check_tool_choice
 from ._provider import Provider, ProviderResponseError
 from ._request import MessageCache, assemble, receipt_for
+from ._tool_ids import call_repairs, unique_calls
+from ._usage import usage_reported, via
 
-__all__ = ["WRAP_UP_PROMPT", "AgentConfig", "stage_functions"]
+__all__ = [
+    "CONFIGURABLE",
+    "WRAP_UP_PROMPT",
+    "AgentConfig",
+    "apply_configured",
+    "stage_functions",
+]
 
 WRAP_UP_PROMPT = (
     "You have reached the limit of tool calls for this request. Do not call any tools. "
@@ -44,8 +54,8 @@ class AgentConfig:
     provider: Provider
     model: str
     max_iterations: int
-    temperature: float | None
-    max_tokens: int | None
+    options: dict[str, Any]
+    """The request options (``_options.REQUEST_OPTIONS``) that are set, as plain JSON."""
     name: str
     system: str | None
     tools: dict[str, Tool]
@@ -58,6 +68,35 @@ class AgentConfig:
     """One argument validator per tool (part of the definition, not of a run)."""
 
 
+CONFIGURABLE = ("model", "instructions", *REQUEST_OPTIONS)
+"""What ``configure()`` may return for one run."""
+
+
+def apply_configured(cfg: AgentConfig, chosen: Mapping[str, Any], settings: dict[str, Any]) -> None:
+    """Apply what ``configure()`` returned to this run's ``settings`` (an option set to
+    ``None`` is dropped); anything it cannot take is refused, naming the key."""
+    unknown = sorted(set(chosen) - set(CONFIGURABLE))
+    if unknown:
+        raise AgentBuildError(
+            f"configure() returned {unknown}, which it cannot set; it may return "
+            f"{', '.join(CONFIGURABLE)}"
+        )
+    if "model" in chosen:
+        if not isinstance(chosen["model"], str) or not chosen["model"]:
+            raise AgentBuildError(
+                f"configure() returned model={chosen['model']!r}; return a model name "
+                "(a non-empty str), or leave 'model' out to keep the agent's model"
+            )
+        settings["model"] = chosen["model"]
+    options = check_request_options(chosen, "configure() returned ")
+    check_tool_choice(options.get("tool_choice"), cfg.tools, "configure() returned ")
+    for name in REQUEST_OPTIONS:
+        if name in options:
+            settings[name] = options[name]
+        elif name in chosen:  # returned as None: this run goes without it
+            settings.pop(name, None)
+
+
 def _emit(scope: Scope, name: str, payload: Any) -> None:
     scope.emit(name, payload)
 
@@ -68,20 +107,10 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
     def seed(scope: Scope) -> None:
         message = scope["message"]
         prior = thaw(scope.get("prior_history", []))
-        settings: dict[str, Any] = {"model": cfg.model}
-        if cfg.temperature is not None:
-            settings["temperature"] = float(cfg.temperature)
-        if cfg.max_tokens is not None:
-            settings["max_tokens"] = cfg.max_tokens
+        settings: dict[str, Any] = {"model": cfg.model, **cfg.options}
         if cfg.configure is not None:
             chosen = dict(cfg.configure({"message": message, "identity": scope.get("identity")}))
-            if "model" in chosen:
-                if not isinstance(chosen["model"], str) or not chosen["model"]:
-                    raise AgentBuildError(
-                        f"configure() returned model={chosen['model']!r}; return a model name "
-                        "(a non-empty str), or leave 'model' out to keep the agent's model"
-                    )
-                settings["model"] = chosen["model"]
+            apply_configured(cfg, chosen, settings)
             if "instructions" in chosen:
                 scope["resolved_instructions"] = chosen["instructions"]
         scope["settings"] = settings
@@ -109,10 +138,22 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         iteration = scope["iteration"]
         _emit(scope, "agent.iteration_start", {"iteration": iteration})
         _emit(scope, "stream.llm_start", {"k": k, "model": assembled.request.model})
-        response = await _call(cfg, scope, assembled.request)
+        response, streamed = await _call(cfg, scope, assembled.request)
+        # the answer is committed as the model gave it; the calls are acted on with one id
+        # each (unique_calls, applied again by every stage that reads them)
+        repairs = call_repairs(response.tool_calls)
         usage = None if response.usage is None else response.usage.model_dump(exclude_none=True)
-        scope.append("receipts", receipt_for(k, assembled, usage, response.stop_reason))
+        receipt = receipt_for(k, assembled, usage, response.stop_reason)
+        described = via(cfg.provider, streamed)
+        if described is not None:
+            receipt["via"] = described
+        if repairs:
+            receipt["tool_call_repairs"] = repairs
+            _emit(scope, "agent.tool_calls_repaired", {"k": k, "repairs": repairs})
+        scope.append("receipts", receipt)
         scope["response"] = response.model_dump(mode="json", exclude_none=True)
+        # the sum of what providers reported; a call that reported nothing has usage None in
+        # its receipt and is not counted as zero (RunUsage.unreported_calls)
         totals = dict(scope.get("usage_total", {"input_tokens": 0, "output_tokens": 0}))
         if usage:
             for key in ("input_tokens", "output_tokens"):
@@ -128,11 +169,15 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
                 "stop_reason": response.stop_reason,
             },
         )
-        _emit(scope, "cost.tick", {"k": k, "usage": usage, "total": totals})
+        _emit(
+            scope,
+            "cost.tick",
+            {"k": k, "usage": usage, "reported": usage_reported(usage), "total": totals},
+        )
 
     def route(scope: Scope) -> Decision:
         response = scope["response"]
-        calls = response.get("tool_calls") or []
+        calls = response.get("tool_calls") or ()
         iteration = scope["iteration"]
         limit = scope["max_iterations"]
         evidence: dict[str, Any] = {
@@ -168,7 +213,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
 
     async def tool_calls(scope: Scope) -> None:
         response = scope["response"]
-        calls = thaw(response["tool_calls"])
+        calls = unique_calls(response["tool_calls"])[0]
         iteration = scope["iteration"]
         messages: list[dict[str, Any]] = [
             {"role": "assistant", "content": response.get("content", ""), "tool_calls": calls}
@@ -201,7 +246,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         stopped = {
             "reason": "max-iterations",
             "iteration": iteration,
-            "pending_tool_calls": thaw(response.get("tool_calls") or []),
+            "pending_tool_calls": unique_calls(response.get("tool_calls"))[0],
             "wrapped_up": True,
         }
         scope["stopped_early"] = stopped
@@ -236,11 +281,25 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             stopped = {
                 "reason": "max-iterations",
                 "iteration": scope["iteration"],
-                "pending_tool_calls": thaw(calls),
+                "pending_tool_calls": unique_calls(calls)[0],
                 "wrapped_up": False,
             }
             scope["stopped_early"] = stopped
             _emit(scope, "agent.budget_exhausted", {**stopped, "action": "cut-short"})
+        if response.get("stop_reason") == "max_tokens":
+            k = len(scope.get("receipts", []))
+            earlier = scope.get("stopped_early")
+            if earlier is None:
+                cut = {"reason": "max-tokens", "iteration": scope["iteration"], "k": k}
+            else:  # a wrap-up answer that was cut as well: both are said
+                cut = {**thaw(earlier), "answer_cut_at_max_tokens": True, "k": k}
+            scope["stopped_early"] = cut
+            settings = scope["settings"]
+            _emit(
+                scope,
+                "agent.answer_truncated",
+                {"k": k, "iteration": scope["iteration"], "max_tokens": settings.get("max_tokens")},
+            )
         if cfg.output_model is not None:
             # also when the turn was cut short: the answer may never have been judged
             error = scope.get("output_error") or _output_error(cfg.output_model, answer)
@@ -295,7 +354,8 @@ class _Reader(Mapping[str, Any]):
         return len(self._KEYS)
 
 
-async def _call(cfg: AgentConfig, scope: Scope, request: Any) -> LLMResponse:
+async def _call(cfg: AgentConfig, scope: Scope, request: Any) -> tuple[LLMResponse, bool]:
+    """The provider's answer to ``request``, and whether it was streamed."""
     stream = getattr(cfg.provider, "stream", None)
     if cfg.stream and stream is not None:
         final: LLMResponse | None = None
@@ -313,8 +373,8 @@ async def _call(cfg: AgentConfig, scope: Scope, request: Any) -> LLMResponse:
                 f"provider {name!r} ended a stream without its final response; the stream was "
                 "cut short (the server or the connection dropped it): retry the call"
             )
-        return final
-    return await cfg.provider.complete(request)
+        return final, True
+    return await cfg.provider.complete(request), False
 
 
 def _output_error(model: type[BaseModel], content: str) -> str | None:

@@ -68,6 +68,42 @@ def test_cli_replay_rebuilds_a_request_and_checks_its_receipt(tmp_path, capsys):
     assert main(["replay", str(recording), "--call", "2"]) == 0
     out = capsys.readouterr().out
     assert '"role": "tool"' in out and "->  match" in out
-    assert main(["replay", str(recording), "--call", "9"]) == 1
-    assert "made 2 model calls" in capsys.readouterr().err
+    assert main(["replay", str(recording), "--call", "9"]) == 2  # a usage error
+    assert "the recording has 2 model calls" in capsys.readouterr().err
     assert main(["replay", str(tmp_path / "missing.json")]) == 1
+    assert main(["replay", str(recording), "--wire"]) == 1  # the demo's mock has no wire
+    assert "went to provider 'mock', which has no HTTP wire" in capsys.readouterr().err
+
+
+def test_cli_replay_wire_prints_the_body_and_a_mismatch_exits_3(tmp_path, capsys):
+    import httpx2
+    import orjson
+
+    from trackway.agent import Agent, openai, save_recording, served_at
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        body = {"choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}]}
+        return httpx2.Response(200, json=body)
+
+    provider = openai(
+        "m",
+        base_url="http://user:pw@127.0.0.1:9/v1",
+        api_key="secret-key-123",
+        transport=httpx2.MockTransport(answer),
+    )
+    agent = Agent.create(provider=provider, stream=False, seed=5).build()
+    agent.run_sync("hello")
+    recording = save_recording(agent, tmp_path / "rec.json")
+    assert main(["replay", str(recording), "--wire"]) == 0
+    out = capsys.readouterr().out
+    head, body = out.splitlines()[:2]
+    assert head == "POST http://127.0.0.1:9/v1/chat/completions  (stream: False)"
+    assert orjson.loads(body) == provider.body(served_at(agent, 1))
+    assert "secret-key-123" not in out and "pw@" not in out
+    # a receipt that does not match what the log rebuilds: exit 3
+    doc = orjson.loads(recording.read_bytes())
+    text = orjson.dumps(doc).replace(b'"hello"', b'"HELLO"')
+    tampered = tmp_path / "tampered.json"
+    tampered.write_bytes(text)
+    assert main(["replay", str(tampered)]) == 3
+    assert "MISMATCH" in capsys.readouterr().out

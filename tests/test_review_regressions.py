@@ -9,6 +9,7 @@ from pydantic import BaseModel
 from tests.backends import run_async
 from trackway import (
     Agent,
+    AgentBuildError,
     Conversation,
     Decision,
     Executor,
@@ -237,8 +238,9 @@ def test_configure_returning_no_model_is_a_clear_error():
         .configure(lambda c: {"model": None})
         .build()
     )
-    with pytest.raises(StageError, match="configure\\(\\) returned model=None"):
+    with pytest.raises(AgentBuildError, match="configure\\(\\) returned model=None") as caught:
         agent.run_sync("hi")
+    assert isinstance(caught.value.stage_error, StageError)  # the stage, as the engine saw it
 
 
 class A(BaseModel):

@@ -32,7 +32,9 @@ from trackway.agent import AgentBuilder as AgentBuilder
 from trackway.agent import AgentBuildError as AgentBuildError
 from trackway.agent import AgentError as AgentError
 from trackway.agent import AgentNotRunError as AgentNotRunError
+from trackway.agent import AgentResult as AgentResult
 from trackway.agent import AnthropicProvider as AnthropicProvider
+from trackway.agent import ContextLengthError as ContextLengthError
 from trackway.agent import Conversation as Conversation
 from trackway.agent import ConversationFormatError as ConversationFormatError
 from trackway.agent import InvalidRunInputError as InvalidRunInputError
@@ -54,6 +56,7 @@ from trackway.agent import ProviderRequestError as ProviderRequestError
 from trackway.agent import ProviderResponseError as ProviderResponseError
 from trackway.agent import ReplayDivergence as ReplayDivergence
 from trackway.agent import RunInFlightError as RunInFlightError
+from trackway.agent import RunUsage as RunUsage
 from trackway.agent import StreamDelta as StreamDelta
 from trackway.agent import StreamingProvider as StreamingProvider
 from trackway.agent import ToolCall as ToolCall
@@ -188,6 +191,7 @@ __all__ = [
     "AgentBuilder",
     "AgentError",
     "AgentNotRunError",
+    "AgentResult",
     "AnthropicProvider",
     "Branch",
     "CausalChain",
@@ -203,6 +207,7 @@ __all__ = [
     "CommitMeta",
     "Condition",
     "ConfigurationError",
+    "ContextLengthError",
     "Control",
     "Conversation",
     "ConversationFormatError",
@@ -278,6 +283,7 @@ __all__ = [
     "RunStartEvent",
     "RunStore",
     "RunTimeoutError",
+    "RunUsage",
     "Scope",
     "Segment",
     "Selection",

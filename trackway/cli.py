@@ -1,7 +1,8 @@
 """The ``trackway`` command line: an offline demo and a look into a run store.
 
 Exit codes: 0 done; 1 the store, run or recording could not be read (the message names the
-file and what is wrong); 2 a rebuilt request does not match its receipt. Every line printed
+file and what is wrong); 2 a usage error (a bad option, a call number the recording does not
+have); 3 a rebuilt request does not match its receipt (``replay``). Every line printed
 has its control characters escaped (``\x1b`` shows as ``\\x1b``): a stored value can never
 drive the terminal. ``runs`` and ``show`` open the store read-only and never change it.
 """
@@ -14,7 +15,7 @@ import shutil
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import orjson
 
@@ -22,6 +23,10 @@ from trackway.engine import Executor, Snapshot, SqliteStore, TrackwayError, caus
 from trackway.recorders import jsonl, load_recording, narrative
 
 from ._demo import demo_agent, demo_chart
+
+if TYPE_CHECKING:
+    from trackway.agent import LLMRequest
+    from trackway.agent._http import HTTPProvider
 
 __all__ = ["main"]
 
@@ -133,8 +138,14 @@ def _command() -> str:
         return str(here)
 
 
-def _replay(recording: Path, call: int) -> int:
-    """Print model request ``call`` rebuilt from the recording, and check it against the receipt."""
+EXIT_UNREADABLE = 1
+EXIT_USAGE = 2
+EXIT_MISMATCH = 3
+
+
+def _replay(recording: Path, call: int, wire: bool = False) -> int:
+    """Print model request ``call`` rebuilt from the recording, and check it against the
+    receipt; with ``wire``, print the HTTP body its provider sends for it instead."""
     from trackway.agent import receipts, served_at
 
     if not recording.exists():
@@ -142,22 +153,65 @@ def _replay(recording: Path, call: int) -> int:
             f"no recording at {recording}; save one with save_recording(agent, path)",
             file=sys.stderr,
         )
-        return 1
+        return EXIT_UNREADABLE
     try:
+        made = receipts(recording)
+        if not 1 <= call <= len(made):
+            _say(
+                f"--call {call}: the recording has {len(made)} model calls, numbered from 1",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
         request = served_at(recording, call)
-        expected = receipts(recording)[call - 1]["request_hash"]
-    except (TrackwayError, IndexError, ValueError) as exc:
+    except (TrackwayError, ValueError) as exc:
         _say(_e(exc), file=sys.stderr)
-        return 1
+        return EXIT_UNREADABLE
+    receipt = made[call - 1]
+    expected = receipt["request_hash"]
+    same = request.hash == expected
+    if wire:
+        return _wire(request, receipt, call, same)
     _say(
         orjson.dumps(
             request.model_dump(mode="json", exclude_none=True), option=orjson.OPT_INDENT_2
         ).decode()
     )
-    same = request.hash == expected
     _say(f"request {call}: sha256 {request.hash}")
     _say(f"receipt {call}: sha256 {expected}  ->  {'match' if same else 'MISMATCH'}")
-    return 0 if same else 2
+    return 0 if same else EXIT_MISMATCH
+
+
+def _wire(request: LLMRequest, receipt: dict[str, Any], call: int, same: bool) -> int:
+    """The HTTP body the recorded provider sends for ``request`` (no network)."""
+    from trackway.agent import anthropic, openai
+
+    via = receipt.get("via")
+    if not isinstance(via, dict) or "base_url" not in via:
+        kind = via.get("provider") if isinstance(via, dict) else None
+        why = (
+            f"went to provider {kind!r}, which has no HTTP wire"
+            if kind
+            else "is not described in its receipt (recorded by an older trackway)"
+        )
+        _say(f"call {call} {why}; drop --wire to see the request", file=sys.stderr)
+        return EXIT_UNREADABLE
+    base_url = str(via["base_url"])
+    provider: HTTPProvider
+    if via.get("provider") == "openai":
+        provider = openai(request.model, base_url=base_url, api_key="")
+    elif via.get("provider") == "anthropic":
+        default = via.get("default_max_tokens", 1024)
+        provider = anthropic(request.model, base_url=base_url, api_key="", max_tokens=default)
+    else:
+        _say(f"call {call} went to provider {via.get('provider')!r}: no wire format known")
+        return EXIT_UNREADABLE
+    body = provider.wire(request, stream=bool(via.get("stream")))
+    _say(f"POST {provider.base_url}{provider.path}  (stream: {bool(via.get('stream'))})")
+    _say(body.decode())
+    if not same:
+        _say(f"request {call} does not match its receipt: MISMATCH", file=sys.stderr)
+        return EXIT_MISMATCH
+    return 0
 
 
 def _runs(db: Path) -> int:
@@ -224,9 +278,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     replay.add_argument("recording", type=Path, help="a file written by save_recording")
     replay.add_argument("--call", type=int, default=1, help="which model call (1-based)")
+    replay.add_argument(
+        "--wire",
+        action="store_true",
+        help="print the HTTP body the recorded provider sends for that request",
+    )
     args = parser.parse_args(argv)
     if args.command == "replay":
-        return _replay(args.recording, args.call)
+        return _replay(args.recording, args.call, args.wire)
     if args.command == "demo":
         return _demo(args.db)
     if args.command == "runs":

@@ -182,12 +182,17 @@ def test_max_tokens_comes_from_the_request_else_the_provider() -> None:
     }
 
 
-def test_the_env_key_is_used_and_extra_headers_are_sent(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_env_key_goes_only_to_anthropic_and_extra_headers_are_sent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-from-env")
-    server = Server(message(text("ok")))
+    server = Server(message(text("ok")), message(text("ok")))
     complete(provider(server, api_key=None, headers={"anthropic-beta": "tools-2024"}))
-    assert server.requests[0].headers["x-api-key"] == "sk-ant-from-env"
+    assert "x-api-key" not in server.requests[0].headers  # a gateway: not Anthropic's host
     assert server.requests[0].headers["anthropic-beta"] == "tools-2024"
+    complete(anthropic("m", transport=server.transport))
+    assert server.requests[1].headers["x-api-key"] == "sk-ant-from-env"
+    assert str(server.requests[1].url) == "https://api.anthropic.com/v1/messages"
 
 
 def test_it_is_a_streaming_provider_and_hides_the_key() -> None:

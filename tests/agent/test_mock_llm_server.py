@@ -108,7 +108,7 @@ def test_agent_runs_a_tool_call_and_a_streamed_answer(provider: OpenAIProvider) 
         execute=lambda args, ctx: f"{args['city']} is sunny",
     )
     agent = (
-        Agent.create(provider=provider, model="gpt-test", max_iterations=3, stream=False)
+        Agent.create(provider=provider, max_iterations=3, stream=False)
         .system("You answer weather questions.")
         .tool(weather)
         .build()
@@ -121,7 +121,7 @@ def test_agent_runs_a_tool_call_and_a_streamed_answer(provider: OpenAIProvider) 
     for k, receipt in enumerate(receipts(agent), start=1):
         assert served_at(agent, k).hash == receipt["request_hash"]
 
-    streamer = Agent.create(provider=provider, model="gpt-test", stream=True).build()
+    streamer = Agent.create(provider=provider, stream=True).build()
     tokens: list[str] = []
     streamer.on("stream.token", lambda event: tokens.append(event.payload["text"]))
     answer = streamer.run_sync("Tell me something streamed in several pieces")

@@ -153,7 +153,7 @@ def test_the_wire_body_for_system_tools_and_tool_results() -> None:
             {"role": "tool", "tool_call_id": "c2", "content": "rain"},
             {
                 "role": "assistant",
-                "content": None,
+                "content": "",
                 "tool_calls": [
                     {
                         "id": "c3",
@@ -188,15 +188,33 @@ def test_a_minimal_request_leaves_unset_fields_out() -> None:
     }
 
 
-def test_no_key_sends_no_authorization_and_the_env_key_is_used(
+def test_no_key_sends_no_authorization_and_the_env_key_goes_only_to_openai(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    server = Server(completion())
+    server = Server(completion(), completion(), completion())
     complete(provider(server, api_key=None))
     assert "authorization" not in server.requests[-1].headers
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env-123")
+    # another host never sees the environment's key ...
     complete(provider(server, api_key=None))
+    assert "authorization" not in server.requests[-1].headers
+    # ... OpenAI's own host does, and an explicit key goes anywhere
+    vendor = openai("gpt-test", transport=server.transport, api_key=None)
+    complete(vendor)
     assert server.requests[-1].headers["authorization"] == "Bearer sk-from-env-123"
+    assert str(server.requests[-1].url).startswith("https://api.openai.com/v1/")
+
+
+def test_a_401_says_the_env_key_was_withheld_from_another_host(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env-123")
+    server = Server(httpx2.Response(401, json={"error": {"message": "no key"}}))
+    with pytest.raises(ProviderAuthError) as caught:
+        complete(provider(server, api_key=None))
+    text = str(caught.value)
+    assert "OPENAI_API_KEY is set, but an environment key is sent only to the vendor" in text
+    assert "sk-from-env-123" not in text
 
 
 def test_extra_headers_are_sent() -> None:
@@ -418,12 +436,43 @@ def test_streamed_tool_calls_are_assembled_from_their_deltas() -> None:
     )
 
 
-def test_a_stream_cut_before_done_still_ends_with_the_response() -> None:
-    server = Server(sse(chunk({"content": "partial"})))
+def test_a_stream_with_a_finish_reason_but_no_done_line_is_whole() -> None:
+    server = Server(sse(chunk({"content": "partial"}), chunk({}, finish_reason="stop")))
     assert stream(provider(server)) == [
         StreamDelta(text="partial"),
-        LLMResponse(content="partial", model="gpt-test-2025"),
+        LLMResponse(content="partial", stop_reason="stop", model="gpt-test-2025"),
     ]
+
+
+def test_a_stream_cut_after_text_is_an_error_and_never_sent_again(sleeps: list[float]) -> None:
+    server = Server(sse(chunk({"content": "partial"})), sse(chunk({"content": "again"})))
+    pieces: list[Any] = []
+
+    async def read() -> None:
+        async for piece in provider(server).stream(HELLO):
+            pieces.append(piece)
+
+    with pytest.raises(ProviderResponseError, match="ended before the answer finished"):
+        run_async(read)
+    assert pieces == [StreamDelta(text="partial")]
+    assert len(server.requests) == 1
+
+
+def test_an_empty_stream_is_retried_then_an_error(sleeps: list[float]) -> None:
+    server = Server(sse(), sse(), sse())
+    with pytest.raises(ProviderResponseError) as caught:
+        stream(provider(server))
+    assert "ended before the answer finished (without a single event after 3 attempts)" in str(
+        caught.value
+    )
+    assert "stream=False" in str(caught.value)
+    assert len(server.requests) == 3
+    assert len(sleeps) == 2
+
+
+def test_an_empty_stream_then_a_whole_one_answers(sleeps: list[float]) -> None:
+    server = Server(sse(), sse(chunk({"content": "ok"}), "[DONE]"))
+    assert stream(provider(server))[-1] == LLMResponse(content="ok", model="gpt-test-2025")
 
 
 def test_a_server_that_ignores_stream_is_still_streamed() -> None:
@@ -590,12 +639,28 @@ def test_a_real_refused_connection() -> None:
         complete(p)
 
 
-def test_a_timeout_names_the_timeout_option(sleeps: list[float]) -> None:
+def test_a_read_timeout_is_not_sent_again_by_default(sleeps: list[float]) -> None:
     server = Server(httpx2.ReadTimeout("timed out"))
     with pytest.raises(ProviderConnectionError) as caught:
         complete(provider(server, timeout=12.5))
     assert "timeout=12.5" in str(caught.value)
+    assert "retry_read_timeouts=True" in str(caught.value)
+    assert len(server.requests) == 1
+    assert sleeps == []
+
+
+def test_a_read_timeout_is_retried_when_asked(sleeps: list[float]) -> None:
+    server = Server(httpx2.ReadTimeout("timed out"))
+    with pytest.raises(ProviderConnectionError) as caught:
+        complete(provider(server, timeout=12.5, retry_read_timeouts=True))
     assert "after 3 attempts" in str(caught.value)
+    assert len(server.requests) == 3
+
+
+def test_a_connect_timeout_is_retried(sleeps: list[float]) -> None:
+    server = Server(httpx2.ConnectTimeout("timed out"))
+    with pytest.raises(ProviderConnectionError, match="after 3 attempts"):
+        complete(provider(server))
     assert len(server.requests) == 3
 
 

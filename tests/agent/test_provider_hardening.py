@@ -435,7 +435,8 @@ def test_a_stream_that_ends_with_a_nameless_tool_call_is_a_response_error() -> N
         run_async(lambda: _drain(provider))
     delta = {"type": "input_json_delta", "partial_json": "{}"}
     orphan = {"type": "content_block_delta", "index": 0, "delta": delta}
-    messages_api = anthropic_with(lambda request: event_stream(orphan))
+    stop = {"type": "message_stop"}
+    messages_api = anthropic_with(lambda request: event_stream(orphan, stop))
     with pytest.raises(ProviderResponseError, match="tool_use block 0 came without a name"):
         run_async(lambda: _drain(messages_api))
 

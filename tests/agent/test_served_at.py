@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -45,17 +46,56 @@ tool_call = st.one_of(
     st.just({"name": "lookup", "args": {"wrong": 1}}),  # bad arguments
     st.just({"name": "missing", "args": {}}),  # an unknown tool
 )
+
+
+@st.composite
+def split_call(draw):
+    """One lookup call a gateway split into pieces that share its id."""
+    whole = orjson.dumps({"q": draw(texts)}).decode()
+    cuts = sorted(draw(st.lists(st.integers(0, len(whole)), min_size=1, max_size=4)))
+    pieces = [whole[a:b] for a, b in zip([0, *cuts], [*cuts, len(whole)], strict=True)]
+    return {
+        "tool_calls": [
+            {"name": "lookup", "args": {"_unparsed_arguments": p} if p else {}} for p in pieces
+        ],
+        "shared": True,
+    }
+
+
 step = st.one_of(
     st.lists(tool_call, min_size=1, max_size=3).map(lambda calls: {"tool_calls": calls}),
+    # separate calls that share one id (renamed) and split ones (merged)
+    st.lists(tool_call, min_size=2, max_size=3).map(
+        lambda calls: {"tool_calls": calls, "shared": True}
+    ),
+    split_call(),
     texts.map(lambda t: {"content": t}),
+)
+request_options = st.fixed_dictionaries(
+    {},
+    optional={
+        "tool_choice": st.sampled_from(["auto", "required", "none", "lookup"]),
+        "seed": st.integers(-5, 2**40),
+        "top_p": st.floats(0, 1),
+        "stop": st.lists(texts.filter(bool), min_size=1, max_size=2),
+        "response_format": st.just({"type": "json_object"}),
+        "extra_body": st.dictionaries(
+            st.sampled_from(["repeat_penalty", "top_k", "min_p"]), st.integers(0, 5)
+        ),
+    },
 )
 
 
-def script(steps, final):
-    replies = [s for s in steps if "tool_calls" in s] + [final]
+def script(steps, final, cut=False):
+    replies = [dict(s) for s in steps if "tool_calls" in s]
+    replies.append({"content": final, "stop_reason": "max_tokens"} if cut else final)
     for i, r in enumerate(replies):
-        for j, c in enumerate(r.get("tool_calls", []) if isinstance(r, dict) else []):
-            c["id"] = f"call-{i}-{j}"
+        shared = isinstance(r, dict) and r.pop("shared", False)
+        calls = [dict(c) for c in (r.get("tool_calls", []) if isinstance(r, dict) else [])]
+        for j, c in enumerate(calls):
+            c["id"] = f"call-{i}" if shared else f"call-{i}-{j}"
+        if calls:
+            r["tool_calls"] = calls
     return replies
 
 
@@ -78,12 +118,14 @@ def assert_law(agent: Agent, provider, offset: int = 0):
     temperature=st.one_of(st.none(), st.floats(0, 2)),
     typed=st.booleans(),
     follow=st.booleans(),
+    options=request_options,
+    cut=st.booleans(),
 )
 def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
-    steps, max_iterations, wrap, temperature, typed, follow, tmp_path_factory
+    steps, max_iterations, wrap, temperature, typed, follow, options, cut, tmp_path_factory
 ):
     final = '{"value": "ok"}' if typed else "done"
-    replies = script(steps, "not json" if typed else final)
+    replies = script(steps, "not json" if typed else final, cut=cut and not typed)
     if typed:
         replies.append(final)  # one output retry, then a valid answer
     replies += ["second answer", "spare", "spare", "spare"]  # wrap-ups and the follow-up
@@ -96,6 +138,7 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
             temperature=temperature,
             wrap_up_at_max_iterations=wrap,
             max_tokens=99,
+            **options,
         )
         .system("Be exact.")
         .tool(TOOL)
@@ -105,6 +148,23 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     agent = builder.build()
     agent.run_sync("first question")
     assert_law(agent, provider)
+    assert_one_id_per_call(agent)
+    snap = agent.snapshot()
+    for k, request in enumerate(provider.requests, start=1):
+        # every option is in the request (tool_choice only with the tools it chooses from)
+        for name, value in options.items():
+            sent = getattr(request, name)
+            if name == "tool_choice" and request.tools is None:
+                assert sent is None
+            else:
+                assert sent == (tuple(value) if name == "stop" else value), (k, name)
+    last = receipts(agent)[-1]
+    stopped = snap.state.get("stopped_early") or {}
+    # an answer cut at max_tokens is never reported as finished
+    if last["stop_reason"] == "max_tokens":
+        assert stopped["reason"] == "max-tokens" or stopped["answer_cut_at_max_tokens"]
+    else:
+        assert stopped.get("reason") != "max-tokens"
     path = tmp_path_factory.mktemp("rec") / "run.json"
     save_recording(agent, path)
     loaded = load_recording(path)
@@ -121,6 +181,16 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
         used = len(provider.requests)
         agent.run_sync("and then?", continue_from=agent.checkpoint())
         assert_law(agent, provider, offset=used)
+
+
+def assert_one_id_per_call(agent: Agent) -> None:
+    """No request repeats a tool-call id, and every repair is in a receipt."""
+    history = agent.snapshot().state["history"]
+    ids = [c["id"] for m in history for c in (m.get("tool_calls") or ())]
+    assert len(ids) == len(set(ids))
+    results = [m["tool_call_id"] for m in history if m["role"] == "tool"]
+    assert len(results) == len(set(results))
+    assert set(results) <= set(ids)
 
 
 def test_replay_names_the_first_divergent_stage_and_key(tmp_path):

@@ -1,0 +1,58 @@
+"""``AgentResult``: one turn's answer with what a caller needs to trust it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from trackway.engine import Snapshot, thaw
+
+from ._messages import Message
+from ._usage import RunUsage, run_usage
+
+__all__ = ["AgentResult", "result_of"]
+
+
+@dataclass(frozen=True)
+class AgentResult:
+    """What ``agent.run_result(...)`` returns: the answer, and how far to trust it.
+
+    ``stopped_early`` is ``None`` for an answer the model finished; otherwise its
+    ``reason`` says why it is not: ``"max-iterations"`` (the tool budget ran out) or
+    ``"max-tokens"`` (the answer was cut at ``max_tokens``). ``usage`` sums the tokens the
+    provider reported and counts the calls it did not report (``usage.complete``).
+    """
+
+    output: str
+    usage: RunUsage
+    messages: tuple[Message, ...]
+    """The conversation as the model saw it, with the answer last."""
+    run_id: str
+    snapshot: Snapshot
+    stopped_early: Mapping[str, Any] | None
+
+    @property
+    def cut_at_max_tokens(self) -> bool:
+        """The answer was cut by the token limit (it may end mid-sentence)."""
+        stopped = self.stopped_early or {}
+        return stopped.get("reason") == "max-tokens" or bool(
+            stopped.get("answer_cut_at_max_tokens")
+        )
+
+
+def result_of(snapshot: Snapshot) -> AgentResult:
+    """The result of the finished turn recorded in ``snapshot``."""
+    state = snapshot.state
+    answer = str(state["final_answer"])
+    history = [Message.model_validate(m) for m in thaw(state["history"])]
+    history.append(Message(role="assistant", content=answer))
+    stopped = state.get("stopped_early")
+    return AgentResult(
+        output=answer,
+        usage=run_usage(thaw(state.get("receipts", []))),
+        messages=tuple(history),
+        run_id=snapshot.run_id,
+        snapshot=snapshot,
+        stopped_early=None if stopped is None else dict(thaw(stopped)),
+    )
