@@ -458,3 +458,46 @@ def test_a_timeout_names_the_timeout_option(sleeps: list[float]) -> None:
     server = Server(httpx2.ConnectTimeout("connect timed out"))
     with pytest.raises(ProviderConnectionError, match="timeout=3.0"):
         complete(provider(server, timeout=3))
+
+
+# -- streams that end before their answer ------------------------------------------------------
+
+
+def _start() -> dict[str, Any]:
+    return {"type": "message_start", "message": {"model": "m", "usage": {"input_tokens": 3}}}
+
+
+def test_a_stream_without_message_stop_is_retried_then_an_error(sleeps: list[float]) -> None:
+    cut = sse(_start(), {"type": "content_block_start", "index": 0, "content_block": text("")})
+    server = Server(cut)
+    with pytest.raises(ProviderResponseError, match=r"ended before the answer finished \(after 2"):
+        stream(provider(server))
+    assert len(server.requests) == 3
+
+
+def test_a_hollow_answer_from_a_gateway_is_an_unfinished_stream(sleeps: list[float]) -> None:
+    """What the litellm proxy sends when the server behind it closed an empty stream."""
+    hollow = sse(
+        _start(),
+        {"type": "content_block_start", "index": 0, "content_block": text("")},
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn"},
+            "usage": {"input_tokens": 0, "output_tokens": 0},
+        },
+        {"type": "message_stop"},
+    )
+    whole = sse(
+        _start(),
+        {"type": "content_block_start", "index": 0, "content_block": text("hi")},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn"},
+            "usage": {"output_tokens": 1},
+        },
+        {"type": "message_stop"},
+    )
+    assert stream(provider(Server(hollow, whole)))[-1].content == "hi"
+    with pytest.raises(ProviderResponseError, match="an empty answer of 0 output tokens"):
+        stream(provider(Server(hollow)))

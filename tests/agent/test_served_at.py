@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -281,3 +283,20 @@ def test_the_law_holds_for_agents_mounted_twice_in_one_run(first, second, max_it
     assert len(rebuilt) == len(provider.requests)
     for (from_log, receipt), sent in zip(rebuilt, provider.requests, strict=True):
         assert from_log == receipt == sent.hash
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def test_a_recording_from_the_previous_version_loads_rebuilds_and_replays():
+    """Written by commit 5c5076e (before receipts said how each call was made): it loads,
+    every call is rebuilt to its receipt's hash, and it replays without an agent."""
+    loaded = load_recording(FIXTURES / "recording-5c5076e.json")
+    rs = receipts(loaded)
+    assert len(rs) == 2 and all("via" not in r for r in rs)
+    for k, receipt in enumerate(rs, start=1):
+        assert served_at(loaded, k).hash == receipt["request_hash"]
+    assert served_at(loaded, 1).temperature == 0.5
+    replayed = replay(loaded)
+    assert [c.stage_path for c in replayed.history()] == [c.stage_path for c in loaded.history()]
+    assert replayed.state["final_answer"] == "done"
