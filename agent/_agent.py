@@ -84,7 +84,7 @@ class AgentBuilder:
             raise AgentBuildError(f"max_iterations must be a positive int, got {limit!r}")
         self._provider = provider
         self._model = _one_model(provider, model)
-        self._request_options = check_request_options(options, "Agent.create(")
+        self._request_options = check_request_options(options, "Agent.create: ")
         self._options = options
         self._system: str | None = None
         self._tools: dict[str, Tool] = {}
@@ -142,7 +142,7 @@ class AgentBuilder:
     def build(self) -> Agent:
         o = self._options
         output_model, retries = self._output if self._output else (None, 0)
-        check_tool_choice(self._request_options.get("tool_choice"), self._tools, "Agent.create(")
+        check_tool_choice(self._request_options.get("tool_choice"), self._tools, "Agent.create: ")
         unsupported = [
             name
             for name in getattr(self._provider, "unsupported_options", ())
@@ -449,8 +449,8 @@ def _run_input(message: Any, continue_from: Conversation | None) -> dict[str, An
         unknown = set(message) - {"message", "identity"}
         if unknown:
             raise InvalidRunInputError(
-                f"run input has unknown keys {sorted(map(repr, unknown))}; allowed: 'message', "
-                "'identity'"
+                f"run input has unknown keys {', '.join(sorted(map(repr, unknown)))}; allowed: "
+                "'message', 'identity'"
             )
         if "message" not in message:
             raise InvalidRunInputError("run input dict needs a 'message'")

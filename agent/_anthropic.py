@@ -419,9 +419,9 @@ def anthropic(
             ``api_key=""`` sends none, e.g. behind a proxy that adds it.
         max_tokens: the answer's token cap when the request sets none (the API needs one).
         timeout: seconds to wait for the connection and for each read.
-        max_retries: extra attempts on 408, 429, 5xx, a stream that ended before its answer
-            (while no text was streamed), (529 overloaded included),
-            connection errors and timeouts.
+        max_retries: extra attempts on 408, 429, 5xx (529 overloaded included), connection
+            errors, connect timeouts and a stream that ended before its answer (while no text
+            was streamed).
         backoff: the first wait between attempts in seconds, doubled each time; a
             ``retry-after`` from the server wins.
         transport: an ``httpx2`` async transport (``httpx2.MockTransport`` in tests, or a

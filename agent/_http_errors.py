@@ -224,7 +224,11 @@ class HTTPErrors:
 
     def _unfinished(self, outcome: Any, attempts: int) -> ProviderError:
         events = outcome.unfinished
-        what = "without a single event" if events == 0 else f"after {events} events"
+        what = (
+            "without a single event"
+            if events == 0
+            else f"after {events} event{'' if events == 1 else 's'}"
+        )
         if outcome.hollow:
             what = "with an empty answer of 0 output tokens"
         sent = " and the text so far was streamed" if outcome.yielded else ""

@@ -383,8 +383,8 @@ def openai(
             server; pass ``api_key=`` for that). A local server may need none: with neither
             (or ``api_key=""``) no ``authorization`` header is sent.
         timeout: seconds to wait for the connection and for each read.
-        max_retries: extra attempts on 408, 429, 5xx, a stream that ended before its answer
-            (while no text was streamed),, connection errors and timeouts.
+        max_retries: extra attempts on 408, 429, 5xx, connection errors, connect timeouts
+            and a stream that ended before its answer (while no text was streamed).
         backoff: the first wait between attempts in seconds, doubled each time; a
             ``retry-after`` from the server wins.
         transport: an ``httpx2`` async transport (``httpx2.MockTransport`` in tests, or a

@@ -67,7 +67,8 @@ def served_at(record: Record, k: int) -> LLMRequest:
     calls = _llm_commits(snap)
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= len(calls):
         raise OutOfRangeError(
-            f"served_at(..., {k!r}): the run made {len(calls)} model calls, numbered from 1"
+            f"served_at(..., {k!r}): the run made {len(calls)} model "
+            f"call{'' if len(calls) == 1 else 's'}, numbered from 1"
         )
     before = calls[k - 1].seq - 1
     return assemble(snap.state_at(before)).request

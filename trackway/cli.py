@@ -158,7 +158,8 @@ def _replay(recording: Path, call: int, wire: bool = False) -> int:
         made = receipts(recording)
         if not 1 <= call <= len(made):
             _say(
-                f"--call {call}: the recording has {len(made)} model calls, numbered from 1",
+                f"--call {call}: the recording has {len(made)} model "
+                f"call{'' if len(made) == 1 else 's'}, numbered from 1",
                 file=sys.stderr,
             )
             return EXIT_USAGE
@@ -203,7 +204,10 @@ def _wire(request: LLMRequest, receipt: dict[str, Any], call: int, same: bool) -
         default = via.get("default_max_tokens", 1024)
         provider = anthropic(request.model, base_url=base_url, api_key="", max_tokens=default)
     else:
-        _say(f"call {call} went to provider {via.get('provider')!r}: no wire format known")
+        _say(
+            f"call {call} went to provider {via.get('provider')!r}: no wire format known",
+            file=sys.stderr,
+        )
         return EXIT_UNREADABLE
     body = provider.wire(request, stream=bool(via.get("stream")))
     _say(f"POST {provider.base_url}{provider.path}  (stream: {bool(via.get('stream'))})")

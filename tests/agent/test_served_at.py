@@ -218,7 +218,7 @@ def test_served_at_refuses_an_out_of_range_call():
     agent = Agent.create(provider=mock(reply="hi"), model="m").build()
     agent.run_sync("hello")
     assert served_at(agent, 1).messages[0].content == "hello"
-    with pytest.raises(IndexError, match="made 1 model calls"):
+    with pytest.raises(IndexError, match="made 1 model call,"):
         served_at(agent, 2)
     assert isinstance(agent.snapshot(), Snapshot)
 
