@@ -14,7 +14,9 @@ from ._errors import AgentError as AgentError
 from ._errors import AgentNotRunError as AgentNotRunError
 from ._errors import ConversationFormatError as ConversationFormatError
 from ._errors import InvalidRunInputError as InvalidRunInputError
+from ._errors import NoConversationError as NoConversationError
 from ._errors import OutputContractError as OutputContractError
+from ._errors import RedactedRecordError as RedactedRecordError
 from ._errors import ReplayDivergence as ReplayDivergence
 from ._errors import RunInFlightError as RunInFlightError
 from ._messages import LLMRequest as LLMRequest
@@ -40,6 +42,7 @@ from ._provider import ProviderRateLimitError as ProviderRateLimitError
 from ._provider import ProviderRequestError as ProviderRequestError
 from ._provider import ProviderResponseError as ProviderResponseError
 from ._provider import StreamingProvider as StreamingProvider
+from ._redaction import conversation_redaction as conversation_redaction
 from ._replay import load_recording as load_recording
 from ._replay import receipts as receipts
 from ._replay import replay as replay
@@ -67,6 +70,7 @@ __all__ = [
     "MockExhaustedError",
     "MockProvider",
     "ModelNotFoundError",
+    "NoConversationError",
     "OpenAIProvider",
     "OutputContractError",
     "Provider",
@@ -77,6 +81,7 @@ __all__ = [
     "ProviderRateLimitError",
     "ProviderRequestError",
     "ProviderResponseError",
+    "RedactedRecordError",
     "ReplayDivergence",
     "RunInFlightError",
     "RunUsage",
@@ -86,6 +91,7 @@ __all__ = [
     "ToolSpec",
     "Usage",
     "anthropic",
+    "conversation_redaction",
     "load_recording",
     "mock",
     "openai",

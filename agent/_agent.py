@@ -10,31 +10,35 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import orjson
 from pydantic import BaseModel, ValidationError
 
 from trackway.engine import (
     Commit,
+    Durability,
     Executor,
     FlowChart,
     Recorder,
+    RedactionPolicy,
     RunError,
     RunStartEvent,
+    RunStore,
     Snapshot,
     StageError,
     flow_chart,
     run_sync,
     thaw,
 )
-from trackway.tools import Tool
+from trackway.tools import Identity, Tool
 
 from ._conversation import Conversation
 from ._errors import (
     AgentBuildError,
     AgentNotRunError,
     InvalidRunInputError,
+    NoConversationError,
     OutputContractError,
     RunInFlightError,
 )
@@ -43,7 +47,7 @@ from ._messages import Message
 from ._options import check_request_options, check_tool_choice
 from ._provider import Provider, ProviderError
 from ._result import AgentResult, result_of
-from ._stages import AgentConfig, stage_functions
+from ._stages import CURRENT_SCOPE, AgentConfig, stage_functions
 
 __all__ = ["Agent", "AgentBuilder"]
 
@@ -84,11 +88,16 @@ class AgentBuilder:
             raise AgentBuildError(f"max_iterations must be a positive int, got {limit!r}")
         self._provider = provider
         self._model = _one_model(provider, model)
+        self._runtime = _Runtime(
+            store=options.pop("store", None),
+            durability=options.pop("durability", "sync"),
+            redact=options.pop("redact", None),
+        )
         self._request_options = check_request_options(options, "Agent.create: ")
         self._options = options
         self._system: str | None = None
         self._tools: dict[str, Tool] = {}
-        self._configure: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
+        self._configures: list[Callable[[Mapping[str, Any]], Mapping[str, Any]]] = []
         self._output: tuple[type[BaseModel], int] | None = None
         self._recorders: list[object] = []
 
@@ -121,7 +130,7 @@ class AgentBuilder:
         drops one for the run); committed by ``seed`` before the first call."""
         if not callable(fn):
             raise AgentBuildError("configure(fn) takes a function")
-        self._configure = fn
+        self._configures.append(fn)
         return self
 
     def output_schema(self, model: type[_M], *, retries: int = 2) -> AgentBuilder:
@@ -142,6 +151,12 @@ class AgentBuilder:
     def build(self) -> Agent:
         o = self._options
         output_model, retries = self._output if self._output else (None, 0)
+        if len(self._configures) > 1:
+            names = " and ".join(getattr(f, "__qualname__", repr(f)) for f in self._configures)
+            raise AgentBuildError(
+                f"configure() was called twice ({names}); an agent has one configure function: "
+                "merge them into one that returns every setting"
+            )
         check_tool_choice(self._request_options.get("tool_choice"), self._tools, "Agent.create: ")
         unsupported = [
             name
@@ -163,13 +178,13 @@ class AgentBuilder:
             name=o["name"],
             system=self._system,
             tools=dict(self._tools),
-            configure=self._configure,
+            configure=self._configures[0] if self._configures else None,
             output_model=output_model,
             output_retries=retries,
             wrap_up=o["wrap_up_at_max_iterations"] and bool(self._tools),
             stream=o["stream"],
         )
-        return Agent(cfg, _chart(cfg), list(self._recorders))
+        return Agent(cfg, _chart(cfg), list(self._recorders), self._runtime)
 
 
 def _one_model(provider: Provider, model: str | None) -> str:
@@ -243,6 +258,9 @@ class Agent:
         name: str = "agent",
         wrap_up_at_max_iterations: bool = True,
         stream: bool = True,
+        store: RunStore | None = None,
+        durability: Durability = "sync",
+        redact: RedactionPolicy | None = None,
     ) -> AgentBuilder:
         """Start configuring an agent.
 
@@ -254,6 +272,10 @@ class Agent:
         committed in ``settings``, so ``served_at`` and ``replay`` see them, and
         ``configure()`` may change them for one run. ``stream`` uses the provider's streaming
         when it has it.
+
+        ``store``, ``durability`` and ``redact`` are the engine's (see ``Executor``): with a
+        store every run is a stored run (``trackway runs`` lists it), and ``redact`` is the
+        one redaction funnel (``conversation_redaction()`` hides what a conversation says).
         """
         return AgentBuilder(
             provider,
@@ -270,16 +292,39 @@ class Agent:
             name=name,
             wrap_up_at_max_iterations=wrap_up_at_max_iterations,
             stream=stream,
+            store=store,
+            durability=durability,
+            redact=redact,
         )
 
-    def __init__(self, cfg: AgentConfig, chart: FlowChart, recorders: Sequence[object]) -> None:
+    def __init__(
+        self,
+        cfg: AgentConfig,
+        chart: FlowChart,
+        recorders: Sequence[object],
+        runtime: _Runtime | None = None,
+    ) -> None:
         self._cfg = cfg
         self._chart = chart
         self._events = EventBus()
         self._live = _LiveLog()
-        self._recorders = [self._events, self._live, *recorders]
+        self._attached: list[object] = list(recorders)
+        self._runtime = runtime or _Runtime()
         self._running = False
         self._last: Snapshot | None = None
+        self._last_state: Mapping[str, Any] | None = None  # real values, even when redacted
+        self._executor()  # a bad store, durability or redact= is refused at build
+
+    def _executor(self) -> Executor:
+        runtime = self._runtime
+        return Executor(
+            self._chart,
+            recorders=[self._events, self._live, *self._attached],
+            max_iterations=self._cfg.max_iterations + self._cfg.output_retries + 2,
+            store=runtime.store,
+            durability=runtime.durability,
+            redact=runtime.redact,
+        )
 
     def __repr__(self) -> str:
         return f"<Agent {self._cfg.name!r} model={self._cfg.model!r} tools={list(self._cfg.tools)}>"
@@ -317,7 +362,10 @@ class Agent:
         return 0 if self._last is None else len(self._last)
 
     def _state(self) -> Mapping[str, Any]:
-        return self.snapshot().state
+        """The last run's state with real values (the snapshot may be redacted)."""
+        if self._running or self._last_state is None:
+            return self.snapshot().state
+        return self._last_state
 
     def stopped_early(self) -> dict[str, Any] | None:
         """Why the last answer is not one the model finished (or ``None``): ``reason`` is
@@ -349,31 +397,33 @@ class Agent:
         self,
         message: str | Mapping[str, Any],
         *,
+        identity: Identity | Mapping[str, Any] | None = None,
+        session_id: str | None = None,
         continue_from: Conversation | None = None,
         timeout: float | None = None,
     ) -> str:
         """Run one turn and return the final answer.
 
-        ``message`` is a non-empty str, or ``{"message": ..., "identity": ...}``.
+        ``message`` is a non-empty str (or ``{"message": ..., "identity": ...}``).
+        ``identity`` (an :class:`Identity` or a dict of its fields) and ``session_id`` say
+        who the run is for: they reach every tool (``ctx.identity``, ``ctx.session_id``)
+        and ``configure()``, and are committed and stored with the run.
         ``continue_from`` continues a conversation (``agent.checkpoint()``).
         """
-        initial = _run_input(message, continue_from)
+        initial = _run_input(message, continue_from, identity, session_id)
         if self._running:
             raise RunInFlightError(
                 f"agent {self._cfg.name!r} is already running a turn; await it first (or use "
                 "another Agent instance for concurrent turns)"
             )
         self._running = True
-        executor = Executor(
-            self._chart,
-            recorders=self._recorders,
-            max_iterations=self._cfg.max_iterations + self._cfg.output_retries + 2,
-        )
+        executor = self._executor()
         try:
             result = await executor.run(initial, timeout=timeout, raise_on_error=False)
         finally:
             self._running = False
         self._last = result.snapshot
+        self._last_state = result.state
         if result.error is not None:
             raise _surfaced(result.error)
         return str(result.state["final_answer"])
@@ -382,24 +432,41 @@ class Agent:
         self,
         message: str | Mapping[str, Any],
         *,
+        identity: Identity | Mapping[str, Any] | None = None,
+        session_id: str | None = None,
         continue_from: Conversation | None = None,
         timeout: float | None = None,
     ) -> AgentResult:
         """Run one turn like :meth:`run`; the answer with its usage, messages and whether
         it stopped early (``max-iterations``, or ``max-tokens`` for a cut answer)."""
-        await self.run(message, continue_from=continue_from, timeout=timeout)
-        assert self._last is not None
-        return result_of(self._last)
+        await self.run(
+            message,
+            identity=identity,
+            session_id=session_id,
+            continue_from=continue_from,
+            timeout=timeout,
+        )
+        assert self._last is not None and self._last_state is not None
+        return result_of(self._last, self._last_state)
 
     def run_sync(
         self,
         message: str | Mapping[str, Any],
         *,
+        identity: Identity | Mapping[str, Any] | None = None,
+        session_id: str | None = None,
         continue_from: Conversation | None = None,
         timeout: float | None = None,
     ) -> str:
         """``run`` for callers without an event loop."""
-        call = functools.partial(self.run, message, continue_from=continue_from, timeout=timeout)
+        call = functools.partial(
+            self.run,
+            message,
+            identity=identity,
+            session_id=session_id,
+            continue_from=continue_from,
+            timeout=timeout,
+        )
         return run_sync(call, name="Agent.run_sync", twin="await agent.run(...)")
 
     async def run_typed(self, message: str | Mapping[str, Any], **kwargs: Any) -> BaseModel:
@@ -427,8 +494,97 @@ class Agent:
         return Conversation(history=history, agent=self._cfg.name)
 
     async def follow_up(self, message: str | Mapping[str, Any], **kwargs: Any) -> str:
-        """Continue the last conversation with a new message."""
+        """Continue this agent's last conversation with a new message.
+
+        Before any run there is nothing to continue: :class:`NoConversationError` (a
+        follow-up that quietly became a first turn would hide the mistake).
+        """
+        if self._last is None:
+            raise NoConversationError(
+                f"agent {self._cfg.name!r} has no conversation to follow up: call run(...) "
+                "first, or pass continue_from= a Conversation you kept"
+            )
         return await self.run(message, continue_from=self.checkpoint(), **kwargs)
+
+    # -- runtime hooks -------------------------------------------------------------------
+
+    def attach(self, recorder: object) -> Callable[[], None]:
+        """Attach a recorder to every later run; returns the function that detaches it.
+        Not idempotent: attaching the same recorder twice attaches it twice."""
+        if self._running:
+            raise RunInFlightError(
+                f"agent {self._cfg.name!r} is running a turn; attach recorders between runs"
+            )
+        self._attached.append(recorder)
+
+        def detach() -> None:
+            if recorder in self._attached:
+                self._attached.remove(recorder)
+
+        return detach
+
+    def emit(self, name: str, payload: Any = None) -> None:
+        """Emit a custom event from inside a run (a tool, ``configure()``): it is recorded
+        in the running stage's commit like any emit, and listeners hear it. Outside a run
+        there is nothing to record it in: :class:`AgentNotRunError`."""
+        scope = CURRENT_SCOPE.get()
+        if scope is None or not self._running:
+            raise AgentNotRunError(
+                f"agent.emit({name!r}) records into a run: call it from a tool or from "
+                "configure() while run(...) is in progress"
+            )
+        scope.emit(name, payload)
+
+    def listener_count(self, pattern: str | None = None) -> int:
+        """How many listeners are on ``pattern`` (on every pattern when ``None``)."""
+        return self._events.listener_count(pattern)
+
+    def remove_all_listeners(self) -> None:
+        """Remove every listener (attached recorders stay: they detach themselves)."""
+        self._events.remove_all()
+
+    def shutdown(self) -> None:
+        """Release what this agent holds between runs: every attached recorder with a
+        ``close()`` is closed, and all are detached. The agent stays usable; listeners stay.
+        Refused while a run is in flight (:class:`RunInFlightError`)."""
+        if self._running:
+            raise RunInFlightError(
+                f"agent {self._cfg.name!r} is running a turn; shut it down after the run ends"
+            )
+        attached, self._attached = self._attached, []
+        for recorder in attached:
+            close = getattr(recorder, "close", None)
+            if callable(close):
+                close()
+
+
+@dataclass(frozen=True)
+class _Runtime:
+    """Where an agent's runs are kept: the engine's store, durability and redaction."""
+
+    store: RunStore | None = None
+    durability: Durability = "sync"
+    redact: RedactionPolicy | None = None
+
+
+def as_identity(value: Any) -> Identity | None:
+    """``value`` as an :class:`Identity` (``None`` stays ``None``); anything else is an
+    :class:`InvalidRunInputError` naming the fields an identity has."""
+    if value is None or isinstance(value, Identity):
+        return value
+    if isinstance(value, Mapping):
+        try:
+            return Identity.model_validate(dict(value))
+        except ValidationError as exc:
+            where = ".".join(str(p) for p in exc.errors()[0]["loc"]) or "identity"
+            raise InvalidRunInputError(
+                f"identity: {where}: {exc.errors()[0]['msg']}; an identity has tenant, "
+                "principal and conversation_id (each a str, each optional)"
+            ) from None
+    raise InvalidRunInputError(
+        f"identity={value!r}: pass an Identity(tenant=..., principal=..., conversation_id=...) "
+        "or a dict of those fields"
+    )
 
 
 def _surfaced(error: RunError) -> Exception:
@@ -442,10 +598,18 @@ def _surfaced(error: RunError) -> Exception:
     return error
 
 
-def _run_input(message: Any, continue_from: Conversation | None) -> dict[str, Any]:
+def _run_input(
+    message: Any,
+    continue_from: Conversation | None,
+    identity: Any = None,
+    session_id: Any = None,
+) -> dict[str, Any]:
     """Check the run input before anything runs; say what was wrong."""
-    identity = None
     if isinstance(message, Mapping):
+        if identity is not None and message.get("identity") is not None:
+            raise InvalidRunInputError(
+                "the identity is given twice (in the input dict and as identity=); give it once"
+            )
         unknown = set(message) - {"message", "identity"}
         if unknown:
             raise InvalidRunInputError(
@@ -454,7 +618,7 @@ def _run_input(message: Any, continue_from: Conversation | None) -> dict[str, An
             )
         if "message" not in message:
             raise InvalidRunInputError("run input dict needs a 'message'")
-        identity = message.get("identity")
+        identity = message.get("identity", identity)
         message = message["message"]
     if not isinstance(message, str):
         raise InvalidRunInputError(
@@ -464,14 +628,15 @@ def _run_input(message: Any, continue_from: Conversation | None) -> dict[str, An
     if not message.strip():
         raise InvalidRunInputError("the message is empty; there is nothing to answer")
     initial: dict[str, Any] = {"message": message}
-    if identity is not None:
-        try:
-            orjson.dumps(identity)
-        except TypeError:
+    checked = as_identity(identity)
+    if checked is not None:
+        initial["identity"] = checked.model_dump(exclude_none=True)
+    if session_id is not None:
+        if not isinstance(session_id, str) or not session_id:
             raise InvalidRunInputError(
-                f"the identity must be JSON (str, number, list, dict...), got {identity!r}"
-            ) from None
-        initial["identity"] = identity
+                f"session_id={session_id!r}: use a non-empty str naming the caller's session"
+            )
+        initial["session_id"] = session_id
     if continue_from is not None:
         if not isinstance(continue_from, Conversation):
             raise InvalidRunInputError("continue_from takes agent.checkpoint() (a Conversation)")

@@ -9,8 +9,10 @@
         │   └── ConversationFormatError   a conversation document this version cannot read
         ├── RunInFlightError         run() while this agent runs another turn
         ├── AgentNotRunError         asked for the last run before any run
+        ├── NoConversationError      follow_up() before any run: nothing to continue
         ├── OutputContractError      run_typed() got no answer matching the schema
-        └── ReplayDivergence         a replay committed something the recording did not
+        ├── ReplayDivergence         a replay committed something the recording did not
+        └── RedactedRecordError      served_at/replay on a record whose conversation was hidden
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ __all__ = [
     "AgentNotRunError",
     "ConversationFormatError",
     "InvalidRunInputError",
+    "NoConversationError",
     "OutputContractError",
+    "RedactedRecordError",
     "ReplayDivergence",
     "RunInFlightError",
 ]
@@ -84,3 +88,13 @@ class ReplayDivergence(AgentError):
         super().__init__(message)
         self.stage_path = stage_path
         self.key = key
+
+
+class NoConversationError(AgentError, RuntimeError):
+    """``follow_up`` was called before this agent completed a run: there is nothing to
+    continue (run first, or pass ``continue_from=`` a conversation you kept)."""
+
+
+class RedactedRecordError(AgentError, ValueError):
+    """``served_at`` or ``replay`` was given a record whose conversation a redaction policy
+    hid: the requests cannot be rebuilt from it (its receipts still can be read)."""

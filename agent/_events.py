@@ -54,6 +54,10 @@ class EventBus(Recorder):
                 fns.remove(listener)
                 return
 
+    def remove_all(self) -> None:
+        """Drop every listener on every pattern."""
+        self._listeners.clear()
+
     def listener_count(self, pattern: str | None = None) -> int:
         if pattern is None:
             return sum(len(v) for v in self._listeners.values())

@@ -29,7 +29,7 @@ from trackway.engine import (
 from trackway.tools import define_tool
 
 from ._agent import Agent
-from ._errors import ReplayDivergence
+from ._errors import RedactedRecordError, ReplayDivergence
 from ._messages import LLMRequest, LLMResponse
 from ._mock import MockProvider
 from ._options import REQUEST_OPTIONS
@@ -71,7 +71,20 @@ def served_at(record: Record, k: int) -> LLMRequest:
             f"call{'' if len(calls) == 1 else 's'}, numbered from 1"
         )
     before = calls[k - 1].seq - 1
-    return assemble(snap.state_at(before)).request
+    state = snap.state_at(before)
+    _check_not_redacted(state, f"served_at(..., {k})")
+    return assemble(state).request
+
+
+def _check_not_redacted(state: Any, what: str) -> None:
+    """A record whose conversation was redacted cannot be rebuilt: say so, by name."""
+    history = state.get("history")
+    if isinstance(history, str):  # the policy's marker where the messages were
+        raise RedactedRecordError(
+            f"{what}: this record's conversation was redacted (history is {history!r}), so "
+            "the request cannot be rebuilt from it. Keep an unredacted recording where it must "
+            "be replayed, or check receipts(record) (hashes, usage) instead"
+        )
 
 
 def receipts(record: Record) -> list[dict[str, Any]]:
@@ -168,6 +181,7 @@ async def replay_async(record: Record, agent: Agent | None = None) -> Snapshot:
     and key that differ.
     """
     snap = _snapshot(record)
+    _check_not_redacted(snap.state, "replay")
     if agent is None:
         agent = _agent_from_recording(snap)
     twin = _replay_agent(agent, snap)

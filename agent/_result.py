@@ -41,9 +41,10 @@ class AgentResult:
         )
 
 
-def result_of(snapshot: Snapshot) -> AgentResult:
-    """The result of the finished turn recorded in ``snapshot``."""
-    state = snapshot.state
+def result_of(snapshot: Snapshot, state: Mapping[str, Any] | None = None) -> AgentResult:
+    """The result of the finished turn recorded in ``snapshot`` (``state``: its real values
+    when the snapshot is redacted)."""
+    state = snapshot.state if state is None else state
     answer = str(state["final_answer"])
     history = [Message.model_validate(m) for m in thaw(state["history"])]
     history.append(Message(role="assistant", content=answer))

@@ -14,15 +14,17 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping
 from contextlib import aclosing
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 import jsonschema
 import orjson
 from pydantic import BaseModel, ValidationError
 
 from trackway.engine import Decision, Scope, StagePath, thaw
-from trackway.tools import Tool, ToolContext
+from trackway.tools import Identity, Tool, ToolContext
 
 from ._errors import AgentBuildError
 from ._messages import LLMResponse, StreamDelta
@@ -34,6 +36,7 @@ from ._usage import usage_reported, via
 
 __all__ = [
     "CONFIGURABLE",
+    "CURRENT_SCOPE",
     "WRAP_UP_PROMPT",
     "AgentConfig",
     "apply_configured",
@@ -67,6 +70,10 @@ class AgentConfig:
     validators: dict[str, Any] = field(default_factory=dict)
     """One argument validator per tool (part of the definition, not of a run)."""
 
+
+CURRENT_SCOPE: ContextVar[Scope | None] = ContextVar("trackway_agent_scope", default=None)
+"""The scope of the agent stage running user code (``configure()``, a tool), for
+``agent.emit``."""
 
 CONFIGURABLE = ("model", "instructions", *REQUEST_OPTIONS)
 """What ``configure()`` may return for one run."""
@@ -108,8 +115,23 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         message = scope["message"]
         prior = thaw(scope.get("prior_history", []))
         settings: dict[str, Any] = {"model": cfg.model, **cfg.options}
+        identity = scope.get("identity")
+        if identity is not None:  # who the run is for, as the caller said (never invented)
+            scope["identity"] = identity
+        if scope.get("session_id") is not None:
+            scope["session_id"] = scope["session_id"]
         if cfg.configure is not None:
-            chosen = dict(cfg.configure({"message": message, "identity": scope.get("identity")}))
+            context = {
+                "message": message,
+                "identity": None if identity is None else Identity.model_validate(thaw(identity)),
+                "run_id": scope.run_id,
+                "defaults": {"model": cfg.model, "instructions": cfg.system, **cfg.options},
+            }
+            token = CURRENT_SCOPE.set(scope)
+            try:
+                chosen = dict(cfg.configure(context))
+            finally:
+                CURRENT_SCOPE.reset(token)
             apply_configured(cfg, chosen, settings)
             if "instructions" in chosen:
                 scope["resolved_instructions"] = chosen["instructions"]
@@ -224,7 +246,11 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
                 "stream.tool_start",
                 {"id": call["id"], "name": call["name"], "args": call.get("args", {})},
             )
-            ok, content = await _run_tool(cfg, scope, call, iteration)
+            token = CURRENT_SCOPE.set(scope)
+            try:
+                ok, content = await _run_tool(cfg, scope, call, iteration)
+            finally:
+                CURRENT_SCOPE.reset(token)
             _emit(scope, "stream.tool_end", {"id": call["id"], "name": call["name"], "ok": ok})
             messages.append(
                 {
@@ -409,15 +435,26 @@ async def _run_tool(
             "Call the tool again with arguments that match its schema."
         )
     args = thaw(args)  # the tool's own copy: the recorded call must not change
-    ctx = ToolContext(
-        call_id=call["id"], tool_name=tool.name, run_id=scope.run_id, iteration=iteration
-    )
-    try:
-        result = tool.execute(args, ctx)
-        if inspect.isawaitable(result):
-            result = await result
-    except Exception as exc:
-        return False, f"Error: {tool.name} failed: {type(exc).__name__}: {exc}"
+    identity = scope.get("identity")
+    result: Any = None
+    with anyio.CancelScope() as cancel_scope:
+        ctx = ToolContext(
+            call_id=call["id"],
+            tool_name=tool.name,
+            run_id=scope.run_id,
+            iteration=iteration,
+            identity=None if identity is None else Identity.model_validate(thaw(identity)),
+            session_id=scope.get("session_id"),
+            cancel_scope=cancel_scope,
+        )
+        try:
+            result = tool.execute(args, ctx)
+            if inspect.isawaitable(result):
+                result = await result
+        except Exception as exc:
+            return False, f"Error: {tool.name} failed: {type(exc).__name__}: {exc}"
+    if cancel_scope.cancelled_caught:
+        return False, f"Error: {tool.name} was cancelled before it returned a result."
     if isinstance(result, str):
         return True, result
     try:

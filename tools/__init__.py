@@ -5,5 +5,6 @@ from ._define import ToolContext as ToolContext
 from ._define import define_tool as define_tool
 from ._errors import ToolDefinitionError as ToolDefinitionError
 from ._errors import ToolError as ToolError
+from ._identity import Identity as Identity
 
-__all__ = ["Tool", "ToolContext", "ToolDefinitionError", "ToolError", "define_tool"]
+__all__ = ["Identity", "Tool", "ToolContext", "ToolDefinitionError", "ToolError", "define_tool"]

@@ -7,22 +7,35 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 import jsonschema
 
 from ._errors import ToolDefinitionError
+from ._identity import Identity
 
 __all__ = ["Tool", "ToolContext", "define_tool"]
 
 
 @dataclass(frozen=True)
 class ToolContext:
-    """What a running tool may know about its call."""
+    """What a running tool may know about its call.
+
+    ``identity`` and ``session_id`` are what the caller passed to ``run`` (``None`` when it
+    passed none). ``iteration`` is the agent's loop iteration (1-based). The tool runs under
+    the run's anyio cancellation: a run's ``timeout=`` or a cancelled caller cancels an
+    ``async`` tool at its next ``await`` (a sync tool runs to its end). ``cancel_scope`` is
+    the scope around this one call: an async tool may read its ``deadline`` or ``cancel()``
+    it to stop itself, and the model then reads that the call was cancelled.
+    """
 
     call_id: str
     tool_name: str
     run_id: str
     iteration: int
     extras: Mapping[str, Any] = field(default_factory=dict)
+    identity: Identity | None = None
+    session_id: str | None = None
+    cancel_scope: anyio.CancelScope | None = None
 
 
 @dataclass(frozen=True)

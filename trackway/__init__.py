@@ -44,6 +44,7 @@ from trackway.agent import Message as Message
 from trackway.agent import MockExhaustedError as MockExhaustedError
 from trackway.agent import MockProvider as MockProvider
 from trackway.agent import ModelNotFoundError as ModelNotFoundError
+from trackway.agent import NoConversationError as NoConversationError
 from trackway.agent import OpenAIProvider as OpenAIProvider
 from trackway.agent import OutputContractError as OutputContractError
 from trackway.agent import Provider as Provider
@@ -54,6 +55,7 @@ from trackway.agent import ProviderError as ProviderError
 from trackway.agent import ProviderRateLimitError as ProviderRateLimitError
 from trackway.agent import ProviderRequestError as ProviderRequestError
 from trackway.agent import ProviderResponseError as ProviderResponseError
+from trackway.agent import RedactedRecordError as RedactedRecordError
 from trackway.agent import ReplayDivergence as ReplayDivergence
 from trackway.agent import RunInFlightError as RunInFlightError
 from trackway.agent import RunUsage as RunUsage
@@ -63,6 +65,7 @@ from trackway.agent import ToolCall as ToolCall
 from trackway.agent import ToolSpec as ToolSpec
 from trackway.agent import Usage as Usage
 from trackway.agent import anthropic as anthropic
+from trackway.agent import conversation_redaction as conversation_redaction
 from trackway.agent import load_recording as load_recording
 from trackway.agent import mock as mock
 from trackway.agent import openai as openai
@@ -173,6 +176,7 @@ from trackway.engine import load_document as load_document
 from trackway.engine import run_sync as run_sync
 from trackway.engine import select as select
 from trackway.engine import thaw as thaw
+from trackway.tools import Identity as Identity
 from trackway.tools import Tool as Tool
 from trackway.tools import ToolContext as ToolContext
 from trackway.tools import ToolDefinitionError as ToolDefinitionError
@@ -231,6 +235,7 @@ __all__ = [
     "ForgedCheckpointError",
     "FrozenDict",
     "FrozenList",
+    "Identity",
     "InputValidationError",
     "InvalidRunInputError",
     "LLMRequest",
@@ -245,6 +250,7 @@ __all__ = [
     "MockExhaustedError",
     "MockProvider",
     "ModelNotFoundError",
+    "NoConversationError",
     "Node",
     "ObserverStats",
     "Op",
@@ -268,6 +274,7 @@ __all__ = [
     "Recorder",
     "RecorderFailure",
     "RecoveryError",
+    "RedactedRecordError",
     "RedactionPolicy",
     "ReplayDivergence",
     "ResumeEvent",
@@ -318,6 +325,7 @@ __all__ = [
     "anthropic",
     "causal_chain",
     "check_document",
+    "conversation_redaction",
     "decide",
     "deferred",
     "define_tool",

@@ -176,14 +176,21 @@ def test_configure_sets_model_and_instructions_per_run_before_the_first_call():
     agent = (
         Agent.create(provider=provider, model="default")
         .system("base")
-        .configure(lambda ctx: {"model": f"m-{ctx['identity']}", "instructions": "custom"})
+        .configure(
+            lambda ctx: {
+                "model": f"m-{ctx['identity'].tenant}",
+                "instructions": f"{ctx['defaults']['instructions']}, custom",
+            }
+        )
         .build()
     )
-    agent.run_sync({"message": "hi", "identity": "vip"})
-    assert provider.requests[0].model == "m-vip" and provider.requests[0].system == "custom"
+    agent.run_sync({"message": "hi", "identity": {"tenant": "vip"}})
+    request = provider.requests[0]
+    assert request.model == "m-vip" and request.system == "base, custom"
     seed_ops = {op.key: op.value for op in agent.snapshot().history()[0].ops}
-    assert seed_ops["settings"] == {"model": "m-vip"}
-    assert seed_ops["resolved_instructions"] == "custom"
+    assert seed_ops["settings"] == {"model": "m-vip"}  # the model configure() resolved
+    assert seed_ops["resolved_instructions"] == "base, custom"
+    assert seed_ops["identity"] == {"tenant": "vip"}
 
 
 class Weather(BaseModel):

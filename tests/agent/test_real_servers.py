@@ -211,7 +211,9 @@ def test_a_streamed_tool_call_split_by_the_gateway_is_merged_and_run(tmp_path) -
     tap = Tap()
     p = provider("anthropic", tap, max_retries=0)
     agent = (
-        Agent.create(provider=p, max_iterations=2, max_tokens=40, tool_choice="weather")
+        Agent.create(
+            provider=p, max_iterations=2, max_tokens=60, temperature=0.0, tool_choice="weather"
+        )
         .tool(WEATHER)
         .build()
     )
@@ -236,7 +238,9 @@ def test_a_wrap_up_at_max_iterations(kind: str, tmp_path, monkeypatch) -> None:
     tap = Tap()
     p = provider(kind, tap)
     agent = (
-        Agent.create(provider=p, max_iterations=1, max_tokens=30, tool_choice="weather")
+        Agent.create(
+            provider=p, max_iterations=1, max_tokens=30, temperature=0.0, tool_choice="weather"
+        )
         .tool(WEATHER)
         .build()
     )
