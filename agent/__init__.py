@@ -13,11 +13,15 @@ from ._errors import AgentBuildError as AgentBuildError
 from ._errors import AgentError as AgentError
 from ._errors import AgentNotRunError as AgentNotRunError
 from ._errors import ConversationFormatError as ConversationFormatError
+from ._errors import DecisionRequiredError as DecisionRequiredError
+from ._errors import InvalidAnswerError as InvalidAnswerError
 from ._errors import InvalidRunInputError as InvalidRunInputError
 from ._errors import NoConversationError as NoConversationError
 from ._errors import OutputContractError as OutputContractError
+from ._errors import PendingQuestionError as PendingQuestionError
 from ._errors import RedactedRecordError as RedactedRecordError
 from ._errors import ReplayDivergence as ReplayDivergence
+from ._errors import ResumeIdentityConflictError as ResumeIdentityConflictError
 from ._errors import RunInFlightError as RunInFlightError
 from ._messages import LLMRequest as LLMRequest
 from ._messages import LLMResponse as LLMResponse
@@ -26,11 +30,14 @@ from ._messages import StreamDelta as StreamDelta
 from ._messages import ToolCall as ToolCall
 from ._messages import ToolSpec as ToolSpec
 from ._messages import Usage as Usage
+from ._messages import is_said_by_person as is_said_by_person
 from ._mock import MockExhaustedError as MockExhaustedError
 from ._mock import MockProvider as MockProvider
 from ._mock import mock as mock
 from ._openai import OpenAIProvider as OpenAIProvider
 from ._openai import openai as openai
+from ._paused import Paused as Paused
+from ._paused import is_paused as is_paused
 from ._provider import ContextLengthError as ContextLengthError
 from ._provider import ModelNotFoundError as ModelNotFoundError
 from ._provider import Provider as Provider
@@ -63,6 +70,8 @@ __all__ = [
     "ContextLengthError",
     "Conversation",
     "ConversationFormatError",
+    "DecisionRequiredError",
+    "InvalidAnswerError",
     "InvalidRunInputError",
     "LLMRequest",
     "LLMResponse",
@@ -73,6 +82,8 @@ __all__ = [
     "NoConversationError",
     "OpenAIProvider",
     "OutputContractError",
+    "Paused",
+    "PendingQuestionError",
     "Provider",
     "ProviderAuthError",
     "ProviderConfigError",
@@ -83,6 +94,7 @@ __all__ = [
     "ProviderResponseError",
     "RedactedRecordError",
     "ReplayDivergence",
+    "ResumeIdentityConflictError",
     "RunInFlightError",
     "RunUsage",
     "StreamDelta",
@@ -92,6 +104,8 @@ __all__ = [
     "Usage",
     "anthropic",
     "conversation_redaction",
+    "is_paused",
+    "is_said_by_person",
     "load_recording",
     "mock",
     "openai",

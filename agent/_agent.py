@@ -9,13 +9,14 @@ so it can be rebuilt from the log (``served_at``).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from trackway.engine import (
+    Checkpoint,
     Commit,
     Durability,
     Executor,
@@ -23,6 +24,7 @@ from trackway.engine import (
     Recorder,
     RedactionPolicy,
     RunError,
+    RunResult,
     RunStartEvent,
     RunStore,
     Snapshot,
@@ -37,14 +39,19 @@ from ._conversation import Conversation
 from ._errors import (
     AgentBuildError,
     AgentNotRunError,
+    InvalidAnswerError,
     InvalidRunInputError,
     NoConversationError,
     OutputContractError,
+    PendingQuestionError,
+    ResumeIdentityConflictError,
     RunInFlightError,
 )
 from ._events import EventBus, Listener
 from ._messages import Message
 from ._options import check_request_options, check_tool_choice
+from ._paused import Paused
+from ._person import answer_value
 from ._provider import Provider, ProviderError
 from ._result import AgentResult, result_of
 from ._stages import CURRENT_SCOPE, AgentConfig, stage_functions
@@ -100,6 +107,7 @@ class AgentBuilder:
         self._configures: list[Callable[[Mapping[str, Any]], Mapping[str, Any]]] = []
         self._output: tuple[type[BaseModel], int] | None = None
         self._recorders: list[object] = []
+        self._check_ins: dict[str, str | None] = {}
 
     def system(self, prompt: str) -> AgentBuilder:
         """The system prompt."""
@@ -122,6 +130,19 @@ class AgentBuilder:
     def tools(self, tools: Iterable[Tool]) -> AgentBuilder:
         for t in tools:
             self.tool(t)
+        return self
+
+    def check_in(self, tool_names: Iterable[str], *, question: str | None = None) -> AgentBuilder:
+        """Calls to these tools wait for a person's decision before they run: the run pauses
+        with ``question`` (default: one naming the call and its arguments), and
+        ``agent.resume(checkpoint, "approve" | "decline")`` runs or refuses the call."""
+        names = [tool_names] if isinstance(tool_names, str) else list(tool_names)
+        if not names or not all(isinstance(n, str) and n for n in names):
+            raise AgentBuildError("check_in(tool_names) takes tool names (a list of str)")
+        if question is not None and (not isinstance(question, str) or not question.strip()):
+            raise AgentBuildError(f"check_in(question={question!r}): use a non-empty str")
+        for name in names:
+            self._check_ins[name] = question
         return self
 
     def configure(self, fn: Callable[[Mapping[str, Any]], Mapping[str, Any]]) -> AgentBuilder:
@@ -157,6 +178,12 @@ class AgentBuilder:
                 f"configure() was called twice ({names}); an agent has one configure function: "
                 "merge them into one that returns every setting"
             )
+        unknown = sorted(set(self._check_ins) - set(self._tools))
+        if unknown:
+            raise AgentBuildError(
+                f"check_in names {unknown}, which are not tools of this agent; add them with "
+                f".tool(...) first (tools: {', '.join(self._tools) or 'none'})"
+            )
         check_tool_choice(self._request_options.get("tool_choice"), self._tools, "Agent.create: ")
         unsupported = [
             name
@@ -183,6 +210,7 @@ class AgentBuilder:
             output_retries=retries,
             wrap_up=o["wrap_up_at_max_iterations"] and bool(self._tools),
             stream=o["stream"],
+            check_ins=dict(self._check_ins),
         )
         return Agent(cfg, _chart(cfg), list(self._recorders), self._runtime)
 
@@ -220,7 +248,12 @@ def _chart(cfg: AgentConfig) -> FlowChart:
     d = b.decider("Route", fns["route"], id="route", description="Tools, retry or answer")
     if cfg.tools:
         d = d.branch(
-            "tool-calls", "Tool calls", fns["tool-calls"], id="tool-calls", loop_to="call-llm"
+            "tool-calls",
+            "Tool calls",
+            fns["tool-calls"],
+            id="tool-calls",
+            loop_to="call-llm",
+            on_resume=fns["tool-calls-resumed"] if cfg.asks_people else None,
         )
         if cfg.wrap_up:
             d = d.branch("wrap-up", "Wrap up", fns["wrap-up"], id="wrap-up", loop_to="call-llm")
@@ -313,6 +346,7 @@ class Agent:
         self._running = False
         self._last: Snapshot | None = None
         self._last_state: Mapping[str, Any] | None = None  # real values, even when redacted
+        self._pending: Paused | None = None
         self._executor()  # a bad store, durability or redact= is refused at build
 
     def _executor(self) -> Executor:
@@ -401,8 +435,9 @@ class Agent:
         session_id: str | None = None,
         continue_from: Conversation | None = None,
         timeout: float | None = None,
-    ) -> str:
-        """Run one turn and return the final answer.
+    ) -> str | Paused:
+        """Run one turn and return the final answer, or :class:`Paused` when the run waits
+        for a person (``is_paused(outcome)``; continue with :meth:`resume`).
 
         ``message`` is a non-empty str (or ``{"message": ..., "identity": ...}``).
         ``identity`` (an :class:`Identity` or a dict of its fields) and ``session_id`` say
@@ -411,21 +446,126 @@ class Agent:
         ``continue_from`` continues a conversation (``agent.checkpoint()``).
         """
         initial = _run_input(message, continue_from, identity, session_id)
+        self._refuse_if_busy()
+        if self._pending is not None:
+            raise PendingQuestionError(
+                f"agent {self._cfg.name!r} is waiting for a person's answer to "
+                f"{self._pending.question!r} (call {self._pending.call.get('id')!r}): resume it "
+                "with agent.resume(paused.checkpoint, answer), or drop it with "
+                "agent.abandon_pause() before a new run"
+            )
+        return await self._drive(lambda ex: ex.run(initial, timeout=timeout, raise_on_error=False))
+
+    async def resume(
+        self,
+        checkpoint: Checkpoint | str | bytes,
+        answer: Any,
+        *,
+        identity: Identity | Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        timeout: float | None = None,
+    ) -> str | Paused:
+        """Continue a run that waits for a person, with their ``answer``, in this process or
+        any other (the same agent definition; with a store, the same store).
+
+        For ``ask_human`` the answer is text; for ``request_input`` data matching its
+        schema; for a check-in ``"approve"`` or ``"decline"`` (or ``{"decision": ...,
+        "note": ...}``). An answer the question cannot take, or another ``identity`` than the
+        paused run's, is refused before the checkpoint is used. A checkpoint resumes once
+        (:class:`CheckpointClaimedError` the second time). Returns the answer, or
+        :class:`Paused` if the run waits for a person again.
+        """
+        cp = as_checkpoint(checkpoint)
+        payload = cp.payload
+        if not isinstance(payload, Mapping) or payload.get("kind") not in QUESTION_KINDS:
+            raise InvalidAnswerError(
+                f"checkpoint {cp.checkpoint_id} is not a question an agent asked (its pause "
+                f"payload is {payload!r}); resume a chart's own pause with Executor.resume"
+            )
+        _check_same_caller(payload, identity, session_id)
+        value = answer_value(payload, answer)
+        self._refuse_if_busy()
+        return await self._drive(
+            lambda ex: ex.resume(cp, value, timeout=timeout, raise_on_error=False)
+        )
+
+    def resume_sync(
+        self,
+        checkpoint: Checkpoint | str | bytes,
+        answer: Any,
+        *,
+        identity: Identity | Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        timeout: float | None = None,
+    ) -> str | Paused:
+        """``resume`` for callers without an event loop."""
+        call = functools.partial(
+            self.resume,
+            checkpoint,
+            answer,
+            identity=identity,
+            session_id=session_id,
+            timeout=timeout,
+        )
+        return run_sync(call, name="Agent.resume_sync", twin="await agent.resume(...)")
+
+    async def abandon_pause(self) -> dict[str, Any] | None:
+        """Drop the question this agent's last run waits on, on the record: the waiting call
+        gets a result saying the question was withdrawn and the run ends. Returns what was
+        dropped (``question``, ``id``, ``name``), or ``None`` when nothing was waiting."""
+        pending = self._pending
+        if pending is None:
+            return None
+        self._refuse_if_busy()
+        await self._drive(
+            lambda ex: ex.resume(pending.checkpoint, {"abandon": True}, raise_on_error=False)
+        )
+        return {
+            "question": pending.question,
+            "id": pending.call["id"],
+            "name": pending.call["name"],
+        }
+
+    def abandon_pause_sync(self) -> dict[str, Any] | None:
+        """``abandon_pause`` for callers without an event loop."""
+        return run_sync(
+            self.abandon_pause, name="Agent.abandon_pause_sync", twin="await agent.abandon_pause()"
+        )
+
+    def _refuse_if_busy(self) -> None:
         if self._running:
             raise RunInFlightError(
                 f"agent {self._cfg.name!r} is already running a turn; await it first (or use "
                 "another Agent instance for concurrent turns)"
             )
+
+    async def _drive(self, start: Callable[[Executor], Awaitable[RunResult]]) -> str | Paused:
+        """Run or resume on a fresh executor and read the outcome: the answer, a pause, or
+        the error raised as :func:`_surfaced` says."""
         self._running = True
-        executor = self._executor()
         try:
-            result = await executor.run(initial, timeout=timeout, raise_on_error=False)
+            result = await start(self._executor())
         finally:
             self._running = False
         self._last = result.snapshot
         self._last_state = result.state
+        self._pending = None
         if result.error is not None:
             raise _surfaced(result.error)
+        if result.status == "paused":
+            assert result.checkpoint is not None
+            cp = result.checkpoint
+            payload = cp.payload
+            self._pending = Paused(
+                question=str(payload["question"]),
+                kind=str(payload["kind"]),
+                call=dict(payload["call"]),
+                checkpoint=cp,
+                schema=payload.get("schema"),
+            )
+            return self._pending
+        if "final_answer" not in result.state:  # ended by abandon_pause
+            return ""
         return str(result.state["final_answer"])
 
     async def run_result(
@@ -439,7 +579,7 @@ class Agent:
     ) -> AgentResult:
         """Run one turn like :meth:`run`; the answer with its usage, messages and whether
         it stopped early (``max-iterations``, or ``max-tokens`` for a cut answer)."""
-        await self.run(
+        outcome = await self.run(
             message,
             identity=identity,
             session_id=session_id,
@@ -447,7 +587,8 @@ class Agent:
             timeout=timeout,
         )
         assert self._last is not None and self._last_state is not None
-        return result_of(self._last, self._last_state)
+        paused = outcome if isinstance(outcome, Paused) else None
+        return result_of(self._last, self._last_state, paused)
 
     def run_sync(
         self,
@@ -457,7 +598,7 @@ class Agent:
         session_id: str | None = None,
         continue_from: Conversation | None = None,
         timeout: float | None = None,
-    ) -> str:
+    ) -> str | Paused:
         """``run`` for callers without an event loop."""
         call = functools.partial(
             self.run,
@@ -469,11 +610,16 @@ class Agent:
         )
         return run_sync(call, name="Agent.run_sync", twin="await agent.run(...)")
 
-    async def run_typed(self, message: str | Mapping[str, Any], **kwargs: Any) -> BaseModel:
-        """Run and return the answer parsed into the output schema's model."""
+    async def run_typed(
+        self, message: str | Mapping[str, Any], **kwargs: Any
+    ) -> BaseModel | Paused:
+        """Run and return the answer parsed into the output schema's model (or
+        :class:`Paused` when the run waits for a person)."""
         if self._cfg.output_model is None:
             raise AgentBuildError("run_typed needs .output_schema(Model) on the builder")
         answer = await self.run(message, **kwargs)
+        if isinstance(answer, Paused):
+            return answer
         unmet = self.output_contract_unmet()
         if unmet is not None:
             raise OutputContractError(
@@ -493,7 +639,7 @@ class Agent:
             history.append({"role": "assistant", "content": state["final_answer"]})
         return Conversation(history=history, agent=self._cfg.name)
 
-    async def follow_up(self, message: str | Mapping[str, Any], **kwargs: Any) -> str:
+    async def follow_up(self, message: str | Mapping[str, Any], **kwargs: Any) -> str | Paused:
         """Continue this agent's last conversation with a new message.
 
         Before any run there is nothing to continue: :class:`NoConversationError` (a
@@ -556,6 +702,35 @@ class Agent:
             close = getattr(recorder, "close", None)
             if callable(close):
                 close()
+
+
+QUESTION_KINDS = ("ask_human", "request_input", "check_in")
+
+
+def as_checkpoint(checkpoint: Checkpoint | str | bytes) -> Checkpoint:
+    """A checkpoint given as the object or as its JSON."""
+    if isinstance(checkpoint, Checkpoint):
+        return checkpoint
+    if isinstance(checkpoint, (str, bytes)):
+        return Checkpoint.from_json(checkpoint)
+    raise InvalidAnswerError(
+        f"resume() takes the Paused outcome's checkpoint (or its JSON), got "
+        f"{type(checkpoint).__name__}"
+    )
+
+
+def _check_same_caller(payload: Mapping[str, Any], identity: Any, session_id: Any) -> None:
+    """A resume may name the caller; it must be the paused run's (checked before the claim)."""
+    given = as_identity(identity)
+    if given is not None and given.model_dump(exclude_none=True) != payload.get("identity", {}):
+        raise ResumeIdentityConflictError(
+            f"this run paused for identity {payload.get('identity')!r}, not "
+            f"{given.model_dump(exclude_none=True)!r}: resume it as the caller it paused for"
+        )
+    if session_id is not None and session_id != payload.get("session_id"):
+        raise ResumeIdentityConflictError(
+            f"this run paused in session {payload.get('session_id')!r}, not {session_id!r}"
+        )
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,10 @@
         ├── RunInFlightError         run() while this agent runs another turn
         ├── AgentNotRunError         asked for the last run before any run
         ├── NoConversationError      follow_up() before any run: nothing to continue
+        ├── PendingQuestionError     run() while the last run waits for a person's answer
+        ├── ResumeIdentityConflictError  resume() for another identity than the paused run's
+        ├── DecisionRequiredError    a check-in answered with something else than a decision
+        ├── InvalidAnswerError       an answer the paused question cannot take
         ├── OutputContractError      run_typed() got no answer matching the schema
         ├── ReplayDivergence         a replay committed something the recording did not
         └── RedactedRecordError      served_at/replay on a record whose conversation was hidden
@@ -24,11 +28,15 @@ __all__ = [
     "AgentError",
     "AgentNotRunError",
     "ConversationFormatError",
+    "DecisionRequiredError",
+    "InvalidAnswerError",
     "InvalidRunInputError",
     "NoConversationError",
     "OutputContractError",
+    "PendingQuestionError",
     "RedactedRecordError",
     "ReplayDivergence",
+    "ResumeIdentityConflictError",
     "RunInFlightError",
 ]
 
@@ -98,3 +106,23 @@ class NoConversationError(AgentError, RuntimeError):
 class RedactedRecordError(AgentError, ValueError):
     """``served_at`` or ``replay`` was given a record whose conversation a redaction policy
     hid: the requests cannot be rebuilt from it (its receipts still can be read)."""
+
+
+class PendingQuestionError(AgentError, RuntimeError):
+    """``run`` was called while this agent's last run waits for a person's answer: resume
+    it (``agent.resume(checkpoint, answer)``) or drop the question (``abandon_pause()``)."""
+
+
+class ResumeIdentityConflictError(AgentError, ValueError):
+    """``resume`` was given another identity than the paused run's (checked before the
+    checkpoint is used)."""
+
+
+class DecisionRequiredError(AgentError, ValueError):
+    """A check-in was answered with something other than ``"approve"`` or ``"decline"``
+    (checked before the checkpoint is used: resume it again with a decision)."""
+
+
+class InvalidAnswerError(AgentError, ValueError):
+    """An answer the paused question cannot take (not matching ``request_input``'s schema,
+    or not text for ``ask_human``); checked before the checkpoint is used."""

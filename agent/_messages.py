@@ -22,6 +22,7 @@ __all__ = [
     "ToolSpec",
     "Usage",
     "canonical_json",
+    "is_said_by_person",
     "sha256",
 ]
 
@@ -66,6 +67,16 @@ class Message(_Frozen):
     """On tool messages: the call this is the result of."""
     name: str | None = None
     """On tool messages: the tool's name."""
+    origin: Literal["library"] | None = None
+    """``"library"`` on messages trackway wrote (the wrap-up prompt, an output-retry
+    correction): kept in the record, never sent as such (see :func:`is_said_by_person`)."""
+
+
+def is_said_by_person(message: Message | dict[str, Any]) -> bool:
+    """Whether ``message`` is a user message the person wrote (not one trackway wrote)."""
+    if isinstance(message, dict):
+        message = Message.model_validate(message)
+    return message.role == "user" and message.origin is None
 
 
 class ToolSpec(_Frozen):

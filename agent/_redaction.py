@@ -18,12 +18,14 @@ CONVERSATION_KEYS = (
     "stopped_early",
     "output_error",
     "output_contract_unmet",
+    "pending_question",
+    "abandoned_question",
 )
 """The agent's state keys that hold what the person, the model or a tool said."""
 
 CONVERSATION_EMITS = (
     r"^stream\.",
-    r"^agent\.(turn_start|turn_end|budget_exhausted|output_retry)$",
+    r"^agent\.(turn_start|turn_end|budget_exhausted|output_retry|paused|resumed)$",
 )
 """The agent's events whose payloads quote the conversation."""
 

@@ -9,6 +9,8 @@ law: ``served_at(record, k).hash == receipts(record)[k - 1]["request_hash"]`` fo
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,9 +20,12 @@ import orjson
 
 from trackway.engine import (
     SNAPSHOT_FORMAT,
+    Checkpoint,
     Commit,
     DocumentError,
+    Executor,
     OutOfRangeError,
+    RunResult,
     Snapshot,
     load_document,
     run_sync,
@@ -33,6 +38,7 @@ from ._errors import RedactedRecordError, ReplayDivergence
 from ._messages import LLMRequest, LLMResponse
 from ._mock import MockProvider
 from ._options import REQUEST_OPTIONS
+from ._paused import Paused
 from ._request import assemble
 
 __all__ = [
@@ -146,6 +152,19 @@ def _recorded_answers(snap: Snapshot) -> list[LLMResponse]:
     return answers
 
 
+async def _resume_with(checkpoint: Checkpoint, value: Any, executor: Executor) -> RunResult:
+    return await executor.resume(checkpoint, value, raise_on_error=False)
+
+
+def _recorded_resumes(snap: Snapshot) -> list[Any]:
+    """The resume values of the run, in order (a person's answers, as recorded)."""
+    return [
+        thaw(c.detail["resume"]["value"])
+        for c in snap.history()
+        if c.kind == "resume" and isinstance(c.detail, dict) and "resume" in c.detail
+    ]
+
+
 def _recorded_tool_results(snap: Snapshot) -> dict[str, list[str]]:
     """Each tool result, by the id of the call it answered, from the committed history."""
     results: dict[str, list[str]] = {}
@@ -193,8 +212,13 @@ async def replay_async(record: Record, agent: Agent | None = None) -> Snapshot:
 
     prior = initial.get("prior_history")
     convo = None if prior is None else Conversation(history=prior, agent=agent.name)
+    answers = _recorded_resumes(snap)
     try:
-        await twin.run(message, continue_from=convo)
+        outcome = await twin.run(message, continue_from=convo)
+        while isinstance(outcome, Paused) and answers:  # the person's recorded answers
+            outcome = await twin._drive(
+                functools.partial(_resume_with, outcome.checkpoint, answers.pop(0))
+            )
     except Exception:
         if twin.commit_count() == 0:
             raise
@@ -241,15 +265,20 @@ def _agent_from_recording(snap: Snapshot) -> Agent:
     elif ran_system_stage:  # configure() chose only a model: the stage ran and wrote nothing
         model = settings.get("model")
         builder.configure(lambda ctx: {"model": model})
+    people = writes.get("people") or {}
+    asks = people.get("asks", {})
     for spec in writes.get("tools", []):
-        builder.tool(
-            define_tool(
-                name=spec["name"],
-                description=spec["description"],
-                input_schema=spec["input_schema"],
-                execute=_unreachable,
-            )
+        tool = define_tool(
+            name=spec["name"],
+            description=spec["description"],
+            input_schema=spec["input_schema"],
+            execute=_unreachable,
         )
+        if spec["name"] in asks:
+            tool = dataclasses.replace(tool, asks=asks[spec["name"]])
+        builder.tool(tool)
+    for name, question in people.get("check_ins", {}).items():
+        builder.check_in([name], question=question)
     return builder.build()
 
 
@@ -293,11 +322,14 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
         return execute
 
     tools = [
-        define_tool(
-            name=t.name,
-            description=t.description,
-            input_schema=t.input_schema,
-            execute=recorded(t.name),
+        dataclasses.replace(
+            define_tool(
+                name=t.name,
+                description=t.description,
+                input_schema=t.input_schema,
+                execute=recorded(t.name),
+            ),
+            asks=t.asks,
         )
         for t in cfg.tools.values()
     ]
@@ -318,6 +350,8 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
         builder.configure(cfg.configure)
     if cfg.output_model is not None:
         builder.output_schema(cfg.output_model, retries=cfg.output_retries)
+    for name, question in cfg.check_ins.items():
+        builder.check_in([name], question=question)
     return builder.build()
 
 

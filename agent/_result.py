@@ -9,6 +9,7 @@ from typing import Any
 from trackway.engine import Snapshot, thaw
 
 from ._messages import Message
+from ._paused import Paused
 from ._usage import RunUsage, run_usage
 
 __all__ = ["AgentResult", "result_of"]
@@ -31,6 +32,8 @@ class AgentResult:
     run_id: str
     snapshot: Snapshot
     stopped_early: Mapping[str, Any] | None
+    paused: Paused | None = None
+    """The question the run waits on (``output`` is then ``""``): resume it."""
 
     @property
     def cut_at_max_tokens(self) -> bool:
@@ -41,13 +44,16 @@ class AgentResult:
         )
 
 
-def result_of(snapshot: Snapshot, state: Mapping[str, Any] | None = None) -> AgentResult:
-    """The result of the finished turn recorded in ``snapshot`` (``state``: its real values
-    when the snapshot is redacted)."""
+def result_of(
+    snapshot: Snapshot, state: Mapping[str, Any] | None = None, paused: Paused | None = None
+) -> AgentResult:
+    """The result of the turn recorded in ``snapshot`` (``state``: its real values when the
+    snapshot is redacted; ``paused``: the question it waits on, with no answer yet)."""
     state = snapshot.state if state is None else state
-    answer = str(state["final_answer"])
+    answer = str(state.get("final_answer", ""))
     history = [Message.model_validate(m) for m in thaw(state["history"])]
-    history.append(Message(role="assistant", content=answer))
+    if paused is None:
+        history.append(Message(role="assistant", content=answer))
     stopped = state.get("stopped_early")
     return AgentResult(
         output=answer,
@@ -56,4 +62,5 @@ def result_of(snapshot: Snapshot, state: Mapping[str, Any] | None = None) -> Age
         run_id=snapshot.run_id,
         snapshot=snapshot,
         stopped_early=None if stopped is None else dict(thaw(stopped)),
+        paused=paused,
     )

@@ -29,6 +29,7 @@ from trackway.tools import Identity, Tool, ToolContext
 from ._errors import AgentBuildError
 from ._messages import LLMResponse, StreamDelta
 from ._options import REQUEST_OPTIONS, check_request_options, check_tool_choice
+from ._person import outcome_of, question_for
 from ._provider import Provider, ProviderResponseError
 from ._request import MessageCache, assemble, receipt_for
 from ._tool_ids import call_repairs, unique_calls
@@ -69,6 +70,14 @@ class AgentConfig:
     stream: bool
     validators: dict[str, Any] = field(default_factory=dict)
     """One argument validator per tool (part of the definition, not of a run)."""
+    check_ins: dict[str, str | None] = field(default_factory=dict)
+    """Tools whose calls wait for a person's approval, with the question (``None``: a
+    default naming the call)."""
+
+    @property
+    def asks_people(self) -> bool:
+        """Some call may wait for a person (a tool that asks one, or a check-in)."""
+        return bool(self.check_ins) or any(t.asks is not None for t in self.tools.values())
 
 
 CURRENT_SCOPE: ContextVar[Scope | None] = ContextVar("trackway_agent_scope", default=None)
@@ -149,6 +158,11 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
 
     def tools(scope: Scope) -> None:
         scope["tools"] = [tool.spec() for tool in cfg.tools.values()]
+        if cfg.asks_people:  # which calls wait for a person: replay needs no code for it
+            scope["people"] = {
+                "asks": {n: dict(t.asks) for n, t in cfg.tools.items() if t.asks is not None},
+                "check_ins": dict(cfg.check_ins),
+            }
 
     async def call_llm(scope: Scope) -> None:
         state = _Reader(scope)
@@ -236,38 +250,45 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
     async def tool_calls(scope: Scope) -> None:
         response = scope["response"]
         calls = unique_calls(response["tool_calls"])[0]
-        iteration = scope["iteration"]
-        messages: list[dict[str, Any]] = [
-            {"role": "assistant", "content": response.get("content", ""), "tool_calls": calls}
-        ]
-        for call in calls:
-            _emit(
-                scope,
-                "stream.tool_start",
-                {"id": call["id"], "name": call["name"], "args": call.get("args", {})},
-            )
-            token = CURRENT_SCOPE.set(scope)
-            try:
-                ok, content = await _run_tool(cfg, scope, call, iteration)
-            finally:
-                CURRENT_SCOPE.reset(token)
-            _emit(scope, "stream.tool_end", {"id": call["id"], "name": call["name"], "ok": ok})
-            messages.append(
-                {
-                    "role": "tool",
-                    "content": content,
-                    "tool_call_id": call["id"],
-                    "name": call["name"],
-                }
-            )
-        scope.extend("history", messages)
-        scope["iteration"] = iteration + 1
-        _emit(scope, "agent.iteration_end", {"iteration": iteration, "tool_calls": len(calls)})
+        assistant = {
+            "role": "assistant",
+            "content": response.get("content", ""),
+            "tool_calls": calls,
+        }
+        await _dispatch(cfg, scope, calls, 0, [assistant])
+
+    async def tool_calls_resumed(scope: Scope, value: Any) -> None:
+        """The person answered: the waiting call gets its result, then the rest run."""
+        pending = thaw(scope["pending_question"])
+        calls = unique_calls(scope["response"]["tool_calls"])[0]
+        index = pending["index"]
+        call = calls[index]
+        value = thaw(value)
+        _emit(scope, "agent.resumed", {"id": call["id"], "name": call["name"], **value})
+        if value.get("abandon"):
+            dropped = [_result(call, "The person did not answer: the question was withdrawn.")]
+            dropped += [
+                _result(c, "Not run: the turn ended when the question was withdrawn.")
+                for c in calls[index + 1 :]
+            ]
+            scope.extend("history", dropped)
+            scope["abandoned_question"] = pending
+            del scope["pending_question"]
+            scope.break_()
+            return
+        status, text = outcome_of(pending, value)
+        if status == "run":
+            ok, text = await _run_one(cfg, scope, call, scope["iteration"])
+        else:
+            ok = status == "success"
+        assert text is not None
+        _emit(scope, "stream.tool_end", {"id": call["id"], "name": call["name"], "ok": ok})
+        await _dispatch(cfg, scope, calls, index + 1, [_result(call, text)])
 
     def wrap_up(scope: Scope) -> None:
         response = scope["response"]
         iteration = scope["iteration"]
-        scope.append("history", {"role": "user", "content": WRAP_UP_PROMPT})
+        scope.append("history", {"role": "user", "content": WRAP_UP_PROMPT, "origin": "library"})
         scope["wrap_up_asked"] = True
         stopped = {
             "reason": "max-iterations",
@@ -292,6 +313,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
                     "role": "user",
                     "content": "Your answer did not match the required output "
                     f"schema: {error}. Answer again with JSON that matches it exactly.",
+                    "origin": "library",
                 },
             ],
         )
@@ -353,6 +375,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         "call-llm": call_llm,
         "route": route,
         "tool-calls": tool_calls,
+        "tool-calls-resumed": tool_calls_resumed,
         "wrap-up": wrap_up,
         "output-retry": output_retry,
         "final": final,
@@ -403,6 +426,59 @@ async def _call(cfg: AgentConfig, scope: Scope, request: Any) -> tuple[LLMRespon
     return await cfg.provider.complete(request), False
 
 
+def _result(call: Mapping[str, Any], content: str) -> dict[str, Any]:
+    return {"role": "tool", "content": content, "tool_call_id": call["id"], "name": call["name"]}
+
+
+async def _dispatch(
+    cfg: AgentConfig,
+    scope: Scope,
+    calls: list[dict[str, Any]],
+    start: int,
+    messages: list[dict[str, Any]],
+) -> None:
+    """Run ``calls[start:]`` in order, then close the iteration. At a call that waits for a
+    person, the messages so far are written and the run pauses (``tool_calls_resumed``
+    picks up from there)."""
+    iteration = scope["iteration"]
+    for index in range(start, len(calls)):
+        call = calls[index]
+        _emit(
+            scope,
+            "stream.tool_start",
+            {"id": call["id"], "name": call["name"], "args": call.get("args", {})},
+        )
+        tool, refused = _checked(cfg, call)
+        asked = None if tool is None else question_for(tool, call, cfg.check_ins)
+        if asked is not None:
+            if messages:
+                scope.extend("history", messages)
+            pending = {
+                **asked,
+                "call": {"id": call["id"], "name": call["name"], "args": call.get("args", {})},
+                "iteration": iteration,
+                "index": index,
+            }
+            for key in ("identity", "session_id"):  # so a resume can check the caller
+                if scope.get(key) is not None:
+                    pending[key] = scope[key]
+            scope["pending_question"] = pending
+            _emit(scope, "agent.paused", {k: v for k, v in pending.items() if k != "index"})
+            scope.pause(pending)
+        if refused is not None:
+            ok, content = False, refused
+        else:
+            assert tool is not None
+            ok, content = await _run_one(cfg, scope, call, iteration, tool)
+        _emit(scope, "stream.tool_end", {"id": call["id"], "name": call["name"], "ok": ok})
+        messages.append(_result(call, content))
+    scope.extend("history", messages)
+    if scope.get("pending_question") is not None:
+        del scope["pending_question"]
+    scope["iteration"] = iteration + 1
+    _emit(scope, "agent.iteration_end", {"iteration": iteration, "tool_calls": len(calls)})
+
+
 def _output_error(model: type[BaseModel], content: str) -> str | None:
     try:
         model.model_validate_json(content)
@@ -413,14 +489,12 @@ def _output_error(model: type[BaseModel], content: str) -> str | None:
     return None
 
 
-async def _run_tool(
-    cfg: AgentConfig, scope: Scope, call: dict[str, Any], iteration: int
-) -> tuple[bool, str]:
-    """Run one tool call; every failure becomes a result the model can read and act on."""
+def _checked(cfg: AgentConfig, call: Mapping[str, Any]) -> tuple[Tool | None, str | None]:
+    """The tool a call names and, when the call cannot run, what the model reads instead."""
     tool = cfg.tools.get(call["name"])
     if tool is None:
         names = ", ".join(cfg.tools) or "none"
-        return False, f"Error: there is no tool named {call['name']!r}. Available tools: {names}."
+        return None, f"Error: there is no tool named {call['name']!r}. Available tools: {names}."
     args = call.get("args") or {}
     validator = cfg.validators.get(tool.name)
     if validator is None:
@@ -430,11 +504,34 @@ async def _run_tool(
     errors = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))
     if errors:
         where = ".".join(str(p) for p in errors[0].absolute_path) or "arguments"
-        return False, (
+        return tool, (
             f"Error: invalid arguments for {tool.name}: {where}: {errors[0].message}. "
             "Call the tool again with arguments that match its schema."
         )
-    args = thaw(args)  # the tool's own copy: the recorded call must not change
+    return tool, None
+
+
+async def _run_one(
+    cfg: AgentConfig,
+    scope: Scope,
+    call: Mapping[str, Any],
+    iteration: int,
+    tool: Tool | None = None,
+) -> tuple[bool, str]:
+    """Run one checked call with ``agent.emit`` pointed at this stage."""
+    tool = tool if tool is not None else cfg.tools[call["name"]]
+    token = CURRENT_SCOPE.set(scope)
+    try:
+        return await _execute(tool, scope, call, iteration)
+    finally:
+        CURRENT_SCOPE.reset(token)
+
+
+async def _execute(
+    tool: Tool, scope: Scope, call: Mapping[str, Any], iteration: int
+) -> tuple[bool, str]:
+    """Run the tool; every failure becomes a result the model can read and act on."""
+    args = thaw(call.get("args") or {})  # the tool's own copy: the recorded call must not change
     identity = scope.get("identity")
     result: Any = None
     with anyio.CancelScope() as cancel_scope:

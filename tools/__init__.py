@@ -6,5 +6,16 @@ from ._define import define_tool as define_tool
 from ._errors import ToolDefinitionError as ToolDefinitionError
 from ._errors import ToolError as ToolError
 from ._identity import Identity as Identity
+from ._person import ask_human as ask_human
+from ._person import request_input as request_input
 
-__all__ = ["Identity", "Tool", "ToolContext", "ToolDefinitionError", "ToolError", "define_tool"]
+__all__ = [
+    "Identity",
+    "Tool",
+    "ToolContext",
+    "ToolDefinitionError",
+    "ToolError",
+    "ask_human",
+    "define_tool",
+    "request_input",
+]

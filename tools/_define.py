@@ -47,6 +47,9 @@ class Tool:
     input_schema: Mapping[str, Any]
     execute: Callable[[dict[str, Any], ToolContext], Any]
     is_async: bool = False
+    asks: Mapping[str, Any] | None = None
+    """Set on tools that ask a person (``ask_human``, ``request_input``): the run pauses
+    at the call instead of running ``execute``."""
 
     def spec(self) -> dict[str, Any]:
         """The tool as the model sees it (JSON)."""

@@ -37,6 +37,8 @@ from trackway.agent import AnthropicProvider as AnthropicProvider
 from trackway.agent import ContextLengthError as ContextLengthError
 from trackway.agent import Conversation as Conversation
 from trackway.agent import ConversationFormatError as ConversationFormatError
+from trackway.agent import DecisionRequiredError as DecisionRequiredError
+from trackway.agent import InvalidAnswerError as InvalidAnswerError
 from trackway.agent import InvalidRunInputError as InvalidRunInputError
 from trackway.agent import LLMRequest as LLMRequest
 from trackway.agent import LLMResponse as LLMResponse
@@ -47,6 +49,8 @@ from trackway.agent import ModelNotFoundError as ModelNotFoundError
 from trackway.agent import NoConversationError as NoConversationError
 from trackway.agent import OpenAIProvider as OpenAIProvider
 from trackway.agent import OutputContractError as OutputContractError
+from trackway.agent import Paused as Paused
+from trackway.agent import PendingQuestionError as PendingQuestionError
 from trackway.agent import Provider as Provider
 from trackway.agent import ProviderAuthError as ProviderAuthError
 from trackway.agent import ProviderConfigError as ProviderConfigError
@@ -57,6 +61,7 @@ from trackway.agent import ProviderRequestError as ProviderRequestError
 from trackway.agent import ProviderResponseError as ProviderResponseError
 from trackway.agent import RedactedRecordError as RedactedRecordError
 from trackway.agent import ReplayDivergence as ReplayDivergence
+from trackway.agent import ResumeIdentityConflictError as ResumeIdentityConflictError
 from trackway.agent import RunInFlightError as RunInFlightError
 from trackway.agent import RunUsage as RunUsage
 from trackway.agent import StreamDelta as StreamDelta
@@ -66,6 +71,8 @@ from trackway.agent import ToolSpec as ToolSpec
 from trackway.agent import Usage as Usage
 from trackway.agent import anthropic as anthropic
 from trackway.agent import conversation_redaction as conversation_redaction
+from trackway.agent import is_paused as is_paused
+from trackway.agent import is_said_by_person as is_said_by_person
 from trackway.agent import load_recording as load_recording
 from trackway.agent import mock as mock
 from trackway.agent import openai as openai
@@ -181,7 +188,9 @@ from trackway.tools import Tool as Tool
 from trackway.tools import ToolContext as ToolContext
 from trackway.tools import ToolDefinitionError as ToolDefinitionError
 from trackway.tools import ToolError as ToolError
+from trackway.tools import ask_human as ask_human
 from trackway.tools import define_tool as define_tool
+from trackway.tools import request_input as request_input
 
 __version__ = "0.1.0"
 
@@ -220,6 +229,7 @@ __all__ = [
     "Decision",
     "DecisionEvent",
     "DecisionEvidence",
+    "DecisionRequiredError",
     "Deferred",
     "DocumentError",
     "Durability",
@@ -237,6 +247,7 @@ __all__ = [
     "FrozenList",
     "Identity",
     "InputValidationError",
+    "InvalidAnswerError",
     "InvalidRunInputError",
     "LLMRequest",
     "LLMResponse",
@@ -260,6 +271,8 @@ __all__ = [
     "OutputValidationError",
     "ParallelLimitError",
     "PauseEvent",
+    "Paused",
+    "PendingQuestionError",
     "PostgresStore",
     "Provider",
     "ProviderAuthError",
@@ -278,6 +291,7 @@ __all__ = [
     "RedactionPolicy",
     "ReplayDivergence",
     "ResumeEvent",
+    "ResumeIdentityConflictError",
     "ResumeRecord",
     "Retry",
     "Rule",
@@ -323,6 +337,7 @@ __all__ = [
     "WriteEvent",
     "__version__",
     "anthropic",
+    "ask_human",
     "causal_chain",
     "check_document",
     "conversation_redaction",
@@ -330,6 +345,8 @@ __all__ = [
     "deferred",
     "define_tool",
     "flow_chart",
+    "is_paused",
+    "is_said_by_person",
     "load_document",
     "load_recording",
     "mock",
@@ -337,6 +354,7 @@ __all__ = [
     "receipts",
     "replay",
     "replay_async",
+    "request_input",
     "run_sync",
     "save_recording",
     "select",

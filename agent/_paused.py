@@ -1,0 +1,36 @@
+"""``Paused``: what ``run`` returns when the run waits for a person."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from trackway.engine import Checkpoint
+
+__all__ = ["Paused", "is_paused"]
+
+
+@dataclass(frozen=True)
+class Paused:
+    """The run waits for a person: ``question`` (of ``kind`` ``"ask_human"``,
+    ``"request_input"`` — with its ``schema`` — or ``"check_in"``) about the pending
+    ``call`` (``id``, ``name``, ``args``). ``checkpoint`` is an engine ``Checkpoint``: keep
+    it (``checkpoint.to_json()``) and pass it to ``agent.resume(checkpoint, answer)`` in
+    this process or any other, once."""
+
+    question: str
+    kind: str
+    call: Mapping[str, Any]
+    checkpoint: Checkpoint
+    schema: Mapping[str, Any] | None = None
+
+    @property
+    def run_id(self) -> str:
+        """The paused run (it keeps its id when resumed)."""
+        return self.checkpoint.run_id
+
+
+def is_paused(outcome: object) -> bool:
+    """Whether ``outcome`` (what ``run`` or ``resume`` returned) is a :class:`Paused`."""
+    return isinstance(outcome, Paused)

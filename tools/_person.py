@@ -1,0 +1,87 @@
+"""Tools that ask a person: the run pauses at the call and the person's answer is the result.
+
+``ask_human()`` lets the model ask a question in its own words; ``request_input(schema=...)``
+asks for data of a given shape. Neither runs code: an agent pauses before the call, and
+``agent.resume(checkpoint, answer)`` gives the answer to the model as the call's result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import jsonschema
+
+from ._define import Tool, ToolContext
+from ._errors import ToolDefinitionError
+
+__all__ = ["ask_human", "request_input"]
+
+
+def _never(args: dict[str, Any], ctx: ToolContext) -> Any:
+    raise ToolDefinitionError(
+        f"{ctx.tool_name} asks a person and runs no code: it is answered with "
+        "agent.resume(checkpoint, answer), and only an Agent can offer it"
+    )
+
+
+def ask_human(
+    *,
+    question: str | None = None,
+    name: str = "ask_human",
+    description: str | None = None,
+) -> Tool:
+    """A tool the model calls to ask the person something; the run pauses until
+    ``agent.resume(checkpoint, "the answer")``.
+
+    Without ``question`` the model writes the question (the tool's one argument). With it,
+    the question is fixed and the call takes no arguments.
+    """
+    if question is not None and (not isinstance(question, str) or not question.strip()):
+        raise ToolDefinitionError(f"ask_human(question={question!r}): use a non-empty str")
+    if question is None:
+        schema: dict[str, Any] = {
+            "type": "object",
+            "properties": {"question": {"type": "string", "description": "What to ask."}},
+            "required": ["question"],
+        }
+    else:
+        schema = {"type": "object", "properties": {}}
+    return Tool(
+        name=name,
+        description=description
+        or "Ask the person a question and wait for the answer. Use it when you need "
+        "something only they know.",
+        input_schema=schema,
+        execute=_never,
+        asks={"kind": "ask_human", "question": question, "schema": None},
+    )
+
+
+def request_input(
+    *,
+    schema: Mapping[str, Any],
+    question: str,
+    name: str = "request_input",
+    description: str | None = None,
+) -> Tool:
+    """A tool the model calls to get data from the person: the run pauses with
+    ``question``, and the answer must match ``schema`` (JSON Schema, draft 2020-12) before
+    it is accepted."""
+    if not isinstance(question, str) or not question.strip():
+        raise ToolDefinitionError(f"request_input(question={question!r}): use a non-empty str")
+    if not isinstance(schema, Mapping):
+        raise ToolDefinitionError("request_input(schema=...) takes a JSON Schema (a dict)")
+    try:
+        jsonschema.Draft202012Validator.check_schema(dict(schema))
+    except jsonschema.SchemaError as exc:
+        raise ToolDefinitionError(
+            f"request_input(schema=...) is not a valid JSON Schema: {exc.message}"
+        ) from None
+    return Tool(
+        name=name,
+        description=description or f"Ask the person for input: {question}",
+        input_schema={"type": "object", "properties": {}},
+        execute=_never,
+        asks={"kind": "request_input", "question": question, "schema": dict(schema)},
+    )
