@@ -8,6 +8,7 @@ must reproduce.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import orjson
@@ -72,11 +73,12 @@ class Message(_Frozen):
     correction): kept in the record, never sent as such (see :func:`is_said_by_person`)."""
 
 
-def is_said_by_person(message: Message | dict[str, Any]) -> bool:
-    """Whether ``message`` is a user message the person wrote (not one trackway wrote)."""
-    if isinstance(message, dict):
-        message = Message.model_validate(message)
-    return message.role == "user" and message.origin is None
+def is_said_by_person(message: Message | Mapping[str, Any]) -> bool:
+    """Whether ``message`` (a :class:`Message` or a history entry) is a user message the
+    person wrote, not one trackway wrote."""
+    if isinstance(message, Message):
+        return message.role == "user" and message.origin is None
+    return message.get("role") == "user" and message.get("origin") is None
 
 
 class ToolSpec(_Frozen):
