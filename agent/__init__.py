@@ -22,6 +22,7 @@ from ._errors import PendingQuestionError as PendingQuestionError
 from ._errors import RedactedRecordError as RedactedRecordError
 from ._errors import ReplayDivergence as ReplayDivergence
 from ._errors import ResumeIdentityConflictError as ResumeIdentityConflictError
+from ._errors import RunCheckpointError as RunCheckpointError
 from ._errors import RunInFlightError as RunInFlightError
 from ._messages import LLMRequest as LLMRequest
 from ._messages import LLMResponse as LLMResponse
@@ -95,6 +96,7 @@ __all__ = [
     "RedactedRecordError",
     "ReplayDivergence",
     "ResumeIdentityConflictError",
+    "RunCheckpointError",
     "RunInFlightError",
     "RunUsage",
     "StreamDelta",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -45,10 +45,11 @@ from ._errors import (
     OutputContractError,
     PendingQuestionError,
     ResumeIdentityConflictError,
+    RunCheckpointError,
     RunInFlightError,
 )
 from ._events import EventBus, Listener
-from ._messages import Message
+from ._messages import Message, is_said_by_person
 from ._options import check_request_options, check_tool_choice
 from ._paused import Paused
 from ._person import answer_value
@@ -532,6 +533,74 @@ class Agent:
             self.abandon_pause, name="Agent.abandon_pause_sync", twin="await agent.abandon_pause()"
         )
 
+    def _with_checkpoint(self, error: Exception, state: Mapping[str, Any]) -> Exception:
+        """A provider failure, carrying the conversation up to the last completed iteration
+        (``resume_on_error`` retries from there)."""
+        if not isinstance(error, ProviderError) or "history" not in state:
+            return error
+        history = [dict(m) for m in thaw(state["history"])]
+        failed = cast(RunCheckpointError, _checkpointed(type(error))(*error.args))
+        failed.__dict__.update(error.__dict__)
+        failed.__cause__ = error.__cause__
+        failed.checkpoint = Conversation(history=history, agent=self._cfg.name)
+        failed.run_id = self._last.run_id if self._last is not None else ""
+        failed.last_completed_iteration = max(0, int(state.get("iteration", 1)) - 1)
+        if failed.stage_error is not None:  # the engine's record points at what was raised
+            failed.stage_error.__cause__ = failed
+        return failed
+
+    async def resume_on_error(
+        self,
+        checkpoint: Conversation | str | bytes,
+        *,
+        identity: Identity | Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        timeout: float | None = None,
+    ) -> str | Paused:
+        """Retry a run that failed at its provider, from the conversation it carried
+        (``err.checkpoint`` of a :class:`RunCheckpointError`, or its JSON), in any process.
+
+        No new user message is added: the next model call is the one that failed. It is a
+        new run (a new run id, a full ``max_iterations``); tool calls of the failed
+        iteration were never answered, so the model may ask for them again.
+        """
+        if isinstance(checkpoint, (str, bytes)):
+            checkpoint = Conversation.from_json(checkpoint)
+        if not isinstance(checkpoint, Conversation) or not checkpoint.history:
+            raise InvalidRunInputError(
+                "resume_on_error takes the checkpoint of a RunCheckpointError (a Conversation "
+                "with at least the person's message)"
+            )
+        said = [m for m in checkpoint.history if is_said_by_person(m)]
+        if not said:
+            raise InvalidRunInputError(
+                "resume_on_error: the conversation holds no message from the person to answer"
+            )
+        initial = _run_input(str(said[-1]["content"]), checkpoint, identity, session_id)
+        initial["retry"] = True
+        self._refuse_if_busy()
+        return await self._drive(lambda ex: ex.run(initial, timeout=timeout, raise_on_error=False))
+
+    def resume_on_error_sync(
+        self,
+        checkpoint: Conversation | str | bytes,
+        *,
+        identity: Identity | Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        timeout: float | None = None,
+    ) -> str | Paused:
+        """``resume_on_error`` for callers without an event loop."""
+        call = functools.partial(
+            self.resume_on_error,
+            checkpoint,
+            identity=identity,
+            session_id=session_id,
+            timeout=timeout,
+        )
+        return run_sync(
+            call, name="Agent.resume_on_error_sync", twin="await agent.resume_on_error(...)"
+        )
+
     def _refuse_if_busy(self) -> None:
         if self._running:
             raise RunInFlightError(
@@ -551,7 +620,7 @@ class Agent:
         self._last_state = result.state
         self._pending = None
         if result.error is not None:
-            raise _surfaced(result.error)
+            raise self._with_checkpoint(_surfaced(result.error), result.state)
         if result.status == "paused":
             assert result.checkpoint is not None
             cp = result.checkpoint
@@ -705,6 +774,18 @@ class Agent:
 
 
 QUESTION_KINDS = ("ask_human", "request_input", "check_in")
+
+_CHECKPOINTED: dict[type[ProviderError], type[ProviderError]] = {}
+
+
+def _checkpointed(kind: type[ProviderError]) -> type[ProviderError]:
+    """The class raised for a provider failure of ``kind`` mid-run: both a
+    :class:`RunCheckpointError` and ``kind`` (so ``except kind`` keeps working)."""
+    made = _CHECKPOINTED.get(kind)
+    if made is None:
+        made = type("RunCheckpointError", (RunCheckpointError, kind), {"__module__": "trackway"})
+        _CHECKPOINTED[kind] = made
+    return made
 
 
 def as_checkpoint(checkpoint: Checkpoint | str | bytes) -> Checkpoint:

@@ -14,12 +14,16 @@
         ├── ResumeIdentityConflictError  resume() for another identity than the paused run's
         ├── DecisionRequiredError    a check-in answered with something else than a decision
         ├── InvalidAnswerError       an answer the paused question cannot take
+        ├── RunCheckpointError       a provider failure mid-run, with the conversation so far
+        │                            (also the ProviderError subclass that failed)
         ├── OutputContractError      run_typed() got no answer matching the schema
         ├── ReplayDivergence         a replay committed something the recording did not
         └── RedactedRecordError      served_at/replay on a record whose conversation was hidden
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from trackway.engine import DocumentError, StageError, TrackwayError
 
@@ -37,6 +41,7 @@ __all__ = [
     "RedactedRecordError",
     "ReplayDivergence",
     "ResumeIdentityConflictError",
+    "RunCheckpointError",
     "RunInFlightError",
 ]
 
@@ -126,3 +131,17 @@ class DecisionRequiredError(AgentError, ValueError):
 class InvalidAnswerError(AgentError, ValueError):
     """An answer the paused question cannot take (not matching ``request_input``'s schema,
     or not text for ``ask_human``); checked before the checkpoint is used."""
+
+
+class RunCheckpointError(AgentError):
+    """A provider failed mid-run. The exception is also the provider's own error class
+    (``except ProviderAuthError`` still catches it), and carries ``checkpoint``: the
+    conversation up to the last completed iteration, for ``agent.resume_on_error``.
+
+    ``run_id`` names the failed run; ``last_completed_iteration`` how far it got.
+    """
+
+    checkpoint: Any = None
+    run_id: str = ""
+    last_completed_iteration: int = 0
+    stage_error: StageError | None = None

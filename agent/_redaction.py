@@ -45,4 +45,5 @@ def conversation_redaction(
         keys=[*CONVERSATION_KEYS, *keys],
         emits=[*CONVERSATION_EMITS, *emits],
         marker=marker,
+        pauses=True,  # a question, a call's arguments and a person's answer are said too
     )

@@ -205,16 +205,17 @@ async def replay_async(record: Record, agent: Agent | None = None) -> Snapshot:
         agent = _agent_from_recording(snap)
     twin = _replay_agent(agent, snap)
     initial = thaw(snap.initial_state)
-    message = {"message": initial["message"]}
-    if "identity" in initial:
-        message["identity"] = initial["identity"]
+    caller = {"identity": initial.get("identity"), "session_id": initial.get("session_id")}
     from ._conversation import Conversation
 
     prior = initial.get("prior_history")
     convo = None if prior is None else Conversation(history=prior, agent=agent.name)
     answers = _recorded_resumes(snap)
     try:
-        outcome = await twin.run(message, continue_from=convo)
+        if initial.get("retry") and convo is not None:  # a resume_on_error run
+            outcome = await twin.resume_on_error(convo, **caller)
+        else:
+            outcome = await twin.run(initial["message"], continue_from=convo, **caller)
         while isinstance(outcome, Paused) and answers:  # the person's recorded answers
             outcome = await twin._drive(
                 functools.partial(_resume_with, outcome.checkpoint, answers.pop(0))

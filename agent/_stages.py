@@ -148,7 +148,10 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         scope["user_message"] = message
         scope["iteration"] = 1
         scope["max_iterations"] = cfg.max_iterations
-        scope.extend("history", [*prior, {"role": "user", "content": message}])
+        if scope.get("retry"):  # resume_on_error: the failed call is asked again as it was
+            scope.extend("history", prior)
+        else:
+            scope.extend("history", [*prior, {"role": "user", "content": message}])
         _emit(scope, "agent.turn_start", {"message": message, "agent": cfg.name})
 
     def system_prompt(scope: Scope) -> None:
@@ -290,10 +293,13 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         iteration = scope["iteration"]
         scope.append("history", {"role": "user", "content": WRAP_UP_PROMPT, "origin": "library"})
         scope["wrap_up_asked"] = True
+        pending = unique_calls(response.get("tool_calls"))[0]
         stopped = {
             "reason": "max-iterations",
             "iteration": iteration,
-            "pending_tool_calls": unique_calls(response.get("tool_calls"))[0],
+            "limit": scope["max_iterations"],
+            "pending_tool_calls": pending,
+            "pending_count": len(pending),
             "wrapped_up": True,
         }
         scope["stopped_early"] = stopped
@@ -326,10 +332,13 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         answer = response.get("content", "")
         calls = response.get("tool_calls") or []
         if calls and cfg.tools and not scope.get("wrap_up_asked"):
+            pending = unique_calls(calls)[0]
             stopped = {
                 "reason": "max-iterations",
                 "iteration": scope["iteration"],
-                "pending_tool_calls": unique_calls(calls)[0],
+                "limit": scope["max_iterations"],
+                "pending_tool_calls": pending,
+                "pending_count": len(pending),
                 "wrapped_up": False,
             }
             scope["stopped_early"] = stopped
@@ -337,12 +346,18 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         if response.get("stop_reason") == "max_tokens":
             k = len(scope.get("receipts", []))
             earlier = scope.get("stopped_early")
+            settings = scope["settings"]
             if earlier is None:
-                cut = {"reason": "max-tokens", "iteration": scope["iteration"], "k": k}
+                cut = {
+                    "reason": "max-tokens",
+                    "iteration": scope["iteration"],
+                    "k": k,
+                    "limit": settings.get("max_tokens"),
+                    "pending_count": 0,
+                }
             else:  # a wrap-up answer that was cut as well: both are said
                 cut = {**thaw(earlier), "answer_cut_at_max_tokens": True, "k": k}
             scope["stopped_early"] = cut
-            settings = scope["settings"]
             _emit(
                 scope,
                 "agent.answer_truncated",
@@ -357,6 +372,10 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
                     "attempts": scope.get("output_attempts", 0) + 1,
                 }
         scope["final_answer"] = answer
+        stopped_early = scope.get("stopped_early")
+        if stopped_early is not None:  # whether the answer handed back has any text at all
+            stopped_early = {**thaw(stopped_early), "empty_answer": not answer.strip()}
+            scope["stopped_early"] = stopped_early
         usage = scope.get("usage_total")
         _emit(
             scope,
@@ -365,6 +384,12 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
                 "answer": answer,
                 "iterations": scope["iteration"],
                 "usage": thaw(usage) if usage else None,
+                "stopped_early": None
+                if stopped_early is None
+                else {
+                    key: stopped_early.get(key)
+                    for key in ("reason", "limit", "pending_count", "empty_answer")
+                },
             },
         )
 

@@ -52,7 +52,7 @@ from ._stage import Paused
 from ._store import Durability, RunStore, Sink
 from ._sync import run_sync
 from ._trust import PROCESS_KEY, as_checkpoint, trusted_log
-from ._values import FrozenDict, encode_value, freeze, thaw
+from ._values import FrozenDict, encode_value, freeze, thaw, to_bytes
 from ._walker import run_root
 
 __all__ = ["Executor", "RunResult", "RunStatus"]
@@ -201,7 +201,10 @@ class Executor:
         check_chart(cp, self.chart)
         data, owned = encode_value(value, "resume value", cp.paused_at)
         snapshot = trusted_log(cp, self._session, self._key, self.allow_unsigned_checkpoints)
-        claim(self.store, cp, data)
+        kept_answer = (
+            data if self.redact is None or not self.redact.pauses else to_bytes(self.redact.marker)
+        )
+        claim(self.store, cp, kept_answer)  # the store keeps the answer, redacted if asked
         run = self._continued(cp.run_id, snapshot)
         run.resume_value = freeze(owned)
         run.resume_taken = False

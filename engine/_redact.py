@@ -42,6 +42,11 @@ class RedactionPolicy:
     emits: Sequence[str | re.Pattern[str]] = ()
     redact_checkpoints: bool = False
     marker: str = MARKER
+    pauses: bool = False
+    """Hide pause payloads and resume values too (they can quote what a stage hid: a
+    question, a call's arguments, a person's answer): in commits, recorder events, the
+    store's copy of the checkpoint and the answer a claim keeps. The checkpoint a run
+    returns keeps the real payload; ``recover`` is not offered under a policy anyway."""
 
     def __post_init__(self) -> None:
         for name in ("keys", "patterns", "emits"):
@@ -198,13 +203,26 @@ class Redactor:
     def detail(
         self, detail: CommitDetail | None, also: tuple[str, ...] = ()
     ) -> CommitDetail | None:
-        """Decision evidence quotes the values it read: hide the hidden ones."""
-        if detail is None or "decision" not in detail:
+        """Decision evidence quotes the values it read: hide the hidden ones (and, under
+        ``pauses``, the pause payload and the resume value)."""
+        if detail is None:
+            return detail
+        if self.policy.pauses and ("pause" in detail or "resume" in detail):
+            detail = dict(detail)  # type: ignore[assignment]
+            if "pause" in detail:
+                detail["pause"] = self.marker
+            if "resume" in detail:
+                detail["resume"] = {"value": self.marker}
+        if "decision" not in detail:
             return detail
         evidence = self.evidence(detail["decision"], also)
         if evidence is detail["decision"]:
             return detail
         return {**detail, "decision": evidence}
+
+    def pause_value(self, value: Any) -> Any:
+        """A pause payload or resume value as retained surfaces keep it."""
+        return self.marker if self.policy.pauses else value
 
     def evidence(self, evidence: DecisionEvidence, also: tuple[str, ...] = ()) -> DecisionEvidence:
         """The retained form of decision evidence (the same object when nothing is hidden)."""

@@ -171,6 +171,7 @@ class StoreSession:
                 # Store rows are always redacted: the store keeps a masked copy, which cannot
                 # be resumed; RunResult.checkpoint keeps the real values for the caller.
                 kept = masked(kept, thaw(run.redactor.state(run.root.current())), None)
+                kept = replace(kept, payload=run.redactor.pause_value(kept.payload))
             self.call(lambda s: s.save_checkpoint(kept), "save the checkpoint", in_run=True)
         outcome: dict[str, Any] = {
             "error": None if info is None else list(info),

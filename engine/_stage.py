@@ -164,7 +164,10 @@ async def run_stage(
                 paused_detail["break"] = scope._broke
             _commit_scope(frame, scope, name, kind, started, "paused", None, paused_detail, attempt)
             if rec.any:
-                rec.fire("on_pause", PauseEvent(run.run_id, path, len(run.log), sig.payload))
+                heard = (
+                    sig.payload if run.redactor is None else run.redactor.pause_value(sig.payload)
+                )
+                rec.fire("on_pause", PauseEvent(run.run_id, path, len(run.log), heard))
             _stage_end(run, path, "paused", started)
             raise Paused(cursor, sig.data, path) from None
         except run.cancelled_exc:
@@ -231,7 +234,8 @@ async def resume_stage(
     resumes = at.resumes + 1
     path = resumed(at.path, resumes)
     if run.recorders.any:
-        run.recorders.fire("on_resume", ResumeEvent(run.run_id, path, len(run.log), value))
+        heard = value if run.redactor is None else run.redactor.pause_value(value)
+        run.recorders.fire("on_resume", ResumeEvent(run.run_id, path, len(run.log), heard))
 
     def call(scope: Scope) -> Any:
         return None if on_resume is None else on_resume(scope, value)

@@ -62,6 +62,7 @@ from trackway.agent import ProviderResponseError as ProviderResponseError
 from trackway.agent import RedactedRecordError as RedactedRecordError
 from trackway.agent import ReplayDivergence as ReplayDivergence
 from trackway.agent import ResumeIdentityConflictError as ResumeIdentityConflictError
+from trackway.agent import RunCheckpointError as RunCheckpointError
 from trackway.agent import RunInFlightError as RunInFlightError
 from trackway.agent import RunUsage as RunUsage
 from trackway.agent import StreamDelta as StreamDelta
@@ -296,6 +297,7 @@ __all__ = [
     "Retry",
     "Rule",
     "RuleEvidence",
+    "RunCheckpointError",
     "RunEndEvent",
     "RunError",
     "RunInFlightError",

@@ -20,7 +20,9 @@ from trackway.agent import (
     InvalidAnswerError,
     Paused,
     PendingQuestionError,
+    ProviderConnectionError,
     ResumeIdentityConflictError,
+    RunCheckpointError,
     is_paused,
     is_said_by_person,
     mock,
@@ -308,3 +310,53 @@ def test_the_law_holds_across_generated_pauses(steps: list[list[tuple[str, str]]
     results = [m["tool_call_id"] for m in history if m["role"] == "tool"]
     assert len(results) == len(answers) == len(set(results))
     assert_record(agent)
+
+
+# -- failures that can be resumed --------------------------------------------------------------
+
+
+class FailingOnCall:
+    """A provider that answers from a script and fails at call ``fail_at``."""
+
+    name = "flaky"
+
+    def __init__(self, replies: list[Any], fail_at: int) -> None:
+        self.inner = mock(replies=replies)
+        self.fail_at = fail_at
+        self.calls = 0
+
+    async def complete(self, request: Any) -> Any:
+        self.calls += 1
+        if self.calls == self.fail_at:
+            raise ProviderConnectionError("flaky: could not connect to http://127.0.0.1:9")
+        return await self.inner.complete(request)
+
+
+def test_a_provider_failure_carries_the_conversation_and_resume_on_error_retries() -> None:
+    lookup = define_tool(
+        name="lookup",
+        description="Look up.",
+        input_schema={"type": "object", "properties": {"q": {"type": "string"}}},
+        execute=lambda args, ctx: f"found {args.get('q')}",
+    )
+    call = {"tool_calls": [{"id": "c1", "name": "lookup", "args": {"q": "x"}}]}
+    flaky = FailingOnCall([call], fail_at=2)
+    agent = Agent.create(provider=flaky, model="m").tool(lookup).build()
+    with pytest.raises(ProviderConnectionError) as caught:  # still the provider's own class
+        agent.run_sync("find x", identity={"tenant": "acme"})
+    failure = caught.value
+    assert isinstance(failure, RunCheckpointError)
+    assert failure.last_completed_iteration == 1
+    assert failure.run_id == agent.snapshot().run_id
+    roles = [m["role"] for m in failure.checkpoint.history]
+    assert roles == ["user", "assistant", "tool"]  # up to the last completed iteration
+    saved = failure.checkpoint.to_json()
+
+    fresh = mock(replies=["x is found"])
+    again = Agent.create(provider=fresh, model="m").tool(lookup).build()
+    assert again.resume_on_error_sync(saved, identity={"tenant": "acme"}) == "x is found"
+    (request,) = fresh.requests
+    assert [m.role for m in request.messages] == ["user", "assistant", "tool"]  # no new message
+    assert again.snapshot().run_id != failure.run_id
+    assert again.snapshot().state["identity"] == {"tenant": "acme"}
+    assert_record(again)

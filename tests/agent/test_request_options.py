@@ -293,7 +293,14 @@ def test_an_answer_cut_at_max_tokens_is_said_so() -> None:
     result = run_async(agent.run_result, "go")
     assert result.output == "The answer is"
     assert result.cut_at_max_tokens
-    assert result.stopped_early == {"reason": "max-tokens", "iteration": 1, "k": 1}
+    assert result.stopped_early == {
+        "reason": "max-tokens",
+        "iteration": 1,
+        "k": 1,
+        "limit": 5,
+        "pending_count": 0,
+        "empty_answer": False,
+    }
     assert agent.stopped_early() == result.stopped_early
     assert events == [{"k": 1, "iteration": 1, "max_tokens": 5}]
     assert [m.role for m in result.messages] == ["user", "assistant"]

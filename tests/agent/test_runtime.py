@@ -268,3 +268,50 @@ def test_listener_count_and_remove_all_listeners() -> None:
     assert agent.listener_count() == 2 and agent.listener_count("*") == 1
     agent.remove_all_listeners()
     assert agent.listener_count() == 0
+
+
+SECRET_ANSWER = "sk-live-ANS-5e1f00aa"
+
+
+def test_a_secret_in_a_paused_call_and_in_the_answer_is_absent_too(tmp_path: Path) -> None:
+    from trackway.agent import Paused
+    from trackway.tools import ask_human
+
+    db = tmp_path / "runs.db"
+    heard: list[Any] = []
+    pay = define_tool(
+        name="pay",
+        description="Pay.",
+        input_schema={"type": "object", "properties": {"card": {"type": "string"}}},
+        execute=lambda args, ctx: "paid",
+    )
+    calls = {
+        "tool_calls": [
+            {"id": "p1", "name": "pay", "args": {"card": SECRET_ARG}},
+            {"id": "a1", "name": "ask_human", "args": {"question": f"Is {SECRET_MESSAGE} ok?"}},
+        ]
+    }
+    agent = (
+        Agent.create(
+            provider=mock(replies=[calls, "done"]),
+            model="m",
+            store=SqliteStore(db),
+            redact=conversation_redaction(),
+        )
+        .tool(pay)
+        .tool(ask_human())
+        .check_in(["pay"])
+        .recorder(type("Ears", (), {"on_pause": heard.append, "on_resume": heard.append})())
+        .build()
+    )
+    first = agent.run_sync("pay it")
+    assert isinstance(first, Paused) and SECRET_ARG in first.question  # the caller sees it
+    second = agent.resume_sync(first.checkpoint, "approve")
+    assert isinstance(second, Paused)
+    assert agent.resume_sync(second.checkpoint, f"yes, {SECRET_ANSWER}") == "done"
+    stored = b"".join(p.read_bytes() for p in tmp_path.glob("runs.db*"))
+    events = orjson.dumps([list(e) for e in heard], default=str)
+    for secret in (SECRET_ARG, SECRET_MESSAGE, SECRET_ANSWER):
+        assert secret.encode() not in stored, secret
+        assert secret.encode() not in events, secret
+        assert secret.encode() not in agent.snapshot().to_json(), secret

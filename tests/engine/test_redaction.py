@@ -167,3 +167,40 @@ def test_a_store_that_first_sees_a_run_at_its_resume_gets_it_redacted(tmp_path):
     store.close()
     for path in tmp_path.iterdir():
         assert SECRET.encode() not in path.read_bytes(), path.name
+
+
+def test_pauses_hides_pause_payloads_and_resume_values_from_every_surface(tmp_path):
+    from trackway import Executor, RedactionPolicy, SqliteStore, flow_chart
+
+    secret_q, secret_a = "sk-live-Q-91ab77", "sk-live-A-02cd55"
+    heard = []
+
+    class Ears:
+        def on_pause(self, event):
+            heard.append(event.payload)
+
+        def on_resume(self, event):
+            heard.append(event.value)
+
+    def ask(scope):
+        scope.pause({"question": f"is {secret_q} right?"})
+
+    def take(scope, value):
+        scope["answered"] = True
+
+    chart = flow_chart("Ask", ask, id="ask", on_resume=take).build()
+    db = tmp_path / "runs.db"
+    executor = Executor(
+        chart, store=SqliteStore(db), redact=RedactionPolicy(pauses=True), recorders=[Ears()]
+    )
+    first = executor.run_sync()
+    assert first.checkpoint.payload == {"question": f"is {secret_q} right?"}  # the caller's copy
+    done = executor.resume_sync(first.checkpoint, {"answer": secret_a})
+    assert done.status == "done" and done.state["answered"] is True
+    stored = b"".join(p.read_bytes() for p in tmp_path.glob("runs.db*"))
+    for secret in (secret_q, secret_a):
+        assert secret.encode() not in stored
+        assert secret.encode() not in done.snapshot.to_json()
+    assert heard == ["[REDACTED]", "[REDACTED]"]
+    details = [c.detail for c in done.snapshot.history()]
+    assert details[0]["pause"] == "[REDACTED]" and details[1]["resume"] == {"value": "[REDACTED]"}
