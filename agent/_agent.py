@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from trackway.engine import (
     Checkpoint,
+    CheckpointClaimedError,
     Commit,
     Durability,
     Executor,
@@ -96,6 +97,12 @@ class AgentBuilder:
             raise AgentBuildError(f"max_iterations must be a positive int, got {limit!r}")
         self._provider = provider
         self._model = _one_model(provider, model)
+        store = options.get("store")
+        if store is not None and not isinstance(store, RunStore):
+            raise AgentBuildError(
+                f"Agent.create(store={store!r}): use a run store, e.g. SqliteStore('runs.db'), "
+                "MemoryStore() or PostgresStore(dsn)"
+            )
         self._runtime = _Runtime(
             store=options.pop("store", None),
             durability=options.pop("durability", "sync"),
@@ -518,9 +525,13 @@ class Agent:
         if pending is None:
             return None
         self._refuse_if_busy()
-        await self._drive(
-            lambda ex: ex.resume(pending.checkpoint, {"abandon": True}, raise_on_error=False)
-        )
+        try:
+            await self._drive(
+                lambda ex: ex.resume(pending.checkpoint, {"abandon": True}, raise_on_error=False)
+            )
+        except CheckpointClaimedError:
+            self._pending = None  # answered elsewhere: nothing waits here any more
+            raise
         return {
             "question": pending.question,
             "id": pending.call["id"],

@@ -420,7 +420,8 @@ class Executor:
         and sign the checkpoint."""
         policy = self.redact
         if policy is not None and policy.redact_checkpoints:
-            return masked(checkpoint, thaw(retained.state), retained)
+            copy = masked(checkpoint, thaw(retained.state), retained)
+            return replace(copy, payload=policy.marker) if policy.pauses else copy
         if self.store is None or policy is not None:
             # Without a store the log must travel with the checkpoint; with redaction the
             # store holds a redacted log, so the checkpoint carries the real one.

@@ -360,3 +360,14 @@ def test_a_provider_failure_carries_the_conversation_and_resume_on_error_retries
     assert again.snapshot().run_id != failure.run_id
     assert again.snapshot().state["identity"] == {"tenant": "acme"}
     assert_record(again)
+
+
+def test_abandoning_a_question_answered_elsewhere_clears_it_here(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    here = build([ask("Which order?"), "new turn"], SqliteStore(db))
+    paused = here.run_sync("refund")
+    assert isinstance(paused, Paused)
+    assert build(["answered"], SqliteStore(db)).resume_sync(paused.checkpoint, "42") == "answered"
+    with pytest.raises(CheckpointClaimedError):
+        here.abandon_pause_sync()
+    assert here.run_sync("next") == "new turn"  # nothing waits here any more

@@ -315,3 +315,12 @@ def test_a_secret_in_a_paused_call_and_in_the_answer_is_absent_too(tmp_path: Pat
         assert secret.encode() not in stored, secret
         assert secret.encode() not in events, secret
         assert secret.encode() not in agent.snapshot().to_json(), secret
+
+
+def test_a_bad_store_durability_or_redact_is_refused_at_build() -> None:
+    from trackway.engine import ExecutorUsageError
+
+    with pytest.raises(AgentBuildError, match="use a run store, e.g. SqliteStore"):
+        Agent.create(provider=mock(replies=["x"]), model="m", store="runs.db")  # type: ignore[arg-type]
+    with pytest.raises(ExecutorUsageError, match="durability='fast'"):
+        Agent.create(provider=mock(replies=["x"]), model="m", durability="fast").build()  # type: ignore[arg-type]

@@ -204,3 +204,13 @@ def test_pauses_hides_pause_payloads_and_resume_values_from_every_surface(tmp_pa
     assert heard == ["[REDACTED]", "[REDACTED]"]
     details = [c.detail for c in done.snapshot.history()]
     assert details[0]["pause"] == "[REDACTED]" and details[1]["resume"] == {"value": "[REDACTED]"}
+
+
+def test_redacted_checkpoints_hide_the_pause_payload_under_pauses():
+    from trackway import Executor, RedactionPolicy, flow_chart
+
+    chart = flow_chart("Ask", lambda scope: scope.pause({"q": "sk-live-Z-88"})).build()
+    policy = RedactionPolicy(pauses=True, redact_checkpoints=True)
+    result = Executor(chart, redact=policy).run_sync()
+    assert result.checkpoint.payload == "[REDACTED]"
+    assert b"sk-live-Z-88" not in result.checkpoint.to_json()
