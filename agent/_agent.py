@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -34,7 +34,7 @@ from trackway.engine import (
     run_sync,
     thaw,
 )
-from trackway.tools import Identity, Tool
+from trackway.tools import Identity, Tool, define_tool
 
 from ._conversation import Conversation
 from ._errors import (
@@ -108,6 +108,13 @@ class AgentBuilder:
             durability=options.pop("durability", "sync"),
             redact=options.pop("redact", None),
         )
+        validation = options.pop("tool_arg_validation", "enforce")
+        if validation not in ("enforce", "warn", "off"):
+            raise AgentBuildError(
+                f"Agent.create: tool_arg_validation={validation!r}: use 'enforce' (refuse "
+                "invalid arguments), 'warn' (run and emit an event) or 'off'"
+            )
+        self._arg_validation = validation
         self._request_options = check_request_options(options, "Agent.create: ")
         self._options = options
         self._system: str | None = None
@@ -124,10 +131,17 @@ class AgentBuilder:
         self._system = prompt
         return self
 
-    def tool(self, tool: Tool) -> AgentBuilder:
-        """Offer ``tool`` to the model. A second tool with the same name is refused."""
+    def tool(self, tool: Tool | Mapping[str, Any]) -> AgentBuilder:
+        """Offer ``tool`` to the model: a :class:`Tool` (``define_tool``, ``@tool``) or a
+        plain ``{"name", "description", "schema", "execute"}`` mapping. A second tool with
+        the same name is refused."""
+        if isinstance(tool, Mapping):
+            tool = _tool_from_mapping(tool)
         if not isinstance(tool, Tool):
-            raise AgentBuildError(f"tool(...) takes a Tool from define_tool(...), got {tool!r}")
+            raise AgentBuildError(
+                f"tool(...) takes a Tool (define_tool(...) or @tool) or a mapping with name, "
+                f"description, schema and execute; got {tool!r}"
+            )
         if tool.name in self._tools:
             raise AgentBuildError(
                 f"two tools are named {tool.name!r}; tool names must be unique per agent"
@@ -219,6 +233,7 @@ class AgentBuilder:
             wrap_up=o["wrap_up_at_max_iterations"] and bool(self._tools),
             stream=o["stream"],
             check_ins=dict(self._check_ins),
+            arg_validation=self._arg_validation,
         )
         return Agent(cfg, _chart(cfg), list(self._recorders), self._runtime)
 
@@ -302,6 +317,7 @@ class Agent:
         store: RunStore | None = None,
         durability: Durability = "sync",
         redact: RedactionPolicy | None = None,
+        tool_arg_validation: Literal["enforce", "warn", "off"] = "enforce",
     ) -> AgentBuilder:
         """Start configuring an agent.
 
@@ -317,6 +333,11 @@ class Agent:
         ``store``, ``durability`` and ``redact`` are the engine's (see ``Executor``): with a
         store every run is a stored run (``trackway runs`` lists it), and ``redact`` is the
         one redaction funnel (``conversation_redaction()`` hides what a conversation says).
+
+        ``tool_arg_validation`` checks each call's arguments against its tool's schema before
+        it runs: ``"enforce"`` (the model reads a correction naming each failing path and
+        the tool does not run), ``"warn"`` (it runs; ``validation.args_invalid`` is
+        emitted) or ``"off"``. Arguments that are not a JSON object never run.
         """
         return AgentBuilder(
             provider,
@@ -336,6 +357,7 @@ class Agent:
             store=store,
             durability=durability,
             redact=redact,
+            tool_arg_validation=tool_arg_validation,
         )
 
     def __init__(
@@ -785,6 +807,27 @@ class Agent:
 
 
 QUESTION_KINDS = ("ask_human", "request_input", "check_in")
+
+
+def _tool_from_mapping(spec: Mapping[str, Any]) -> Tool:
+    """A tool given as ``{"name", "description", "schema", "execute"}``."""
+    unknown = sorted(set(spec) - {"name", "description", "schema", "input_schema", "execute"})
+    missing = [k for k in ("name", "description", "execute") if k not in spec]
+    if "schema" not in spec and "input_schema" not in spec:
+        missing.append("schema")
+    if unknown or missing:
+        raise AgentBuildError(
+            f"tool({{...}}): a tool mapping has name, description, schema and execute"
+            f"{'; missing ' + ', '.join(missing) if missing else ''}"
+            f"{'; unknown ' + ', '.join(unknown) if unknown else ''}"
+        )
+    return define_tool(
+        name=spec["name"],
+        description=spec["description"],
+        input_schema=spec.get("schema", spec.get("input_schema")),
+        execute=spec["execute"],
+    )
+
 
 _CHECKPOINTED: dict[type[ProviderError], type[ProviderError]] = {}
 

@@ -224,7 +224,8 @@ async def replay_async(record: Record, agent: Agent | None = None) -> Snapshot:
         if twin.commit_count() == 0:
             raise
     replayed = twin.snapshot()
-    _compare(snap.history(), replayed.history())
+    written = {w[1] for c in snap.history() for w in c.writes}
+    _compare(snap.history(), replayed.history(), ignore=set(ADDED_KEYS) - written)
     return replayed
 
 
@@ -255,6 +256,7 @@ def _agent_from_recording(snap: Snapshot) -> Agent:
         **{name: settings.get(name) for name in REQUEST_OPTIONS},
         name=snap.chart_id.removeprefix("agent-"),
         wrap_up_at_max_iterations=stopped.get("wrapped_up", True),
+        tool_arg_validation=settings.get("tool_arg_validation", "enforce"),
         stream=False,
     )
     ran_system_stage = any(c.stage_id == "system-prompt" for c in snap.history())
@@ -307,9 +309,10 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
     answers = _recorded_answers(snap)
     provider = _ReplayProvider(answers, [r.get("via") for r in receipts(snap)])
     results = _recorded_tool_results(snap)
+    rows = {r["id"]: r for r in thaw(snap.state.get("tool_results", []))}
 
     def recorded(name: str) -> Any:
-        def execute(args: dict[str, Any], ctx: Any) -> str:
+        def execute(args: dict[str, Any], ctx: Any) -> Any:
             outputs = results.get(ctx.call_id)
             if not outputs:
                 raise ReplayDivergence(
@@ -318,7 +321,16 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
                     stage_path="tool-calls",
                     key="history",
                 )
-            return outputs.pop(0)
+            content = outputs.pop(0)
+            row = rows.get(ctx.call_id)
+            if row is None:  # recorded before calls had rows: the text alone
+                return content
+            # the recorded outcome as it was: its status and effects, never recomputed
+            return {
+                "content": content,
+                "effects": list(row.get("effects", [])),
+                "status": row["status"],
+            }
 
         return execute
 
@@ -342,6 +354,7 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
         max_iterations=cfg.max_iterations,
         **{name: cfg.options.get(name) for name in REQUEST_OPTIONS},
         name=cfg.name,
+        tool_arg_validation=cfg.arg_validation,
         wrap_up_at_max_iterations=cfg.wrap_up,
         stream=False,
     ).tools(tools)
@@ -356,7 +369,14 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
     return builder.build()
 
 
-def _compare(recorded: Sequence[Commit], replayed: Sequence[Commit]) -> None:
+ADDED_KEYS = ("tool_results",)
+"""Keys this version records that recordings made before it do not have: a replay of such a
+recording is compared on what the recording kept."""
+
+
+def _compare(
+    recorded: Sequence[Commit], replayed: Sequence[Commit], ignore: set[str] | None = None
+) -> None:
     for old, new in zip(recorded, replayed, strict=False):
         if old.stage_path != new.stage_path:
             raise ReplayDivergence(
@@ -366,7 +386,7 @@ def _compare(recorded: Sequence[Commit], replayed: Sequence[Commit]) -> None:
                 key=None,
             )
         old_writes = [(w[0], w[1], w[2]) for w in old.writes]
-        new_writes = [(w[0], w[1], w[2]) for w in new.writes]
+        new_writes = [(w[0], w[1], w[2]) for w in new.writes if not ignore or w[1] not in ignore]
         if old_writes != new_writes:
             for a, b in zip(old_writes, new_writes, strict=False):
                 if a[1] != b[1] or a[0] != b[0]:

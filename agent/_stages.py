@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from contextlib import aclosing
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
 import jsonschema
@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from trackway.engine import Decision, Scope, StagePath, thaw
 from trackway.tools import Identity, Tool, ToolContext
+from trackway.tools._outcome import argument_errors, read_envelope, unparsed
 
 from ._errors import AgentBuildError
 from ._messages import LLMResponse, StreamDelta
@@ -70,6 +71,8 @@ class AgentConfig:
     stream: bool
     validators: dict[str, Any] = field(default_factory=dict)
     """One argument validator per tool (part of the definition, not of a run)."""
+    arg_validation: str = "enforce"
+    """``tool_arg_validation``: ``"enforce"``, ``"warn"`` or ``"off"``."""
     check_ins: dict[str, str | None] = field(default_factory=dict)
     """Tools whose calls wait for a person's approval, with the question (``None``: a
     default naming the call)."""
@@ -124,6 +127,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         message = scope["message"]
         prior = thaw(scope.get("prior_history", []))
         settings: dict[str, Any] = {"model": cfg.model, **cfg.options}
+        if cfg.arg_validation != "enforce":  # what the model reads of bad arguments changes
+            settings["tool_arg_validation"] = cfg.arg_validation
         identity = scope.get("identity")
         if identity is not None:  # who the run is for, as the caller said (never invented)
             scope["identity"] = identity
@@ -253,12 +258,11 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
     async def tool_calls(scope: Scope) -> None:
         response = scope["response"]
         calls = unique_calls(response["tool_calls"])[0]
-        assistant = {
-            "role": "assistant",
-            "content": response.get("content", ""),
-            "tool_calls": calls,
-        }
-        await _dispatch(cfg, scope, calls, 0, [assistant])
+        batch = _Batch(scope["iteration"])
+        batch.messages.append(
+            {"role": "assistant", "content": response.get("content", ""), "tool_calls": calls}
+        )
+        await _dispatch(cfg, scope, calls, 0, batch)
 
     async def tool_calls_resumed(scope: Scope, value: Any) -> None:
         """The person answered: the waiting call gets its result, then the rest run."""
@@ -269,24 +273,25 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         value = thaw(value)
         _emit(scope, "agent.resumed", {"id": call["id"], "name": call["name"], **value})
         if value.get("abandon"):
-            dropped = [_result(call, "The person did not answer: the question was withdrawn.")]
-            dropped += [
-                _result(c, "Not run: the turn ended when the question was withdrawn.")
-                for c in calls[index + 1 :]
-            ]
-            scope.extend("history", dropped)
+            batch = _Batch(scope["iteration"])
+            batch.add(scope, call, Outcome("denied", WITHDRAWN), announce=False)
+            for later in calls[index + 1 :]:
+                batch.add(scope, later, Outcome("denied", NOT_RUN), announce=False)
+            batch.flush(scope)
             scope["abandoned_question"] = pending
             del scope["pending_question"]
             scope.break_()
             return
         status, text = outcome_of(pending, value)
+        iteration = scope["iteration"]
         if status == "run":
-            ok, text = await _run_one(cfg, scope, call, scope["iteration"])
+            done = await _run_one(cfg, scope, call, iteration)
         else:
-            ok = status == "success"
-        assert text is not None
-        _emit(scope, "stream.tool_end", {"id": call["id"], "name": call["name"], "ok": ok})
-        await _dispatch(cfg, scope, calls, index + 1, [_result(call, text)])
+            assert text is not None
+            done = Outcome(status, text)
+        batch = _Batch(iteration)
+        batch.add(scope, call, done)
+        await _dispatch(cfg, scope, calls, index + 1, batch)
 
     def wrap_up(scope: Scope) -> None:
         response = scope["response"]
@@ -451,19 +456,80 @@ async def _call(cfg: AgentConfig, scope: Scope, request: Any) -> tuple[LLMRespon
     return await cfg.provider.complete(request), False
 
 
+WITHDRAWN = "The person did not answer: the question was withdrawn."
+NOT_RUN = "Not run: the turn ended when the question was withdrawn."
+
+
 def _result(call: Mapping[str, Any], content: str) -> dict[str, Any]:
     return {"role": "tool", "content": content, "tool_call_id": call["id"], "name": call["name"]}
 
 
+class Outcome(NamedTuple):
+    """What one call came to: its status, what the model reads, any declared effects."""
+
+    status: str
+    content: str
+    effects: tuple[Any, ...] = ()
+
+
+class _Batch:
+    """One turn's tool results on their way to the record: the messages the model reads
+    (``history``) and one row per call (``tool_results``), written together."""
+
+    __slots__ = ("iteration", "messages", "rows")
+
+    def __init__(self, iteration: int) -> None:
+        self.iteration = iteration
+        self.messages: list[dict[str, Any]] = []
+        self.rows: list[dict[str, Any]] = []
+
+    def add(
+        self, scope: Scope, call: Mapping[str, Any], done: Outcome, *, announce: bool = True
+    ) -> None:
+        if announce:
+            _emit(
+                scope,
+                "stream.tool_end",
+                {
+                    "id": call["id"],
+                    "name": call["name"],
+                    "iteration": self.iteration,
+                    "status": done.status,
+                    "result": done.content,
+                },
+            )
+        self.messages.append(
+            {
+                "role": "tool",
+                "content": done.content,
+                "tool_call_id": call["id"],
+                "name": call["name"],
+            }
+        )
+        row: dict[str, Any] = {
+            "id": call["id"],
+            "name": call["name"],
+            "iteration": self.iteration,
+            "status": done.status,
+            "chars": len(done.content),
+        }
+        if done.effects:
+            row["effects"] = list(done.effects)
+        self.rows.append(row)
+
+    def flush(self, scope: Scope) -> None:
+        if self.messages:
+            scope.extend("history", self.messages)
+        if self.rows:
+            scope.extend("tool_results", self.rows)
+        self.messages, self.rows = [], []
+
+
 async def _dispatch(
-    cfg: AgentConfig,
-    scope: Scope,
-    calls: list[dict[str, Any]],
-    start: int,
-    messages: list[dict[str, Any]],
+    cfg: AgentConfig, scope: Scope, calls: list[dict[str, Any]], start: int, batch: _Batch
 ) -> None:
     """Run ``calls[start:]`` in order, then close the iteration. At a call that waits for a
-    person, the messages so far are written and the run pauses (``tool_calls_resumed``
+    person, what the turn did so far is written and the run pauses (``tool_calls_resumed``
     picks up from there)."""
     iteration = scope["iteration"]
     for index in range(start, len(calls)):
@@ -473,11 +539,10 @@ async def _dispatch(
             "stream.tool_start",
             {"id": call["id"], "name": call["name"], "args": call.get("args", {})},
         )
-        tool, refused = _checked(cfg, call)
-        asked = None if tool is None else question_for(tool, call, cfg.check_ins)
+        tool, refused = _checked(cfg, scope, call)
+        asked = None if tool is None or refused else question_for(tool, call, cfg.check_ins)
         if asked is not None:
-            if messages:
-                scope.extend("history", messages)
+            batch.flush(scope)
             pending = {
                 **asked,
                 "call": {"id": call["id"], "name": call["name"], "args": call.get("args", {})},
@@ -491,13 +556,12 @@ async def _dispatch(
             _emit(scope, "agent.paused", {k: v for k, v in pending.items() if k != "index"})
             scope.pause(pending)
         if refused is not None:
-            ok, content = False, refused
+            done = Outcome("invalid", refused)
         else:
             assert tool is not None
-            ok, content = await _run_one(cfg, scope, call, iteration, tool)
-        _emit(scope, "stream.tool_end", {"id": call["id"], "name": call["name"], "ok": ok})
-        messages.append(_result(call, content))
-    scope.extend("history", messages)
+            done = await _run_one(cfg, scope, call, iteration, tool)
+        batch.add(scope, call, done)
+    batch.flush(scope)
     if scope.get("pending_question") is not None:
         del scope["pending_question"]
     scope["iteration"] = iteration + 1
@@ -514,26 +578,54 @@ def _output_error(model: type[BaseModel], content: str) -> str | None:
     return None
 
 
-def _checked(cfg: AgentConfig, call: Mapping[str, Any]) -> tuple[Tool | None, str | None]:
-    """The tool a call names and, when the call cannot run, what the model reads instead."""
+def _checked(
+    cfg: AgentConfig, scope: Scope, call: Mapping[str, Any]
+) -> tuple[Tool | None, str | None]:
+    """The tool a call names and, when the call cannot run, what the model reads instead.
+
+    Arguments a provider could not read as a JSON object never run, in any mode. Otherwise
+    ``tool_arg_validation`` decides: ``"enforce"`` refuses with a correction naming every
+    failing path, ``"warn"`` runs and emits ``validation.args_invalid``, ``"off"`` skips.
+    """
     tool = cfg.tools.get(call["name"])
     if tool is None:
         names = ", ".join(cfg.tools) or "none"
         return None, f"Error: there is no tool named {call['name']!r}. Available tools: {names}."
     args = call.get("args") or {}
+    if unparsed(args):
+        _emit(
+            scope,
+            "validation.args_invalid",
+            {"id": call["id"], "name": tool.name, "errors": ["unparsed"], "enforced": True},
+        )
+        return tool, (
+            f"Error: the arguments for {tool.name} could not be read as a JSON object (the "
+            "call was malformed or cut off), so it was not run. Call the tool again with "
+            "complete JSON arguments."
+        )
+    if cfg.arg_validation == "off":
+        return tool, None
     validator = cfg.validators.get(tool.name)
     if validator is None:
         validator = cfg.validators[tool.name] = jsonschema.Draft202012Validator(
             dict(tool.input_schema)
         )
-    errors = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))
-    if errors:
-        where = ".".join(str(p) for p in errors[0].absolute_path) or "arguments"
-        return tool, (
-            f"Error: invalid arguments for {tool.name}: {where}: {errors[0].message}. "
-            "Call the tool again with arguments that match its schema."
-        )
-    return tool, None
+    errors = argument_errors(validator, args)
+    if not errors:
+        return tool, None
+    enforced = cfg.arg_validation == "enforce"
+    paths = [e.split(": ", 1)[0] for e in errors]  # events name paths, never values
+    _emit(
+        scope,
+        "validation.args_invalid",
+        {"id": call["id"], "name": tool.name, "errors": paths, "enforced": enforced},
+    )
+    if not enforced:
+        return tool, None
+    return tool, (
+        f"Error: invalid arguments for {tool.name}: {'; '.join(errors)}. "
+        "Call the tool again with arguments that match its schema."
+    )
 
 
 async def _run_one(
@@ -542,7 +634,7 @@ async def _run_one(
     call: Mapping[str, Any],
     iteration: int,
     tool: Tool | None = None,
-) -> tuple[bool, str]:
+) -> Outcome:
     """Run one checked call with ``agent.emit`` pointed at this stage."""
     tool = tool if tool is not None else cfg.tools[call["name"]]
     token = CURRENT_SCOPE.set(scope)
@@ -552,9 +644,7 @@ async def _run_one(
         CURRENT_SCOPE.reset(token)
 
 
-async def _execute(
-    tool: Tool, scope: Scope, call: Mapping[str, Any], iteration: int
-) -> tuple[bool, str]:
+async def _execute(tool: Tool, scope: Scope, call: Mapping[str, Any], iteration: int) -> Outcome:
     """Run the tool; every failure becomes a result the model can read and act on."""
     args = thaw(call.get("args") or {})  # the tool's own copy: the recorded call must not change
     identity = scope.get("identity")
@@ -574,16 +664,24 @@ async def _execute(
             if inspect.isawaitable(result):
                 result = await result
         except Exception as exc:
-            return False, f"Error: {tool.name} failed: {type(exc).__name__}: {exc}"
+            return Outcome("failure", f"Error: {tool.name} failed: {type(exc).__name__}: {exc}")
     if cancel_scope.cancelled_caught:
-        return False, f"Error: {tool.name} was cancelled before it returned a result."
+        return Outcome("failure", f"Error: {tool.name} was cancelled before it returned a result.")
+    status, effects = "success", ()
+    try:
+        envelope = read_envelope(tool.name, result)
+    except ValueError as exc:
+        return Outcome("failure", f"Error: {exc}")
+    if envelope is not None:
+        result, declared, listed = envelope
+        status, effects = declared or "success", tuple(listed)
     if isinstance(result, str):
-        return True, result
+        return Outcome(status, result, effects)
     try:
         text = orjson.dumps(result, default=thaw)
         faithful = orjson.loads(text) == thaw(result)
     except (TypeError, orjson.JSONEncodeError, ValueError) as exc:
-        return False, f"Error: {tool.name} returned a value that is not JSON ({exc})"
+        return Outcome("failure", f"Error: {tool.name} returned a value that is not JSON ({exc})")
     if not faithful:  # e.g. NaN would silently become null
-        return False, f"Error: {tool.name} returned a value JSON cannot hold exactly"
-    return True, text.decode()
+        return Outcome("failure", f"Error: {tool.name} returned a value JSON cannot hold exactly")
+    return Outcome(status, text.decode(), effects)

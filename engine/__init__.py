@@ -65,6 +65,7 @@ from ._errors import StateValueError as StateValueError
 from ._errors import StoreError as StoreError
 from ._errors import StoreWriteError as StoreWriteError
 from ._errors import TrackwayError as TrackwayError
+from ._errors import TrackwayWarning as TrackwayWarning
 from ._errors import UnknownBranchError as UnknownBranchError
 from ._errors import UnknownRunError as UnknownRunError
 from ._executor import Executor as Executor
@@ -198,6 +199,7 @@ __all__ = [
     "StoreWriteError",
     "SubflowEvent",
     "TrackwayError",
+    "TrackwayWarning",
     "UnknownBranchError",
     "UnknownRunError",
     "WriteEvent",

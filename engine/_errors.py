@@ -72,6 +72,7 @@ __all__ = [
     "StoreError",
     "StoreWriteError",
     "TrackwayError",
+    "TrackwayWarning",
     "UnknownBranchError",
     "UnknownRunError",
 ]
@@ -79,6 +80,11 @@ __all__ = [
 
 class TrackwayError(Exception):
     """Base class of every error trackway raises on purpose."""
+
+
+class TrackwayWarning(UserWarning):
+    """Something that works but is probably not what was meant (e.g. a tool result that
+    looks like an envelope but lacks its ``effects`` marker). Filter on this category."""
 
 
 class ConfigurationError(TrackwayError, ValueError):

@@ -28,8 +28,16 @@ from trackway.recorders import Narrative
 ERRORS = [
     obj
     for name in trackway.__all__
-    if inspect.isclass(obj := getattr(trackway, name)) and issubclass(obj, BaseException)
+    if inspect.isclass(obj := getattr(trackway, name))
+    and issubclass(obj, BaseException)
+    and not issubclass(obj, Warning)
 ]
+
+
+def test_the_one_warning_category_is_documented():
+    assert issubclass(trackway.TrackwayWarning, UserWarning)
+    text = (Path(__file__).resolve().parent.parent / "docs" / "guide" / "errors.md").read_text()
+    assert "TrackwayWarning" in text
 
 
 def test_every_exported_exception_is_a_trackway_error():

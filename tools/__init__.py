@@ -1,21 +1,27 @@
 """trackway.tools: tools an agent can call (the full tools layer grows here)."""
 
+from ._decorator import tool as tool
 from ._define import Tool as Tool
 from ._define import ToolContext as ToolContext
 from ._define import define_tool as define_tool
 from ._errors import ToolDefinitionError as ToolDefinitionError
 from ._errors import ToolError as ToolError
 from ._identity import Identity as Identity
+from ._outcome import TOOL_RESULT_STATUSES as TOOL_RESULT_STATUSES
+from ._outcome import ToolResultStatus as ToolResultStatus
 from ._person import ask_human as ask_human
 from ._person import request_input as request_input
 
 __all__ = [
+    "TOOL_RESULT_STATUSES",
     "Identity",
     "Tool",
     "ToolContext",
     "ToolDefinitionError",
     "ToolError",
+    "ToolResultStatus",
     "ask_human",
     "define_tool",
     "request_input",
+    "tool",
 ]

@@ -172,6 +172,7 @@ from trackway.engine import StoreError as StoreError
 from trackway.engine import StoreWriteError as StoreWriteError
 from trackway.engine import SubflowEvent as SubflowEvent
 from trackway.engine import TrackwayError as TrackwayError
+from trackway.engine import TrackwayWarning as TrackwayWarning
 from trackway.engine import UnknownBranchError as UnknownBranchError
 from trackway.engine import UnknownRunError as UnknownRunError
 from trackway.engine import WriteEvent as WriteEvent
@@ -184,14 +185,17 @@ from trackway.engine import load_document as load_document
 from trackway.engine import run_sync as run_sync
 from trackway.engine import select as select
 from trackway.engine import thaw as thaw
+from trackway.tools import TOOL_RESULT_STATUSES as TOOL_RESULT_STATUSES
 from trackway.tools import Identity as Identity
 from trackway.tools import Tool as Tool
 from trackway.tools import ToolContext as ToolContext
 from trackway.tools import ToolDefinitionError as ToolDefinitionError
 from trackway.tools import ToolError as ToolError
+from trackway.tools import ToolResultStatus as ToolResultStatus
 from trackway.tools import ask_human as ask_human
 from trackway.tools import define_tool as define_tool
 from trackway.tools import request_input as request_input
+from trackway.tools import tool as tool
 
 __version__ = "0.1.0"
 
@@ -200,6 +204,7 @@ __all__ = [
     "MISSING",
     "OPERATORS",
     "SNAPSHOT_FORMAT",
+    "TOOL_RESULT_STATUSES",
     "Agent",
     "AgentBuildError",
     "AgentBuilder",
@@ -331,8 +336,10 @@ __all__ = [
     "ToolContext",
     "ToolDefinitionError",
     "ToolError",
+    "ToolResultStatus",
     "ToolSpec",
     "TrackwayError",
+    "TrackwayWarning",
     "UnknownBranchError",
     "UnknownRunError",
     "Usage",
@@ -362,6 +369,7 @@ __all__ = [
     "select",
     "served_at",
     "thaw",
+    "tool",
 ]
 
 _public_names(globals(), __all__, "trackway")

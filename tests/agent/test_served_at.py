@@ -122,9 +122,19 @@ def assert_law(agent: Agent, provider, offset: int = 0):
     follow=st.booleans(),
     options=request_options,
     cut=st.booleans(),
+    validation=st.sampled_from(["enforce", "warn", "off"]),
 )
 def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
-    steps, max_iterations, wrap, temperature, typed, follow, options, cut, tmp_path_factory
+    steps,
+    max_iterations,
+    wrap,
+    temperature,
+    typed,
+    follow,
+    options,
+    cut,
+    validation,
+    tmp_path_factory,
 ):
     final = '{"value": "ok"}' if typed else "done"
     replies = script(steps, "not json" if typed else final, cut=cut and not typed)
@@ -140,6 +150,7 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
             temperature=temperature,
             wrap_up_at_max_iterations=wrap,
             max_tokens=99,
+            tool_arg_validation=validation,
             **options,
         )
         .system("Be exact.")
@@ -151,6 +162,10 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     agent.run_sync("first question")
     assert_law(agent, provider)
     assert_one_id_per_call(agent)
+    rows = agent.snapshot().state.get("tool_results", [])
+    tool_messages = [m for m in agent.snapshot().state["history"] if m["role"] == "tool"]
+    assert [r["id"] for r in rows] == [m["tool_call_id"] for m in tool_messages]
+    assert [r["chars"] for r in rows] == [len(m["content"]) for m in tool_messages]
     snap = agent.snapshot()
     for k, request in enumerate(provider.requests, start=1):
         # every option is in the request (tool_choice only with the tools it chooses from)

@@ -1,0 +1,281 @@
+"""Defining and dispatching tools: ``@tool``, tool mappings, argument validation modes,
+outcome statuses and the ``tool_results`` rows, envelopes, and replay of recorded outcomes."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+from trackway.agent import Agent, AgentBuildError, mock, replay
+from trackway.engine import TrackwayWarning
+from trackway.tools import (
+    TOOL_RESULT_STATUSES,
+    ToolContext,
+    ToolDefinitionError,
+    define_tool,
+    tool,
+)
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"city": {"type": "string", "maxLength": 20}, "days": {"type": "integer"}},
+    "required": ["city"],
+}
+
+
+def calls(*items: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
+    return {"tool_calls": [{"id": i, "name": n, "args": a} for i, n, a in items]}
+
+
+# -- @tool -------------------------------------------------------------------------------------
+
+
+def test_tool_derives_the_schema_from_type_hints_and_the_docstring() -> None:
+    @tool
+    def weather(city: str, unit: Literal["C", "F"] = "C", days: int = 1) -> str:
+        """Current weather for a city.
+
+        Args:
+            city: The city's name, as people
+                write it.
+            unit: Celsius or Fahrenheit.
+        """
+        return f"{city}: 22{unit} for {days} day(s)"
+
+    assert weather.name == "weather"
+    assert weather.description == "Current weather for a city."
+    assert weather.input_schema == {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string", "description": "The city's name, as people write it."},
+            "unit": {
+                "enum": ["C", "F"],
+                "type": "string",
+                "default": "C",
+                "description": "Celsius or Fahrenheit.",
+            },
+            "days": {"type": "integer", "default": 1},
+        },
+        "required": ["city"],
+    }
+    agent = (
+        Agent.create(
+            provider=mock(replies=[calls(("c1", "weather", {"city": "Oslo"})), "done"]), model="m"
+        )
+        .tool(weather)
+        .build()
+    )
+    agent.run_sync("weather?")
+    assert agent.snapshot().state["history"][2]["content"] == "Oslo: 22C for 1 day(s)"
+
+
+def test_tool_passes_the_context_and_runs_async_functions() -> None:
+    seen: list[ToolContext] = []
+
+    @tool(name="slow_lookup", description="Look something up slowly.")
+    async def lookup(q: str, ctx: ToolContext) -> dict[str, Any]:
+        seen.append(ctx)
+        await anyio.lowlevel.checkpoint()
+        return {"q": q, "found": True}
+
+    assert lookup.name == "slow_lookup" and lookup.is_async
+    assert "ctx" not in lookup.input_schema["properties"]
+    agent = (
+        Agent.create(
+            provider=mock(replies=[calls(("c1", "slow_lookup", {"q": "x"})), "done"]), model="m"
+        )
+        .tool(lookup)
+        .build()
+    )
+    agent.run_sync("go")
+    assert seen[0].call_id == "c1"
+    assert agent.snapshot().state["history"][2]["content"] == '{"q":"x","found":true}'
+
+
+def test_tool_refuses_what_it_cannot_describe() -> None:
+    def undocumented(x: int) -> int:
+        return x
+
+    with pytest.raises(ToolDefinitionError, match="give the function a docstring"):
+        tool(undocumented)
+
+    def untyped(x):  # type: ignore[no-untyped-def]
+        """Does x."""
+
+    with pytest.raises(ToolDefinitionError, match="annotate 'x'"):
+        tool(untyped)
+
+    def star(*items: int) -> int:
+        """Sums."""
+        return sum(items)
+
+    with pytest.raises(ToolDefinitionError, match=r"\*items cannot be described"):
+        tool(star)
+
+
+def test_a_tool_given_as_a_mapping() -> None:
+    spec = {
+        "name": "echo",
+        "description": "Echo the text.",
+        "schema": {"type": "object", "properties": {"text": {"type": "string"}}},
+        "execute": lambda args, ctx: args["text"],
+    }
+    provider = mock(replies=[calls(("c1", "echo", {"text": "hi"})), "done"])
+    agent = Agent.create(provider=provider, model="m").tool(spec).build()
+    agent.run_sync("go")
+    assert agent.snapshot().state["history"][2]["content"] == "hi"
+    with pytest.raises(AgentBuildError, match="missing description, execute, schema; unknown run"):
+        Agent.create(provider=mock(replies=["x"]), model="m").tool({"name": "x", "run": 1})
+
+
+# -- validation modes --------------------------------------------------------------------------
+
+
+def weather_agent(mode: str, replies: list[Any], ran: list[dict[str, Any]]) -> Agent:
+    def execute(args: dict[str, Any], ctx: ToolContext) -> str:
+        ran.append(args)
+        return "sunny"
+
+    weather = define_tool(
+        name="weather", description="Weather.", input_schema=SCHEMA, execute=execute
+    )
+    return (
+        Agent.create(provider=mock(replies=replies), model="m", tool_arg_validation=mode)  # type: ignore[arg-type]
+        .tool(weather)
+        .build()
+    )
+
+
+LONG = "x" * 300
+BAD = calls(("c1", "weather", {"city": LONG, "days": "three"}))
+
+
+def test_enforce_names_every_failing_path_and_quotes_at_most_80_characters() -> None:
+    ran: list[dict[str, Any]] = []
+    events: list[Any] = []
+    agent = weather_agent("enforce", [BAD, "done"], ran)
+    agent.on("validation.*", lambda e: events.append(e.payload))
+    agent.run_sync("go")
+    assert ran == []
+    text = agent.snapshot().state["history"][2]["content"]
+    assert text.startswith("Error: invalid arguments for weather: city: expected maxLength 20, got")
+    assert 'days: expected type "integer", got "three"' in text
+    assert LONG not in text and 'got "' + "x" * 78 + "…;" in text  # 80 characters of it
+    assert agent.snapshot().state["tool_results"][0]["status"] == "invalid"
+    assert events == [{"id": "c1", "name": "weather", "errors": ["city", "days"], "enforced": True}]
+
+
+def test_warn_runs_the_tool_and_says_so_without_values() -> None:
+    ran: list[dict[str, Any]] = []
+    events: list[Any] = []
+    agent = weather_agent("warn", [BAD, "done"], ran)
+    agent.on("validation.*", lambda e: events.append(e.payload))
+    agent.run_sync("go")
+    assert ran == [{"city": LONG, "days": "three"}]
+    assert events == [
+        {"id": "c1", "name": "weather", "errors": ["city", "days"], "enforced": False}
+    ]
+    assert agent.snapshot().state["settings"]["tool_arg_validation"] == "warn"
+    replay(agent.snapshot())  # the mode is in the record: no agent needed
+
+
+def test_off_skips_validation_but_unparsed_arguments_never_run() -> None:
+    ran: list[dict[str, Any]] = []
+    unreadable = calls(("c2", "weather", {"_unparsed_arguments": '{"city": "Os'}))
+    agent = weather_agent("off", [BAD, unreadable, "done"], ran)
+    agent.run_sync("go")
+    assert ran == [{"city": LONG, "days": "three"}]
+    rows = agent.snapshot().state["tool_results"]
+    assert [(r["id"], r["status"]) for r in rows] == [("c1", "success"), ("c2", "invalid")]
+    assert "could not be read as a JSON object" in agent.snapshot().state["history"][4]["content"]
+
+
+def test_a_bad_validation_mode_is_refused() -> None:
+    with pytest.raises(AgentBuildError, match="tool_arg_validation='strict'"):
+        Agent.create(provider=mock(replies=["x"]), model="m", tool_arg_validation="strict")  # type: ignore[arg-type]
+
+
+# -- outcomes ----------------------------------------------------------------------------------
+
+
+def test_statuses_rows_and_tool_end_events() -> None:
+    def flaky(args: dict[str, Any], ctx: ToolContext) -> Any:
+        if args["city"] == "Atlantis":
+            raise LookupError("no such city")
+        if args["city"] == "Vault":
+            return {"content": "access refused by policy", "effects": [], "status": "denied"}
+        if args["city"] == "Half":
+            return {"content": {"rows": 3}, "effects": [{"kind": "note"}], "status": "partial"}
+        return "sunny"
+
+    weather = define_tool(name="weather", description="W.", input_schema=SCHEMA, execute=flaky)
+    script = calls(
+        ("a", "weather", {"city": "Rome"}),
+        ("b", "weather", {"city": "Atlantis"}),
+        ("c", "radar", {}),
+        ("d", "weather", {"city": "Vault"}),
+        ("e", "weather", {"city": "Half"}),
+    )
+    agent = Agent.create(provider=mock(replies=[script, "done"]), model="m").tool(weather).build()
+    ends: list[Any] = []
+    agent.on("stream.tool_end", lambda e: ends.append(e.payload))
+    agent.run_sync("go")
+    rows = agent.snapshot().state["tool_results"]
+    assert [(r["id"], r["status"]) for r in rows] == [
+        ("a", "success"),
+        ("b", "failure"),
+        ("c", "invalid"),
+        ("d", "denied"),
+        ("e", "partial"),
+    ]
+    assert all(r["status"] in TOOL_RESULT_STATUSES and r["iteration"] == 1 for r in rows)
+    assert rows[4]["effects"] == [{"kind": "note"}] and "effects" not in rows[0]
+    history = agent.snapshot().state["history"]
+    assert history[5]["content"] == "access refused by policy"  # the envelope's content
+    assert history[6]["content"] == '{"rows":3}'
+    assert [(e["id"], e["status"], e["result"]) for e in ends][3] == (
+        "d",
+        "denied",
+        "access refused by policy",
+    )
+    replay(agent.snapshot())  # each call gets its recorded outcome back, status included
+
+
+def test_a_near_miss_envelope_stays_data_and_warns_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from trackway.tools import _outcome
+
+    monkeypatch.setattr(_outcome, "_warned", set())  # once per tool per process
+    weather = define_tool(
+        name="near_miss",
+        description="W.",
+        input_schema={"type": "object", "properties": {}},
+        execute=lambda args, ctx: {"content": "x", "status": "denied"},
+    )
+    script = calls(("a", "near_miss", {}), ("b", "near_miss", {}))
+    agent = Agent.create(provider=mock(replies=[script, "done"]), model="m").tool(weather).build()
+    with pytest.warns(TrackwayWarning, match="without 'effects', so it is plain data") as caught:
+        agent.run_sync("go")
+    assert len(caught) == 1
+    rows = agent.snapshot().state["tool_results"]
+    assert [r["status"] for r in rows] == ["success", "success"]
+    assert agent.snapshot().state["history"][2]["content"] == '{"content":"x","status":"denied"}'
+
+
+def test_an_envelope_with_an_unknown_status_is_a_failure() -> None:
+    weather = define_tool(
+        name="odd",
+        description="W.",
+        input_schema={"type": "object", "properties": {}},
+        execute=lambda args, ctx: {"content": "x", "effects": [], "status": "great"},
+    )
+    agent = (
+        Agent.create(provider=mock(replies=[calls(("a", "odd", {})), "done"]), model="m")
+        .tool(weather)
+        .build()
+    )
+    agent.run_sync("go")
+    assert agent.snapshot().state["tool_results"][0]["status"] == "failure"
+    assert "status 'great'; use one of success" in agent.snapshot().state["history"][2]["content"]
