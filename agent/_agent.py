@@ -115,6 +115,13 @@ class AgentBuilder:
                 "invalid arguments), 'warn' (run and emit an event) or 'off'"
             )
         self._arg_validation = validation
+        cap = options.pop("max_tool_result_chars", None)
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+            raise AgentBuildError(
+                f"Agent.create: max_tool_result_chars={cap!r}: use a positive whole number of "
+                "characters, or None for no cap"
+            )
+        self._max_tool_result_chars = cap
         self._request_options = check_request_options(options, "Agent.create: ")
         self._options = options
         self._system: str | None = None
@@ -234,6 +241,7 @@ class AgentBuilder:
             stream=o["stream"],
             check_ins=dict(self._check_ins),
             arg_validation=self._arg_validation,
+            max_tool_result_chars=self._max_tool_result_chars,
         )
         return Agent(cfg, _chart(cfg), list(self._recorders), self._runtime)
 
@@ -318,6 +326,7 @@ class Agent:
         durability: Durability = "sync",
         redact: RedactionPolicy | None = None,
         tool_arg_validation: Literal["enforce", "warn", "off"] = "enforce",
+        max_tool_result_chars: int | None = None,
     ) -> AgentBuilder:
         """Start configuring an agent.
 
@@ -338,6 +347,8 @@ class Agent:
         it runs: ``"enforce"`` (the model reads a correction naming each failing path and
         the tool does not run), ``"warn"`` (it runs; ``validation.args_invalid`` is
         emitted) or ``"off"``. Arguments that are not a JSON object never run.
+        ``max_tool_result_chars`` cuts a longer tool result to a verbatim head and a line
+        saying how much was cut (a tool's own ``result_ceiling`` refuses first).
         """
         return AgentBuilder(
             provider,
@@ -358,6 +369,7 @@ class Agent:
             durability=durability,
             redact=redact,
             tool_arg_validation=tool_arg_validation,
+            max_tool_result_chars=max_tool_result_chars,
         )
 
     def __init__(

@@ -32,6 +32,7 @@ from trackway.engine import (
     thaw,
 )
 from trackway.tools import define_tool
+from trackway.tools._outcome import RecordedOutcome
 
 from ._agent import Agent
 from ._errors import RedactedRecordError, ReplayDivergence
@@ -257,6 +258,7 @@ def _agent_from_recording(snap: Snapshot) -> Agent:
         name=snap.chart_id.removeprefix("agent-"),
         wrap_up_at_max_iterations=stopped.get("wrapped_up", True),
         tool_arg_validation=settings.get("tool_arg_validation", "enforce"),
+        max_tool_result_chars=settings.get("max_tool_result_chars"),
         stream=False,
     )
     ran_system_stage = any(c.stage_id == "system-prompt" for c in snap.history())
@@ -325,12 +327,8 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
             row = rows.get(ctx.call_id)
             if row is None:  # recorded before calls had rows: the text alone
                 return content
-            # the recorded outcome as it was: its status and effects, never recomputed
-            return {
-                "content": content,
-                "effects": list(row.get("effects", [])),
-                "status": row["status"],
-            }
+            # the recorded outcome as it was: status, effects, flags; never measured again
+            return RecordedOutcome(content, row)
 
         return execute
 
@@ -355,6 +353,7 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
         **{name: cfg.options.get(name) for name in REQUEST_OPTIONS},
         name=cfg.name,
         tool_arg_validation=cfg.arg_validation,
+        max_tool_result_chars=cfg.max_tool_result_chars,
         wrap_up_at_max_iterations=cfg.wrap_up,
         stream=False,
     ).tools(tools)

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from trackway.engine import Decision, Scope, StagePath, thaw
 from trackway.tools import Identity, Tool, ToolContext
-from trackway.tools._outcome import argument_errors, read_envelope, unparsed
+from trackway.tools._outcome import RecordedOutcome, argument_errors, read_envelope, unparsed
 
 from ._errors import AgentBuildError
 from ._messages import LLMResponse, StreamDelta
@@ -73,6 +73,8 @@ class AgentConfig:
     """One argument validator per tool (part of the definition, not of a run)."""
     arg_validation: str = "enforce"
     """``tool_arg_validation``: ``"enforce"``, ``"warn"`` or ``"off"``."""
+    max_tool_result_chars: int | None = None
+    """Cut longer tool results to this many characters (saying so)."""
     check_ins: dict[str, str | None] = field(default_factory=dict)
     """Tools whose calls wait for a person's approval, with the question (``None``: a
     default naming the call)."""
@@ -129,6 +131,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         settings: dict[str, Any] = {"model": cfg.model, **cfg.options}
         if cfg.arg_validation != "enforce":  # what the model reads of bad arguments changes
             settings["tool_arg_validation"] = cfg.arg_validation
+        if cfg.max_tool_result_chars is not None:
+            settings["max_tool_result_chars"] = cfg.max_tool_result_chars
         identity = scope.get("identity")
         if identity is not None:  # who the run is for, as the caller said (never invented)
             scope["identity"] = identity
@@ -465,11 +469,13 @@ def _result(call: Mapping[str, Any], content: str) -> dict[str, Any]:
 
 
 class Outcome(NamedTuple):
-    """What one call came to: its status, what the model reads, any declared effects."""
+    """What one call came to: its status, what the model reads, any declared effects, and
+    flags for its row (``refused``, ``truncated``)."""
 
     status: str
     content: str
     effects: tuple[Any, ...] = ()
+    flags: dict[str, Any] | None = None
 
 
 class _Batch:
@@ -515,6 +521,8 @@ class _Batch:
         }
         if done.effects:
             row["effects"] = list(done.effects)
+        if done.flags:
+            row.update(done.flags)
         self.rows.append(row)
 
     def flush(self, scope: Scope) -> None:
@@ -639,16 +647,26 @@ async def _run_one(
     tool = tool if tool is not None else cfg.tools[call["name"]]
     token = CURRENT_SCOPE.set(scope)
     try:
-        return await _execute(tool, scope, call, iteration)
+        return await _execute(cfg, tool, scope, call, iteration)
     finally:
         CURRENT_SCOPE.reset(token)
 
 
-async def _execute(tool: Tool, scope: Scope, call: Mapping[str, Any], iteration: int) -> Outcome:
+async def _execute(
+    cfg: AgentConfig, tool: Tool, scope: Scope, call: Mapping[str, Any], iteration: int
+) -> Outcome:
     """Run the tool; every failure becomes a result the model can read and act on."""
     args = thaw(call.get("args") or {})  # the tool's own copy: the recorded call must not change
     identity = scope.get("identity")
     result: Any = None
+
+    def progress(payload: Any) -> None:
+        event = {"id": call["id"], "name": tool.name, "iteration": iteration}
+        try:
+            scope.emit("stream.tool_progress", {**event, "payload": payload})
+        except Exception as exc:  # never raises into the tool: the record says what was lost
+            scope.emit("stream.tool_progress", {**event, "dropped": type(exc).__name__})
+
     with anyio.CancelScope() as cancel_scope:
         ctx = ToolContext(
             call_id=call["id"],
@@ -658,6 +676,7 @@ async def _execute(tool: Tool, scope: Scope, call: Mapping[str, Any], iteration:
             identity=None if identity is None else Identity.model_validate(thaw(identity)),
             session_id=scope.get("session_id"),
             cancel_scope=cancel_scope,
+            on_progress=progress,
         )
         try:
             result = tool.execute(args, ctx)
@@ -667,6 +686,10 @@ async def _execute(tool: Tool, scope: Scope, call: Mapping[str, Any], iteration:
             return Outcome("failure", f"Error: {tool.name} failed: {type(exc).__name__}: {exc}")
     if cancel_scope.cancelled_caught:
         return Outcome("failure", f"Error: {tool.name} was cancelled before it returned a result.")
+    if isinstance(result, RecordedOutcome):  # a replay: served as recorded, nothing redone
+        row = result.row
+        flags = {k: row[k] for k in ROW_FLAGS if k in row}
+        return Outcome(row["status"], result.content, tuple(row.get("effects", ())), flags)
     status, effects = "success", ()
     try:
         envelope = read_envelope(tool.name, result)
@@ -676,12 +699,74 @@ async def _execute(tool: Tool, scope: Scope, call: Mapping[str, Any], iteration:
         result, declared, listed = envelope
         status, effects = declared or "success", tuple(listed)
     if isinstance(result, str):
-        return Outcome(status, result, effects)
-    try:
-        text = orjson.dumps(result, default=thaw)
-        faithful = orjson.loads(text) == thaw(result)
-    except (TypeError, orjson.JSONEncodeError, ValueError) as exc:
-        return Outcome("failure", f"Error: {tool.name} returned a value that is not JSON ({exc})")
-    if not faithful:  # e.g. NaN would silently become null
-        return Outcome("failure", f"Error: {tool.name} returned a value JSON cannot hold exactly")
-    return Outcome(status, text.decode(), effects)
+        text = result
+    else:
+        try:
+            dumped = orjson.dumps(result, default=thaw)
+            faithful = orjson.loads(dumped) == thaw(result)
+        except (TypeError, orjson.JSONEncodeError, ValueError) as exc:
+            return Outcome(
+                "failure", f"Error: {tool.name} returned a value that is not JSON ({exc})"
+            )
+        if not faithful:  # e.g. NaN would silently become null
+            return Outcome(
+                "failure", f"Error: {tool.name} returned a value JSON cannot hold exactly"
+            )
+        text = dumped.decode()
+    return _measured(cfg, tool, scope, call, iteration, Outcome(status, text, effects))
+
+
+ROW_FLAGS = ("refused", "truncated", "chars_returned")
+"""Row keys a replay takes from the recording as they were."""
+
+
+def _measured(
+    cfg: AgentConfig,
+    tool: Tool,
+    scope: Scope,
+    call: Mapping[str, Any],
+    iteration: int,
+    done: Outcome,
+) -> Outcome:
+    """The tool's own ceiling first (refuse, never cut), then the agent's cap (cut, saying
+    so). Neither measures when it is not set."""
+    size = len(done.content)
+    ceiling = tool.result_ceiling
+    if ceiling is not None and size > ceiling["max_chars"]:
+        limit = ceiling["max_chars"]
+        narrow = ceiling.get("narrow_by")
+        how = " — e.g. pass " + ", ".join(repr(n) for n in narrow) if narrow else ""
+        refusal = (
+            f"Result too large: {tool.name} returned {size} chars, over its declared "
+            f"{limit}-char ceiling. Narrow the request and call again{how}. No data was "
+            "returned."
+        )
+        event: dict[str, Any] = {
+            "id": call["id"],
+            "name": tool.name,
+            "iteration": iteration,
+            "size_chars": size,
+            "max_chars": limit,
+        }
+        if narrow:
+            event["narrow_by"] = list(narrow)
+        if done.status != "success":
+            event["declared_status"] = done.status
+        _emit(scope, "tools.result_refused", event)  # sizes only: the payload goes nowhere
+        done = Outcome("invalid", refusal, done.effects, {"refused": True, "chars_returned": size})
+        size = len(refusal)
+    cap = cfg.max_tool_result_chars
+    if cap is not None and size > cap:
+        cut = size - cap
+        text = (
+            f"{done.content[:cap]}\n[truncated: the first {cap} of {size} characters are "
+            f"shown; {cut} were cut]"
+        )
+        _emit(
+            scope,
+            "tools.result_truncated",
+            {"id": call["id"], "name": tool.name, "iteration": iteration, "size_chars": size},
+        )
+        flags = {**(done.flags or {}), "truncated": True, "chars_returned": size}
+        done = Outcome(done.status, text, done.effects, flags)
+    return done

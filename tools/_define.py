@@ -36,6 +36,14 @@ class ToolContext:
     identity: Identity | None = None
     session_id: str | None = None
     cancel_scope: anyio.CancelScope | None = None
+    on_progress: Callable[[Any], None] | None = field(default=None, repr=False)
+
+    def progress(self, payload: Any) -> None:
+        """Say how the call is going: a ``stream.tool_progress`` event between this call's
+        start and end, in the record. Never served to the model; never raises (a payload
+        that is not JSON is dropped with its reason in the event)."""
+        if self.on_progress is not None:
+            self.on_progress(payload)
 
 
 @dataclass(frozen=True)
@@ -50,6 +58,8 @@ class Tool:
     asks: Mapping[str, Any] | None = None
     """Set on tools that ask a person (``ask_human``, ``request_input``): the run pauses
     at the call instead of running ``execute``."""
+    result_ceiling: Mapping[str, Any] | None = None
+    """``{"max_chars": N, "narrow_by": [...]}``: a larger result is refused, never cut."""
 
     def spec(self) -> dict[str, Any]:
         """The tool as the model sees it (JSON)."""
@@ -66,8 +76,16 @@ def define_tool(
     description: str,
     input_schema: Mapping[str, Any],
     execute: Callable[[dict[str, Any], ToolContext], Any],
+    result_ceiling: Mapping[str, Any] | None = None,
 ) -> Tool:
-    """Define a tool; the schema is checked as JSON Schema (draft 2020-12) right here."""
+    """Define a tool; the schema is checked as JSON Schema (draft 2020-12) right here.
+
+    ``result_ceiling={"max_chars": N, "narrow_by": ["limit", ...]}``: a result larger than
+    ``N`` characters is not served. The model reads a refusal instead (the true size, the
+    ceiling, the arguments that narrow the call, and that no data was returned), the call's
+    status is ``invalid``, and the payload enters no record. A cut result would read as a
+    complete one; a refusal says how to ask for less.
+    """
     if not isinstance(name, str) or not name or not all(c.isalnum() or c in "_-" for c in name):
         raise ToolDefinitionError(
             f"tool name {name!r} must be non-empty letters, digits, '_' or '-' (providers "
@@ -85,6 +103,43 @@ def define_tool(
         ) from None
     if not callable(execute):
         raise ToolDefinitionError(f"tool {name!r}: execute must be a function (args, ctx)")
+    ceiling = None if result_ceiling is None else _ceiling(name, result_ceiling, input_schema)
     return Tool(
-        name, description, dict(input_schema), execute, inspect.iscoroutinefunction(execute)
+        name,
+        description,
+        dict(input_schema),
+        execute,
+        inspect.iscoroutinefunction(execute),
+        result_ceiling=ceiling,
     )
+
+
+def _ceiling(name: str, ceiling: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A result ceiling checked where it is written."""
+    unknown = sorted(set(ceiling) - {"max_chars", "narrow_by"})
+    if unknown:
+        raise ToolDefinitionError(
+            f"tool {name!r}: result_ceiling takes max_chars and narrow_by, not {unknown}"
+        )
+    limit = ceiling.get("max_chars")
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ToolDefinitionError(
+            f"tool {name!r}: result_ceiling max_chars={limit!r}: use a positive whole number"
+        )
+    out: dict[str, Any] = {"max_chars": limit}
+    if "narrow_by" in ceiling:
+        narrow = ceiling["narrow_by"]
+        if isinstance(narrow, str) or not isinstance(narrow, (list, tuple)) or not narrow:
+            raise ToolDefinitionError(
+                f"tool {name!r}: result_ceiling narrow_by={narrow!r}: name the arguments that "
+                "make a call return less (a non-empty list), or leave narrow_by out"
+            )
+        known = set((schema.get("properties") or {}).keys())
+        missing = [n for n in narrow if n not in known]
+        if missing:
+            raise ToolDefinitionError(
+                f"tool {name!r}: result_ceiling narrow_by names {missing}, which are not "
+                f"arguments of the tool ({', '.join(sorted(known)) or 'none'})"
+            )
+        out["narrow_by"] = list(narrow)
+    return out

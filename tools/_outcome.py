@@ -20,6 +20,7 @@ from trackway.engine import TrackwayWarning
 __all__ = [
     "TOOL_RESULT_STATUSES",
     "UNPARSED_ARGUMENTS",
+    "RecordedOutcome",
     "ToolResultStatus",
     "argument_errors",
     "read_envelope",
@@ -103,3 +104,14 @@ def read_envelope(tool: str, result: Any) -> tuple[Any, str | None, list[Any]] |
             f"{', '.join(TOOL_RESULT_STATUSES)}"
         )
     return result["content"], status, list(effects)
+
+
+class RecordedOutcome:
+    """A call's outcome as a recording kept it, handed back by a replay: served as it was,
+    with nothing measured, cut or added again."""
+
+    __slots__ = ("content", "row")
+
+    def __init__(self, content: str, row: Mapping[str, Any]) -> None:
+        self.content = content
+        self.row = dict(row)

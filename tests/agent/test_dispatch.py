@@ -279,3 +279,128 @@ def test_an_envelope_with_an_unknown_status_is_a_failure() -> None:
     agent.run_sync("go")
     assert agent.snapshot().state["tool_results"][0]["status"] == "failure"
     assert "status 'great'; use one of success" in agent.snapshot().state["history"][2]["content"]
+
+
+# -- ceilings and progress ---------------------------------------------------------------------
+
+EXPORT_SCHEMA = {"type": "object", "properties": {"limit": {"type": "integer"}}}
+PAYLOAD_MARK = "ROW-7f3a-"
+
+
+def export_tool(ceiling: dict[str, Any] | None = None) -> Any:
+    def export(args: dict[str, Any], ctx: ToolContext) -> str:
+        ctx.progress({"rows": 1})
+        ctx.progress({1, 2})  # not JSON: dropped, never raised into the tool
+        return PAYLOAD_MARK * int(args.get("limit", 1000))
+
+    return define_tool(
+        name="export_orders",
+        description="Export orders.",
+        input_schema=EXPORT_SCHEMA,
+        execute=export,
+        result_ceiling=ceiling,
+    )
+
+
+def test_a_result_over_its_ceiling_is_refused_and_enters_no_channel(tmp_path: Any) -> None:
+    from trackway.agent import save_recording
+    from trackway.engine import SqliteStore
+
+    heard: list[Any] = []
+    tool_ = export_tool({"max_chars": 2000, "narrow_by": ["limit"]})
+    script = [
+        calls(("c1", "export_orders", {})),
+        calls(("c2", "export_orders", {"limit": 3})),
+        "ok",
+    ]
+    agent = (
+        Agent.create(provider=mock(replies=script), model="m", store=SqliteStore(tmp_path / "r.db"))
+        .tool(tool_)
+        .build()
+    )
+    agent.on("*", lambda e: heard.append((e.name, e.payload)))
+    agent.run_sync("export")
+    history = agent.snapshot().state["history"]
+    size = len(PAYLOAD_MARK) * 1000
+    assert history[2]["content"] == (
+        f"Result too large: export_orders returned {size} chars, over its declared 2000-char "
+        "ceiling. Narrow the request and call again — e.g. pass 'limit'. No data was returned."
+    )
+    assert history[4]["content"] == PAYLOAD_MARK * 3  # the narrowed call is served
+    rows = agent.snapshot().state["tool_results"]
+    assert rows[0] == {
+        "id": "c1",
+        "name": "export_orders",
+        "iteration": 1,
+        "status": "invalid",
+        "chars": len(history[2]["content"]),
+        "refused": True,
+        "chars_returned": size,
+    }
+    refused = [p for n, p in heard if n == "tools.result_refused"]
+    assert refused == [
+        {
+            "id": "c1",
+            "name": "export_orders",
+            "iteration": 1,
+            "size_chars": size,
+            "max_chars": 2000,
+            "narrow_by": ["limit"],
+        }
+    ]
+    progress = [p for n, p in heard if n == "stream.tool_progress"]
+    assert progress[:2] == [
+        {"id": "c1", "name": "export_orders", "iteration": 1, "payload": {"rows": 1}},
+        {"id": "c1", "name": "export_orders", "iteration": 1, "dropped": "StateValueError"},
+    ]
+    refused_payload = (PAYLOAD_MARK * 4).encode()  # only the refused call was that long
+    channels = {
+        "history and snapshot": agent.snapshot().to_json(),
+        "recording": save_recording(agent, tmp_path / "rec.json").read_bytes(),
+        "events": repr(heard).encode(),
+        "store": b"".join(p.read_bytes() for p in tmp_path.glob("r.db*")),
+    }
+    for name, data in channels.items():
+        assert refused_payload not in data, name
+    replay(agent.snapshot())
+
+
+def test_the_agent_cap_cuts_with_a_marker_and_replay_does_not_cut_again() -> None:
+    agent = (
+        Agent.create(
+            provider=mock(replies=[calls(("c1", "export_orders", {"limit": 10})), "ok"]),
+            model="m",
+            max_tool_result_chars=25,
+        )
+        .tool(export_tool())
+        .build()
+    )
+    agent.run_sync("export")
+    text = agent.snapshot().state["history"][2]["content"]
+    total = len(PAYLOAD_MARK) * 10
+    assert text == (
+        f"{(PAYLOAD_MARK * 10)[:25]}\n[truncated: the first 25 of {total} characters are shown; "
+        f"{total - 25} were cut]"
+    )
+    row = agent.snapshot().state["tool_results"][0]
+    assert row["truncated"] is True and row["chars_returned"] == total
+    assert agent.snapshot().state["settings"]["max_tool_result_chars"] == 25
+    replay(agent.snapshot())  # the recorded, already cut text is served as it was
+
+
+@pytest.mark.parametrize(
+    ("ceiling", "message"),
+    [
+        ({"max_chars": 0}, "max_chars=0: use a positive whole number"),
+        ({"max_chars": 10, "narrow_by": []}, "narrow_by=\\[\\]: name the arguments"),
+        ({"max_chars": 10, "narrow_by": ["page"]}, "narrow_by names \\['page'\\], which are not"),
+        ({"max_chars": 10, "cut": True}, "takes max_chars and narrow_by, not \\['cut'\\]"),
+    ],
+)
+def test_a_bad_ceiling_is_refused_where_it_is_written(
+    ceiling: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ToolDefinitionError, match=message):
+        export_tool(ceiling)
+    with pytest.raises(AgentBuildError, match="max_tool_result_chars=0"):
+        Agent.create(provider=mock(replies=["x"]), model="m", max_tool_result_chars=0)
