@@ -12,6 +12,7 @@ call), ``usage_total``, ``wrap_up_asked``, ``stopped_early``, ``output_attempts`
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable, Mapping
 from contextlib import aclosing
 from contextvars import ContextVar
@@ -703,7 +704,7 @@ async def _execute(
     else:
         try:
             dumped = orjson.dumps(result, default=thaw)
-            faithful = orjson.loads(dumped) == thaw(result)
+            faithful = orjson.loads(dumped) == thaw(result) and _finite(result)
         except (TypeError, orjson.JSONEncodeError, ValueError) as exc:
             return Outcome(
                 "failure", f"Error: {tool.name} returned a value that is not JSON ({exc})"
@@ -714,6 +715,17 @@ async def _execute(
             )
         text = dumped.decode()
     return _measured(cfg, tool, scope, call, iteration, Outcome(status, text, effects))
+
+
+def _finite(value: Any) -> bool:
+    """No NaN or infinity anywhere in ``value`` (JSON would turn them into null)."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, Mapping):
+        return all(_finite(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return all(_finite(v) for v in value)
+    return True
 
 
 ROW_FLAGS = ("refused", "truncated", "chars_returned")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 from collections.abc import Callable
@@ -9,7 +10,7 @@ from typing import Any, get_type_hints, overload
 
 import pydantic
 
-from ._define import Tool, ToolContext
+from ._define import Tool, ToolContext, define_tool
 from ._errors import ToolDefinitionError
 
 __all__ = ["tool"]
@@ -22,7 +23,7 @@ def _docstring(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
     """The description (what comes before ``Args:``) and each argument's sentence."""
     doc = inspect.getdoc(fn) or ""
     found = _ARGS.search(doc)
-    head = doc[: found.start()] if found else doc
+    head = (doc[: found.start()] if found else doc).strip().split("\n\n", 1)[0]
     params: dict[str, str] = {}
     if found:
         current: str | None = None
@@ -100,13 +101,10 @@ def _build(fn: Callable[..., Any], name: str | None, description: str | None) ->
             kwargs[ctx_param] = ctx
         return fn(**kwargs)
 
-    return Tool(
-        name=tool_name,
-        description=text,
-        input_schema=schema,
-        execute=execute,
-        is_async=is_async,
+    made = define_tool(  # the same checks as any tool: name, description, schema
+        name=tool_name, description=text, input_schema=schema, execute=execute
     )
+    return dataclasses.replace(made, is_async=is_async)
 
 
 @overload

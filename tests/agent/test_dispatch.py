@@ -404,3 +404,36 @@ def test_a_bad_ceiling_is_refused_where_it_is_written(
         export_tool(ceiling)
     with pytest.raises(AgentBuildError, match="max_tool_result_chars=0"):
         Agent.create(provider=mock(replies=["x"]), model="m", max_tool_result_chars=0)
+
+
+def test_tool_takes_the_first_paragraph_and_checks_the_name() -> None:
+    def lookup(q: str) -> str:
+        """Look a thing up.
+
+        It searches everywhere.
+
+        Returns:
+            What it found.
+        """
+        return q
+
+    assert tool(lookup).description == "Look a thing up."
+    with pytest.raises(ToolDefinitionError, match="must be non-empty letters"):
+        tool(name="has space")(lookup)
+
+
+def test_a_nested_nan_is_a_failure_not_a_null() -> None:
+    odd = define_tool(
+        name="odd",
+        description="Odd.",
+        input_schema={"type": "object", "properties": {}},
+        execute=lambda args, ctx: {"a": [1.0, float("inf")]},
+    )
+    agent = (
+        Agent.create(provider=mock(replies=[calls(("a", "odd", {})), "done"]), model="m")
+        .tool(odd)
+        .build()
+    )
+    agent.run_sync("go")
+    assert agent.snapshot().state["tool_results"][0]["status"] == "failure"
+    assert "JSON cannot hold exactly" in agent.snapshot().state["history"][2]["content"]
