@@ -122,6 +122,7 @@ class AgentBuilder:
                 "characters, or None for no cap"
             )
         self._max_tool_result_chars = cap
+        self._repeated_call_nudge = bool(options.pop("repeated_call_nudge", True))
         self._request_options = check_request_options(options, "Agent.create: ")
         self._options = options
         self._system: str | None = None
@@ -242,6 +243,7 @@ class AgentBuilder:
             check_ins=dict(self._check_ins),
             arg_validation=self._arg_validation,
             max_tool_result_chars=self._max_tool_result_chars,
+            repeated_call_nudge=self._repeated_call_nudge,
         )
         return Agent(cfg, _chart(cfg), list(self._recorders), self._runtime)
 
@@ -327,6 +329,7 @@ class Agent:
         redact: RedactionPolicy | None = None,
         tool_arg_validation: Literal["enforce", "warn", "off"] = "enforce",
         max_tool_result_chars: int | None = None,
+        repeated_call_nudge: bool = True,
     ) -> AgentBuilder:
         """Start configuring an agent.
 
@@ -349,6 +352,8 @@ class Agent:
         emitted) or ``"off"``. Arguments that are not a JSON object never run.
         ``max_tool_result_chars`` cuts a longer tool result to a verbatim head and a line
         saying how much was cut (a tool's own ``result_ceiling`` refuses first).
+        ``repeated_call_nudge``: the second time a call with the same arguments returns the
+        same result in a run, one sentence tells the model so (once per distinct call).
         """
         return AgentBuilder(
             provider,
@@ -370,6 +375,7 @@ class Agent:
             redact=redact,
             tool_arg_validation=tool_arg_validation,
             max_tool_result_chars=max_tool_result_chars,
+            repeated_call_nudge=repeated_call_nudge,
         )
 
     def __init__(

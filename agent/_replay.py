@@ -259,6 +259,7 @@ def _agent_from_recording(snap: Snapshot) -> Agent:
         wrap_up_at_max_iterations=stopped.get("wrapped_up", True),
         tool_arg_validation=settings.get("tool_arg_validation", "enforce"),
         max_tool_result_chars=settings.get("max_tool_result_chars"),
+        repeated_call_nudge=settings.get("repeated_call_nudge", True),
         stream=False,
     )
     ran_system_stage = any(c.stage_id == "system-prompt" for c in snap.history())
@@ -354,6 +355,7 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
         name=cfg.name,
         tool_arg_validation=cfg.arg_validation,
         max_tool_result_chars=cfg.max_tool_result_chars,
+        repeated_call_nudge=cfg.repeated_call_nudge,
         wrap_up_at_max_iterations=cfg.wrap_up,
         stream=False,
     ).tools(tools)

@@ -11,6 +11,7 @@ call), ``usage_total``, ``wrap_up_asked``, ``stopped_early``, ``output_attempts`
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import math
 from collections.abc import Callable, Mapping
@@ -76,6 +77,8 @@ class AgentConfig:
     """``tool_arg_validation``: ``"enforce"``, ``"warn"`` or ``"off"``."""
     max_tool_result_chars: int | None = None
     """Cut longer tool results to this many characters (saying so)."""
+    repeated_call_nudge: bool = True
+    """Tell the model when a call repeats an earlier one's arguments and result."""
     check_ins: dict[str, str | None] = field(default_factory=dict)
     """Tools whose calls wait for a person's approval, with the question (``None``: a
     default naming the call)."""
@@ -134,6 +137,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             settings["tool_arg_validation"] = cfg.arg_validation
         if cfg.max_tool_result_chars is not None:
             settings["max_tool_result_chars"] = cfg.max_tool_result_chars
+        if not cfg.repeated_call_nudge:
+            settings["repeated_call_nudge"] = False
         identity = scope.get("identity")
         if identity is not None:  # who the run is for, as the caller said (never invented)
             scope["identity"] = identity
@@ -728,7 +733,7 @@ def _finite(value: Any) -> bool:
     return True
 
 
-ROW_FLAGS = ("refused", "truncated", "chars_returned")
+ROW_FLAGS = ("refused", "truncated", "chars_returned", "nudged")
 """Row keys a replay takes from the recording as they were."""
 
 
@@ -781,4 +786,78 @@ def _measured(
         )
         flags = {**(done.flags or {}), "truncated": True, "chars_returned": size}
         done = Outcome(done.status, text, done.effects, flags)
+    if cfg.repeated_call_nudge and done.status == "success":
+        done = _nudged(scope, call, done)
     return done
+
+
+REPEATED = (
+    " (You called {name} with these same arguments earlier in this turn and got this same "
+    "result: calling it again will not change it.)"
+)
+
+
+def _fingerprint(data: Any) -> str:
+    return hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+
+
+class _CallMemo:
+    """The successful calls of this run by fingerprint (name and arguments) and what they
+    returned, for the repeated-call nudge. Rebuilt from the record when a run resumes in a
+    fresh process, so a resumed run nudges exactly as an uninterrupted one."""
+
+    __slots__ = ("built", "nudged", "seen")
+
+    def __init__(self) -> None:
+        self.built = False
+        self.seen: dict[str, str] = {}
+        self.nudged: set[str] = set()
+
+    def rebuild(self, scope: Scope) -> None:
+        self.built = True
+        rows = thaw(scope.get("tool_results", []))
+        if not rows:
+            return
+        args: dict[str, Any] = {}
+        served: dict[str, str] = {}
+        for message in thaw(scope["history"]):
+            for call in message.get("tool_calls") or ():
+                args[call["id"]] = (call["name"], call.get("args", {}))
+            if message.get("role") == "tool":
+                served[message["tool_call_id"]] = message["content"]
+        for row in rows:
+            if row["status"] != "success" or row["id"] not in args:
+                continue
+            text = served.get(row["id"], "")
+            key = _fingerprint(args[row["id"]])
+            if row.get("nudged"):
+                self.nudged.add(key)
+                text = text.removesuffix(REPEATED.format(name=row["name"]))
+            self.seen.setdefault(key, _fingerprint(text))
+
+
+def _nudged(scope: Scope, call: Mapping[str, Any], done: Outcome) -> Outcome:
+    """The second time a call returns what it returned before in this turn, one sentence
+    says so (once per distinct call); ``tools.repeated_call`` carries fingerprints only."""
+    mount = StagePath.parse(scope.stage_path).parent
+    memo = scope.run_local(("agent-call-memo", mount), _CallMemo)
+    if not memo.built:
+        memo.rebuild(scope)
+    key = _fingerprint((call["name"], call.get("args", {})))
+    result = _fingerprint(done.content)
+    before = memo.seen.get(key)
+    if before is None:
+        memo.seen[key] = result
+        return done
+    if before != result or key in memo.nudged:
+        return done
+    memo.nudged.add(key)
+    _emit(
+        scope,
+        "tools.repeated_call",
+        {"id": call["id"], "name": call["name"], "call": key, "result": result},
+    )
+    note = REPEATED.format(name=call["name"])
+    return Outcome(
+        done.status, done.content + note, done.effects, {**(done.flags or {}), "nudged": True}
+    )

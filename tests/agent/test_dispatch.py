@@ -437,3 +437,96 @@ def test_a_nested_nan_is_a_failure_not_a_null() -> None:
     agent.run_sync("go")
     assert agent.snapshot().state["tool_results"][0]["status"] == "failure"
     assert "JSON cannot hold exactly" in agent.snapshot().state["history"][2]["content"]
+
+
+# -- the repeated-call nudge -------------------------------------------------------------------
+
+
+def lookup_tool(answers: dict[str, str] | None = None) -> Any:
+    return define_tool(
+        name="lookup",
+        description="Look up.",
+        input_schema={"type": "object", "properties": {"q": {"type": "string"}}},
+        execute=lambda args, ctx: (answers or {}).get(args["q"], f"found {args['q']}"),
+    )
+
+
+def again(call_id: str, q: str = "x") -> dict[str, Any]:
+    return calls((call_id, "lookup", {"q": q}))
+
+
+def test_a_repeated_call_with_the_same_result_is_said_once() -> None:
+    heard: list[Any] = []
+    script = [again("c1"), again("c2"), again("c3"), again("c4", "y"), "done"]
+    agent = Agent.create(provider=mock(replies=script), model="m").tool(lookup_tool()).build()
+    agent.on("tools.repeated_call", lambda e: heard.append(e.payload))
+    agent.run_sync("go")
+    results = [m["content"] for m in agent.snapshot().state["history"] if m["role"] == "tool"]
+    assert results[0] == "found x"
+    assert results[1].startswith("found x (You called lookup with these same arguments earlier")
+    assert results[2] == "found x"  # once per distinct call
+    assert results[3] == "found y"
+    rows = agent.snapshot().state["tool_results"]
+    assert [r.get("nudged", False) for r in rows] == [False, True, False, False]
+    assert len(heard) == 1 and set(heard[0]) == {"id", "name", "call", "result"}
+    assert "found x" not in repr(heard)  # fingerprints, never values
+    replay(agent.snapshot())
+
+
+def test_no_nudge_when_the_result_changed_or_when_turned_off() -> None:
+    answers = {"x": "first"}
+
+    def changing(args: dict[str, Any], ctx: ToolContext) -> str:
+        answers["x"] = answers["x"] + "!"
+        return answers["x"]
+
+    moving = define_tool(
+        name="lookup",
+        description="Look up.",
+        input_schema={"type": "object", "properties": {"q": {"type": "string"}}},
+        execute=changing,
+    )
+    agent = (
+        Agent.create(provider=mock(replies=[again("c1"), again("c2"), "done"]), model="m")
+        .tool(moving)
+        .build()
+    )
+    agent.run_sync("go")
+    assert all("You called" not in m["content"] for m in agent.snapshot().state["history"])
+    quiet = (
+        Agent.create(
+            provider=mock(replies=[again("c1"), again("c2"), "done"]),
+            model="m",
+            repeated_call_nudge=False,
+        )
+        .tool(lookup_tool())
+        .build()
+    )
+    quiet.run_sync("go")
+    assert all("You called" not in m["content"] for m in quiet.snapshot().state["history"])
+    assert quiet.snapshot().state["settings"]["repeated_call_nudge"] is False
+
+
+def test_the_nudge_survives_a_pause_and_a_resume_in_a_fresh_agent(tmp_path: Any) -> None:
+    from trackway.agent import Paused
+    from trackway.engine import SqliteStore
+    from trackway.tools import ask_human
+
+    question = calls(("a1", "ask_human", {"question": "Go on?"}))
+
+    def build(replies: list[Any]) -> Agent:
+        return (
+            Agent.create(
+                provider=mock(replies=replies), model="m", store=SqliteStore(tmp_path / "r.db")
+            )
+            .tool(lookup_tool())
+            .tool(ask_human())
+            .build()
+        )
+
+    paused = build([again("c1"), question]).run_sync("go")
+    assert isinstance(paused, Paused)
+    fresh = build([again("c2"), "done"])
+    assert fresh.resume_sync(paused.checkpoint.to_json(), "yes") == "done"
+    last = [m for m in fresh.snapshot().state["history"] if m["role"] == "tool"][-1]
+    assert last["content"].startswith("found x (You called lookup")  # rebuilt from the record
