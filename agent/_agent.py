@@ -34,7 +34,7 @@ from trackway.engine import (
     run_sync,
     thaw,
 )
-from trackway.tools import Identity, Tool, define_tool
+from trackway.tools import Identity, Tool, ToolContext, define_tool
 
 from ._conversation import Conversation
 from ._errors import (
@@ -131,6 +131,7 @@ class AgentBuilder:
         self._output: tuple[type[BaseModel], int] | None = None
         self._recorders: list[object] = []
         self._check_ins: dict[str, str | None] = {}
+        self._gate: Callable[[dict[str, Any], ToolContext], Any] | None = None
 
     def system(self, prompt: str) -> AgentBuilder:
         """The system prompt."""
@@ -160,6 +161,17 @@ class AgentBuilder:
     def tools(self, tools: Iterable[Tool]) -> AgentBuilder:
         for t in tools:
             self.tool(t)
+        return self
+
+    def gate(self, fn: Callable[[dict[str, Any], ToolContext], Any]) -> AgentBuilder:
+        """Decide over every call: ``fn(call, ctx)`` returns ``allow()``, ``deny(reason)``
+        (the model reads a ``denied`` result) or ``ask(question)`` (the run pauses for a
+        person's decision). A tool's own ``gate=`` decides first. One gate per agent."""
+        if not callable(fn):
+            raise AgentBuildError("gate(fn) takes a function (call, ctx)")
+        if self._gate is not None:
+            raise AgentBuildError("an agent has one gate: combine the checks in one function")
+        self._gate = fn
         return self
 
     def check_in(self, tool_names: Iterable[str], *, question: str | None = None) -> AgentBuilder:
@@ -244,6 +256,7 @@ class AgentBuilder:
             arg_validation=self._arg_validation,
             max_tool_result_chars=self._max_tool_result_chars,
             repeated_call_nudge=self._repeated_call_nudge,
+            gate=self._gate,
         )
         return Agent(cfg, _chart(cfg), list(self._recorders), self._runtime)
 

@@ -285,7 +285,39 @@ def _agent_from_recording(snap: Snapshot) -> Agent:
         builder.tool(tool)
     for name, question in people.get("check_ins", {}).items():
         builder.check_in([name], question=question)
+    if people.get("gated"):
+        builder.gate(_recorded_gate(snap))
     return builder.build()
+
+
+def _recorded_gate(snap: Snapshot) -> Any:
+    """The gates' recorded decisions, by call id (gates are code: replay reads what they
+    decided rather than asking them again)."""
+    from trackway.tools import allow, ask, deny
+
+    rows = {r["id"]: r for r in thaw(snap.state.get("tool_results", []))}
+    served = {
+        m["tool_call_id"]: m["content"]
+        for m in thaw(snap.state.get("history", []))
+        if m.get("role") == "tool"
+    }
+    questions = {
+        c.detail["pause"]["call"]["id"]: c.detail["pause"]["question"]
+        for c in snap.history()
+        if isinstance(c.detail, dict)
+        and isinstance(c.detail.get("pause"), dict)
+        and c.detail["pause"].get("gate")
+    }
+
+    def decided(call: dict[str, Any], ctx: Any) -> Any:
+        row = rows.get(call["id"], {})
+        if row.get("gate") == "deny":
+            return deny(served.get(call["id"], "").removeprefix("Denied: ") or "denied")
+        if row.get("gate") == "ask" or call["id"] in questions:
+            return ask(questions.get(call["id"], "approve?"))
+        return allow()
+
+    return decided
 
 
 def _unreachable(args: dict[str, Any], ctx: Any) -> str:  # pragma: no cover - replaced
@@ -367,6 +399,8 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
         builder.output_schema(cfg.output_model, retries=cfg.output_retries)
     for name, question in cfg.check_ins.items():
         builder.check_in([name], question=question)
+    if cfg.gate is not None or any(t.gate is not None for t in cfg.tools.values()):
+        builder.gate(_recorded_gate(snap))  # what the gates decided, not asked again
     return builder.build()
 
 

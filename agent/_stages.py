@@ -27,6 +27,7 @@ from pydantic import BaseModel, ValidationError
 
 from trackway.engine import Decision, Scope, StagePath, thaw
 from trackway.tools import Identity, Tool, ToolContext
+from trackway.tools._gate import GateDecision, gate_decision
 from trackway.tools._outcome import RecordedOutcome, argument_errors, read_envelope, unparsed
 
 from ._errors import AgentBuildError
@@ -79,14 +80,20 @@ class AgentConfig:
     """Cut longer tool results to this many characters (saying so)."""
     repeated_call_nudge: bool = True
     """Tell the model when a call repeats an earlier one's arguments and result."""
+    gate: Callable[[dict[str, Any], ToolContext], Any] | None = None
+    """The agent's gate over every call (a tool's own ``gate`` decides first)."""
     check_ins: dict[str, str | None] = field(default_factory=dict)
     """Tools whose calls wait for a person's approval, with the question (``None``: a
     default naming the call)."""
 
     @property
     def asks_people(self) -> bool:
-        """Some call may wait for a person (a tool that asks one, or a check-in)."""
-        return bool(self.check_ins) or any(t.asks is not None for t in self.tools.values())
+        """Some call may wait for a person (a tool that asks one, a check-in, a gate)."""
+        return (
+            bool(self.check_ins)
+            or self.gate is not None
+            or any(t.asks is not None or t.gate is not None for t in self.tools.values())
+        )
 
 
 CURRENT_SCOPE: ContextVar[Scope | None] = ContextVar("trackway_agent_scope", default=None)
@@ -180,6 +187,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             scope["people"] = {
                 "asks": {n: dict(t.asks) for n, t in cfg.tools.items() if t.asks is not None},
                 "check_ins": dict(cfg.check_ins),
+                "gated": cfg.gate is not None
+                or any(t.gate is not None for t in cfg.tools.values()),
             }
 
     async def call_llm(scope: Scope) -> None:
@@ -299,6 +308,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         else:
             assert text is not None
             done = Outcome(status, text)
+        if pending.get("gate"):  # a gate asked: the row says so, for replay and readers
+            done = done._replace(flags={**(done.flags or {}), "gate": "ask"})
         batch = _Batch(iteration)
         batch.add(scope, call, done)
         await _dispatch(cfg, scope, calls, index + 1, batch)
@@ -554,7 +565,14 @@ async def _dispatch(
             {"id": call["id"], "name": call["name"], "args": call.get("args", {})},
         )
         tool, refused = _checked(cfg, scope, call)
-        asked = None if tool is None or refused else question_for(tool, call, cfg.check_ins)
+        decision = None
+        if tool is not None and refused is None:
+            decision = await _gated(cfg, tool, scope, call, iteration)
+        asked = None
+        if decision is not None and decision.kind == "ask":
+            asked = {"kind": "check_in", "question": decision.text, "gate": True}
+        elif tool is not None and refused is None and decision is None:
+            asked = question_for(tool, call, cfg.check_ins)
         if asked is not None:
             batch.flush(scope)
             pending = {
@@ -571,6 +589,8 @@ async def _dispatch(
             scope.pause(pending)
         if refused is not None:
             done = Outcome("invalid", refused)
+        elif decision is not None and decision.kind == "deny":
+            done = Outcome("denied", f"Denied: {decision.text}", (), {"gate": "deny"})
         else:
             assert tool is not None
             done = await _run_one(cfg, scope, call, iteration, tool)
@@ -589,6 +609,44 @@ def _output_error(model: type[BaseModel], content: str) -> str | None:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
         return f"{loc + ': ' if loc else ''}{first['msg']}"
+    return None
+
+
+async def _gated(
+    cfg: AgentConfig, tool: Tool, scope: Scope, call: Mapping[str, Any], iteration: int
+) -> GateDecision | None:
+    """What the gates decide about a valid call: ``None`` when none objects (it runs).
+    The tool's own gate decides first; a denial or a question ends the asking."""
+    gates = [g for g in (tool.gate, cfg.gate) if g is not None]
+    if not gates:
+        return None
+    identity = scope.get("identity")
+    ctx = ToolContext(
+        call_id=call["id"],
+        tool_name=tool.name,
+        run_id=scope.run_id,
+        iteration=iteration,
+        identity=None if identity is None else Identity.model_validate(thaw(identity)),
+        session_id=scope.get("session_id"),
+    )
+    view = {"id": call["id"], "name": tool.name, "args": thaw(call.get("args") or {})}
+    for gate in gates:
+        verdict = gate(view, ctx)
+        if inspect.isawaitable(verdict):
+            verdict = await verdict
+        decision = gate_decision(verdict, f"the gate of {tool.name}")
+        if decision.kind != "allow":
+            _emit(
+                scope,
+                "tools.gate",
+                {
+                    "id": call["id"],
+                    "name": tool.name,
+                    "decision": decision.kind,
+                    "why": decision.text,
+                },
+            )
+            return decision
     return None
 
 
@@ -733,7 +791,7 @@ def _finite(value: Any) -> bool:
     return True
 
 
-ROW_FLAGS = ("refused", "truncated", "chars_returned", "nudged")
+ROW_FLAGS = ("refused", "truncated", "chars_returned", "nudged", "gate")
 """Row keys a replay takes from the recording as they were."""
 
 

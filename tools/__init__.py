@@ -6,6 +6,10 @@ from ._define import ToolContext as ToolContext
 from ._define import define_tool as define_tool
 from ._errors import ToolDefinitionError as ToolDefinitionError
 from ._errors import ToolError as ToolError
+from ._gate import GateDecision as GateDecision
+from ._gate import allow as allow
+from ._gate import ask as ask
+from ._gate import deny as deny
 from ._identity import Identity as Identity
 from ._outcome import TOOL_RESULT_STATUSES as TOOL_RESULT_STATUSES
 from ._outcome import ToolResultStatus as ToolResultStatus
@@ -14,14 +18,18 @@ from ._person import request_input as request_input
 
 __all__ = [
     "TOOL_RESULT_STATUSES",
+    "GateDecision",
     "Identity",
     "Tool",
     "ToolContext",
     "ToolDefinitionError",
     "ToolError",
     "ToolResultStatus",
+    "allow",
+    "ask",
     "ask_human",
     "define_tool",
+    "deny",
     "request_input",
     "tool",
 ]

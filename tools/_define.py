@@ -60,6 +60,8 @@ class Tool:
     at the call instead of running ``execute``."""
     result_ceiling: Mapping[str, Any] | None = None
     """``{"max_chars": N, "narrow_by": [...]}``: a larger result is refused, never cut."""
+    gate: Callable[[dict[str, Any], ToolContext], Any] | None = None
+    """Decides per call: ``allow()``, ``deny(reason)`` or ``ask(question)`` (``_gate``)."""
 
     def spec(self) -> dict[str, Any]:
         """The tool as the model sees it (JSON)."""
@@ -77,6 +79,7 @@ def define_tool(
     input_schema: Mapping[str, Any],
     execute: Callable[[dict[str, Any], ToolContext], Any],
     result_ceiling: Mapping[str, Any] | None = None,
+    gate: Callable[[dict[str, Any], ToolContext], Any] | None = None,
 ) -> Tool:
     """Define a tool; the schema is checked as JSON Schema (draft 2020-12) right here.
 
@@ -85,6 +88,9 @@ def define_tool(
     ceiling, the arguments that narrow the call, and that no data was returned), the call's
     status is ``invalid``, and the payload enters no record. A cut result would read as a
     complete one; a refusal says how to ask for less.
+
+    ``gate=fn`` decides per call whether the tool runs: ``fn(call, ctx)`` returns
+    ``allow()``, ``deny(reason)`` or ``ask(question)`` (see :mod:`trackway.tools` gates).
     """
     if not isinstance(name, str) or not name or not all(c.isalnum() or c in "_-" for c in name):
         raise ToolDefinitionError(
@@ -104,6 +110,8 @@ def define_tool(
     if not callable(execute):
         raise ToolDefinitionError(f"tool {name!r}: execute must be a function (args, ctx)")
     ceiling = None if result_ceiling is None else _ceiling(name, result_ceiling, input_schema)
+    if gate is not None and not callable(gate):
+        raise ToolDefinitionError(f"tool {name!r}: gate must be a function (call, ctx)")
     return Tool(
         name,
         description,
@@ -111,6 +119,7 @@ def define_tool(
         execute,
         inspect.iscoroutinefunction(execute),
         result_ceiling=ceiling,
+        gate=gate,
     )
 
 

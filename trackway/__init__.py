@@ -186,14 +186,18 @@ from trackway.engine import run_sync as run_sync
 from trackway.engine import select as select
 from trackway.engine import thaw as thaw
 from trackway.tools import TOOL_RESULT_STATUSES as TOOL_RESULT_STATUSES
+from trackway.tools import GateDecision as GateDecision
 from trackway.tools import Identity as Identity
 from trackway.tools import Tool as Tool
 from trackway.tools import ToolContext as ToolContext
 from trackway.tools import ToolDefinitionError as ToolDefinitionError
 from trackway.tools import ToolError as ToolError
 from trackway.tools import ToolResultStatus as ToolResultStatus
+from trackway.tools import allow as allow
+from trackway.tools import ask as ask
 from trackway.tools import ask_human as ask_human
 from trackway.tools import define_tool as define_tool
+from trackway.tools import deny as deny
 from trackway.tools import request_input as request_input
 from trackway.tools import tool as tool
 
@@ -251,6 +255,7 @@ __all__ = [
     "ForgedCheckpointError",
     "FrozenDict",
     "FrozenList",
+    "GateDecision",
     "Identity",
     "InputValidationError",
     "InvalidAnswerError",
@@ -345,7 +350,9 @@ __all__ = [
     "Usage",
     "WriteEvent",
     "__version__",
+    "allow",
     "anthropic",
+    "ask",
     "ask_human",
     "causal_chain",
     "check_document",
@@ -353,6 +360,7 @@ __all__ = [
     "decide",
     "deferred",
     "define_tool",
+    "deny",
     "flow_chart",
     "is_paused",
     "is_said_by_person",

@@ -530,3 +530,82 @@ def test_the_nudge_survives_a_pause_and_a_resume_in_a_fresh_agent(tmp_path: Any)
     assert fresh.resume_sync(paused.checkpoint.to_json(), "yes") == "done"
     last = [m for m in fresh.snapshot().state["history"] if m["role"] == "tool"][-1]
     assert last["content"].startswith("found x (You called lookup")  # rebuilt from the record
+
+
+# -- gates -------------------------------------------------------------------------------------
+
+
+def test_gates_allow_deny_and_ask() -> None:
+    from trackway.agent import Paused
+    from trackway.tools import allow, ask, deny
+
+    def over_limit(call: dict[str, Any], ctx: ToolContext) -> Any:
+        amount = call["args"]["amount"]
+        if amount > 1000:
+            return deny("refunds over 1000 need a manager")
+        if amount > 100:
+            return ask(f"Refund {amount}?")
+        return allow()
+
+    refunded: list[float] = []
+    refund = define_tool(
+        name="refund",
+        description="Refund.",
+        input_schema={"type": "object", "properties": {"amount": {"type": "number"}}},
+        execute=lambda args, ctx: refunded.append(args["amount"]) or "refunded",
+        gate=over_limit,
+    )
+    script = calls(
+        ("r1", "refund", {"amount": 50}),
+        ("r2", "refund", {"amount": 5000}),
+        ("r3", "refund", {"amount": 500}),
+    )
+    agent = Agent.create(provider=mock(replies=[script, "done"]), model="m").tool(refund).build()
+    gates: list[Any] = []
+    agent.on("tools.gate", lambda e: gates.append(e.payload))
+    paused = agent.run_sync("refund all")
+    assert isinstance(paused, Paused) and paused.question == "Refund 500?"
+    assert agent.resume_sync(paused.checkpoint, "approve") == "done"
+    assert refunded == [50, 500]
+    rows = agent.snapshot().state["tool_results"]
+    assert [(r["id"], r["status"], r.get("gate")) for r in rows] == [
+        ("r1", "success", None),
+        ("r2", "denied", "deny"),
+        ("r3", "success", "ask"),
+    ]
+    history = agent.snapshot().state["history"]
+    assert history[3]["content"] == "Denied: refunds over 1000 need a manager"
+    assert [g["decision"] for g in gates] == ["deny", "ask"]
+    replay(agent.snapshot())  # no agent: the gates' decisions are read from the record
+
+
+def test_an_agent_gate_and_a_bad_gate_answer() -> None:
+    from trackway.tools import deny
+
+    lookup = define_tool(
+        name="lookup",
+        description="Look up.",
+        input_schema={"type": "object", "properties": {}},
+        execute=lambda args, ctx: "ok",
+    )
+    script = [calls(("c1", "lookup", {})), "done", calls(("c2", "lookup", {})), "done"]
+    tenant_only = (
+        Agent.create(provider=mock(replies=script), model="m")
+        .tool(lookup)
+        .gate(lambda call, ctx: deny("no tenant") if ctx.identity is None else "allow")
+        .build()
+    )
+    tenant_only.run_sync("go")
+    assert tenant_only.snapshot().state["tool_results"][0]["status"] == "denied"
+    tenant_only.run_sync("go", identity={"tenant": "acme"})
+    assert tenant_only.snapshot().state["tool_results"][0]["status"] == "success"
+    bad = (
+        Agent.create(provider=mock(replies=[calls(("c1", "lookup", {})), "done"]), model="m")
+        .tool(lookup)
+        .gate(lambda call, ctx: "maybe")
+        .build()
+    )
+    with pytest.raises(Exception, match="returned 'maybe'; return allow\\(\\), deny"):
+        bad.run_sync("go")
+    with pytest.raises(AgentBuildError, match="one gate"):
+        Agent.create(provider=mock(replies=["x"]), model="m").gate(print).gate(print)
