@@ -1,0 +1,388 @@
+"""Running one turn's tool calls: checks, gates, the tool itself, what the model reads, and
+the ``tool_results`` row of each call, written with the ``tool`` messages."""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+import anyio
+import jsonschema
+import orjson
+
+from trackway.engine import Scope, thaw
+from trackway.tools import Identity, Tool, ToolContext
+from trackway.tools._gate import GateDecision, gate_decision
+from trackway.tools._outcome import RecordedOutcome, argument_errors, read_envelope, unparsed
+
+from ._config import CURRENT_SCOPE, AgentConfig
+from ._config import emit as _emit
+from ._nudge import nudged
+from ._person import question_for
+
+__all__ = ["NOT_RUN", "ROW_FLAGS", "WITHDRAWN", "Batch", "Outcome", "dispatch", "run_one"]
+
+
+WITHDRAWN = "The person did not answer: the question was withdrawn."
+NOT_RUN = "Not run: the turn ended when the question was withdrawn."
+
+
+def _result(call: Mapping[str, Any], content: str) -> dict[str, Any]:
+    return {"role": "tool", "content": content, "tool_call_id": call["id"], "name": call["name"]}
+
+
+class Outcome(NamedTuple):
+    """What one call came to: its status, what the model reads, any declared effects, and
+    flags for its row (``refused``, ``truncated``)."""
+
+    status: str
+    content: str
+    effects: tuple[Any, ...] = ()
+    flags: dict[str, Any] | None = None
+
+
+class Batch:
+    """One turn's tool results on their way to the record: the messages the model reads
+    (``history``) and one row per call (``tool_results``), written together."""
+
+    __slots__ = ("iteration", "messages", "rows")
+
+    def __init__(self, iteration: int) -> None:
+        self.iteration = iteration
+        self.messages: list[dict[str, Any]] = []
+        self.rows: list[dict[str, Any]] = []
+
+    def add(
+        self, scope: Scope, call: Mapping[str, Any], done: Outcome, *, announce: bool = True
+    ) -> None:
+        if announce:
+            _emit(
+                scope,
+                "stream.tool_end",
+                {
+                    "id": call["id"],
+                    "name": call["name"],
+                    "iteration": self.iteration,
+                    "status": done.status,
+                    "result": done.content,
+                },
+            )
+        self.messages.append(
+            {
+                "role": "tool",
+                "content": done.content,
+                "tool_call_id": call["id"],
+                "name": call["name"],
+            }
+        )
+        row: dict[str, Any] = {
+            "id": call["id"],
+            "name": call["name"],
+            "iteration": self.iteration,
+            "status": done.status,
+            "chars": len(done.content),
+        }
+        if done.effects:
+            row["effects"] = list(done.effects)
+        if done.flags:
+            row.update(done.flags)
+        self.rows.append(row)
+
+    def flush(self, scope: Scope) -> None:
+        if self.messages:
+            scope.extend("history", self.messages)
+        if self.rows:
+            scope.extend("tool_results", self.rows)
+        self.messages, self.rows = [], []
+
+
+async def dispatch(
+    cfg: AgentConfig, scope: Scope, calls: list[dict[str, Any]], start: int, batch: Batch
+) -> None:
+    """Run ``calls[start:]`` in order, then close the iteration. At a call that waits for a
+    person, what the turn did so far is written and the run pauses (``tool_calls_resumed``
+    picks up from there)."""
+    iteration = scope["iteration"]
+    for index in range(start, len(calls)):
+        call = calls[index]
+        _emit(
+            scope,
+            "stream.tool_start",
+            {"id": call["id"], "name": call["name"], "args": call.get("args", {})},
+        )
+        tool, refused = _checked(cfg, scope, call)
+        decision = None
+        if tool is not None and refused is None:
+            decision = await _gated(cfg, tool, scope, call, iteration)
+        asked = None
+        if decision is not None and decision.kind == "ask":
+            asked = {"kind": "check_in", "question": decision.text, "gate": True}
+        elif tool is not None and refused is None and decision is None:
+            asked = question_for(tool, call, cfg.check_ins)
+        if asked is not None:
+            batch.flush(scope)
+            pending = {
+                **asked,
+                "call": {"id": call["id"], "name": call["name"], "args": call.get("args", {})},
+                "iteration": iteration,
+                "index": index,
+            }
+            for key in ("identity", "session_id"):  # so a resume can check the caller
+                if scope.get(key) is not None:
+                    pending[key] = scope[key]
+            scope["pending_question"] = pending
+            _emit(scope, "agent.paused", {k: v for k, v in pending.items() if k != "index"})
+            scope.pause(pending)
+        if refused is not None:
+            done = Outcome("invalid", refused)
+        elif decision is not None and decision.kind == "deny":
+            done = Outcome("denied", f"Denied: {decision.text}", (), {"gate": "deny"})
+        else:
+            assert tool is not None
+            done = await run_one(cfg, scope, call, iteration, tool)
+        batch.add(scope, call, done)
+    batch.flush(scope)
+    if scope.get("pending_question") is not None:
+        del scope["pending_question"]
+    scope["iteration"] = iteration + 1
+    _emit(scope, "agent.iteration_end", {"iteration": iteration, "tool_calls": len(calls)})
+
+
+def _context(
+    tool: Tool, scope: Scope, call: Mapping[str, Any], iteration: int, **extra: Any
+) -> ToolContext:
+    """What a gate or a tool knows about the call (``extra``: the call's cancel scope and
+    progress channel)."""
+    identity = scope.get("identity")
+    return ToolContext(
+        call_id=call["id"],
+        tool_name=tool.name,
+        run_id=scope.run_id,
+        iteration=iteration,
+        identity=None if identity is None else Identity.model_validate(thaw(identity)),
+        session_id=scope.get("session_id"),
+        **extra,
+    )
+
+
+async def _gated(
+    cfg: AgentConfig, tool: Tool, scope: Scope, call: Mapping[str, Any], iteration: int
+) -> GateDecision | None:
+    """What the gates decide about a valid call: ``None`` when none objects (it runs).
+    The tool's own gate decides first; a denial or a question ends the asking."""
+    gates = [g for g in (tool.gate, cfg.gate) if g is not None]
+    if not gates:
+        return None
+    ctx = _context(tool, scope, call, iteration)
+    view = {"id": call["id"], "name": tool.name, "args": thaw(call.get("args") or {})}
+    for gate in gates:
+        verdict = gate(view, ctx)
+        if inspect.isawaitable(verdict):
+            verdict = await verdict
+        decision = gate_decision(verdict, f"the gate of {tool.name}")
+        if decision.kind != "allow":
+            _emit(
+                scope,
+                "tools.gate",
+                {
+                    "id": call["id"],
+                    "name": tool.name,
+                    "decision": decision.kind,
+                    "why": decision.text,
+                },
+            )
+            return decision
+    return None
+
+
+def _checked(
+    cfg: AgentConfig, scope: Scope, call: Mapping[str, Any]
+) -> tuple[Tool | None, str | None]:
+    """The tool a call names and, when the call cannot run, what the model reads instead.
+
+    Arguments a provider could not read as a JSON object never run, in any mode. Otherwise
+    ``tool_arg_validation`` decides: ``"enforce"`` refuses with a correction naming every
+    failing path, ``"warn"`` runs and emits ``validation.args_invalid``, ``"off"`` skips.
+    """
+    tool = cfg.tools.get(call["name"])
+    if tool is None:
+        names = ", ".join(cfg.tools) or "none"
+        return None, f"Error: there is no tool named {call['name']!r}. Available tools: {names}."
+    args = call.get("args") or {}
+    if unparsed(args):
+        _emit(
+            scope,
+            "validation.args_invalid",
+            {"id": call["id"], "name": tool.name, "errors": ["unparsed"], "enforced": True},
+        )
+        return tool, (
+            f"Error: the arguments for {tool.name} could not be read as a JSON object (the "
+            "call was malformed or cut off), so it was not run. Call the tool again with "
+            "complete JSON arguments."
+        )
+    if cfg.arg_validation == "off":
+        return tool, None
+    validator = cfg.validators.get(tool.name)
+    if validator is None:
+        validator = cfg.validators[tool.name] = jsonschema.Draft202012Validator(
+            dict(tool.input_schema)
+        )
+    errors = argument_errors(validator, args)
+    if not errors:
+        return tool, None
+    enforced = cfg.arg_validation == "enforce"
+    paths = [e.split(": ", 1)[0] for e in errors]  # events name paths, never values
+    _emit(
+        scope,
+        "validation.args_invalid",
+        {"id": call["id"], "name": tool.name, "errors": paths, "enforced": enforced},
+    )
+    if not enforced:
+        return tool, None
+    return tool, (
+        f"Error: invalid arguments for {tool.name}: {'; '.join(errors)}. "
+        "Call the tool again with arguments that match its schema."
+    )
+
+
+async def run_one(
+    cfg: AgentConfig,
+    scope: Scope,
+    call: Mapping[str, Any],
+    iteration: int,
+    tool: Tool | None = None,
+) -> Outcome:
+    """Run one checked call with ``agent.emit`` pointed at this stage."""
+    tool = tool if tool is not None else cfg.tools[call["name"]]
+    token = CURRENT_SCOPE.set(scope)
+    try:
+        return await _execute(cfg, tool, scope, call, iteration)
+    finally:
+        CURRENT_SCOPE.reset(token)
+
+
+async def _execute(
+    cfg: AgentConfig, tool: Tool, scope: Scope, call: Mapping[str, Any], iteration: int
+) -> Outcome:
+    """Run the tool; every failure becomes a result the model can read and act on."""
+    args = thaw(call.get("args") or {})  # the tool's own copy: the recorded call must not change
+    result: Any = None
+
+    def progress(payload: Any) -> None:
+        event = {"id": call["id"], "name": tool.name, "iteration": iteration}
+        try:
+            scope.emit("stream.tool_progress", {**event, "payload": payload})
+        except Exception as exc:  # never raises into the tool: the record says what was lost
+            scope.emit("stream.tool_progress", {**event, "dropped": type(exc).__name__})
+
+    with anyio.CancelScope() as cancel_scope:
+        ctx = _context(
+            tool, scope, call, iteration, cancel_scope=cancel_scope, on_progress=progress
+        )
+        try:
+            result = tool.execute(args, ctx)
+            if inspect.isawaitable(result):
+                result = await result
+        except Exception as exc:
+            return Outcome("failure", f"Error: {tool.name} failed: {type(exc).__name__}: {exc}")
+    if cancel_scope.cancelled_caught:
+        return Outcome("failure", f"Error: {tool.name} was cancelled before it returned a result.")
+    if isinstance(result, RecordedOutcome):  # a replay: served as recorded, nothing redone
+        row = result.row
+        flags = {k: row[k] for k in ROW_FLAGS if k in row}
+        return Outcome(row["status"], result.content, tuple(row.get("effects", ())), flags)
+    status, effects = "success", ()
+    try:
+        envelope = read_envelope(tool.name, result)
+    except ValueError as exc:
+        return Outcome("failure", f"Error: {exc}")
+    if envelope is not None:
+        result, declared, listed = envelope
+        status, effects = declared or "success", tuple(listed)
+    if isinstance(result, str):
+        text = result
+    else:
+        try:
+            dumped = orjson.dumps(result, default=thaw)
+            faithful = orjson.loads(dumped) == thaw(result) and _finite(result)
+        except (TypeError, orjson.JSONEncodeError, ValueError) as exc:
+            return Outcome(
+                "failure", f"Error: {tool.name} returned a value that is not JSON ({exc})"
+            )
+        if not faithful:  # e.g. NaN would silently become null
+            return Outcome(
+                "failure", f"Error: {tool.name} returned a value JSON cannot hold exactly"
+            )
+        text = dumped.decode()
+    return _measured(cfg, tool, scope, call, iteration, Outcome(status, text, effects))
+
+
+def _finite(value: Any) -> bool:
+    """No NaN or infinity anywhere in ``value`` (JSON would turn them into null)."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, Mapping):
+        return all(_finite(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return all(_finite(v) for v in value)
+    return True
+
+
+ROW_FLAGS = ("refused", "truncated", "chars_returned", "nudged", "gate")
+"""Row keys a replay takes from the recording as they were."""
+
+
+def _measured(
+    cfg: AgentConfig,
+    tool: Tool,
+    scope: Scope,
+    call: Mapping[str, Any],
+    iteration: int,
+    done: Outcome,
+) -> Outcome:
+    """The tool's own ceiling first (refuse, never cut), then the agent's cap (cut, saying
+    so). Neither measures when it is not set."""
+    size = len(done.content)
+    ceiling = tool.result_ceiling
+    if ceiling is not None and size > ceiling["max_chars"]:
+        limit = ceiling["max_chars"]
+        narrow = ceiling.get("narrow_by")
+        how = " — e.g. pass " + ", ".join(repr(n) for n in narrow) if narrow else ""
+        refusal = (
+            f"Result too large: {tool.name} returned {size} chars, over its declared "
+            f"{limit}-char ceiling. Narrow the request and call again{how}. No data was "
+            "returned."
+        )
+        event: dict[str, Any] = {
+            "id": call["id"],
+            "name": tool.name,
+            "iteration": iteration,
+            "size_chars": size,
+            "max_chars": limit,
+        }
+        if narrow:
+            event["narrow_by"] = list(narrow)
+        if done.status != "success":
+            event["declared_status"] = done.status
+        _emit(scope, "tools.result_refused", event)  # sizes only: the payload goes nowhere
+        done = Outcome("invalid", refusal, done.effects, {"refused": True, "chars_returned": size})
+        size = len(refusal)
+    cap = cfg.max_tool_result_chars
+    if cap is not None and size > cap:
+        cut = size - cap
+        text = (
+            f"{done.content[:cap]}\n[truncated: the first {cap} of {size} characters are "
+            f"shown; {cut} were cut]"
+        )
+        _emit(
+            scope,
+            "tools.result_truncated",
+            {"id": call["id"], "name": tool.name, "iteration": iteration, "size_chars": size},
+        )
+        flags = {**(done.flags or {}), "truncated": True, "chars_returned": size}
+        done = Outcome(done.status, text, done.effects, flags)
+    if cfg.repeated_call_nudge and done.status == "success":
+        done = nudged(scope, call, done)
+    return done

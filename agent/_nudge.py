@@ -1,0 +1,89 @@
+"""The repeated-call nudge: the second time a call returns what it returned before in a
+run, one sentence tells the model so (once per distinct call)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from trackway.engine import Scope, StagePath, thaw
+
+from ._config import emit as _emit
+
+if TYPE_CHECKING:
+    from ._dispatch import Outcome
+
+__all__ = ["REPEATED", "nudged"]
+
+
+REPEATED = (
+    " (You called {name} with these same arguments earlier in this turn and got this same "
+    "result: calling it again will not change it.)"
+)
+
+
+def _fingerprint(data: Any) -> str:
+    return hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+
+
+class _CallMemo:
+    """The successful calls of this run by fingerprint (name and arguments) and what they
+    returned, for the repeated-call nudge. Rebuilt from the record when a run resumes in a
+    fresh process, so a resumed run nudges exactly as an uninterrupted one."""
+
+    __slots__ = ("built", "nudged", "seen")
+
+    def __init__(self) -> None:
+        self.built = False
+        self.seen: dict[str, str] = {}
+        self.nudged: set[str] = set()
+
+    def rebuild(self, scope: Scope) -> None:
+        self.built = True
+        rows = thaw(scope.get("tool_results", []))
+        if not rows:
+            return
+        args: dict[str, Any] = {}
+        served: dict[str, str] = {}
+        for message in thaw(scope["history"]):
+            for call in message.get("tool_calls") or ():
+                args[call["id"]] = (call["name"], call.get("args", {}))
+            if message.get("role") == "tool":
+                served[message["tool_call_id"]] = message["content"]
+        for row in rows:
+            if row["status"] != "success" or row["id"] not in args:
+                continue
+            text = served.get(row["id"], "")
+            key = _fingerprint(args[row["id"]])
+            if row.get("nudged"):
+                self.nudged.add(key)
+                text = text.removesuffix(REPEATED.format(name=row["name"]))
+            self.seen.setdefault(key, _fingerprint(text))
+
+
+def nudged(scope: Scope, call: Mapping[str, Any], done: Outcome) -> Outcome:
+    """The second time a call returns what it returned before in this turn, one sentence
+    says so (once per distinct call); ``tools.repeated_call`` carries fingerprints only."""
+    mount = StagePath.parse(scope.stage_path).parent
+    memo = scope.run_local(("agent-call-memo", mount), _CallMemo)
+    if not memo.built:
+        memo.rebuild(scope)
+    key = _fingerprint((call["name"], call.get("args", {})))
+    result = _fingerprint(done.content)
+    before = memo.seen.get(key)
+    if before is None:
+        memo.seen[key] = result
+        return done
+    if before != result or key in memo.nudged:
+        return done
+    memo.nudged.add(key)
+    _emit(
+        scope,
+        "tools.repeated_call",
+        {"id": call["id"], "name": call["name"], "call": key, "result": result},
+    )
+    note = REPEATED.format(name=call["name"])
+    return done._replace(content=done.content + note, flags={**(done.flags or {}), "nudged": True})
