@@ -5,9 +5,9 @@ log and ``replay`` re-runs a turn without a model.
 """
 
 from ._agent import Agent as Agent
-from ._agent import AgentBuilder as AgentBuilder
 from ._anthropic import AnthropicProvider as AnthropicProvider
 from ._anthropic import anthropic as anthropic
+from ._builder import AgentBuilder as AgentBuilder
 from ._conversation import Conversation as Conversation
 from ._errors import AgentBuildError as AgentBuildError
 from ._errors import AgentError as AgentError

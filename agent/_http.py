@@ -37,13 +37,10 @@ The key scrubbing lives in ``_scrub``, the payload shape checks in ``_payload``.
 
 from __future__ import annotations
 
-import email.utils
-import math
 import os
 import random
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import aclosing, asynccontextmanager
-from datetime import UTC, datetime
 from typing import Any, Protocol, cast
 from urllib.parse import urlsplit
 
@@ -52,6 +49,15 @@ import httpx2
 import orjson
 
 from ._http_errors import MAX_RETRY_AFTER, Answer, HTTPErrors, retryable
+from ._http_parts import (
+    DONE,
+    Borrowed,
+    StreamOutcome,
+    hollow,
+    positive_bytes,
+    read_at_most,
+    retry_after,
+)
 from ._messages import LLMRequest, LLMResponse, StreamDelta
 from ._payload import SHAPE_ERRORS, MalformedPayload, parse_arguments
 from ._provider import (
@@ -77,53 +83,6 @@ async def _sleep(seconds: float) -> None:
     await anyio.sleep(seconds)
 
 
-async def _read_at_most(response: httpx2.Response, limit: int) -> tuple[bytes, bool]:
-    """Up to ``limit`` bytes of ``response``'s (decoded) body, and whether there was more.
-
-    Reads chunk by chunk with a running count, so a larger body is never held whole: the
-    reading stops at the first chunk past the limit and the rest is left unread.
-    """
-    parts: list[bytes] = []
-    size = 0
-    async with aclosing(response.aiter_bytes()) as chunks:
-        async for chunk in chunks:
-            room = limit - size
-            if len(chunk) > room:
-                parts.append(chunk[:room])
-                return b"".join(parts), True
-            parts.append(chunk)
-            size += len(chunk)
-    return b"".join(parts), False
-
-
-def _retry_after(headers: httpx2.Headers) -> float | None:
-    """Seconds the server asked us to wait (``retry-after-ms``, ``retry-after``), if any."""
-    millis = headers.get("retry-after-ms")
-    if millis:
-        try:
-            value = float(millis) / 1000
-        except ValueError:
-            value = math.nan
-        if math.isfinite(value):
-            return max(0.0, value)
-    text = headers.get("retry-after")
-    if not text:
-        return None
-    try:
-        seconds = float(text)
-    except ValueError:
-        pass
-    else:
-        return max(0.0, seconds) if math.isfinite(seconds) else None
-    try:
-        when = email.utils.parsedate_to_datetime(text)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
-
-
 class _Assembly(Protocol):
     """A streamed answer being put together from its server-sent events.
 
@@ -139,62 +98,6 @@ class _Assembly(Protocol):
     def finished(self, saw_done: bool) -> bool:
         """Whether the stream reached its terminal event (``saw_done``: a ``[DONE]`` line)."""
         ...
-
-
-class _Outcome:
-    """How one streamed attempt ended: whether text went out, and the number of events of
-    a stream that ended before its terminal event (``None`` when it finished)."""
-
-    __slots__ = ("hollow", "unfinished", "yielded")
-
-    def __init__(self) -> None:
-        self.yielded = False
-        self.unfinished: int | None = None
-        self.hollow = False
-
-
-def _hollow(final: LLMResponse) -> bool:
-    """A streamed answer with nothing in it that the server itself counts as 0 output tokens:
-    how a gateway renders an upstream stream that ended without an answer (the litellm
-    proxy's ``/v1/messages`` in front of llama.cpp's server does)."""
-    usage = final.usage
-    return (
-        not final.content
-        and not final.tool_calls
-        and usage is not None
-        and usage.output_tokens == 0
-    )
-
-
-_DONE: Any = object()
-"""What ``_sse`` yields for a ``[DONE]`` line (the end of an OpenAI-style stream)."""
-
-
-class _Borrowed(httpx2.AsyncBaseTransport):
-    """A caller's transport, used without taking ownership.
-
-    Each call opens (and closes) its own client; closing that client must not close a
-    transport the caller passed in, so a pooling transport keeps its connections across
-    calls.
-    """
-
-    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
-        self._inner = inner
-
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        return await self._inner.handle_async_request(request)
-
-    async def aclose(self) -> None:
-        """Leave the caller's transport open: its owner closes it."""
-
-
-def _positive_bytes(factory: str, option: str, value: object, default: int) -> int:
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value
-    raise ProviderConfigError(
-        f"{factory}({option}={value!r}): use a positive whole number of bytes, e.g. "
-        f"{option}={default} (the default)"
-    )
 
 
 class HTTPProvider(HTTPErrors):
@@ -258,10 +161,10 @@ class HTTPProvider(HTTPErrors):
         self.timeout = float(timeout)
         self.max_retries = max_retries
         self.backoff = float(backoff)
-        self.max_error_body = _positive_bytes(
+        self.max_error_body = positive_bytes(
             factory, "max_error_body", max_error_body, MAX_ERROR_BODY
         )
-        self.max_response_body = _positive_bytes(
+        self.max_response_body = positive_bytes(
             factory, "max_response_body", max_response_body, MAX_RESPONSE_BODY
         )
         self.retry_read_timeouts = bool(retry_read_timeouts)
@@ -349,7 +252,7 @@ class HTTPProvider(HTTPErrors):
         attempts = self.max_retries + 1
         async with self._client() as client:
             for attempt in range(attempts):
-                outcome = _Outcome()
+                outcome = StreamOutcome()
                 pieces = self._stream_once(client, body, outcome)
                 async with aclosing(pieces):
                     async for piece in pieces:
@@ -361,7 +264,7 @@ class HTTPProvider(HTTPErrors):
                 await _sleep(self._backoff_delay(attempt))
 
     async def _stream_once(
-        self, client: httpx2.AsyncClient, body: dict[str, Any], outcome: _Outcome
+        self, client: httpx2.AsyncClient, body: dict[str, Any], outcome: StreamOutcome
     ) -> AsyncGenerator[StreamDelta | LLMResponse]:
         """One streamed attempt; an unfinished stream is left in ``outcome`` (not raised),
         so the caller decides whether to send it again."""
@@ -379,7 +282,7 @@ class HTTPProvider(HTTPErrors):
             saw_done = False
             async with aclosing(events):
                 async for event, data in events:
-                    if data is _DONE:
+                    if data is DONE:
                         saw_done = True
                         break
                     number += 1
@@ -418,7 +321,7 @@ class HTTPProvider(HTTPErrors):
                         f"at {self._endpoint_hint()}."
                     )
                 ) from exc
-            if _hollow(final):
+            if hollow(final):
                 outcome.unfinished = number
                 outcome.hollow = True
                 return
@@ -443,7 +346,7 @@ class HTTPProvider(HTTPErrors):
         if self._api_key:
             headers.update(self._auth_headers(self._api_key))
         headers.update(self._headers)
-        transport = _Borrowed(self._transport) if self._transport is not None else None
+        transport = Borrowed(self._transport) if self._transport is not None else None
         return httpx2.AsyncClient(
             transport=transport, headers=headers, timeout=httpx2.Timeout(self.timeout)
         )
@@ -496,7 +399,7 @@ class HTTPProvider(HTTPErrors):
             status = response.status_code
             if not retryable(status):
                 self._raise_status(answer, model, attempts=1)
-            wait = _retry_after(response.headers)
+            wait = retry_after(response.headers)
             if last or (wait is not None and wait > MAX_RETRY_AFTER):
                 self._raise_status(answer, model, attempts=attempt + 1, asked_wait=wait)
             await _sleep(wait if wait is not None else self._backoff_delay(attempt))
@@ -512,7 +415,7 @@ class HTTPProvider(HTTPErrors):
             return Answer(response)
         try:
             limit = self.max_response_body if response.is_success else self.max_error_body
-            content, cut = await _read_at_most(response, limit)
+            content, cut = await read_at_most(response, limit)
         finally:
             await response.aclose()
         return Answer(response, content, cut)
@@ -520,7 +423,7 @@ class HTTPProvider(HTTPErrors):
     async def _read_started(self, response: httpx2.Response) -> bytes:
         """The whole body of a response that already started (no retry from here on)."""
         try:
-            content, cut = await _read_at_most(response, self.max_response_body)
+            content, cut = await read_at_most(response, self.max_response_body)
         except httpx2.TransportError as exc:
             raise self._broken_stream(exc) from exc
         if cut:
@@ -562,7 +465,7 @@ class HTTPProvider(HTTPErrors):
                     if not data:
                         continue
                     if data.strip() == "[DONE]":
-                        yield sse.event, _DONE
+                        yield sse.event, DONE
                         return
                     try:
                         decoded = orjson.loads(data)

@@ -232,7 +232,7 @@ async def replay_async(record: Record, agent: Agent | None = None) -> Snapshot:
 
 def _agent_from_recording(snap: Snapshot) -> Agent:
     """An agent configured from what its recording committed."""
-    from ._agent import AgentBuilder
+    from ._builder import AgentBuilder
 
     writes: dict[str, Any] = {}
     for c in snap.history():
@@ -377,7 +377,7 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
         )
         for t in cfg.tools.values()
     ]
-    from ._agent import AgentBuilder
+    from ._builder import AgentBuilder
 
     builder = AgentBuilder(
         provider,

@@ -123,6 +123,7 @@ def assert_law(agent: Agent, provider, offset: int = 0):
     options=request_options,
     cut=st.booleans(),
     validation=st.sampled_from(["enforce", "warn", "off"]),
+    cap=st.one_of(st.none(), st.integers(3, 12)),
 )
 def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     steps,
@@ -134,6 +135,7 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     options,
     cut,
     validation,
+    cap,
     tmp_path_factory,
 ):
     final = '{"value": "ok"}' if typed else "done"
@@ -151,6 +153,7 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
             wrap_up_at_max_iterations=wrap,
             max_tokens=99,
             tool_arg_validation=validation,
+            max_tool_result_chars=cap,
             **options,
         )
         .system("Be exact.")
@@ -166,6 +169,9 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     tool_messages = [m for m in agent.snapshot().state["history"] if m["role"] == "tool"]
     assert [r["id"] for r in rows] == [m["tool_call_id"] for m in tool_messages]
     assert [r["chars"] for r in rows] == [len(m["content"]) for m in tool_messages]
+    for row in rows:  # a cut result says so, and by how much
+        if row.get("truncated"):
+            assert cap is not None and row["chars_returned"] > cap
     snap = agent.snapshot()
     for k, request in enumerate(provider.requests, start=1):
         # every option is in the request (tool_choice only with the tools it chooses from)
