@@ -7,6 +7,8 @@
 # Its master key is TRACKWAY_TEST_LITELLM_KEY (default below); with no database, the proxy
 # answers any other key with 400 "No connected db.".
 set -euo pipefail
+# shellcheck source=.ci/service.sh
+. "$(dirname "$0")/service.sh"
 # 1.107.0 was a compromised release; this one predates it.
 LITELLM_VERSION="1.106.12"
 PORT="${TRACKWAY_LITELLM_PORT:-18090}"
@@ -19,24 +21,7 @@ LOG="$RUN/proxy-$PORT.log"
 URL="http://127.0.0.1:$PORT"
 PY="${PY:-python3}"
 
-answers() {
-  "$PY" - "$URL/health/liveliness" <<'PY' >/dev/null 2>&1
-import sys, urllib.request
-urllib.request.urlopen(sys.argv[1], timeout=1).read()
-PY
-}
-
-stop_server() {
-  if [ -f "$PIDFILE" ]; then
-    pid="$(cat "$PIDFILE")"
-    if kill -0 "$pid" 2>/dev/null; then
-      kill "$pid" 2>/dev/null || true
-      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-      kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null || true
-    fi
-    rm -f "$PIDFILE"
-  fi
-}
+answers() { url_answers "$URL/health/liveliness"; }
 
 case "${1:-}" in
 start)

@@ -8,6 +8,8 @@
 # and dies with SIGILL on others. The built wheel is cached under the user's cache directory,
 # so later runs on the same machine reuse it; the server gets a venv of its own.
 set -euo pipefail
+# shellcheck source=.ci/service.sh
+. "$(dirname "$0")/service.sh"
 LLAMA_VERSION="0.3.36"
 SMOLLM_VERSION="0.1.2"
 PORT="${TRACKWAY_LLAMA_PORT:-18080}"
@@ -20,24 +22,7 @@ LOG="$RUN/server-$PORT.log"
 URL="http://127.0.0.1:$PORT"
 PY="${PY:-python3}"
 
-answers() {
-  "$PY" - "$URL/v1/models" <<'PY' >/dev/null 2>&1
-import sys, urllib.request
-urllib.request.urlopen(sys.argv[1], timeout=1).read()
-PY
-}
-
-stop_server() {
-  if [ -f "$PIDFILE" ]; then
-    pid="$(cat "$PIDFILE")"
-    if kill -0 "$pid" 2>/dev/null; then
-      kill "$pid" 2>/dev/null || true
-      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-      kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null || true
-    fi
-    rm -f "$PIDFILE"
-  fi
-}
+answers() { url_answers "$URL/v1/models"; }
 
 install() {
   mkdir -p "$WHEELS"

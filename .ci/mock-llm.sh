@@ -5,6 +5,8 @@
 #   .ci/mock-llm.sh stop
 # npm installs it into a cache directory (never globally); Node.js 18+ is needed.
 set -euo pipefail
+# shellcheck source=.ci/service.sh
+. "$(dirname "$0")/service.sh"
 VERSION="0.1.29"
 PORT="${TRACKWAY_MOCK_LLM_PORT:-16556}"
 CACHE="${TRACKWAY_MOCK_LLM_CACHE:-/tmp/trackway-mock-llm}"
@@ -15,24 +17,7 @@ LOG="$CACHE/server-$PORT.log"
 URL="http://127.0.0.1:$PORT"
 MAIN="$CACHE/node_modules/@dwmkerr/mock-llm/dist/main.js"
 
-answers() {
-  python3 - "$URL/health" <<'PY' >/dev/null 2>&1
-import sys, urllib.request
-urllib.request.urlopen(sys.argv[1], timeout=1).read()
-PY
-}
-
-stop_server() {
-  if [ -f "$PIDFILE" ]; then
-    pid="$(cat "$PIDFILE")"
-    if kill -0 "$pid" 2>/dev/null; then
-      kill "$pid" 2>/dev/null || true
-      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-      kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null || true
-    fi
-    rm -f "$PIDFILE"
-  fi
-}
+answers() { url_answers "$URL/health"; }
 
 case "${1:-}" in
 start)
