@@ -14,6 +14,7 @@ input and caller checks (``_inputs``), the stages (``_stages``, ``_dispatch``).
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, TypeVar, cast
 
@@ -24,6 +25,7 @@ from trackway.engine import (
     CheckpointClaimedError,
     Commit,
     Durability,
+    EmitEvent,
     Executor,
     FlowChart,
     Recorder,
@@ -32,6 +34,7 @@ from trackway.engine import (
     RunStartEvent,
     RunStore,
     Snapshot,
+    TrackwayWarning,
     run_sync,
     thaw,
 )
@@ -453,6 +456,10 @@ class Agent:
         self._running = True
         try:
             result = await start(self._executor())
+            if result.status != "paused" and len(self._cfg.sessions):
+                reason = "run_error" if result.error is not None else "run_end"
+                sessions = self._cfg.sessions
+                await sessions.close(sessions.of_run(result.run_id), reason, self._heard)
         finally:
             self._running = False
         self._last = result.snapshot
@@ -589,6 +596,35 @@ class Agent:
             )
         scope.emit(name, payload)
 
+    def _heard(self, name: str, payload: dict[str, Any]) -> None:
+        """An event from outside any stage (a run has ended): listeners hear it; no run's
+        log holds it. A listener that raises is reported as a warning: the run is over."""
+        try:
+            self._events.on_emit(EmitEvent(self._live.run_id, "", -1, name, payload))
+        except Exception as exc:
+            warnings.warn(
+                f"a listener of {name} raised {type(exc).__name__}: {exc}",
+                TrackwayWarning,
+                stacklevel=2,
+            )
+
+    async def close_tool_sessions(self, *, session_id: str | None = None) -> int:
+        """Close the tool sessions of one caller's session (``session_id=``), or every live
+        one; returns how many closed cleanly. Call it when your host knows a conversation
+        is over: nothing in a request says so. A teardown that fails is reported as a
+        ``tools.session_close_failed`` event, never raised."""
+        self._refuse_if_busy()
+        sessions = self._cfg.sessions
+        return await sessions.close(sessions.of_session(session_id), "closed", self._heard)
+
+    def close_tool_sessions_sync(self, *, session_id: str | None = None) -> int:
+        """Sync twin of :meth:`close_tool_sessions`."""
+        return run_sync(
+            functools.partial(self.close_tool_sessions, session_id=session_id),
+            name="Agent.close_tool_sessions_sync",
+            twin="await agent.close_tool_sessions(...)",
+        )
+
     def listener_count(self, pattern: str | None = None) -> int:
         """How many listeners are on ``pattern`` (on every pattern when ``None``)."""
         return self._events.listener_count(pattern)
@@ -598,13 +634,17 @@ class Agent:
         self._events.remove_all()
 
     def shutdown(self) -> None:
-        """Release what this agent holds between runs: every attached recorder with a
-        ``close()`` is closed, and all are detached. The agent stays usable; listeners stay.
+        """Release what this agent holds between runs: every live tool session is closed,
+        every attached recorder with a ``close()`` is closed, and all are detached (with
+        live tool sessions, call it outside an event loop or ``await
+        agent.close_tool_sessions()`` first). The agent stays usable; listeners stay.
         Refused while a run is in flight (:class:`RunInFlightError`)."""
         if self._running:
             raise RunInFlightError(
                 f"agent {self._cfg.name!r} is running a turn; shut it down after the run ends"
             )
+        if len(self._cfg.sessions):  # opened by this agent's tools: nobody else can close them
+            self.close_tool_sessions_sync()
         attached, self._attached = self._attached, []
         for recorder in attached:
             close = getattr(recorder, "close", None)

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from trackway.engine import Scope
 from trackway.tools import Tool, ToolContext
+from trackway.tools._sessions import ToolSessions
 
 from ._errors import AgentBuildError
 from ._options import REQUEST_OPTIONS, check_request_options, check_tool_choice
@@ -48,6 +49,8 @@ class AgentConfig:
     """Tell the model when a call repeats an earlier one's arguments and result."""
     gate: Callable[[dict[str, Any], ToolContext], Any] | None = None
     """The agent's gate over every call (a tool's own ``gate`` decides first)."""
+    sessions: ToolSessions = field(default_factory=ToolSessions)
+    """The tool sessions live in this agent (``ctx.on_teardown``)."""
     check_ins: dict[str, str | None] = field(default_factory=dict)
     """Tools whose calls wait for a person's approval, with the question (``None``: a
     default naming the call)."""

@@ -277,16 +277,36 @@ async def _execute(
         except Exception as exc:  # never raises into the tool: the record says what was lost
             scope.emit("stream.tool_progress", {**event, "dropped": type(exc).__name__})
 
+    def emit(name: str, payload: dict[str, Any]) -> None:
+        _emit(scope, name, payload)
+
+    sessions = cfg.sessions
+    if len(sessions):  # the lazy sweep: idle and evicted sessions close before a call
+        await sessions.close(sessions.due(), "idle", emit)
+
+    def on_session(fn: Any, session_scope: str, key: str | None) -> None:
+        sessions.register(ctx, fn, session_scope, key, emit)
+
     with anyio.CancelScope() as cancel_scope:
         ctx = _context(
-            tool, scope, call, iteration, cancel_scope=cancel_scope, on_progress=progress
+            tool,
+            scope,
+            call,
+            iteration,
+            cancel_scope=cancel_scope,
+            on_progress=progress,
+            on_session=on_session,
         )
         try:
             result = tool.execute(args, ctx)
             if inspect.isawaitable(result):
                 result = await result
         except Exception as exc:
-            return Outcome("failure", f"Error: {tool.name} failed: {type(exc).__name__}: {exc}")
+            result = _Failed(f"Error: {tool.name} failed: {type(exc).__name__}: {exc}")
+    if len(sessions):
+        await sessions.close(sessions.due(call_id=call["id"]), "call_end", emit)
+    if isinstance(result, _Failed):
+        return Outcome("failure", result.text)
     if cancel_scope.cancelled_caught:
         return Outcome("failure", f"Error: {tool.name} was cancelled before it returned a result.")
     if isinstance(result, RecordedOutcome):  # a replay: served as recorded, nothing redone
@@ -317,6 +337,10 @@ async def _execute(
             )
         text = dumped.decode()
     return _measured(cfg, tool, scope, call, iteration, Outcome(status, text, effects))
+
+
+class _Failed(NamedTuple):
+    text: str
 
 
 def _finite(value: Any) -> bool:

@@ -15,6 +15,8 @@ from ._outcome import TOOL_RESULT_STATUSES as TOOL_RESULT_STATUSES
 from ._outcome import ToolResultStatus as ToolResultStatus
 from ._person import ask_human as ask_human
 from ._person import request_input as request_input
+from ._sessions import ToolSessionError as ToolSessionError
+from ._sessions import tool_session_key as tool_session_key
 
 __all__ = [
     "TOOL_RESULT_STATUSES",
@@ -25,6 +27,7 @@ __all__ = [
     "ToolDefinitionError",
     "ToolError",
     "ToolResultStatus",
+    "ToolSessionError",
     "allow",
     "ask",
     "ask_human",
@@ -32,4 +35,5 @@ __all__ = [
     "deny",
     "request_input",
     "tool",
+    "tool_session_key",
 ]

@@ -37,6 +37,9 @@ class ToolContext:
     session_id: str | None = None
     cancel_scope: anyio.CancelScope | None = None
     on_progress: Callable[[Any], None] | None = field(default=None, repr=False)
+    on_session: Callable[[Callable[[], Any], str, str | None], None] | None = field(
+        default=None, repr=False
+    )
 
     def progress(self, payload: Any) -> None:
         """Say how the call is going: a ``stream.tool_progress`` event between this call's
@@ -44,6 +47,24 @@ class ToolContext:
         that is not JSON is dropped with its reason in the event)."""
         if self.on_progress is not None:
             self.on_progress(payload)
+
+    def on_teardown(
+        self, fn: Callable[[], Any], *, scope: str = "run", key: str | None = None
+    ) -> None:
+        """Hand the agent the cleanup of a session this tool holds: ``fn()`` (sync or async)
+        runs when ``scope`` ends — after this call (``"call"``), when the run completes or
+        fails but not when it pauses (``"run"``), or when the host closes the caller's
+        session (``"session"``). ``key`` defaults to :func:`tool_session_key` for the
+        scope. Register on every call: the first registration holds the cleanup, a repeat
+        marks the session used."""
+        if self.on_session is None:
+            from ._sessions import ToolSessionError
+
+            raise ToolSessionError(
+                f"{self.tool_name}: ctx.on_teardown needs an agent's tool call; this context "
+                "was built outside one, so nothing would ever close the session"
+            )
+        self.on_session(fn, scope, key)
 
 
 @dataclass(frozen=True)
