@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from trackway.engine import FlowChart, RunStore, flow_chart
 from trackway.tools import Tool, ToolContext
+from trackway.tools._providers import ToolProvider
 
 from ._errors import AgentBuildError
 from ._inputs import Runtime, tool_from_mapping
@@ -71,6 +72,8 @@ class AgentBuilder:
         self._options = options
         self._system: str | None = None
         self._tools: dict[str, Tool] = {}
+        self._providers: list[ToolProvider] = []
+        self._provided: dict[str, tuple[Tool, ToolProvider]] = {}
         self._configures: list[Callable[[Mapping[str, Any]], Mapping[str, Any]]] = []
         self._output: tuple[type[BaseModel], int] | None = None
         self._recorders: list[object] = []
@@ -99,7 +102,40 @@ class AgentBuilder:
             raise AgentBuildError(
                 f"two tools are named {tool.name!r}; tool names must be unique per agent"
             )
+        if tool.name in self._provided:
+            raise AgentBuildError(
+                f"tool {tool.name!r} from .tool() clashes with the tool of that name from "
+                f"tools_from({self._provided[tool.name][1]!r}); rename one of them"
+            )
         self._tools[tool.name] = tool
+        return self
+
+    def tools_from(self, provider: ToolProvider) -> AgentBuilder:
+        """Let ``provider`` decide, before each model call, which of its tools are offered
+        (``static_tools(...)``, ``gated_tools(when, ...)`` or your own
+        :class:`~trackway.tools.ToolProvider`). A call to a tool not offered for that model
+        call is refused; the tools actually served are committed, so receipts hash them."""
+        if not isinstance(provider, ToolProvider):
+            raise AgentBuildError(
+                f"tools_from(...) takes a ToolProvider (static_tools, gated_tools, or an object "
+                f"with `tools` and `offer(state)`), not {provider!r}"
+            )
+        for t in provider.tools:
+            if not isinstance(t, Tool):
+                raise AgentBuildError(f"tool provider {provider!r} lists {t!r}, not a Tool")
+            if t.name in self._tools:
+                raise AgentBuildError(
+                    f"tool {t.name!r} from tools_from({provider!r}) clashes with the tool of "
+                    "that name from .tool(); rename one of them"
+                )
+            if t.name in self._provided:
+                raise AgentBuildError(
+                    f"tool {t.name!r} from tools_from({provider!r}) clashes with the tool of "
+                    f"that name from tools_from({self._provided[t.name][1]!r}); rename one"
+                )
+        for t in provider.tools:
+            self._provided[t.name] = (t, provider)
+        self._providers.append(provider)
         return self
 
     def tools(self, tools: Iterable[Tool]) -> AgentBuilder:
@@ -190,7 +226,9 @@ class AgentBuilder:
             options=dict(self._request_options),
             name=o["name"],
             system=self._system,
-            tools=dict(self._tools),
+            tools={**self._tools, **{n: t for n, (t, _) in self._provided.items()}},
+            providers=list(self._providers),
+            registered=tuple(self._tools),
             configure=self._configures[0] if self._configures else None,
             output_model=output_model,
             output_retries=retries,
@@ -236,6 +274,10 @@ def _chart(cfg: AgentConfig) -> FlowChart:
         b = b.then("System prompt", fns["system-prompt"], id="system-prompt")
     if cfg.tools:
         b = b.then("Tools", fns["tools"], id="tools", description="Offer the tools")
+    first = "call-llm"  # every back edge targets the first per-call stage
+    if cfg.providers:
+        first = "offer"
+        b = b.then("Offer", fns["offer"], id="offer", description="Offer this call's tools")
     b = b.then("Call LLM", fns["call-llm"], id="call-llm", description="Ask the model")
     d = b.decider("Route", fns["route"], id="route", description="Tools, retry or answer")
     if cfg.tools:
@@ -244,18 +286,18 @@ def _chart(cfg: AgentConfig) -> FlowChart:
             "Tool calls",
             fns["tool-calls"],
             id="tool-calls",
-            loop_to="call-llm",
+            loop_to=first,
             on_resume=fns["tool-calls-resumed"] if cfg.asks_people else None,
         )
         if cfg.wrap_up:
-            d = d.branch("wrap-up", "Wrap up", fns["wrap-up"], id="wrap-up", loop_to="call-llm")
+            d = d.branch("wrap-up", "Wrap up", fns["wrap-up"], id="wrap-up", loop_to=first)
     if cfg.output_model is not None and cfg.output_retries > 0:
         d = d.branch(
             "output-retry",
             "Output retry",
             fns["output-retry"],
             id="output-retry",
-            loop_to="call-llm",
+            loop_to=first,
         )
     d = d.branch("final", "Final", fns["final"], id="final")
     return d.end().build(

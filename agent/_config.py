@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from trackway.engine import Scope
 from trackway.tools import Tool, ToolContext
+from trackway.tools._providers import ToolProvider
 from trackway.tools._sessions import ToolSessions
 
 from ._errors import AgentBuildError
@@ -49,6 +50,12 @@ class AgentConfig:
     """Tell the model when a call repeats an earlier one's arguments and result."""
     gate: Callable[[dict[str, Any], ToolContext], Any] | None = None
     """The agent's gate over every call (a tool's own ``gate`` decides first)."""
+    providers: list[ToolProvider] = field(default_factory=list)
+    """``.tools_from(...)``: each decides which of its tools a model call is offered (their
+    tools are in ``tools`` too, so any offered one can be dispatched)."""
+    registered: tuple[str, ...] = ()
+    """The tools offered to every call (``.tool()``), in order; with providers, ``tools``
+    also holds theirs."""
     sessions: ToolSessions = field(default_factory=ToolSessions)
     """The tool sessions live in this agent (``ctx.on_teardown``)."""
     check_ins: dict[str, str | None] = field(default_factory=dict)

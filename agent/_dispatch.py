@@ -207,8 +207,17 @@ def _checked(
     failing path, ``"warn"`` runs and emits ``validation.args_invalid``, ``"off"`` skips.
     """
     tool = cfg.tools.get(call["name"])
+    offered = list(cfg.tools)
+    if cfg.providers:  # only what this model call was offered may run
+        offered = [spec["name"] for spec in scope.get("tools", ())]
+        if tool is not None and tool.name not in offered:
+            names = ", ".join(offered) or "none"
+            return None, (
+                f"Error: {tool.name} was not offered for this call, so it was not run. "
+                f"Available tools: {names}."
+            )
     if tool is None:
-        names = ", ".join(cfg.tools) or "none"
+        names = ", ".join(offered) or "none"
         return None, f"Error: there is no tool named {call['name']!r}. Available tools: {names}."
     args = call.get("args") or {}
     if unparsed(args):

@@ -273,16 +273,22 @@ def _agent_from_recording(snap: Snapshot) -> Agent:
         builder.configure(lambda ctx: {"model": model})
     people = writes.get("people") or {}
     asks = people.get("asks", {})
-    for spec in writes.get("tools", []):
+
+    def stub(spec: dict[str, Any]) -> Any:
         tool = define_tool(
             name=spec["name"],
             description=spec["description"],
             input_schema=spec["input_schema"],
             execute=_unreachable,
         )
-        if spec["name"] in asks:
-            tool = dataclasses.replace(tool, asks=asks[spec["name"]])
-        builder.tool(tool)
+        return dataclasses.replace(tool, asks=asks[spec["name"]]) if spec["name"] in asks else tool
+
+    registered = [spec["name"] for spec in writes.get("tools", [])]
+    for spec in writes.get("tools", []):
+        builder.tool(stub(spec))
+    offers, provided = _recorded_offers(snap, registered)
+    if offers:
+        builder.tools_from(_RecordedOffers([stub(s) for s in provided.values()], offers))
     for name, question in people.get("check_ins", {}).items():
         builder.check_in([name], question=question)
     if people.get("gated"):
@@ -318,6 +324,48 @@ def _recorded_gate(snap: Snapshot) -> Any:
         return allow()
 
     return decided
+
+
+def _recorded_offers(
+    snap: Snapshot, registered: list[str]
+) -> tuple[list[list[str] | None], dict[str, dict[str, Any]]]:
+    """What the tool providers offered at each model call (``None``: as before), and the
+    spec of every tool they offered."""
+    offers: list[list[str] | None] = []
+    provided: dict[str, dict[str, Any]] = {}
+    for c in snap.history():
+        if c.frame != "" or c.stage_id != "offer":
+            continue
+        written = [thaw(op.value) for op in c.ops if op.key == "tools"]
+        if not written:
+            offers.append(None)
+            continue
+        names = []
+        for spec in written[-1]:
+            if spec["name"] not in registered:
+                provided.setdefault(spec["name"], spec)
+                names.append(spec["name"])
+        offers.append(names)
+    return offers, provided
+
+
+class _RecordedOffers:
+    """A tool provider that offers what the recording says was offered, call by call
+    (providers are code: replay reads what they decided rather than asking again)."""
+
+    def __init__(self, tools: list[Any], offers: list[list[str] | None]) -> None:
+        self.tools = tuple(tools)
+        self._offers = list(offers)
+        self._current: list[str] = []
+
+    def offer(self, state: Any) -> list[str]:
+        chosen = self._offers.pop(0) if self._offers else None
+        if chosen is not None:
+            self._current = chosen
+        return self._current
+
+    def __repr__(self) -> str:
+        return "recorded offers"
 
 
 def _unreachable(args: dict[str, Any], ctx: Any) -> str:  # pragma: no cover - replaced
@@ -365,8 +413,8 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
 
         return execute
 
-    tools = [
-        dataclasses.replace(
+    tools = {
+        t.name: dataclasses.replace(
             define_tool(
                 name=t.name,
                 description=t.description,
@@ -376,7 +424,7 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
             asks=t.asks,
         )
         for t in cfg.tools.values()
-    ]
+    }
     from ._builder import AgentBuilder
 
     builder = AgentBuilder(
@@ -390,7 +438,11 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
         repeated_call_nudge=cfg.repeated_call_nudge,
         wrap_up_at_max_iterations=cfg.wrap_up,
         stream=False,
-    ).tools(tools)
+    ).tools(tools[name] for name in cfg.registered)
+    if cfg.providers:  # what they offered, call by call, from the recording
+        offers, _ = _recorded_offers(snap, list(cfg.registered))
+        provided = [t for name, t in tools.items() if name not in cfg.registered]
+        builder.tools_from(_RecordedOffers(provided, offers))
     if cfg.system is not None:
         builder.system(cfg.system)
     if cfg.configure is not None:

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from trackway.engine import Decision, Scope, StagePath, thaw
 from trackway.tools import Identity
+from trackway.tools._providers import offered_tools
 
 from ._config import CONFIGURABLE, CURRENT_SCOPE, AgentConfig, apply_configured
 from ._config import emit as _emit
@@ -95,7 +96,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             scope["system_prompt"] = text
 
     def tools(scope: Scope) -> None:
-        scope["tools"] = [tool.spec() for tool in cfg.tools.values()]
+        scope["tools"] = [cfg.tools[name].spec() for name in cfg.registered]
         if cfg.asks_people:  # which calls wait for a person: replay needs no code for it
             scope["people"] = {
                 "asks": {n: dict(t.asks) for n, t in cfg.tools.items() if t.asks is not None},
@@ -103,6 +104,18 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
                 "gated": cfg.gate is not None
                 or any(t.gate is not None for t in cfg.tools.values()),
             }
+
+    def offer(scope: Scope) -> None:
+        """The tools this model call is offered: the registered ones, then each provider's
+        choice over the committed state (written only when it changes)."""
+        view = _StateView(scope)
+        names = list(cfg.registered)
+        for provider in cfg.providers:
+            names += [t.name for t in offered_tools(provider, view) if t.name not in names]
+        specs = [cfg.tools[name].spec() for name in names]
+        if thaw(scope.get("tools", [])) != specs:
+            scope["tools"] = specs
+            _emit(scope, "tools.offered", {"iteration": scope["iteration"], "names": names})
 
     async def call_llm(scope: Scope) -> None:
         state = _Reader(scope)
@@ -337,6 +350,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         "system-prompt": system_prompt,
         "tools": tools,
         "call-llm": call_llm,
+        "offer": offer,
         "route": route,
         "tool-calls": tool_calls,
         "tool-calls-resumed": tool_calls_resumed,
@@ -344,6 +358,36 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         "output-retry": output_retry,
         "final": final,
     }
+
+
+class _StateView(Mapping[str, Any]):
+    """The run's committed state as a tool provider reads it (read-only, tracked)."""
+
+    _KEYS = (
+        "user_message",
+        "history",
+        "iteration",
+        "tool_results",
+        "settings",
+        "identity",
+        "session_id",
+        "tools",
+    )
+
+    def __init__(self, scope: Scope) -> None:
+        self._scope = scope
+
+    def __getitem__(self, key: str) -> Any:
+        return self._scope[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._scope.get(key, default)
+
+    def __iter__(self) -> Any:
+        return iter([k for k in self._KEYS if k in self._scope])
+
+    def __len__(self) -> int:
+        return sum(1 for k in self._KEYS if k in self._scope)
 
 
 class _Reader(Mapping[str, Any]):

@@ -15,6 +15,9 @@ from ._outcome import TOOL_RESULT_STATUSES as TOOL_RESULT_STATUSES
 from ._outcome import ToolResultStatus as ToolResultStatus
 from ._person import ask_human as ask_human
 from ._person import request_input as request_input
+from ._providers import ToolProvider as ToolProvider
+from ._providers import gated_tools as gated_tools
+from ._providers import static_tools as static_tools
 from ._sessions import ToolSessionError as ToolSessionError
 from ._sessions import tool_session_key as tool_session_key
 
@@ -26,6 +29,7 @@ __all__ = [
     "ToolContext",
     "ToolDefinitionError",
     "ToolError",
+    "ToolProvider",
     "ToolResultStatus",
     "ToolSessionError",
     "allow",
@@ -33,7 +37,9 @@ __all__ = [
     "ask_human",
     "define_tool",
     "deny",
+    "gated_tools",
     "request_input",
+    "static_tools",
     "tool",
     "tool_session_key",
 ]
