@@ -68,7 +68,12 @@ class AgentConfig:
         return (
             bool(self.check_ins)
             or self.gate is not None
-            or any(t.asks is not None or t.gate is not None for t in self.tools.values())
+            or any(
+                t.asks is not None
+                or t.gate is not None
+                or any("ask" in rule for rule in (t.ask_or_assume or {}).values())
+                for t in self.tools.values()
+            )
         )
 
 

@@ -17,6 +17,7 @@ from trackway.tools import Identity, Tool, ToolContext
 from trackway.tools._gate import GateDecision, gate_decision
 from trackway.tools._outcome import RecordedOutcome, argument_errors, read_envelope, unparsed
 
+from ._arguments import arguments_question, filled, noted
 from ._config import CURRENT_SCOPE, AgentConfig
 from ._config import emit as _emit
 from ._nudge import nudged
@@ -99,27 +100,42 @@ class Batch:
 
 
 async def dispatch(
-    cfg: AgentConfig, scope: Scope, calls: list[dict[str, Any]], start: int, batch: Batch
+    cfg: AgentConfig,
+    scope: Scope,
+    calls: list[dict[str, Any]],
+    start: int,
+    batch: Batch,
+    answered: Mapping[str, Any] | None = None,
 ) -> None:
     """Run ``calls[start:]`` in order, then close the iteration. At a call that waits for a
     person, what the turn did so far is written and the run pauses (``tool_calls_resumed``
-    picks up from there)."""
+    picks up from there). ``answered``: the person's values for ruled arguments of
+    ``calls[start]``."""
     iteration = scope["iteration"]
     for index in range(start, len(calls)):
         call = calls[index]
-        _emit(
-            scope,
-            "stream.tool_start",
-            {"id": call["id"], "name": call["name"], "args": call.get("args", {})},
-        )
-        tool, refused = _checked(cfg, scope, call)
-        decision = None
-        if tool is not None and refused is None:
-            decision = await _gated(cfg, tool, scope, call, iteration)
+        given = answered if index == start else None
+        if given is None:
+            _emit(
+                scope,
+                "stream.tool_start",
+                {"id": call["id"], "name": call["name"], "args": call.get("args", {})},
+            )
+        tool, refused = _found(cfg, scope, call)
+        filling = None if tool is None or refused else filled(tool, call, given)
         asked = None
+        if filling is not None and filling.asks:  # asked before any check or gate runs
+            assert tool is not None
+            asked = arguments_question(tool, filling.asks)
+        args = filling.args if filling is not None else call.get("args") or {}
+        if tool is not None and refused is None and asked is None:
+            refused = _invalid(cfg, scope, call, tool, args)
+        decision = None
+        if tool is not None and refused is None and asked is None:
+            decision = await _gated(cfg, tool, scope, call, iteration, args)
         if decision is not None and decision.kind == "ask":
             asked = {"kind": "check_in", "question": decision.text, "gate": True}
-        elif tool is not None and refused is None and decision is None:
+        elif tool is not None and refused is None and decision is None and asked is None:
             asked = question_for(tool, call, cfg.check_ins)
         if asked is not None:
             batch.flush(scope)
@@ -129,6 +145,8 @@ async def dispatch(
                 "iteration": iteration,
                 "index": index,
             }
+            if given:  # a later pause of the same call keeps the person's earlier answers
+                pending["answered"] = dict(given)
             for key in ("identity", "session_id"):  # so a resume can check the caller
                 if scope.get(key) is not None:
                     pending[key] = scope[key]
@@ -141,7 +159,7 @@ async def dispatch(
             done = Outcome("denied", f"Denied: {decision.text}", (), {"gate": "deny"})
         else:
             assert tool is not None
-            done = await run_one(cfg, scope, call, iteration, tool)
+            done = await run_one(cfg, scope, call, iteration, tool, given)
         batch.add(scope, call, done)
     batch.flush(scope)
     if scope.get("pending_question") is not None:
@@ -168,15 +186,21 @@ def _context(
 
 
 async def _gated(
-    cfg: AgentConfig, tool: Tool, scope: Scope, call: Mapping[str, Any], iteration: int
+    cfg: AgentConfig,
+    tool: Tool,
+    scope: Scope,
+    call: Mapping[str, Any],
+    iteration: int,
+    args: Mapping[str, Any],
 ) -> GateDecision | None:
-    """What the gates decide about a valid call: ``None`` when none objects (it runs).
-    The tool's own gate decides first; a denial or a question ends the asking."""
+    """What the gates decide about a valid call (with the arguments it would run with):
+    ``None`` when none objects. The tool's own gate decides first; a denial or a question
+    ends the asking."""
     gates = [g for g in (tool.gate, cfg.gate) if g is not None]
     if not gates:
         return None
     ctx = _context(tool, scope, call, iteration)
-    view = {"id": call["id"], "name": tool.name, "args": thaw(call.get("args") or {})}
+    view = {"id": call["id"], "name": tool.name, "args": thaw(args)}
     for gate in gates:
         verdict = gate(view, ctx)
         if inspect.isawaitable(verdict):
@@ -197,15 +221,12 @@ async def _gated(
     return None
 
 
-def _checked(
+def _found(
     cfg: AgentConfig, scope: Scope, call: Mapping[str, Any]
 ) -> tuple[Tool | None, str | None]:
-    """The tool a call names and, when the call cannot run, what the model reads instead.
-
-    Arguments a provider could not read as a JSON object never run, in any mode. Otherwise
-    ``tool_arg_validation`` decides: ``"enforce"`` refuses with a correction naming every
-    failing path, ``"warn"`` runs and emits ``validation.args_invalid``, ``"off"`` skips.
-    """
+    """The tool a call names and, when the call cannot run, what the model reads instead:
+    a tool that does not exist or was not offered, or arguments a provider could not read
+    as a JSON object (never run, in any mode)."""
     tool = cfg.tools.get(call["name"])
     offered = list(cfg.tools)
     if cfg.providers:  # only what this model call was offered may run
@@ -231,16 +252,25 @@ def _checked(
             "call was malformed or cut off), so it was not run. Call the tool again with "
             "complete JSON arguments."
         )
+    return tool, None
+
+
+def _invalid(
+    cfg: AgentConfig, scope: Scope, call: Mapping[str, Any], tool: Tool, args: Mapping[str, Any]
+) -> str | None:
+    """What the model reads instead of a run when ``args`` fail the tool's schema, as
+    ``tool_arg_validation`` says: ``"enforce"`` refuses with a correction naming every
+    failing path, ``"warn"`` runs and emits ``validation.args_invalid``, ``"off"`` skips."""
     if cfg.arg_validation == "off":
-        return tool, None
+        return None
     validator = cfg.validators.get(tool.name)
     if validator is None:
         validator = cfg.validators[tool.name] = jsonschema.Draft202012Validator(
             dict(tool.input_schema)
         )
-    errors = argument_errors(validator, args)
+    errors = argument_errors(validator, thaw(args))
     if not errors:
-        return tool, None
+        return None
     enforced = cfg.arg_validation == "enforce"
     paths = [e.split(": ", 1)[0] for e in errors]  # events name paths, never values
     _emit(
@@ -249,8 +279,8 @@ def _checked(
         {"id": call["id"], "name": tool.name, "errors": paths, "enforced": enforced},
     )
     if not enforced:
-        return tool, None
-    return tool, (
+        return None
+    return (
         f"Error: invalid arguments for {tool.name}: {'; '.join(errors)}. "
         "Call the tool again with arguments that match its schema."
     )
@@ -262,21 +292,33 @@ async def run_one(
     call: Mapping[str, Any],
     iteration: int,
     tool: Tool | None = None,
+    answered: Mapping[str, Any] | None = None,
 ) -> Outcome:
-    """Run one checked call with ``agent.emit`` pointed at this stage."""
+    """Run one checked call with ``agent.emit`` pointed at this stage (with the tool's
+    ``ask_or_assume`` rules and the person's ``answered`` values applied)."""
     tool = tool if tool is not None else cfg.tools[call["name"]]
+    filling = filled(tool, call, answered)
+    args = thaw(call.get("args") or {}) if filling is None else filling.args
     token = CURRENT_SCOPE.set(scope)
     try:
-        return await _execute(cfg, tool, scope, call, iteration)
+        done, replayed = await _execute(cfg, tool, scope, call, iteration, args)
     finally:
         CURRENT_SCOPE.reset(token)
+    if filling is None or replayed:  # a replay serves the recorded note and row as they were
+        return done
+    return noted(scope, call, filling, answered, done)  # type: ignore[no-any-return]
 
 
 async def _execute(
-    cfg: AgentConfig, tool: Tool, scope: Scope, call: Mapping[str, Any], iteration: int
-) -> Outcome:
-    """Run the tool; every failure becomes a result the model can read and act on."""
-    args = thaw(call.get("args") or {})  # the tool's own copy: the recorded call must not change
+    cfg: AgentConfig,
+    tool: Tool,
+    scope: Scope,
+    call: Mapping[str, Any],
+    iteration: int,
+    args: dict[str, Any],
+) -> tuple[Outcome, bool]:
+    """Run the tool on its own copy of ``args`` (the recorded call must not change); every
+    failure becomes a result the model can read and act on. The flag: a replayed outcome."""
     result: Any = None
 
     def progress(payload: Any) -> None:
@@ -315,18 +357,19 @@ async def _execute(
     if len(sessions):
         await sessions.close(sessions.due(call_id=call["id"]), "call_end", emit)
     if isinstance(result, _Failed):
-        return Outcome("failure", result.text)
+        return Outcome("failure", result.text), False
     if cancel_scope.cancelled_caught:
-        return Outcome("failure", f"Error: {tool.name} was cancelled before it returned a result.")
+        cancelled = f"Error: {tool.name} was cancelled before it returned a result."
+        return Outcome("failure", cancelled), False
     if isinstance(result, RecordedOutcome):  # a replay: served as recorded, nothing redone
         row = result.row
         flags = {k: row[k] for k in ROW_FLAGS if k in row}
-        return Outcome(row["status"], result.content, tuple(row.get("effects", ())), flags)
+        return Outcome(row["status"], result.content, tuple(row.get("effects", ())), flags), True
     status, effects = "success", ()
     try:
         envelope = read_envelope(tool.name, result)
     except ValueError as exc:
-        return Outcome("failure", f"Error: {exc}")
+        return Outcome("failure", f"Error: {exc}"), False
     if envelope is not None:
         result, declared, listed = envelope
         status, effects = declared or "success", tuple(listed)
@@ -337,15 +380,13 @@ async def _execute(
             dumped = orjson.dumps(result, default=thaw)
             faithful = orjson.loads(dumped) == thaw(result) and _finite(result)
         except (TypeError, orjson.JSONEncodeError, ValueError) as exc:
-            return Outcome(
-                "failure", f"Error: {tool.name} returned a value that is not JSON ({exc})"
-            )
+            not_json = f"Error: {tool.name} returned a value that is not JSON ({exc})"
+            return Outcome("failure", not_json), False
         if not faithful:  # e.g. NaN would silently become null
-            return Outcome(
-                "failure", f"Error: {tool.name} returned a value JSON cannot hold exactly"
-            )
+            inexact = f"Error: {tool.name} returned a value JSON cannot hold exactly"
+            return Outcome("failure", inexact), False
         text = dumped.decode()
-    return _measured(cfg, tool, scope, call, iteration, Outcome(status, text, effects))
+    return _measured(cfg, tool, scope, call, iteration, Outcome(status, text, effects)), False
 
 
 class _Failed(NamedTuple):
@@ -363,7 +404,7 @@ def _finite(value: Any) -> bool:
     return True
 
 
-ROW_FLAGS = ("refused", "truncated", "chars_returned", "nudged", "gate")
+ROW_FLAGS = ("refused", "truncated", "chars_returned", "nudged", "gate", "assumed", "asked")
 """Row keys a replay takes from the recording as they were."""
 
 

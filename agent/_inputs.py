@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 
-QUESTION_KINDS = ("ask_human", "request_input", "check_in")
+QUESTION_KINDS = ("ask_human", "request_input", "check_in", "arguments")
 
 
 def tool_from_mapping(spec: Mapping[str, Any]) -> Tool:

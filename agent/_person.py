@@ -17,6 +17,7 @@ import orjson
 
 from trackway.tools import Tool
 
+from ._arguments import answered_arguments
 from ._errors import DecisionRequiredError, InvalidAnswerError
 
 __all__ = ["DECISIONS", "answer_value", "outcome_of", "question_for"]
@@ -65,6 +66,8 @@ def answer_value(payload: Mapping[str, Any], answer: Any) -> dict[str, Any]:
         if note:
             out["note"] = note
         return {"answer": out}
+    if kind == "arguments":
+        return {"answer": answered_arguments(payload, answer)}
     if kind == "request_input":
         schema = payload.get("schema") or {}
         errors = sorted(
@@ -97,6 +100,8 @@ def outcome_of(payload: Mapping[str, Any], value: Mapping[str, Any]) -> tuple[st
         note = answer.get("note")
         why = f" They said: {note}" if note else ""
         return "denied", f"The person declined this call, so it was not run.{why}"
+    if kind == "arguments":  # the call runs with the person's values
+        return "run", None
     if kind == "request_input":
         return "success", orjson.dumps(answer).decode()
     return "success", str(answer)

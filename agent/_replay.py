@@ -273,15 +273,22 @@ def _agent_from_recording(snap: Snapshot) -> Agent:
         builder.configure(lambda ctx: {"model": model})
     people = writes.get("people") or {}
     asks = people.get("asks", {})
+    rules = writes.get("tool_rules") or {}
 
     def stub(spec: dict[str, Any]) -> Any:
+        ruled = rules.get(spec["name"], {})
         tool = define_tool(
             name=spec["name"],
             description=spec["description"],
-            input_schema=spec["input_schema"],
+            input_schema=ruled.get("input_schema", spec["input_schema"]),
             execute=_unreachable,
         )
-        return dataclasses.replace(tool, asks=asks[spec["name"]]) if spec["name"] in asks else tool
+        return dataclasses.replace(
+            tool,
+            asks=asks.get(spec["name"]),
+            ask_or_assume=ruled.get("ask_or_assume"),
+            period=ruled.get("period"),
+        )
 
     registered = [spec["name"] for spec in writes.get("tools", [])]
     for spec in writes.get("tools", []):
@@ -422,6 +429,8 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
                 execute=recorded(t.name),
             ),
             asks=t.asks,
+            ask_or_assume=t.ask_or_assume,
+            period=t.period,
         )
         for t in cfg.tools.values()
     }

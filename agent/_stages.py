@@ -104,6 +104,17 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
                 "gated": cfg.gate is not None
                 or any(t.gate is not None for t in cfg.tools.values()),
             }
+        rules = {
+            n: {
+                "ask_or_assume": thaw(t.ask_or_assume),
+                "period": thaw(t.period),
+                "input_schema": thaw(t.input_schema),  # the author's: it judges the arguments
+            }
+            for n, t in cfg.tools.items()
+            if t.ask_or_assume or t.period
+        }
+        if rules:  # what fills or asks for arguments: replay needs no code for it
+            scope["tool_rules"] = {n: {k: v for k, v in r.items() if v} for n, r in rules.items()}
 
     def offer(scope: Scope) -> None:
         """The tools this model call is offered: the registered ones, then each provider's
@@ -229,8 +240,11 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             return
         status, text = outcome_of(pending, value)
         iteration = scope["iteration"]
+        if pending["kind"] == "arguments":  # checked, gated and run with the person's values
+            await dispatch(cfg, scope, calls, index, Batch(iteration), value["answer"])
+            return
         if status == "run":
-            done = await run_one(cfg, scope, call, iteration)
+            done = await run_one(cfg, scope, call, iteration, answered=pending.get("answered"))
         else:
             assert text is not None
             done = Outcome(status, text)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, get_type_hints, overload
 
 import pydantic
@@ -50,7 +50,19 @@ def _strip_titles(schema: Any) -> Any:
     return schema
 
 
-def _build(fn: Callable[..., Any], name: str | None, description: str | None) -> Tool:
+def _build(
+    fn: Callable[..., Any],
+    name: str | None,
+    description: str | None,
+    options: Mapping[str, Any] | None = None,
+) -> Tool:
+    options = dict(options or {})
+    unknown = sorted(set(options) - {"result_ceiling", "gate", "ask_or_assume", "period"})
+    if unknown:
+        raise ToolDefinitionError(
+            f"@tool takes name, description, result_ceiling, gate, ask_or_assume and period, "
+            f"not {unknown}"
+        )
     if not callable(fn):
         raise ToolDefinitionError(f"@tool decorates a function, got {fn!r}")
     tool_name: str = name or str(getattr(fn, "__name__", ""))
@@ -102,7 +114,7 @@ def _build(fn: Callable[..., Any], name: str | None, description: str | None) ->
         return fn(**kwargs)
 
     made = define_tool(  # the same checks as any tool: name, description, schema
-        name=tool_name, description=text, input_schema=schema, execute=execute
+        name=tool_name, description=text, input_schema=schema, execute=execute, **options
     )
     return dataclasses.replace(made, is_async=is_async)
 
@@ -113,7 +125,7 @@ def tool(fn: Callable[..., Any], /) -> Tool: ...
 
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None
+    *, name: str | None = None, description: str | None = None, **options: Any
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -123,6 +135,7 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    **options: Any,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a tool of a typed function: its name, its docstring's first paragraph as the
     description, and a JSON Schema of its arguments from their type hints (descriptions from
@@ -136,7 +149,10 @@ def tool(
             Args:
                 city: The city's name.
             \"\"\"
+
+    ``options`` are :func:`define_tool`'s own (``result_ceiling``, ``gate``,
+    ``ask_or_assume``, ``period``), checked the same way.
     """
     if fn is not None:
-        return _build(fn, name, description)
-    return lambda f: _build(f, name, description)
+        return _build(fn, name, description, options)
+    return lambda f: _build(f, name, description, options)

@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 import jsonschema
 
+from ._assume import check_rules, served_schema
 from ._errors import ToolDefinitionError
 from ._identity import Identity
 
@@ -83,13 +84,20 @@ class Tool:
     """``{"max_chars": N, "narrow_by": [...]}``: a larger result is refused, never cut."""
     gate: Callable[[dict[str, Any], ToolContext], Any] | None = None
     """Decides per call: ``allow()``, ``deny(reason)`` or ``ask(question)`` (``_gate``)."""
+    ask_or_assume: Mapping[str, Mapping[str, Any]] | None = None
+    """Rules by argument: ``{"assume": value}`` fills an omitted argument (filed as
+    assumed); ``{"ask": question, "choices": [...]}`` asks the person for it."""
+    period: Mapping[str, Any] | None = None
+    """``{"argument": name, "spelling": ...}``: which ruled argument bounds the period the
+    results cover (so each result owes a declared period)."""
 
     def spec(self) -> dict[str, Any]:
-        """The tool as the model sees it (JSON)."""
+        """The tool as the model sees it (JSON): a ruled argument is no longer required and
+        its description says the rule; the author's ``input_schema`` is never edited."""
         return {
             "name": self.name,
             "description": self.description,
-            "input_schema": dict(self.input_schema),
+            "input_schema": served_schema(self.input_schema, self.ask_or_assume),
         }
 
 
@@ -101,6 +109,8 @@ def define_tool(
     execute: Callable[[dict[str, Any], ToolContext], Any],
     result_ceiling: Mapping[str, Any] | None = None,
     gate: Callable[[dict[str, Any], ToolContext], Any] | None = None,
+    ask_or_assume: Mapping[str, Any] | None = None,
+    period: Mapping[str, Any] | None = None,
 ) -> Tool:
     """Define a tool; the schema is checked as JSON Schema (draft 2020-12) right here.
 
@@ -112,6 +122,11 @@ def define_tool(
 
     ``gate=fn`` decides per call whether the tool runs: ``fn(call, ctx)`` returns
     ``allow()``, ``deny(reason)`` or ``ask(question)`` (see :mod:`trackway.tools` gates).
+
+    ``ask_or_assume={"window": {"assume": "2h"}}`` lets the library fill an argument the
+    model left out (the model is told, the run files it as assumed), and
+    ``{"window": {"ask": "Which window?", "choices": [...]}}`` asks the person for it.
+    ``period={"argument": "window"}`` names the ruled argument that bounds the period.
     """
     if not isinstance(name, str) or not name or not all(c.isalnum() or c in "_-" for c in name):
         raise ToolDefinitionError(
@@ -133,6 +148,7 @@ def define_tool(
     ceiling = None if result_ceiling is None else _ceiling(name, result_ceiling, input_schema)
     if gate is not None and not callable(gate):
         raise ToolDefinitionError(f"tool {name!r}: gate must be a function (call, ctx)")
+    rules, bound = check_rules(name, ask_or_assume, input_schema, period)
     return Tool(
         name,
         description,
@@ -141,6 +157,8 @@ def define_tool(
         inspect.iscoroutinefunction(execute),
         result_ceiling=ceiling,
         gate=gate,
+        ask_or_assume=rules,
+        period=bound,
     )
 
 
