@@ -247,6 +247,14 @@ class Agent:
         value = self._state().get("stopped_early")
         return None if value is None else dict(thaw(value))
 
+    def answer_coverage(self) -> dict[str, Any] | None:
+        """The limits of the last answer, as data (with ``.limits_travel_with_the_answer()``):
+        ``checked``, ``not_checked``, ``cannot_cover``, and when present ``in_progress``,
+        ``periods`` and ``assumed``; ``None`` when no tool declared a limit and nothing was
+        assumed. The same entries a prose answer's block lists."""
+        value = self._state().get("answer_coverage")
+        return None if value is None else dict(thaw(value))
+
     def output_contract_unmet(self) -> dict[str, Any] | None:
         """How the last answer failed the output schema after every retry (or ``None``)."""
         value = self._state().get("output_contract_unmet")

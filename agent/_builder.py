@@ -79,6 +79,7 @@ class AgentBuilder:
         self._recorders: list[object] = []
         self._check_ins: dict[str, str | None] = {}
         self._gate: Callable[[dict[str, Any], ToolContext], Any] | None = None
+        self._limits_travel = False
 
     def system(self, prompt: str) -> AgentBuilder:
         """The system prompt."""
@@ -186,6 +187,15 @@ class AgentBuilder:
         self._output = (model, retries)
         return self
 
+    def limits_travel_with_the_answer(self) -> AgentBuilder:
+        """Append the limits the tools declared (``absent``, ``coverage``,
+        ``described_result``, and arguments a tool's rule filled) to a prose answer, composed
+        from the record so the model cannot drop them; a typed answer stays pure JSON and
+        ``agent.answer_coverage()`` returns the same limits. The record keeps the
+        statements either way."""
+        self._limits_travel = True
+        return self
+
     def recorder(self, recorder: object) -> AgentBuilder:
         """Attach a recorder to every run (e.g. ``narrative()``, ``jsonl(path)``)."""
         self._recorders.append(recorder)
@@ -239,6 +249,7 @@ class AgentBuilder:
             max_tool_result_chars=self._max_tool_result_chars,
             repeated_call_nudge=self._repeated_call_nudge,
             gate=self._gate,
+            limits_travel=self._limits_travel,
         )
         from ._agent import Agent  # the agent module imports this one
 

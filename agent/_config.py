@@ -56,6 +56,8 @@ class AgentConfig:
     registered: tuple[str, ...] = ()
     """The tools offered to every call (``.tool()``), in order; with providers, ``tools``
     also holds theirs."""
+    limits_travel: bool = False
+    """``.limits_travel_with_the_answer()``: the tools' declared limits go with the answer."""
     sessions: ToolSessions = field(default_factory=ToolSessions)
     """The tool sessions live in this agent (``ctx.on_teardown``)."""
     check_ins: dict[str, str | None] = field(default_factory=dict)

@@ -4,24 +4,24 @@ the ``tool_results`` row of each call, written with the ``tool`` messages."""
 from __future__ import annotations
 
 import inspect
-import math
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import anyio
 import jsonschema
-import orjson
 
 from trackway.engine import Scope, thaw
 from trackway.tools import Identity, Tool, ToolContext
+from trackway.tools._coverage_items import DeclarationRefused
 from trackway.tools._gate import GateDecision, gate_decision
-from trackway.tools._outcome import RecordedOutcome, argument_errors, read_envelope, unparsed
+from trackway.tools._outcome import RecordedOutcome, argument_errors, unparsed
 
 from ._arguments import arguments_question, filled, noted
 from ._config import CURRENT_SCOPE, AgentConfig
 from ._config import emit as _emit
-from ._nudge import nudged
+from ._coverage import coverage_row
 from ._person import question_for
+from ._served import ROW_FLAGS, Outcome, served
 
 __all__ = ["NOT_RUN", "ROW_FLAGS", "WITHDRAWN", "Batch", "Outcome", "dispatch", "run_one"]
 
@@ -34,26 +34,18 @@ def _result(call: Mapping[str, Any], content: str) -> dict[str, Any]:
     return {"role": "tool", "content": content, "tool_call_id": call["id"], "name": call["name"]}
 
 
-class Outcome(NamedTuple):
-    """What one call came to: its status, what the model reads, any declared effects, and
-    flags for its row (``refused``, ``truncated``)."""
-
-    status: str
-    content: str
-    effects: tuple[Any, ...] = ()
-    flags: dict[str, Any] | None = None
-
-
 class Batch:
     """One turn's tool results on their way to the record: the messages the model reads
-    (``history``) and one row per call (``tool_results``), written together."""
+    (``history``), one row per call (``tool_results``) and one per coverage statement
+    (``coverage_declared``), written together."""
 
-    __slots__ = ("iteration", "messages", "rows")
+    __slots__ = ("coverage", "iteration", "messages", "rows")
 
     def __init__(self, iteration: int) -> None:
         self.iteration = iteration
         self.messages: list[dict[str, Any]] = []
         self.rows: list[dict[str, Any]] = []
+        self.coverage: list[dict[str, Any]] = []
 
     def add(
         self, scope: Scope, call: Mapping[str, Any], done: Outcome, *, announce: bool = True
@@ -90,13 +82,20 @@ class Batch:
         if done.flags:
             row.update(done.flags)
         self.rows.append(row)
+        if done.declared is not None:
+            declared = coverage_row(call, self.iteration, done.declared)
+            name = "tools.absent" if declared["source"] == "absent" else "tools.coverage_declared"
+            _emit(scope, name, declared)
+            self.coverage.append(declared)
 
     def flush(self, scope: Scope) -> None:
         if self.messages:
             scope.extend("history", self.messages)
         if self.rows:
             scope.extend("tool_results", self.rows)
-        self.messages, self.rows = [], []
+        if self.coverage:
+            scope.extend("coverage_declared", self.coverage)
+        self.messages, self.rows, self.coverage = [], [], []
 
 
 async def dispatch(
@@ -352,6 +351,8 @@ async def _execute(
             result = tool.execute(args, ctx)
             if inspect.isawaitable(result):
                 result = await result
+        except DeclarationRefused as exc:  # a helper that cannot honour its declaration
+            result = _Failed(f"refused: {exc}")
         except Exception as exc:
             result = _Failed(f"Error: {tool.name} failed: {type(exc).__name__}: {exc}")
     if len(sessions):
@@ -363,100 +364,11 @@ async def _execute(
         return Outcome("failure", cancelled), False
     if isinstance(result, RecordedOutcome):  # a replay: served as recorded, nothing redone
         row = result.row
-        flags = {k: row[k] for k in ROW_FLAGS if k in row}
-        return Outcome(row["status"], result.content, tuple(row.get("effects", ())), flags), True
-    status, effects = "success", ()
-    try:
-        envelope = read_envelope(tool.name, result)
-    except ValueError as exc:
-        return Outcome("failure", f"Error: {exc}"), False
-    if envelope is not None:
-        result, declared, listed = envelope
-        status, effects = declared or "success", tuple(listed)
-    if isinstance(result, str):
-        text = result
-    else:
-        try:
-            dumped = orjson.dumps(result, default=thaw)
-            faithful = orjson.loads(dumped) == thaw(result) and _finite(result)
-        except (TypeError, orjson.JSONEncodeError, ValueError) as exc:
-            not_json = f"Error: {tool.name} returned a value that is not JSON ({exc})"
-            return Outcome("failure", not_json), False
-        if not faithful:  # e.g. NaN would silently become null
-            inexact = f"Error: {tool.name} returned a value JSON cannot hold exactly"
-            return Outcome("failure", inexact), False
-        text = dumped.decode()
-    return _measured(cfg, tool, scope, call, iteration, Outcome(status, text, effects)), False
+        flags = {k: v for k, v in row.items() if k in ROW_FLAGS}  # in the order recorded
+        effects = tuple(row.get("effects", ()))
+        return Outcome(row["status"], result.content, effects, flags, result.declared), True
+    return served(cfg, tool, scope, call, iteration, result), False
 
 
 class _Failed(NamedTuple):
     text: str
-
-
-def _finite(value: Any) -> bool:
-    """No NaN or infinity anywhere in ``value`` (JSON would turn them into null)."""
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, Mapping):
-        return all(_finite(v) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return all(_finite(v) for v in value)
-    return True
-
-
-ROW_FLAGS = ("refused", "truncated", "chars_returned", "nudged", "gate", "assumed", "asked")
-"""Row keys a replay takes from the recording as they were."""
-
-
-def _measured(
-    cfg: AgentConfig,
-    tool: Tool,
-    scope: Scope,
-    call: Mapping[str, Any],
-    iteration: int,
-    done: Outcome,
-) -> Outcome:
-    """The tool's own ceiling first (refuse, never cut), then the agent's cap (cut, saying
-    so). Neither measures when it is not set."""
-    size = len(done.content)
-    ceiling = tool.result_ceiling
-    if ceiling is not None and size > ceiling["max_chars"]:
-        limit = ceiling["max_chars"]
-        narrow = ceiling.get("narrow_by")
-        how = " — e.g. pass " + ", ".join(repr(n) for n in narrow) if narrow else ""
-        refusal = (
-            f"Result too large: {tool.name} returned {size} chars, over its declared "
-            f"{limit}-char ceiling. Narrow the request and call again{how}. No data was "
-            "returned."
-        )
-        event: dict[str, Any] = {
-            "id": call["id"],
-            "name": tool.name,
-            "iteration": iteration,
-            "size_chars": size,
-            "max_chars": limit,
-        }
-        if narrow:
-            event["narrow_by"] = list(narrow)
-        if done.status != "success":
-            event["declared_status"] = done.status
-        _emit(scope, "tools.result_refused", event)  # sizes only: the payload goes nowhere
-        done = Outcome("invalid", refusal, done.effects, {"refused": True, "chars_returned": size})
-        size = len(refusal)
-    cap = cfg.max_tool_result_chars
-    if cap is not None and size > cap:
-        cut = size - cap
-        text = (
-            f"{done.content[:cap]}\n[truncated: the first {cap} of {size} characters are "
-            f"shown; {cut} were cut]"
-        )
-        _emit(
-            scope,
-            "tools.result_truncated",
-            {"id": call["id"], "name": tool.name, "iteration": iteration, "size_chars": size},
-        )
-        flags = {**(done.flags or {}), "truncated": True, "chars_returned": size}
-        done = Outcome(done.status, text, done.effects, flags)
-    if cfg.repeated_call_nudge and done.status == "success":
-        done = nudged(scope, call, done)
-    return done

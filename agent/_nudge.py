@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from trackway.engine import Scope, StagePath, thaw
+from trackway.tools._assume import assumed_note
 
 from ._config import emit as _emit
 
 if TYPE_CHECKING:
-    from ._dispatch import Outcome
+    from ._served import Outcome
 
 __all__ = ["REPEATED", "nudged"]
 
@@ -58,6 +59,9 @@ class _CallMemo:
                 continue
             text = served.get(row["id"], "")
             key = _fingerprint(args[row["id"]])
+            filled = [a for a in row.get("assumed", ()) if "proposed" not in a]
+            if filled:  # the note on filled arguments came after the nudge
+                text = text.removesuffix("\n" + assumed_note(row["name"], filled))
             if row.get("nudged"):
                 self.nudged.add(key)
                 text = text.removesuffix(REPEATED.format(name=row["name"]))

@@ -35,6 +35,7 @@ from trackway.tools import define_tool
 from trackway.tools._outcome import RecordedOutcome
 
 from ._agent import Agent
+from ._coverage import statement_of
 from ._errors import RedactedRecordError, ReplayDivergence
 from ._messages import LLMRequest, LLMResponse
 from ._mock import MockProvider
@@ -262,6 +263,8 @@ def _agent_from_recording(snap: Snapshot) -> Agent:
         repeated_call_nudge=settings.get("repeated_call_nudge", True),
         stream=False,
     )
+    if settings.get("limits_travel"):
+        builder.limits_travel_with_the_answer()
     ran_system_stage = any(c.stage_id == "system-prompt" for c in snap.history())
     if "resolved_instructions" in writes:
         recorded = {"model": settings.get("model"), "instructions": writes["resolved_instructions"]}
@@ -400,6 +403,7 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
     provider = _ReplayProvider(answers, [r.get("via") for r in receipts(snap)])
     results = _recorded_tool_results(snap)
     rows = {r["id"]: r for r in thaw(snap.state.get("tool_results", []))}
+    declared = {r["id"]: statement_of(r) for r in thaw(snap.state.get("coverage_declared", []))}
 
     def recorded(name: str) -> Any:
         def execute(args: dict[str, Any], ctx: Any) -> Any:
@@ -416,7 +420,7 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
             if row is None:  # recorded before calls had rows: the text alone
                 return content
             # the recorded outcome as it was: status, effects, flags; never measured again
-            return RecordedOutcome(content, row)
+            return RecordedOutcome(content, row, declared.get(ctx.call_id))
 
         return execute
 
@@ -458,6 +462,8 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
         builder.configure(cfg.configure)
     if cfg.output_model is not None:
         builder.output_schema(cfg.output_model, retries=cfg.output_retries)
+    if cfg.limits_travel:
+        builder.limits_travel_with_the_answer()
     for name, question in cfg.check_ins.items():
         builder.check_in([name], question=question)
     if cfg.gate is not None or any(t.gate is not None for t in cfg.tools.values()):
@@ -465,7 +471,7 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
     return builder.build()
 
 
-ADDED_KEYS = ("tool_results",)
+ADDED_KEYS = ("tool_results", "coverage_declared")
 """Keys this version records that recordings made before it do not have: a replay of such a
 recording is compared on what the recording kept."""
 

@@ -23,6 +23,7 @@ from trackway.tools._providers import offered_tools
 
 from ._config import CONFIGURABLE, CURRENT_SCOPE, AgentConfig, apply_configured
 from ._config import emit as _emit
+from ._coverage import answer_limits, with_limits
 from ._dispatch import NOT_RUN, WITHDRAWN, Batch, Outcome, dispatch, run_one
 from ._messages import LLMResponse, StreamDelta
 from ._person import outcome_of
@@ -60,6 +61,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             settings["max_tool_result_chars"] = cfg.max_tool_result_chars
         if not cfg.repeated_call_nudge:
             settings["repeated_call_nudge"] = False
+        if cfg.limits_travel:  # the answer handed back gains a block
+            settings["limits_travel"] = True
         identity = scope.get("identity")
         if identity is not None:  # who the run is for, as the caller said (never invented)
             scope["identity"] = identity
@@ -337,6 +340,11 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
                     "error": error,
                     "attempts": scope.get("output_attempts", 0) + 1,
                 }
+        limits = answer_limits(scope) if cfg.limits_travel else None
+        if limits is not None:  # composed from the record: the model cannot drop it
+            scope["answer_coverage"] = limits
+            if cfg.output_model is None:  # a typed answer stays JSON
+                answer = with_limits(answer, limits)
         scope["final_answer"] = answer
         stopped_early = scope.get("stopped_early")
         if stopped_early is not None:  # whether the answer handed back has any text at all
@@ -356,6 +364,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
                     key: stopped_early.get(key)
                     for key in ("reason", "limit", "pending_count", "empty_answer")
                 },
+                **({"answer_coverage": limits} if limits is not None else {}),
             },
         )
 
