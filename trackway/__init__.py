@@ -185,28 +185,79 @@ from trackway.engine import load_document as load_document
 from trackway.engine import run_sync as run_sync
 from trackway.engine import select as select
 from trackway.engine import thaw as thaw
+from trackway.tools import ABSENCE_MARKER as ABSENCE_MARKER
+from trackway.tools import ABSENCE_NOTE as ABSENCE_NOTE
+from trackway.tools import ASSUMED_LABEL as ASSUMED_LABEL
+from trackway.tools import CANNOT_COVER_LABEL as CANNOT_COVER_LABEL
+from trackway.tools import CHECKED_LABEL as CHECKED_LABEL
+from trackway.tools import COVERAGE_BLOCK_HEADING as COVERAGE_BLOCK_HEADING
+from trackway.tools import COVERAGE_MARKER as COVERAGE_MARKER
+from trackway.tools import COVERAGE_NOTE as COVERAGE_NOTE
+from trackway.tools import IN_PROGRESS_CLAUSE as IN_PROGRESS_CLAUSE
+from trackway.tools import IN_PROGRESS_SECTION_LABEL as IN_PROGRESS_SECTION_LABEL
+from trackway.tools import IN_PROGRESS_WIRE as IN_PROGRESS_WIRE
+from trackway.tools import NOT_CHECKED_LABEL as NOT_CHECKED_LABEL
+from trackway.tools import PERIOD_LABEL as PERIOD_LABEL
+from trackway.tools import PERIOD_VERDICTS as PERIOD_VERDICTS
+from trackway.tools import PERIOD_WIRE as PERIOD_WIRE
+from trackway.tools import SEMANTICS_NOTE as SEMANTICS_NOTE
 from trackway.tools import TOOL_RESULT_STATUSES as TOOL_RESULT_STATUSES
+from trackway.tools import CoveredResult as CoveredResult
+from trackway.tools import DeclarationRefused as DeclarationRefused
+from trackway.tools import Declared as Declared
+from trackway.tools import DescribedResult as DescribedResult
 from trackway.tools import GateDecision as GateDecision
 from trackway.tools import Identity as Identity
+from trackway.tools import PeriodVerdict as PeriodVerdict
 from trackway.tools import Tool as Tool
+from trackway.tools import ToolAbsence as ToolAbsence
 from trackway.tools import ToolContext as ToolContext
 from trackway.tools import ToolDefinitionError as ToolDefinitionError
 from trackway.tools import ToolError as ToolError
+from trackway.tools import ToolProvider as ToolProvider
 from trackway.tools import ToolResultStatus as ToolResultStatus
+from trackway.tools import ToolSessionError as ToolSessionError
+from trackway.tools import absent as absent
 from trackway.tools import allow as allow
+from trackway.tools import answer_coverage as answer_coverage
 from trackway.tools import ask as ask
 from trackway.tools import ask_human as ask_human
+from trackway.tools import canonical_notes as canonical_notes
+from trackway.tools import coverage as coverage
 from trackway.tools import define_tool as define_tool
 from trackway.tools import deny as deny
+from trackway.tools import described_result as described_result
+from trackway.tools import gated_tools as gated_tools
+from trackway.tools import limits_block as limits_block
+from trackway.tools import period_verdict as period_verdict
+from trackway.tools import read_declared as read_declared
 from trackway.tools import request_input as request_input
+from trackway.tools import static_tools as static_tools
 from trackway.tools import tool as tool
+from trackway.tools import tool_session_key as tool_session_key
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ABSENCE_MARKER",
+    "ABSENCE_NOTE",
+    "ASSUMED_LABEL",
+    "CANNOT_COVER_LABEL",
+    "CHECKED_LABEL",
     "CHECKPOINT_FORMAT",
+    "COVERAGE_BLOCK_HEADING",
+    "COVERAGE_MARKER",
+    "COVERAGE_NOTE",
+    "IN_PROGRESS_CLAUSE",
+    "IN_PROGRESS_SECTION_LABEL",
+    "IN_PROGRESS_WIRE",
     "MISSING",
+    "NOT_CHECKED_LABEL",
     "OPERATORS",
+    "PERIOD_LABEL",
+    "PERIOD_VERDICTS",
+    "PERIOD_WIRE",
+    "SEMANTICS_NOTE",
     "SNAPSHOT_FORMAT",
     "TOOL_RESULT_STATUSES",
     "Agent",
@@ -235,12 +286,16 @@ __all__ = [
     "Conversation",
     "ConversationFormatError",
     "CorruptCheckpointError",
+    "CoveredResult",
     "DeciderBuilder",
     "Decision",
     "DecisionEvent",
     "DecisionEvidence",
     "DecisionRequiredError",
+    "DeclarationRefused",
+    "Declared",
     "Deferred",
+    "DescribedResult",
     "DocumentError",
     "Durability",
     "EmitEvent",
@@ -284,6 +339,7 @@ __all__ = [
     "PauseEvent",
     "Paused",
     "PendingQuestionError",
+    "PeriodVerdict",
     "PostgresStore",
     "Provider",
     "ProviderAuthError",
@@ -337,11 +393,14 @@ __all__ = [
     "StreamingProvider",
     "SubflowEvent",
     "Tool",
+    "ToolAbsence",
     "ToolCall",
     "ToolContext",
     "ToolDefinitionError",
     "ToolError",
+    "ToolProvider",
     "ToolResultStatus",
+    "ToolSessionError",
     "ToolSpec",
     "TrackwayError",
     "TrackwayWarning",
@@ -350,24 +409,33 @@ __all__ = [
     "Usage",
     "WriteEvent",
     "__version__",
+    "absent",
     "allow",
+    "answer_coverage",
     "anthropic",
     "ask",
     "ask_human",
+    "canonical_notes",
     "causal_chain",
     "check_document",
     "conversation_redaction",
+    "coverage",
     "decide",
     "deferred",
     "define_tool",
     "deny",
+    "described_result",
     "flow_chart",
+    "gated_tools",
     "is_paused",
     "is_said_by_person",
+    "limits_block",
     "load_document",
     "load_recording",
     "mock",
     "openai",
+    "period_verdict",
+    "read_declared",
     "receipts",
     "replay",
     "replay_async",
@@ -376,8 +444,10 @@ __all__ = [
     "save_recording",
     "select",
     "served_at",
+    "static_tools",
     "thaw",
     "tool",
+    "tool_session_key",
 ]
 
 _public_names(globals(), __all__, "trackway")
