@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import orjson
@@ -20,8 +21,16 @@ from trackway.agent import (
     save_recording,
     served_at,
 )
-from trackway.engine import Snapshot
-from trackway.tools import define_tool
+from trackway.engine import Snapshot, thaw
+from trackway.tools import (
+    absent,
+    allow,
+    coverage,
+    define_tool,
+    deny,
+    described_result,
+    gated_tools,
+)
 
 SCHEMA = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
 
@@ -37,6 +46,58 @@ TOOL = define_tool(
 )
 
 
+MARK = "qqshort"  # record-only words (short) that must never be served
+
+
+def report(args, ctx):
+    """A declared result chosen by the query: nothing found, a ledger, or typed facts."""
+    q = args["q"]
+    ground = {
+        "checked": [{"what": f"every row of the export for {q!r}", "short": f"{MARK} rows"}],
+        "not_checked": [{"what": "the archive", "why": "not mounted", "kind": "scope"}],
+    }
+    period = {"queried": {"from": "2026-01-01T00:00:00Z", "to": "2026-01-02T00:00:00Z"}}
+    if not q:
+        return absent(
+            what="rows for an empty query", period={**period, "held": "unknown"}, **ground
+        )
+    if q[0] in "abc":
+        return coverage({"n": len(q)}, **ground)
+    held = {"from": "2025-12-31T00:00:00Z", "to": "2026-01-01T12:00:00+00:00"}
+    return described_result(facts=[{"q": q}], coverage=ground, period={**period, "held": held})
+
+
+REPORT = define_tool(name="report", description="Report rows.", input_schema=SCHEMA, execute=report)
+LOGS = define_tool(
+    name="logs",
+    description="Search logs.",
+    input_schema={
+        "type": "object",
+        "properties": {"q": {"type": "string"}, "window": {"type": "string", "enum": ["1h", "2h"]}},
+        "required": ["q", "window"],
+    },
+    execute=lambda args, ctx: f"{args['q']} over {args['window']}",
+    ask_or_assume={"window": {"assume": "2h"}},
+    period={"argument": "window"},
+)
+
+
+def deny_x(call, ctx):
+    """A gate: calls whose query mentions x are denied."""
+    return deny("no x queries") if "x" in str(call["args"].get("q", "")) else allow()
+
+
+features = st.fixed_dictionaries(
+    {
+        "report": st.sampled_from(["off", "tool", "provider"]),
+        "ceiling": st.one_of(st.none(), st.integers(20, 400)),
+        "logs": st.booleans(),
+        "gate": st.booleans(),
+        "limits": st.booleans(),
+    }
+)
+
+
 class Answer(BaseModel):
     value: str
 
@@ -44,6 +105,9 @@ class Answer(BaseModel):
 texts = st.text(alphabet='abc xyzé€\n"\\', max_size=12)
 tool_call = st.one_of(
     st.builds(lambda q: {"name": "lookup", "args": {"q": q}}, texts),
+    st.builds(lambda q: {"name": "report", "args": {"q": q}}, texts),
+    st.builds(lambda q: {"name": "logs", "args": {"q": q}}, texts),  # window left out
+    st.builds(lambda q: {"name": "logs", "args": {"q": q, "window": "1h"}}, texts),
     st.just({"name": "lookup", "args": {"q": "boom"}}),  # the tool raises
     st.just({"name": "lookup", "args": {"wrong": 1}}),  # bad arguments
     st.just({"name": "missing", "args": {}}),  # an unknown tool
@@ -124,6 +188,7 @@ def assert_law(agent: Agent, provider, offset: int = 0):
     cut=st.booleans(),
     validation=st.sampled_from(["enforce", "warn", "off"]),
     cap=st.one_of(st.none(), st.integers(3, 12)),
+    feature=features,
 )
 def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     steps,
@@ -136,6 +201,7 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     cut,
     validation,
     cap,
+    feature,
     tmp_path_factory,
 ):
     final = '{"value": "ok"}' if typed else "done"
@@ -161,9 +227,25 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     )
     if typed:
         builder.output_schema(Answer, retries=1)
+    reporter = REPORT
+    if feature["ceiling"] is not None:
+        reporter = dataclasses.replace(REPORT, result_ceiling={"max_chars": feature["ceiling"]})
+    if feature["report"] == "tool":
+        builder.tool(reporter)
+    elif feature["report"] == "provider":  # offered from the second iteration on
+        builder.tools_from(gated_tools(lambda state: state["iteration"] > 1, reporter))
+    if feature["logs"]:
+        builder.tool(LOGS)
+    if feature["gate"]:
+        builder.gate(deny_x)
+    if feature["limits"]:
+        builder.limits_travel_with_the_answer()
     agent = builder.build()
     agent.run_sync("first question")
     assert_law(agent, provider)
+    for request in provider.requests:  # record-only words are never served
+        assert MARK.encode() not in request.canonical_json()
+    assert MARK.encode() not in orjson.dumps(thaw(agent.snapshot().state["history"]))
     assert_one_id_per_call(agent)
     rows = agent.snapshot().state.get("tool_results", [])
     tool_messages = [m for m in agent.snapshot().state["history"] if m["role"] == "tool"]
