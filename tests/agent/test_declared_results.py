@@ -422,3 +422,60 @@ def test_short_and_kind_never_reach_the_request_or_history(
     for item in [*checked, *not_checked]:
         if "short" in item:
             assert item["short"].encode() in recorded  # kept where it belongs
+
+
+_payload_word = st.text(alphabet="klmnop", min_size=4, max_size=8).map(lambda w: f"PX{w}")
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    word=_payload_word,
+    repeat=st.integers(30, 200),
+    shape=st.sampled_from(["text", "rows", "coverage", "described", "envelope"]),
+    limit=st.integers(10, 100),
+)
+def test_a_ceiling_refused_payload_enters_no_channel(
+    tmp_path_factory: Any, word: str, repeat: int, shape: str, limit: int
+) -> None:
+    from trackway.engine import SqliteStore
+
+    payload = word * repeat
+
+    def execute(args: dict[str, Any], ctx: Any) -> Any:
+        if shape == "rows":
+            return [{"row": payload}]
+        if shape == "coverage":
+            return coverage(payload, checked=["the whole export"])
+        if shape == "described":
+            return described_result(facts=[{"v": payload}], coverage={"checked": ["all"]})
+        if shape == "envelope":
+            return {"content": payload, "effects": [], "status": "partial"}
+        return payload
+
+    big = define_tool(
+        name="big",
+        description="d",
+        input_schema={"type": "object"},
+        execute=execute,
+        result_ceiling={"max_chars": limit},
+    )
+    where = tmp_path_factory.mktemp("ceiling")
+    store = SqliteStore(where / "r.db")
+    agent = agent_for([call({}, name="big"), "ok"], big, travel=True, store=store)
+    heard: list[Any] = []
+    agent.on("*", lambda e: heard.append((e.name, e.payload)))
+    agent.run_sync("go")
+    assert agent.snapshot().state["tool_results"][0]["status"] == "invalid"
+    channels = {
+        "snapshot": agent.snapshot().to_json(),
+        "recording": save_recording(agent, where / "rec.json").read_bytes(),
+        "events": repr(heard).encode(),
+        "store": b"".join(p.read_bytes() for p in where.glob("r.db*")),
+        "requests": b"".join(served_at(agent.snapshot(), k).canonical_json() for k in (1, 2)),
+    }
+    for name, data in channels.items():
+        assert (word * 3).encode() not in data, name
