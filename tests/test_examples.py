@@ -107,3 +107,14 @@ def test_cli_replay_wire_prints_the_body_and_a_mismatch_exits_3(tmp_path, capsys
     tampered.write_bytes(text)
     assert main(["replay", str(tampered)]) == 3
     assert "MISMATCH" in capsys.readouterr().out
+
+
+def test_backup_desk_answer_carries_the_declared_limits(capsys):
+    desk = runpy.run_path(str(ROOT / "examples" / "backup_desk.py"), run_name="__main__")
+    out = capsys.readouterr().out
+    assert out.startswith("vm-01's backup failed last night and a re-run is queued")
+    assert "Cannot cover:\n- PPDM jobs — not collected on this install" in out
+    assert 'Assumed (a tool\'s rule, not your words):\n- search_logs: window = "2h"' in out
+    assert "backup_runs (c2): absent, period partly-held" in out
+    assert "closed: scheduler-connection-1" in out and "replayed the same answer: True" in out
+    assert desk["OPEN"] == {}  # the run's session was torn down at run end
