@@ -19,6 +19,7 @@ from ._inputs import Runtime, tool_from_mapping
 from ._options import check_request_options, check_tool_choice
 from ._provider import Provider
 from ._stages import AgentConfig, stage_functions
+from ._window import WindowStrategy
 
 if TYPE_CHECKING:
     from ._agent import Agent
@@ -80,6 +81,7 @@ class AgentBuilder:
         self._check_ins: dict[str, str | None] = {}
         self._gate: Callable[[dict[str, Any], ToolContext], Any] | None = None
         self._limits_travel = False
+        self._window: tuple[Any, int] | None = None
 
     def system(self, prompt: str) -> AgentBuilder:
         """The system prompt."""
@@ -187,6 +189,29 @@ class AgentBuilder:
         self._output = (model, retries)
         return self
 
+    def window(self, strategy: Any, *, keep_last_tool_results: int = 2) -> AgentBuilder:
+        """Serve each model call a window of the history: ``sliding_window(...)``,
+        ``token_budget(...)``, ``summarize_oldest(...)`` or your own
+        :class:`~trackway.agent.WindowStrategy`. A ``window`` stage runs before every call
+        and records what it left out and why; ``history`` itself is never edited. The
+        planner never drops the person's current request, half a call, a paused turn or the
+        latest ``keep_last_tool_results`` results of each tool. One strategy per agent."""
+        if not isinstance(strategy, WindowStrategy):
+            raise AgentBuildError(
+                "window(strategy) takes sliding_window(...), token_budget(...), "
+                f"summarize_oldest(...) or an object with name, settings() and plan(visit); "
+                f"got {strategy!r}"
+            )
+        if self._window is not None:
+            raise AgentBuildError("an agent has one window strategy: window(...) was called twice")
+        keep = keep_last_tool_results
+        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
+            raise AgentBuildError(
+                f"window(keep_last_tool_results={keep!r}): use a whole number ≥ 0 (0 holds none)"
+            )
+        self._window = (strategy, keep)
+        return self
+
     def limits_travel_with_the_answer(self) -> AgentBuilder:
         """Append the limits the tools declared (``absent``, ``coverage``,
         ``described_result``, and arguments a tool's rule filled) to a prose answer, composed
@@ -250,6 +275,8 @@ class AgentBuilder:
             repeated_call_nudge=self._repeated_call_nudge,
             gate=self._gate,
             limits_travel=self._limits_travel,
+            window=None if self._window is None else self._window[0],
+            keep_last_tool_results=2 if self._window is None else self._window[1],
         )
         from ._agent import Agent  # the agent module imports this one
 
@@ -286,8 +313,11 @@ def _chart(cfg: AgentConfig) -> FlowChart:
     if cfg.tools:
         b = b.then("Tools", fns["tools"], id="tools", description="Offer the tools")
     first = "call-llm"  # every back edge targets the first per-call stage
+    if cfg.window is not None:
+        first = "window"
+        b = b.then("Window", fns["window"], id="window", description="Fit the context window")
     if cfg.providers:
-        first = "offer"
+        first = "offer" if first == "call-llm" else first
         b = b.then("Offer", fns["offer"], id="offer", description="Offer this call's tools")
     b = b.then("Call LLM", fns["call-llm"], id="call-llm", description="Ask the model")
     d = b.decider("Route", fns["route"], id="route", description="Tools, retry or answer")

@@ -56,6 +56,10 @@ class AgentConfig:
     registered: tuple[str, ...] = ()
     """The tools offered to every call (``.tool()``), in order; with providers, ``tools``
     also holds theirs."""
+    window: Any = None
+    """``.window(strategy)``: the :class:`~._window.WindowStrategy` of the ``window`` stage."""
+    keep_last_tool_results: int = 2
+    """The planner holds the latest this many results of each tool (0: none)."""
     limits_travel: bool = False
     """``.limits_travel_with_the_answer()``: the tools' declared limits go with the answer."""
     sessions: ToolSessions = field(default_factory=ToolSessions)

@@ -41,7 +41,13 @@ from ._messages import LLMRequest, LLMResponse
 from ._mock import MockProvider
 from ._options import REQUEST_OPTIONS
 from ._paused import Paused
-from ._replay_setup import RecordedOffers, agent_from_recording, recorded_gate, recorded_offers
+from ._replay_setup import (
+    RecordedOffers,
+    RecordedWindow,
+    agent_from_recording,
+    recorded_gate,
+    recorded_offers,
+)
 from ._request import assemble
 
 __all__ = [
@@ -314,6 +320,8 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
         builder.output_schema(cfg.output_model, retries=cfg.output_retries)
     if cfg.limits_travel:
         builder.limits_travel_with_the_answer()
+    if cfg.window is not None:  # what the window decided, not decided again
+        builder.window(RecordedWindow(snap), keep_last_tool_results=cfg.keep_last_tool_results)
     for name, question in cfg.check_ins.items():
         builder.check_in([name], question=question)
     if cfg.gate is not None or any(t.gate is not None for t in cfg.tools.values()):

@@ -14,8 +14,15 @@ from ._agent import Agent
 from ._errors import ReplayDivergence
 from ._mock import MockProvider
 from ._options import REQUEST_OPTIONS
+from ._window import WindowPlan, WindowVisit
 
-__all__ = ["RecordedOffers", "agent_from_recording", "recorded_gate", "recorded_offers"]
+__all__ = [
+    "RecordedOffers",
+    "RecordedWindow",
+    "agent_from_recording",
+    "recorded_gate",
+    "recorded_offers",
+]
 
 
 def agent_from_recording(snap: Snapshot) -> Agent:
@@ -52,6 +59,9 @@ def agent_from_recording(snap: Snapshot) -> Agent:
     )
     if settings.get("limits_travel"):
         builder.limits_travel_with_the_answer()
+    if settings.get("window"):
+        keep = settings["window"].get("keep_last_tool_results", 2)
+        builder.window(RecordedWindow(snap), keep_last_tool_results=keep)
     ran_system_stage = any(c.stage_id == "system-prompt" for c in snap.history())
     if "resolved_instructions" in writes:
         recorded = {"model": settings.get("model"), "instructions": writes["resolved_instructions"]}
@@ -167,3 +177,50 @@ class RecordedOffers:
 
 def _unreachable(args: dict[str, Any], ctx: Any) -> str:  # pragma: no cover - replaced
     raise AssertionError("replay tools are replaced by the recorded results")
+
+
+_RECORD_KEYS = (
+    "strategy",
+    "iteration",
+    "k",
+    "why",
+    "removed",
+    "removed_messages",
+    "refused",
+    "held",
+    "chars_before",
+    "chars_after",
+)
+
+
+class RecordedWindow:
+    """A window strategy that decides what the recording says each visit decided (a
+    strategy is code, and a summary is a model call: replay reads both from the record)."""
+
+    def __init__(self, snap: Snapshot) -> None:
+        settings = dict(thaw(snap.state.get("settings", {})).get("window") or {})
+        self.name = str(settings.pop("strategy", "recorded"))
+        settings.pop("keep_last_tool_results", None)
+        self._settings = settings
+        self._records = list(thaw(snap.state.get("window", [])))
+        self._summaries = list(thaw(snap.state.get("summaries", [])))
+
+    def settings(self) -> dict[str, Any]:
+        return dict(self._settings)
+
+    def plan(self, visit: WindowVisit) -> WindowPlan:
+        if not self._records:
+            raise ReplayDivergence(
+                "the replay visited the window more often than the recording did",
+                stage_path="window",
+                key="window",
+            )
+        record = self._records.pop(0)
+        ranges = [(int(a), int(b)) for a, b in record.get("removed", ())]
+        remove = [t.head for t in visit.kept if any(a <= t.head < b for a, b in ranges)]
+        details = {k: v for k, v in record.items() if k not in _RECORD_KEYS}
+        summary = call = None
+        if "summary_chars" in details and self._summaries:
+            call = self._summaries.pop(0)
+            summary = call["summary"]
+        return WindowPlan(remove, record.get("why", ""), details, summary, call)

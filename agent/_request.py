@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 from trackway.engine import thaw
 
 from ._messages import LLMRequest, Message, ToolSpec, canonical_json, sha256
+from ._window import standing_in_message
 
 __all__ = ["Assembled", "MessageCache", "assemble", "receipt_for"]
 
@@ -129,12 +130,20 @@ def assemble(state: Mapping[str, Any], cache: MessageCache | None = None) -> Ass
             suffix += b"," + _field("tool_choice", canonical_json(tool_choice))
         suffix += b"," + _field("tools", tools_bytes)
     suffix += _settings_fields(settings, _AFTER_TOOLS)
-    request_hash, messages_hash = cache.hashes(suffix + b"}")
+    view = state.get("window_view")
+    if view:  # a window: the served list is history with the view applied, O(window)
+        messages, pieces = _windowed(cache, n, thaw(view))
+        listed = b"[" + b",".join(pieces) + b"]"
+        request_hash = sha256(prefix + listed + suffix + b"}")
+        messages_hash = sha256(listed)
+    else:
+        request_hash, messages_hash = cache.hashes(suffix + b"}")
+        messages = tuple(cache.messages[:n])
     stop = settings.get("stop")
     request = LLMRequest.model_construct(
         model=settings["model"],
         system=system,
-        messages=tuple(cache.messages[:n]),
+        messages=messages,
         tools=tools,
         temperature=settings.get("temperature"),
         max_tokens=settings.get("max_tokens"),
@@ -146,6 +155,29 @@ def assemble(state: Mapping[str, Any], cache: MessageCache | None = None) -> Ass
         extra_body=settings.get("extra_body"),
     )
     return Assembled(request, request_hash, messages_hash, tools_hash, tool_hashes)
+
+
+def _windowed(
+    cache: MessageCache, n: int, view: Mapping[str, Any]
+) -> tuple[tuple[Message, ...], list[bytes]]:
+    """The served messages and their canonical pieces: history minus the dropped ranges,
+    with the library message that stands in for them where the first range was."""
+    drop = [(int(a), int(b)) for a, b in view.get("drop", ())]
+    standing = standing_in_message(view)
+    messages: list[Message] = []
+    pieces: list[bytes] = []
+    at = 0
+    for start, end in drop:
+        messages += cache.messages[at:start]
+        pieces += cache.bytes[at:start]
+        if standing is not None and start == drop[0][0]:
+            message = Message.model_validate(standing)
+            messages.append(message)
+            pieces.append(canonical_json(message.model_dump(mode="json", exclude_none=True)))
+        at = max(at, end)
+    messages += cache.messages[at:n]
+    pieces += cache.bytes[at:n]
+    return tuple(messages), pieces
 
 
 def receipt_for(

@@ -31,6 +31,7 @@ from ._provider import ProviderResponseError
 from ._request import MessageCache, assemble, receipt_for
 from ._tool_ids import call_repairs, unique_calls
 from ._usage import usage_reported, via
+from ._window import window_stage
 
 __all__ = [
     "CONFIGURABLE",
@@ -63,6 +64,12 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             settings["repeated_call_nudge"] = False
         if cfg.limits_travel:  # the answer handed back gains a block
             settings["limits_travel"] = True
+        if cfg.window is not None:  # what each call is served depends on it
+            settings["window"] = {
+                "strategy": cfg.window.name,
+                **cfg.window.settings(),
+                "keep_last_tool_results": cfg.keep_last_tool_results,
+            }
         identity = scope.get("identity")
         if identity is not None:  # who the run is for, as the caller said (never invented)
             scope["identity"] = identity
@@ -118,6 +125,9 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         }
         if rules:  # what fills or asks for arguments: replay needs no code for it
             scope["tool_rules"] = {n: {k: v for k, v in r.items() if v} for n, r in rules.items()}
+
+    async def window(scope: Scope) -> None:
+        await window_stage(scope, cfg.window, cfg.keep_last_tool_results, id(cfg))
 
     def offer(scope: Scope) -> None:
         """The tools this model call is offered: the registered ones, then each provider's
@@ -374,6 +384,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         "tools": tools,
         "call-llm": call_llm,
         "offer": offer,
+        "window": window,
         "route": route,
         "tool-calls": tool_calls,
         "tool-calls-resumed": tool_calls_resumed,
@@ -416,7 +427,7 @@ class _StateView(Mapping[str, Any]):
 class _Reader(Mapping[str, Any]):
     """Committed state as ``assemble`` sees it: tracked reads through the scope."""
 
-    _KEYS = ("history", "settings", "system_prompt", "tools", "wrap_up_asked")
+    _KEYS = ("history", "settings", "system_prompt", "tools", "wrap_up_asked", "window_view")
 
     def __init__(self, scope: Scope) -> None:
         self._scope = scope
