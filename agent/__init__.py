@@ -59,6 +59,12 @@ from ._replay import save_recording as save_recording
 from ._replay import served_at as served_at
 from ._result import AgentResult as AgentResult
 from ._usage import RunUsage as RunUsage
+from ._window import WindowPlan as WindowPlan
+from ._window import WindowStrategy as WindowStrategy
+from ._window import WindowVisit as WindowVisit
+from ._window import sliding_window as sliding_window
+from ._window import summarize_oldest as summarize_oldest
+from ._window import token_budget as token_budget
 
 __all__ = [
     "Agent",
@@ -104,6 +110,9 @@ __all__ = [
     "ToolCall",
     "ToolSpec",
     "Usage",
+    "WindowPlan",
+    "WindowStrategy",
+    "WindowVisit",
     "anthropic",
     "conversation_redaction",
     "is_paused",
@@ -116,4 +125,7 @@ __all__ = [
     "replay_async",
     "save_recording",
     "served_at",
+    "sliding_window",
+    "summarize_oldest",
+    "token_budget",
 ]

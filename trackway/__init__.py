@@ -70,6 +70,9 @@ from trackway.agent import StreamingProvider as StreamingProvider
 from trackway.agent import ToolCall as ToolCall
 from trackway.agent import ToolSpec as ToolSpec
 from trackway.agent import Usage as Usage
+from trackway.agent import WindowPlan as WindowPlan
+from trackway.agent import WindowStrategy as WindowStrategy
+from trackway.agent import WindowVisit as WindowVisit
 from trackway.agent import anthropic as anthropic
 from trackway.agent import conversation_redaction as conversation_redaction
 from trackway.agent import is_paused as is_paused
@@ -82,6 +85,9 @@ from trackway.agent import replay as replay
 from trackway.agent import replay_async as replay_async
 from trackway.agent import save_recording as save_recording
 from trackway.agent import served_at as served_at
+from trackway.agent import sliding_window as sliding_window
+from trackway.agent import summarize_oldest as summarize_oldest
+from trackway.agent import token_budget as token_budget
 from trackway.engine import CHECKPOINT_FORMAT as CHECKPOINT_FORMAT
 from trackway.engine import MISSING as MISSING
 from trackway.engine import OPERATORS as OPERATORS
@@ -407,6 +413,9 @@ __all__ = [
     "UnknownBranchError",
     "UnknownRunError",
     "Usage",
+    "WindowPlan",
+    "WindowStrategy",
+    "WindowVisit",
     "WriteEvent",
     "__version__",
     "absent",
@@ -444,8 +453,11 @@ __all__ = [
     "save_recording",
     "select",
     "served_at",
+    "sliding_window",
     "static_tools",
+    "summarize_oldest",
     "thaw",
+    "token_budget",
     "tool",
     "tool_session_key",
 ]
