@@ -121,6 +121,8 @@ class Agent:
         tool_arg_validation: Literal["enforce", "warn", "off"] = "enforce",
         max_tool_result_chars: int | None = None,
         repeated_call_nudge: bool = True,
+        pricing_table: Mapping[str, Mapping[str, float]] | None = None,
+        cost_budget: tuple[float, Literal["warn", "halt"]] | None = None,
     ) -> AgentBuilder:
         """Start configuring an agent.
 
@@ -145,6 +147,12 @@ class Agent:
         saying how much was cut (a tool's own ``result_ceiling`` refuses first).
         ``repeated_call_nudge``: the second time a call with the same arguments returns the
         same result in a run, one sentence tells the model so (once per distinct call).
+
+        ``pricing_table={model: {"input": ..., "output": ..., "cache_read": ...,
+        "cache_write": ...}}`` (USD per million tokens) prices every call in the ``cost``
+        ledger; ``cost_budget=(usd, "warn" | "halt")`` records the call that goes over it and,
+        under ``"halt"``, stops the run before its next call (``stopped_early`` reason
+        ``cost-budget``).
         """
         return AgentBuilder(
             provider,
@@ -167,6 +175,8 @@ class Agent:
             tool_arg_validation=tool_arg_validation,
             max_tool_result_chars=max_tool_result_chars,
             repeated_call_nudge=repeated_call_nudge,
+            pricing_table=pricing_table,
+            cost_budget=cost_budget,
         )
 
     def __init__(

@@ -107,6 +107,7 @@ def _usage(data: Any, usage: Usage | None = None) -> Usage | None:
         "input_tokens": _int(data.get("input_tokens")),
         "output_tokens": _int(data.get("output_tokens")),
         "cache_read_tokens": _int(data.get("cache_read_input_tokens")),
+        "cache_write_tokens": _int(data.get("cache_creation_input_tokens")),
     }
     base = usage or Usage()
     return base.model_copy(update={k: v for k, v in reported.items() if v is not None})

@@ -14,6 +14,7 @@ from trackway.engine import FlowChart, RunStore, flow_chart
 from trackway.tools import Tool, ToolContext
 from trackway.tools._providers import ToolProvider
 
+from ._cost import check_budget, check_pricing
 from ._errors import AgentBuildError
 from ._inputs import Runtime, tool_from_mapping
 from ._options import check_request_options, check_tool_choice
@@ -69,6 +70,8 @@ class AgentBuilder:
             )
         self._max_tool_result_chars = cap
         self._repeated_call_nudge = bool(options.pop("repeated_call_nudge", True))
+        self._pricing = check_pricing(options.pop("pricing_table", None))
+        self._cost_budget = check_budget(options.pop("cost_budget", None), self._pricing)
         self._request_options = check_request_options(options, "Agent.create: ")
         self._options = options
         self._system: str | None = None
@@ -275,6 +278,8 @@ class AgentBuilder:
             repeated_call_nudge=self._repeated_call_nudge,
             gate=self._gate,
             limits_travel=self._limits_travel,
+            pricing=self._pricing,
+            cost_budget=self._cost_budget,
             window=None if self._window is None else self._window[0],
             keep_last_tool_results=2 if self._window is None else self._window[1],
         )

@@ -60,6 +60,10 @@ class AgentConfig:
     """``.window(strategy)``: the :class:`~._window.WindowStrategy` of the ``window`` stage."""
     keep_last_tool_results: int = 2
     """The planner holds the latest this many results of each tool (0: none)."""
+    pricing: dict[str, dict[str, float]] | None = None
+    """``pricing_table``: USD per million tokens by model and kind."""
+    cost_budget: dict[str, Any] | None = None
+    """``cost_budget``: ``{"usd": limit, "action": "warn" | "halt"}``."""
     limits_travel: bool = False
     """``.limits_travel_with_the_answer()``: the tools' declared limits go with the answer."""
     sessions: ToolSessions = field(default_factory=ToolSessions)

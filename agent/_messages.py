@@ -121,6 +121,7 @@ class Usage(_Frozen):
     input_tokens: int | None = None
     output_tokens: int | None = None
     cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
 
 
 class LLMResponse(_Frozen):

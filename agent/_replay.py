@@ -305,6 +305,10 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
         tool_arg_validation=cfg.arg_validation,
         max_tool_result_chars=cfg.max_tool_result_chars,
         repeated_call_nudge=cfg.repeated_call_nudge,
+        pricing_table=cfg.pricing,
+        cost_budget=None
+        if cfg.cost_budget is None
+        else (cfg.cost_budget["usd"], cfg.cost_budget["action"]),
         wrap_up_at_max_iterations=cfg.wrap_up,
         stream=False,
     ).tools(tools[name] for name in cfg.registered)

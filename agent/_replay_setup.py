@@ -55,6 +55,10 @@ def agent_from_recording(snap: Snapshot) -> Agent:
         tool_arg_validation=settings.get("tool_arg_validation", "enforce"),
         max_tool_result_chars=settings.get("max_tool_result_chars"),
         repeated_call_nudge=settings.get("repeated_call_nudge", True),
+        pricing_table=settings.get("pricing"),
+        cost_budget=None
+        if settings.get("cost_budget") is None
+        else (settings["cost_budget"]["usd"], settings["cost_budget"]["action"]),
         stream=False,
     )
     if settings.get("limits_travel"):

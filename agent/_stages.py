@@ -23,6 +23,7 @@ from trackway.tools._providers import offered_tools
 
 from ._config import CONFIGURABLE, CURRENT_SCOPE, AgentConfig, apply_configured
 from ._config import emit as _emit
+from ._cost import account, halted
 from ._coverage import answer_limits, with_limits
 from ._dispatch import NOT_RUN, WITHDRAWN, Batch, Outcome, dispatch, run_one
 from ._messages import LLMResponse, StreamDelta
@@ -30,7 +31,7 @@ from ._person import outcome_of
 from ._provider import ProviderResponseError
 from ._request import MessageCache, assemble, receipt_for
 from ._tool_ids import call_repairs, unique_calls
-from ._usage import usage_reported, via
+from ._usage import via
 from ._window import window_stage
 
 __all__ = [
@@ -64,6 +65,10 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             settings["repeated_call_nudge"] = False
         if cfg.limits_travel:  # the answer handed back gains a block
             settings["limits_travel"] = True
+        if cfg.pricing is not None:  # the cost ledger is computed from the record
+            settings["pricing"] = cfg.pricing
+        if cfg.cost_budget is not None:
+            settings["cost_budget"] = cfg.cost_budget
         if cfg.window is not None:  # what each call is served depends on it
             settings["window"] = {
                 "strategy": cfg.window.name,
@@ -167,11 +172,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         scope["response"] = response.model_dump(mode="json", exclude_none=True)
         # the sum of what providers reported; a call that reported nothing has usage None in
         # its receipt and is not counted as zero (RunUsage.unreported_calls)
-        totals = dict(scope.get("usage_total", {"input_tokens": 0, "output_tokens": 0}))
-        if usage:
-            for key in ("input_tokens", "output_tokens"):
-                totals[key] = totals.get(key, 0) + (usage.get(key) or 0)
-            scope["usage_total"] = totals
+        tick = account(scope, k, assembled.request.model, usage)
         _emit(
             scope,
             "stream.llm_end",
@@ -182,11 +183,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
                 "stop_reason": response.stop_reason,
             },
         )
-        _emit(
-            scope,
-            "cost.tick",
-            {"k": k, "usage": usage, "reported": usage_reported(usage), "total": totals},
-        )
+        _emit(scope, "cost.tick", tick)
 
     def route(scope: Scope) -> Decision:
         response = scope["response"]
@@ -198,6 +195,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             "iteration": iteration,
             "max_iterations": limit,
         }
+        if halted(scope) is not None:  # over the cost budget: no further call
+            return Decision("final", {**evidence, "chosen": "final", "why": "cost budget"})
         if calls and cfg.tools:
             if iteration < limit:
                 return Decision("tool-calls", {**evidence, "chosen": "tool-calls"})
@@ -310,6 +309,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         response = scope["response"]
         answer = response.get("content", "")
         calls = response.get("tool_calls") or []
+        hit = halted(scope)
         if calls and cfg.tools and not scope.get("wrap_up_asked"):
             pending = unique_calls(calls)[0]
             stopped = {
@@ -318,6 +318,19 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
                 "limit": scope["max_iterations"],
                 "pending_tool_calls": pending,
                 "pending_count": len(pending),
+                "wrapped_up": False,
+            }
+            if hit is not None:  # the spend, not the iterations, ended the turn
+                stopped.update(reason="cost-budget", limit=hit["limit"], spend=hit["spend"])
+            scope["stopped_early"] = stopped
+            _emit(scope, "agent.budget_exhausted", {**stopped, "action": "cut-short"})
+        elif hit is not None and scope.get("output_error") is not None:
+            stopped = {
+                "reason": "cost-budget",
+                "iteration": scope["iteration"],
+                "limit": hit["limit"],
+                "spend": hit["spend"],
+                "pending_count": 0,
                 "wrapped_up": False,
             }
             scope["stopped_early"] = stopped

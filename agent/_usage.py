@@ -28,6 +28,8 @@ class RunUsage(BaseModel):
 
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
     calls: int = 0
     unreported_calls: int = 0
 
@@ -47,13 +49,20 @@ def usage_reported(usage: Mapping[str, Any] | None) -> bool:
 
 def run_usage(receipts: Iterable[Mapping[str, Any]]) -> RunUsage:
     """The token use of the calls whose receipts are given (O(calls), read once at the end)."""
-    totals = {"input_tokens": 0, "output_tokens": 0, "calls": 0, "unreported_calls": 0}
+    totals = {
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cache_read_tokens": 0,
+        "cache_write_tokens": 0,
+        "calls": 0,
+        "unreported_calls": 0,
+    }
     for receipt in receipts:
         usage = receipt.get("usage") or {}
         totals["calls"] += 1
         if not usage_reported(usage):
             totals["unreported_calls"] += 1
-        for key in ("input_tokens", "output_tokens"):
+        for key in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
             totals[key] += usage.get(key) or 0
     return RunUsage(**totals)
 
