@@ -257,6 +257,12 @@ class Agent:
         value = self._state().get("stopped_early")
         return None if value is None else dict(thaw(value))
 
+    def findings(self) -> list[dict[str, Any]]:
+        """The last run's findings ledger (``.findings()``): ``basis``, ``standing`` and
+        ``dropped`` rows in the order the model declared them (empty when nothing was
+        declared)."""
+        return [dict(row) for row in thaw(self._state().get("findings", []))]
+
     def answer_coverage(self) -> dict[str, Any] | None:
         """The limits of the last answer, as data (with ``.limits_travel_with_the_answer()``):
         ``checked``, ``not_checked``, ``cannot_cover``, and when present ``in_progress``,

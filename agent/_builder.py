@@ -84,6 +84,7 @@ class AgentBuilder:
         self._check_ins: dict[str, str | None] = {}
         self._gate: Callable[[dict[str, Any], ToolContext], Any] | None = None
         self._limits_travel = False
+        self._findings = False
         self._window: tuple[Any, int] | None = None
 
     def system(self, prompt: str) -> AgentBuilder:
@@ -215,6 +216,15 @@ class AgentBuilder:
         self._window = (strategy, keep)
         return self
 
+    def findings(self) -> AgentBuilder:
+        """Let the model declare, on each tool call, why it makes it and how it judges
+        earlier results (a reserved ``_findings`` argument on every served schema, peeled off
+        before validation and the tool); filed on the ``findings`` ledger
+        (``agent.findings()``). Results it judges noise or ruled-out are served as short
+        tickets on later calls; ``history`` keeps everything."""
+        self._findings = True
+        return self
+
     def limits_travel_with_the_answer(self) -> AgentBuilder:
         """Append the limits the tools declared (``absent``, ``coverage``,
         ``described_result``, and arguments a tool's rule filled) to a prose answer, composed
@@ -278,11 +288,17 @@ class AgentBuilder:
             repeated_call_nudge=self._repeated_call_nudge,
             gate=self._gate,
             limits_travel=self._limits_travel,
+            findings=self._findings,
             pricing=self._pricing,
             cost_budget=self._cost_budget,
             window=None if self._window is None else self._window[0],
             keep_last_tool_results=2 if self._window is None else self._window[1],
         )
+        if self._findings and not cfg.tools:
+            raise AgentBuildError(
+                "findings() files what the model declares on its tool calls; this agent has no "
+                "tools: add one with .tool(...) or .tools_from(...), or drop findings()"
+            )
         from ._agent import Agent  # the agent module imports this one
 
         return Agent(cfg, _chart(cfg), list(self._recorders), self._runtime)
@@ -321,7 +337,7 @@ def _chart(cfg: AgentConfig) -> FlowChart:
     if cfg.window is not None:
         first = "window"
         b = b.then("Window", fns["window"], id="window", description="Fit the context window")
-    if cfg.providers:
+    if cfg.providers or cfg.findings:  # what each call is offered is decided per call
         first = "offer" if first == "call-llm" else first
         b = b.then("Offer", fns["offer"], id="offer", description="Offer this call's tools")
     b = b.then("Call LLM", fns["call-llm"], id="call-llm", description="Ask the model")

@@ -64,6 +64,8 @@ class AgentConfig:
     """``pricing_table``: USD per million tokens by model and kind."""
     cost_budget: dict[str, Any] | None = None
     """``cost_budget``: ``{"usd": limit, "action": "warn" | "halt"}``."""
+    findings: bool = False
+    """``.findings()``: the reserved ``_findings`` argument and the findings ledger."""
     limits_travel: bool = False
     """``.limits_travel_with_the_answer()``: the tools' declared limits go with the answer."""
     sessions: ToolSessions = field(default_factory=ToolSessions)

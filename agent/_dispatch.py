@@ -20,6 +20,7 @@ from ._arguments import arguments_question, filled, noted
 from ._config import CURRENT_SCOPE, AgentConfig
 from ._config import emit as _emit
 from ._coverage import coverage_row
+from ._findings import file_declaration, peel, served_ids
 from ._person import question_for
 from ._served import ROW_FLAGS, Outcome, served
 
@@ -114,6 +115,18 @@ async def dispatch(
     for index in range(start, len(calls)):
         call = calls[index]
         given = answered if index == start else None
+        if cfg.findings:  # the reserved argument never reaches checks, gates or the tool
+            call, declared = peel(call)
+            if declared is not None and given is None:
+                offered = served_ids(scope)
+                file_declaration(
+                    scope,
+                    declared,
+                    by=call["id"],
+                    iteration=iteration,
+                    offered=offered,
+                    name=call["name"],
+                )
         if given is None:
             _emit(
                 scope,
@@ -296,6 +309,8 @@ async def run_one(
     """Run one checked call with ``agent.emit`` pointed at this stage (with the tool's
     ``ask_or_assume`` rules and the person's ``answered`` values applied)."""
     tool = tool if tool is not None else cfg.tools[call["name"]]
+    if cfg.findings:
+        call = peel(call)[0]
     filling = filled(tool, call, answered)
     args = thaw(call.get("args") or {}) if filling is None else filling.args
     token = CURRENT_SCOPE.set(scope)

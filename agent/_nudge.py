@@ -49,9 +49,13 @@ class _CallMemo:
             return
         args: dict[str, Any] = {}
         served: dict[str, str] = {}
+        findings = bool(scope["settings"].get("findings"))
         for message in thaw(scope["history"]):
             for call in message.get("tool_calls") or ():
-                args[call["id"]] = (call["name"], call.get("args", {}))
+                given = call.get("args", {})
+                if findings and isinstance(given, dict):  # as dispatch saw them: peeled
+                    given = {k: v for k, v in given.items() if k != "_findings"}
+                args[call["id"]] = (call["name"], given)
             if message.get("role") == "tool":
                 served[message["tool_call_id"]] = message["content"]
         for row in rows:

@@ -324,6 +324,8 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
         builder.output_schema(cfg.output_model, retries=cfg.output_retries)
     if cfg.limits_travel:
         builder.limits_travel_with_the_answer()
+    if cfg.findings:
+        builder.findings()
     if cfg.window is not None:  # what the window decided, not decided again
         builder.window(RecordedWindow(snap), keep_last_tool_results=cfg.keep_last_tool_results)
     for name, question in cfg.check_ins.items():

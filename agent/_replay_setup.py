@@ -63,6 +63,8 @@ def agent_from_recording(snap: Snapshot) -> Agent:
     )
     if settings.get("limits_travel"):
         builder.limits_travel_with_the_answer()
+    if settings.get("findings"):
+        builder.findings()
     if settings.get("window"):
         keep = settings["window"].get("keep_last_tool_results", 2)
         builder.window(RecordedWindow(snap), keep_last_tool_results=keep)

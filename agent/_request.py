@@ -16,17 +16,18 @@ from trackway.engine import thaw
 from ._messages import LLMRequest, Message, ToolSpec, canonical_json, sha256
 from ._window import standing_in_message
 
-__all__ = ["Assembled", "MessageCache", "assemble", "receipt_for"]
+__all__ = ["Assembled", "MessageCache", "assemble", "receipt_for", "ticket_text"]
 
 
 class MessageCache:
     """Per-run memo of the history: Message objects, and running hashes of its canonical
     bytes, so each call hashes only the messages added since the last one."""
 
-    __slots__ = ("_backing", "_msg", "_prefix", "_req", "bytes", "messages")
+    __slots__ = ("_backing", "_msg", "_prefix", "_req", "_served", "bytes", "messages")
 
     def __init__(self) -> None:
         self._backing: int | None = None
+        self._served: _Served | None = None
         self.messages: list[Message] = []
         self.bytes: list[bytes] = []
         self._prefix = b""
@@ -54,6 +55,26 @@ class MessageCache:
             self._msg.update(sep + piece)
             self._req.update(sep + piece)
 
+    def overlaid(
+        self, n: int, prefix: bytes, suffix: bytes, overlay: _Overlay
+    ) -> tuple[tuple[Message, ...], str, str]:
+        """The served messages and hashes under ``overlay`` (a window view, findings
+        tickets). While the overlay and the prefix stay as they were, only new messages are
+        added; a changed overlay rebuilds the served list once (O(served))."""
+        served = self._served
+        if served is None or served.key != (overlay.key, prefix) or served.upto > n:
+            served = self._served = _Served((overlay.key, prefix), prefix)
+            overlay.build(self, n, served)
+        else:
+            for i in range(served.upto, n):
+                overlay.add(self, i, served)
+        served.upto = n
+        req = served.req.copy()
+        req.update(b"]" + suffix)
+        msg = served.msg.copy()
+        msg.update(b"]")
+        return tuple(served.messages), req.hexdigest(), msg.hexdigest()
+
     def hashes(self, suffix: bytes) -> tuple[str, str]:
         """(request hash, messages hash) with the message list closed and ``suffix`` added."""
         req = self._req.copy()
@@ -61,6 +82,67 @@ class MessageCache:
         msg = self._msg.copy()
         msg.update(b"]")
         return req.hexdigest(), msg.hexdigest()
+
+
+class _Served:
+    """The served list under one overlay, with running hashes of its pieces."""
+
+    __slots__ = ("key", "messages", "msg", "req", "upto")
+
+    def __init__(self, key: Any, prefix: bytes) -> None:
+        self.key = key
+        self.messages: list[Message] = []
+        self.upto = 0
+        self.req = hashlib.sha256(prefix + b"[")
+        self.msg = hashlib.sha256(b"[")
+
+    def append(self, message: Message, piece: bytes) -> None:
+        sep = b"," if self.messages else b""
+        self.messages.append(message)
+        self.req.update(sep + piece)
+        self.msg.update(sep + piece)
+
+
+class _Overlay:
+    """What a call serves instead of the history as is: the window view (dropped ranges and
+    the library message standing in for them) and findings tickets (a result the model
+    judged noise or ruled-out, served as a short ticket)."""
+
+    __slots__ = ("drop", "key", "standing", "tickets")
+
+    def __init__(self, view: Mapping[str, Any], tickets: Mapping[str, str]) -> None:
+        self.drop = [(int(a), int(b)) for a, b in view.get("drop", ())]
+        message = standing_in_message(view) if self.drop else None
+        self.standing = None if message is None else Message.model_validate(message)
+        self.tickets = dict(tickets)
+        self.key = canonical_json({"view": dict(view), "tickets": self.tickets})
+
+    def build(self, cache: MessageCache, n: int, served: _Served) -> None:
+        at = 0
+        for number, (start, end) in enumerate(self.drop):
+            for i in range(at, min(start, n)):
+                self.add(cache, i, served)
+            if number == 0 and self.standing is not None:
+                piece = canonical_json(self.standing.model_dump(mode="json", exclude_none=True))
+                served.append(self.standing, piece)
+            at = max(at, end)
+        for i in range(at, n):
+            self.add(cache, i, served)
+
+    def add(self, cache: MessageCache, i: int, served: _Served) -> None:
+        message = cache.messages[i]
+        standing = self.tickets.get(message.tool_call_id or "") if message.role == "tool" else None
+        if standing is None:
+            served.append(message, cache.bytes[i])
+            return
+        ticket = ticket_text(message.tool_call_id or "", standing)
+        short = message.model_copy(update={"content": ticket})
+        served.append(short, canonical_json(short.model_dump(mode="json", exclude_none=True)))
+
+
+def ticket_text(call_id: str, standing: str) -> str:
+    """What the model reads in place of a result it judged noise or ruled-out."""
+    return canonical_json({"collapsed": True, "standing": standing, "id": call_id}).decode()
 
 
 class Assembled(NamedTuple):
@@ -131,11 +213,10 @@ def assemble(state: Mapping[str, Any], cache: MessageCache | None = None) -> Ass
         suffix += b"," + _field("tools", tools_bytes)
     suffix += _settings_fields(settings, _AFTER_TOOLS)
     view = state.get("window_view")
-    if view:  # a window: the served list is history with the view applied, O(window)
-        messages, pieces = _windowed(cache, n, thaw(view))
-        listed = b"[" + b",".join(pieces) + b"]"
-        request_hash = sha256(prefix + listed + suffix + b"}")
-        messages_hash = sha256(listed)
+    tickets = state.get("findings_tickets")
+    if view or tickets:  # what is served differs from history: the committed overlay
+        overlay = _Overlay(thaw(view or {}), thaw(tickets or {}))
+        messages, request_hash, messages_hash = cache.overlaid(n, prefix, suffix + b"}", overlay)
     else:
         request_hash, messages_hash = cache.hashes(suffix + b"}")
         messages = tuple(cache.messages[:n])
@@ -155,29 +236,6 @@ def assemble(state: Mapping[str, Any], cache: MessageCache | None = None) -> Ass
         extra_body=settings.get("extra_body"),
     )
     return Assembled(request, request_hash, messages_hash, tools_hash, tool_hashes)
-
-
-def _windowed(
-    cache: MessageCache, n: int, view: Mapping[str, Any]
-) -> tuple[tuple[Message, ...], list[bytes]]:
-    """The served messages and their canonical pieces: history minus the dropped ranges,
-    with the library message that stands in for them where the first range was."""
-    drop = [(int(a), int(b)) for a, b in view.get("drop", ())]
-    standing = standing_in_message(view)
-    messages: list[Message] = []
-    pieces: list[bytes] = []
-    at = 0
-    for start, end in drop:
-        messages += cache.messages[at:start]
-        pieces += cache.bytes[at:start]
-        if standing is not None and start == drop[0][0]:
-            message = Message.model_validate(standing)
-            messages.append(message)
-            pieces.append(canonical_json(message.model_dump(mode="json", exclude_none=True)))
-        at = max(at, end)
-    messages += cache.messages[at:n]
-    pieces += cache.bytes[at:n]
-    return tuple(messages), pieces
 
 
 def receipt_for(

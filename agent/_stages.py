@@ -26,6 +26,15 @@ from ._config import emit as _emit
 from ._cost import account, halted
 from ._coverage import answer_limits, with_limits
 from ._dispatch import NOT_RUN, WITHDRAWN, Batch, Outcome, dispatch, run_one
+from ._findings import (
+    FINDINGS_ARGUMENT,
+    AnswerHoldback,
+    file_declaration,
+    findings_property,
+    offered_ids,
+    served_ids,
+    strip_answer,
+)
 from ._messages import LLMResponse, StreamDelta
 from ._person import outcome_of
 from ._provider import ProviderResponseError
@@ -65,6 +74,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             settings["repeated_call_nudge"] = False
         if cfg.limits_travel:  # the answer handed back gains a block
             settings["limits_travel"] = True
+        if cfg.findings:  # schemas gain the reserved argument; results may be ticketed
+            settings["findings"] = True
         if cfg.pricing is not None:  # the cost ledger is computed from the record
             settings["pricing"] = cfg.pricing
         if cfg.cost_budget is not None:
@@ -142,6 +153,12 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         for provider in cfg.providers:
             names += [t.name for t in offered_tools(provider, view) if t.name not in names]
         specs = [cfg.tools[name].spec() for name in names]
+        if cfg.findings:  # the reserved argument, bound to the results nameable now
+            prop = findings_property(*offered_ids(scope))
+            for spec in specs:
+                schema = spec["input_schema"]
+                properties = {**(schema.get("properties") or {}), FINDINGS_ARGUMENT: prop}
+                spec["input_schema"] = {**schema, "properties": properties}
         if thaw(scope.get("tools", [])) != specs:
             scope["tools"] = specs
             _emit(scope, "tools.offered", {"iteration": scope["iteration"], "names": names})
@@ -211,7 +228,10 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
                 )
             return Decision("final", {**evidence, "chosen": "final", "why": "cut short"})
         if cfg.output_model is not None:
-            error = _output_error(cfg.output_model, response.get("content", ""))
+            content = response.get("content", "")
+            if cfg.findings:  # judged without the notes the answer will lose
+                content = strip_answer(content)[0]
+            error = _output_error(cfg.output_model, content)
             if error is not None:
                 scope["output_error"] = error
                 attempts = scope.get("output_attempts", 0)
@@ -355,6 +375,13 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
                 "agent.answer_truncated",
                 {"k": k, "iteration": scope["iteration"], "max_tokens": settings.get("max_tokens")},
             )
+        if cfg.findings:  # notes the model wrote into its answer are filed, not handed on
+            answer, declared = strip_answer(answer)
+            if declared is not None:
+                offered = served_ids(scope)
+                file_declaration(
+                    scope, declared, by="answer", iteration=scope["iteration"], offered=offered
+                )
         if cfg.output_model is not None:
             # also when the turn was cut short: the answer may never have been judged
             error = scope.get("output_error") or _output_error(cfg.output_model, answer)
@@ -464,13 +491,17 @@ async def _call(cfg: AgentConfig, scope: Scope, request: Any) -> tuple[LLMRespon
     if cfg.stream and stream is not None:
         final: LLMResponse | None = None
         pieces = stream(request)
+        held = AnswerHoldback() if cfg.findings else None  # notes never reach the stream
         async with aclosing(pieces):  # closed here if the run stops mid-stream
             async for piece in pieces:
                 if isinstance(piece, StreamDelta):
-                    if piece.text:
-                        scope.emit("stream.token", {"text": piece.text})
+                    text = piece.text if held is None or not piece.text else held.feed(piece.text)
+                    if text:
+                        scope.emit("stream.token", {"text": text})
                 else:
                     final = piece
+        if held is not None and (tail := held.finish()):
+            scope.emit("stream.token", {"text": tail})
         if final is None:
             name = getattr(cfg.provider, "name", type(cfg.provider).__name__)
             raise ProviderResponseError(

@@ -20,6 +20,9 @@ from trackway.agent import (
     replay,
     save_recording,
     served_at,
+    sliding_window,
+    summarize_oldest,
+    token_budget,
 )
 from trackway.engine import Snapshot, thaw
 from trackway.tools import (
@@ -94,8 +97,31 @@ features = st.fixed_dictionaries(
         "logs": st.booleans(),
         "gate": st.booleans(),
         "limits": st.booleans(),
+        "window": st.sampled_from([None, "sliding", "budget", "summary"]),
+        "findings": st.lists(st.sampled_from(["fact", "open", "noise", "ruled-out"]), max_size=6),
+        "cost": st.sampled_from([None, "warn", "halt"]),
     }
 )
+
+
+def with_ledgers(replies, feature):
+    """The replies with what the ledgers and findings need: reported usage, and standings on
+    earlier calls declared in ``_findings`` (as an armed model would)."""
+    standings = list(feature["findings"])
+    previous: list[str] = []
+    for i, reply in enumerate(replies):
+        if not isinstance(reply, dict):
+            reply = replies[i] = {"content": reply}
+        reply.setdefault("usage", {"input_tokens": 120 * (i + 1), "output_tokens": 9})
+        for call in reply.get("tool_calls", []):
+            if standings and previous and isinstance(call.get("args"), dict):
+                judged = {"id": previous[-1], "standing": standings.pop()}
+                call["args"] = {
+                    **call["args"],
+                    "_findings": {"basis": "direct", "previous": [judged]},
+                }
+        previous += [c["id"] for c in reply.get("tool_calls", [])]
+    return replies
 
 
 class Answer(BaseModel):
@@ -209,6 +235,8 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     if typed:
         replies.append(final)  # one output retry, then a valid answer
     replies += ["second answer", "spare", "spare", "spare"]  # wrap-ups and the follow-up
+    if feature["findings"] or feature["cost"] or feature["window"]:
+        replies = with_ledgers(replies, feature)
     provider = mock(replies=replies)
     builder = (
         Agent.create(
@@ -220,6 +248,8 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
             max_tokens=99,
             tool_arg_validation=validation,
             max_tool_result_chars=cap,
+            pricing_table={"m-1": {"input": 1.0, "output": 2.0}} if feature["cost"] else None,
+            cost_budget=(0.0005, feature["cost"]) if feature["cost"] else None,
             **options,
         )
         .system("Be exact.")
@@ -240,6 +270,15 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
         builder.gate(deny_x)
     if feature["limits"]:
         builder.limits_travel_with_the_answer()
+    if feature["window"] == "sliding":
+        builder.window(sliding_window(keep_recent_turns=1), keep_last_tool_results=1)
+    elif feature["window"] == "budget":
+        builder.window(token_budget(max_input_tokens=300, keep_recent_turns=1))
+    elif feature["window"] == "summary":
+        summarizer = mock(respond=lambda request: "s")
+        builder.window(summarize_oldest(keep_recent_turns=1, summarizer=summarizer))
+    if feature["findings"]:
+        builder.findings()
     agent = builder.build()
     agent.run_sync("first question")
     assert_law(agent, provider)
