@@ -118,3 +118,16 @@ def test_backup_desk_answer_carries_the_declared_limits(capsys):
     assert "backup_runs (c2): absent, period partly-held" in out
     assert "closed: scheduler-connection-1" in out and "replayed the same answer: True" in out
     assert desk["OPEN"] == {}  # the run's session was torn down at run end
+
+
+def test_long_investigation_stays_in_its_window_and_budget(capsys):
+    runpy.run_path(str(ROOT / "examples" / "long_investigation.py"), run_name="__main__")
+    out = capsys.readouterr().out
+    assert out.startswith("The disk filled on node-4 at 02:13 (shard 17).")
+    sizes = [
+        int(part.split()[1])
+        for part in out.split("served bytes by call: ")[1].splitlines()[0].split(", ")
+    ]
+    assert max(sizes[1:]) - min(sizes[1:]) < 100  # the request stopped growing
+    assert "facts: ['s17']" in out and "budget $0.05 passed at call 30" in out
+    assert "every request rebuilds from the record: True" in out
