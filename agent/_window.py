@@ -62,12 +62,21 @@ class WindowVisit:
     _keep_last_tool_results: int = 2
     _paused: tuple[str, ...] = ()
 
+    _base: list[Removal] = field(default_factory=list, compare=False, repr=False)
+
     def removable(self, keep_recent_turns: int) -> Removal:
         """The turns that may leave while the ``keep_recent_turns`` most recent stay, and
-        the ones held with why."""
-        return plan_removal(
-            self.kept, keep_recent_turns, self._keep_last_tool_results, self._paused
-        )
+        the ones held with why (one planner pass per visit, whatever is asked)."""
+        if not self._base:
+            self._base.append(
+                plan_removal(self.kept, 0, self._keep_last_tool_results, self._paused)
+            )
+        base = self._base[0]
+        if keep_recent_turns <= 0:
+            return base
+        recent = {t.head for t in self.kept[max(0, len(self.kept) - keep_recent_turns) :]}
+        held = [h for h in base.held if h["turn"] not in recent or h["why"] != "last-tool-result"]
+        return Removal([h for h in base.removable if h not in recent], held)
 
     def messages(self, heads: Sequence[int]) -> list[dict[str, Any]]:
         """The messages of the turns starting at ``heads``."""

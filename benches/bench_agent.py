@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 import warnings
@@ -38,7 +39,17 @@ os.environ.setdefault("LANGCHAIN_TRACING_V2", "false")
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 warnings.filterwarnings("ignore")
 
-from trackway.agent import Agent, mock, save_recording  # noqa: E402
+from trackway.agent import (  # noqa: E402
+    Agent,
+    AgentBuilder,
+    LLMRequest,
+    mock,
+    receipts,
+    save_recording,
+    served_at,
+    sliding_window,
+    token_budget,
+)
 from trackway.tools import define_tool  # noqa: E402
 
 TURNS = (10, 50, 100, 200)
@@ -55,6 +66,21 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__))).replace("\\",
 TARGET_US_PER_TURN = 500.0
 TARGET_GROWTH = 1.5
 TARGET_VS_PEER = 10.0
+
+# windowed trackway (context windowing: cost stays O(new content) per call)
+WINDOW_KEEP_TURNS = 6  # keep_recent_turns of both strategies
+WINDOW_KEEP_RESULTS = 2  # window(..., keep_last_tool_results=)
+BUDGET_TOKENS = 600  # token_budget(max_input_tokens=)
+TOKENS_PER_MESSAGE = 20  # what the mock reports per served message (see _usage_reporting)
+WINDOW_BAND = (20, 40)  # calls (1-based, inclusive) of the "early" band, after the window fills
+WINDOW_TAIL = 20  # the "late" band: the last WINDOW_TAIL calls
+TARGET_WINDOW_BYTES_GROWTH = 1.2
+TARGET_WINDOW_GROWTH = TARGET_GROWTH
+WINDOWS = {  # key: label
+    "sliding_window": f"sliding_window(keep_recent_turns={WINDOW_KEEP_TURNS})",
+    "token_budget": f"token_budget(max_input_tokens={BUDGET_TOKENS}, "
+    f"keep_recent_turns={WINDOW_KEEP_TURNS})",
+}
 
 Metrics = dict[str, float]
 Runner = Callable[[], Metrics]
@@ -82,20 +108,50 @@ TW_TOOL = define_tool(
 )
 
 
-def _tw_agent(turns: int, stamps: list[float] | None = None) -> Agent:
+def _usage_reporting(script: list[Any]) -> Callable[[LLMRequest], Any]:
+    """The script's replies in order, each reporting usage (token_budget acts on reported
+    input tokens only): TOKENS_PER_MESSAGE per served message, system prompt counted as one.
+    O(1) per call: no serialisation of the request inside the timed run."""
+    replies = iter(script)
+
+    def respond(request: LLMRequest) -> Any:
+        reply = next(replies)
+        usage = {"input_tokens": TOKENS_PER_MESSAGE * (len(request.messages) + 1),
+                 "output_tokens": 10}  # fmt: skip
+        if isinstance(reply, str):
+            return {"content": reply, "usage": usage}
+        return {**reply, "usage": usage}
+
+    return respond
+
+
+def _windowed(builder: AgentBuilder, window: str) -> AgentBuilder:
+    if window == "sliding_window":
+        strategy = sliding_window(keep_recent_turns=WINDOW_KEEP_TURNS)
+    else:
+        strategy = token_budget(max_input_tokens=BUDGET_TOKENS, keep_recent_turns=WINDOW_KEEP_TURNS)
+    return builder.window(strategy, keep_last_tool_results=WINDOW_KEEP_RESULTS)
+
+
+def _tw_agent(turns: int, stamps: list[float] | None = None, *, window: str | None = None) -> Agent:
+    """The bench's trackway agent; ``window`` (a WINDOWS key) mounts a window strategy."""
     script: list[Any] = [
         {"tool_calls": [{"id": f"call_{i}", "name": TOOL_NAME, "args": {"key": f"k{i}"}}]}
         for i in range(turns)
     ]
     script.append(_answer(turns))
-    agent = (
-        Agent.create(
-            provider=mock(replies=script), model="scripted", max_iterations=turns + 1, stream=False
-        )
+    if window == "token_budget":
+        provider = mock(respond=_usage_reporting(script))
+    else:
+        provider = mock(replies=script)
+    builder = (
+        Agent.create(provider=provider, model="scripted", max_iterations=turns + 1, stream=False)
         .system(SYSTEM)
         .tool(TW_TOOL)
-        .build()
     )
+    if window is not None:
+        builder = _windowed(builder, window)
+    agent = builder.build()
     if stamps is not None:
         stamp = stamps.append
         agent.on("agent.iteration_start", lambda _event: stamp(clock()))
@@ -127,6 +183,111 @@ def tw_turns(turns: int) -> Runner:
         }
 
     return run
+
+
+# -- trackway, windowed ---------------------------------------------------------------------
+
+
+def tw_window_turns(window: str) -> Callable[[int], Runner]:
+    """``tw_turns`` with a window strategy mounted: the same timing, one factory per window."""
+
+    def factory(turns: int) -> Runner:
+        stamps: list[float] = []
+
+        def run() -> Metrics:
+            stamps.clear()
+            agent = _tw_agent(turns, stamps, window=window)
+            t = clock()
+            answer = agent.run_sync("go")
+            total = clock() - t
+            assert answer == _answer(turns) and agent.stopped_early() is None, answer
+            assert len(stamps) == turns + 1, len(stamps)
+            commits = agent.commit_count()
+            return {
+                **_per_turn(total, turns),
+                **tenth_growth(stamps),
+                "commits": commits,
+                "commits_per_turn": commits / turns,
+            }
+
+        return run
+
+    return factory
+
+
+def served_bytes(agent: Agent) -> list[int]:
+    """Bytes served to each model call k (1-based): ``len(served_at(snap, k).canonical_json())``
+    for every receipt, rebuilt from the finished run's log (never timed)."""
+    snap = agent.snapshot()
+    return [len(served_at(snap, k).canonical_json()) for k in range(1, len(receipts(snap)) + 1)]
+
+
+def _mean(values: list[int]) -> float:
+    return statistics.fmean(values) if values else float("nan")
+
+
+def bytes_stats(sizes: list[int]) -> dict[str, Any]:
+    """Served bytes over a run: mean over the first and last tenth of the calls, the max, and
+    the WINDOW_BAND calls vs the last WINDOW_TAIL calls (``None`` when the run is too short
+    for the two bands to be apart)."""
+    n = len(sizes)
+    k = max(1, n // 10)
+    lo, hi = WINDOW_BAND
+    out: dict[str, Any] = {
+        "calls": n,
+        "first_tenth_bytes": _mean(sizes[:k]),
+        "last_tenth_bytes": _mean(sizes[-k:]),
+        "max_bytes": max(sizes),
+        "last_call_bytes": sizes[-1],
+        "band_bytes": None,
+        "tail_bytes": None,
+        "band_growth": None,
+    }
+    if n >= hi + WINDOW_TAIL:
+        band, tail = _mean(sizes[lo - 1 : hi]), _mean(sizes[-WINDOW_TAIL:])
+        out.update(band_bytes=band, tail_bytes=tail, band_growth=tail / band)
+    return out
+
+
+def run_window(sizes: tuple[int, ...]) -> dict[str, Any]:
+    """Each window strategy timed at every size like the trackway cells, then one more,
+    untimed run per size (windowed and unwindowed) for the bytes served to each call."""
+    rows: list[dict[str, Any]] = []
+    per_call: dict[str, list[int]] = {}
+    for turns in sizes:
+        print(f"  windowed, {turns} turns ...", end="", flush=True)
+        row: dict[str, Any] = {"turns": turns}
+        for window in WINDOWS:
+            cell = measure(tw_window_turns(window), turns, peer=False)
+            agent = _tw_agent(turns, window=window)
+            agent.run_sync("go")
+            sizes_k = served_bytes(agent)
+            assert len(sizes_k) == turns + 1, len(sizes_k)
+            view = agent.snapshot().state.get("window_view") or {}
+            cell.update(bytes_stats(sizes_k), dropped_messages=view.get("dropped_messages", 0))
+            row[window] = cell
+            per_call[window] = sizes_k
+            print(f" {window}", end="", flush=True)
+        agent = _tw_agent(turns)
+        agent.run_sync("go")
+        per_call["unwindowed"] = served_bytes(agent)
+        row["unwindowed"] = bytes_stats(per_call["unwindowed"])
+        rows.append(row)
+        print(" done", flush=True)
+    return {
+        "config": {
+            "windows": WINDOWS,
+            "keep_recent_turns": WINDOW_KEEP_TURNS,
+            "keep_last_tool_results": WINDOW_KEEP_RESULTS,
+            "budget_max_input_tokens": BUDGET_TOKENS,
+            "mock_tokens_per_message": TOKENS_PER_MESSAGE,
+            "band_calls": WINDOW_BAND,
+            "tail_calls": WINDOW_TAIL,
+        },
+        "results": rows,
+        "growth": growth_rows(rows, [], names=list(WINDOWS)),
+        "served_bytes_per_call": {"turns": sizes[-1], **per_call},
+    }
 
 
 # -- LangGraph ------------------------------------------------------------------------------
@@ -292,13 +453,16 @@ def run_cells(peers: list[str], sizes: tuple[int, ...]) -> list[dict[str, Any]]:
     return rows
 
 
-def growth_rows(rows: list[dict[str, Any]], peers: list[str]) -> list[dict[str, Any]]:
-    """Per framework: µs/turn at the smallest and largest size, their ratio, and the
-    marginal µs per turn between the two largest sizes (fixed per-run cost left out)."""
+def growth_rows(
+    rows: list[dict[str, Any]], peers: list[str], *, names: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """Per framework (or ``names``, the cell keys): µs/turn at the smallest and largest size,
+    their ratio, and the marginal µs per turn between the two largest sizes (fixed per-run
+    cost left out)."""
     first, last = rows[0], rows[-1]
     prev = rows[-2] if len(rows) > 1 else rows[0]
     out = []
-    for name in ["trackway", *peers]:
+    for name in ["trackway", *peers] if names is None else names:
         a, b, p = first[name], last[name], prev[name]
         span = last["turns"] - prev["turns"]
         marginal = (b["total_s"] - p["total_s"]) / span * 1e6 if span else None
@@ -318,11 +482,15 @@ def growth_rows(rows: list[dict[str, Any]], peers: list[str]) -> list[dict[str, 
 
 
 def check_targets(
-    rows: list[dict[str, Any]], growth: list[dict[str, Any]], peers: list[str]
+    rows: list[dict[str, Any]],
+    growth: list[dict[str, Any]],
+    peers: list[str],
+    window: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
+    """The targets; ``pass`` is ``None`` on a row that is only reported."""
     targets: list[dict[str, Any]] = []
 
-    def target(name: str, measured: float, threshold: str, ok: bool) -> None:
+    def target(name: str, measured: float, threshold: str, ok: bool | None) -> None:
         targets.append({"target": name, "measured": measured, "threshold": threshold, "pass": ok})
 
     last = rows[-1]
@@ -337,6 +505,20 @@ def check_targets(
         r = last[name]["ratio"]
         target(f"{PEERS[name][0]}/trackway per turn, {n} turns", r, f"≥ {TARGET_VS_PEER:g}×",
                r >= TARGET_VS_PEER)  # fmt: skip
+    if window is not None:
+        wrow = window["results"][-1]["sliding_window"]
+        lo, hi = WINDOW_BAND
+        bg = wrow["band_growth"]
+        if bg is not None:
+            target(f"windowed served bytes, {n} turns: last {WINDOW_TAIL} calls / calls "
+                   f"{lo}–{hi}", bg, f"≤ {TARGET_WINDOW_BYTES_GROWTH:g}",
+                   bg <= TARGET_WINDOW_BYTES_GROWTH)  # fmt: skip
+        w = next(g for g in window["growth"] if g["framework"] == "sliding_window")
+        target(f"windowed growth µs/turn {w['from_turns']}→{w['to_turns']} turns", w["growth"],
+               f"≤ {TARGET_WINDOW_GROWTH:g}", w["growth"] <= TARGET_WINDOW_GROWTH)  # fmt: skip
+        if w["marginal_us_per_turn"] is not None:
+            target(f"windowed marginal µs/turn {w['marginal_from_turns']}→{w['to_turns']} turns",
+                   w["marginal_us_per_turn"], "reported", None)  # fmt: skip
     return targets
 
 
@@ -407,11 +589,54 @@ def _cell(cell: dict[str, Any] | None, key: str, digits: int = 1) -> str | None:
     return f"{cell[key]:,.{digits}f}{mark}"
 
 
+def print_window(window: dict[str, Any], growth: list[dict[str, Any]]) -> None:
+    """The windowed trackway tables: per size and strategy, then growth and served bytes."""
+    rows = window["results"]
+    print_table(
+        f"trackway windowed (window(..., keep_last_tool_results={WINDOW_KEEP_RESULTS})): µs per "
+        f"turn as in the trackway detail (median of {REPEATS}), and bytes served per call "
+        "(len(served_at(snapshot, k).canonical_json()), mean over the first / last tenth of "
+        "the calls, and the max); unwind. = the same run without a window",
+        ["window", "turns", "µs/turn", "first 10% µs", "last 10% µs", "growth", "growth med",
+         "commits/turn", "served B first 10%", "served B last 10%", "served B max",
+         "unwind. B last 10%", "dropped msgs"],
+        [[w, row["turns"], row[w]["us_per_turn"], row[w]["first_tenth_us"],
+          row[w]["last_tenth_us"], f"{row[w]['growth']:.2f}",
+          f"{row[w]['growth_median']:.2f}", f"{row[w]['commits_per_turn']:.2f}",
+          row[w]["first_tenth_bytes"],
+          row[w]["last_tenth_bytes"], row[w]["max_bytes"], row["unwindowed"]["last_tenth_bytes"],
+          int(row[w]["dropped_messages"])]
+         for w in WINDOWS for row in rows],
+    )  # fmt: skip
+    last = rows[-1]
+    lo, hi = WINDOW_BAND
+    band = {"trackway": last["unwindowed"], **{w: last[w] for w in WINDOWS}}
+
+    def ratio(x: float | None) -> str | None:
+        return None if x is None else f"{x:.2f}"
+
+    g0 = window["growth"][0]
+    print_table(
+        f"trackway windowed growth: µs/turn at {g0['to_turns']} turns / at {g0['from_turns']}, "
+        f"marginal µs/turn {g0['marginal_from_turns']}→{g0['to_turns']}, and served bytes at "
+        f"{last['turns']} turns, mean of the last {WINDOW_TAIL} calls / mean of calls "
+        f"{lo}–{hi} (trackway = unwindowed, from the tables above)",
+        ["agent", f"µs/turn @{g0['from_turns']}", f"µs/turn @{g0['to_turns']}", "growth",
+         "marginal µs/turn", f"served B calls {lo}–{hi}", f"served B last {WINDOW_TAIL}",
+         "bytes growth"],
+        [[g["framework"], g["us_per_turn_from"], g["us_per_turn_to"], f"{g['growth']:.2f}",
+          g["marginal_us_per_turn"], band[g["framework"]]["band_bytes"],
+          band[g["framework"]]["tail_bytes"], ratio(band[g["framework"]]["band_growth"])]
+         for g in [growth[0], *window["growth"]]],
+    )  # fmt: skip
+
+
 def print_report(
     rows: list[dict[str, Any]],
     growth: list[dict[str, Any]],
     targets: list[dict[str, Any]],
     peers: list[str],
+    window: dict[str, Any] | None = None,
 ) -> None:
     headers = ["turns", "trackway µs"]
     for name in peers:
@@ -453,6 +678,8 @@ def print_report(
         [[label[g["framework"]], g["us_per_turn_from"], g["us_per_turn_to"],
           f"{g['growth']:.2f}", g["marginal_us_per_turn"]] for g in growth],
     )  # fmt: skip
+    if window is not None:
+        print_window(window, growth)
     print_targets(targets)
 
 
@@ -496,11 +723,12 @@ def main() -> int:
 
     print(f"bench_agent: each cell is the median of {REPEATS} runs unless marked", flush=True)
     rows = run_cells(peers, sizes)
+    window = run_window(sizes)
     growth = growth_rows(rows, peers)
-    targets = check_targets(rows, growth, peers)
-    print_report(rows, growth, targets, peers)
+    targets = check_targets(rows, growth, peers, window)
+    print_report(rows, growth, targets, peers, window)
 
-    missed = any(not t["pass"] for t in targets)  # a missed target gets a profile
+    missed = any(t["pass"] is False for t in targets)  # a missed target gets a profile
     prof = profile_run(sizes[-1]) if args.profile or missed else None
     if prof is not None:
         print_profile(prof)
@@ -526,6 +754,21 @@ def main() -> int:
         "@agent.tool_plain; run_sync.",
         "OpenAI Agents SDK: agents.testing.ScriptedModel (it records every call it receives), "
         "@function_tool, Runner.run_sync, tracing disabled.",
+        "trackway windowed: the same agent and script with .window(strategy, "
+        f"keep_last_tool_results={WINDOW_KEEP_RESULTS}) before build(), strategy "
+        + " or ".join(WINDOWS.values())
+        + "; timed like the trackway cells. For token_budget (which acts on reported usage "
+        "only) the mock answers through respond= and reports input_tokens = "
+        f"{TOKENS_PER_MESSAGE} × (served messages + 1), an O(1) count inside the timed run.",
+        "Served bytes: after a separate, untimed run per size and agent (the runs are "
+        "deterministic), len(trackway.agent.served_at(agent.snapshot(), k).canonical_json()) "
+        "for every model call k (one per receipt): the exact request of call k rebuilt from "
+        "the log, as canonical JSON (sorted keys, no whitespace). first/last 10% = mean over "
+        "the first/last tenth of the calls; the window fills within the first "
+        f"{WINDOW_KEEP_TURNS + 2} calls, so the bytes target compares calls "
+        f"{WINDOW_BAND[0]}–{WINDOW_BAND[1]} with the last {WINDOW_TAIL} calls (skipped when "
+        f"a run has fewer than {WINDOW_BAND[1] + WINDOW_TAIL} calls). Per-call bytes at the "
+        "largest size are in the JSON (window.served_bytes_per_call).",
     ]
     for note in notes:
         print(f"- {note}")
@@ -548,6 +791,7 @@ def main() -> int:
         "growth": growth,
         "targets": targets,
         "notes": notes,
+        "window": window,
     }
     if prof is not None:
         payload["profile"] = prof

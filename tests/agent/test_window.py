@@ -380,3 +380,45 @@ def test_served_messages_stay_valid_on_both_wires(
         assert said and said[-1].content == "and then?"  # the current request is served
     law(snap)
     assert replay(snap).state["window"] == snap.state["window"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    shape=st.lists(
+        st.tuples(st.sampled_from(["user", "library", "assistant", "calls"]), st.integers(0, 3)),
+        min_size=1,
+        max_size=14,
+    ),
+    keep=st.integers(0, 6),
+    pins=st.integers(0, 3),
+)
+def test_one_planner_pass_answers_every_keep(shape: list[Any], keep: int, pins: int) -> None:
+    """``visit.removable(k)`` (derived from one pass) equals the planner run for ``k``."""
+    history: list[dict[str, Any]] = []
+    for n, (kind, results) in enumerate(shape):
+        if kind in ("user", "library"):
+            history.append(
+                {
+                    "role": "user",
+                    "content": "u",
+                    **({"origin": "library"} if kind == "library" else {}),
+                }
+            )
+        elif kind == "assistant":
+            history.append({"role": "assistant", "content": "a"})
+        else:
+            ids = [f"{n}-{j}" for j in range(max(1, results))]
+            history.append(
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [{"id": i, "name": "t", "args": {}} for i in ids],
+                }
+            )
+            history += [
+                {"role": "tool", "content": "r", "tool_call_id": i, "name": f"t{j % 2}"}
+                for j, i in enumerate(ids[:results])
+            ]
+    kept = tuple(Turns().advance(history))
+    visit = WindowVisit(1, 1, kept, None, history, None, _keep_last_tool_results=pins)
+    assert visit.removable(keep) == plan_removal(kept, keep, pins)
