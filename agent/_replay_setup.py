@@ -226,7 +226,9 @@ class RecordedWindow:
         remove = [t.head for t in visit.kept if any(a <= t.head < b for a, b in ranges)]
         details = {k: v for k, v in record.items() if k not in _RECORD_KEYS}
         summary = call = None
-        if "summary_chars" in details and self._summaries:
-            call = self._summaries.pop(0)
-            summary = call["summary"]
+        details.pop("summary_chars", None)  # the stage files it again with the summary
+        if "summary_chars" in record and self._summaries:
+            row = dict(self._summaries.pop(0))
+            summary = row.pop("summary")
+            call = {k: v for k, v in row.items() if k not in ("n", "at_k")}
         return WindowPlan(remove, record.get("why", ""), details, summary, call)

@@ -213,6 +213,14 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             "max_iterations": limit,
         }
         if halted(scope) is not None:  # over the cost budget: no further call
+            if cfg.output_model is not None:  # the final stage judges this answer, not an older
+                content = response.get("content", "")
+                judged = strip_answer(content)[0] if cfg.findings else content
+                error = _output_error(cfg.output_model, judged)
+                if error is not None:
+                    scope["output_error"] = error
+                elif "output_error" in scope:
+                    del scope["output_error"]
             return Decision("final", {**evidence, "chosen": "final", "why": "cost budget"})
         if calls and cfg.tools:
             if iteration < limit:
@@ -344,7 +352,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
                 stopped.update(reason="cost-budget", limit=hit["limit"], spend=hit["spend"])
             scope["stopped_early"] = stopped
             _emit(scope, "agent.budget_exhausted", {**stopped, "action": "cut-short"})
-        elif hit is not None and scope.get("output_error") is not None:
+        elif hit is not None and cfg.output_model is not None and scope.get("output_error"):
             stopped = {
                 "reason": "cost-budget",
                 "iteration": scope["iteration"],

@@ -189,7 +189,6 @@ class _Summarize:
             )
         self.summarizer = summarizer
         self.model = model or getattr(summarizer, "model", None) or "summarizer"
-        self.calls = 0
 
     def settings(self) -> dict[str, Any]:
         return {"keep_recent_turns": self.keep, "model": self.model}
@@ -221,21 +220,15 @@ class _Summarize:
         if not text or len(text) >= removed_chars:
             why = "the summary was not smaller than what it would replace, so nothing was folded"
             return WindowPlan([], why, {**details, "replacement_not_smaller": True})
-        self.calls += 1
         usage = None if answer.usage is None else answer.usage.model_dump(exclude_none=True)
         call = {
-            "n": self.calls,
-            "at_k": visit.k,
             "model": self.model,
             "request_hash": sha256(request.canonical_json()),
             "usage": usage,
             "folded_messages": len(folded),
-            "summary": text,
         }
         why = f"older than the {self.keep} most recent turns, folded into a summary"
-        return WindowPlan(
-            removal.removable, why, {**details, "summary_chars": len(text)}, text, call
-        )
+        return WindowPlan(removal.removable, why, details, text, call)
 
 
 def summarize_oldest(
@@ -337,9 +330,12 @@ async def window_stage(
     record["chars_before"] = before
     record["chars_after"] = sum(t.chars for t in memo.kept) + len(_standing_in(view))
     record.update(plan.details)
+    if plan.summary is not None:  # any strategy's summary: on the ledger, so replay has it
+        record["summary_chars"] = len(plan.summary)
+        made = len(scope.get("summaries", ())) + 1
+        row = {"n": made, "at_k": visit.k, **(plan.summary_call or {}), "summary": plan.summary}
+        scope.append("summaries", row)
     scope.append("window", record)
-    if plan.summary_call is not None:
-        scope.append("summaries", plan.summary_call)
     _emit(
         scope,
         "context.window",

@@ -34,8 +34,8 @@ HOLD_REASONS = (
     "unresolved-tool-call",
     "orphan-result",
     "paused-turn",
-    "last-tool-result",
     "inside-keep-window",
+    "last-tool-result",
 )
 """Why the planner holds a turn, in the order it checks."""
 

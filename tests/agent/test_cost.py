@@ -164,3 +164,28 @@ def test_a_halting_budget_stops_before_the_next_call(tmp_path: Path) -> None:
 def test_bad_pricing_and_budgets_are_refused_at_create(kwargs: dict[str, Any], match: str) -> None:
     with pytest.raises(AgentBuildError, match=match):
         Agent.create(provider=mock(reply="x"), model="m", **kwargs)
+
+
+def test_a_halt_on_an_answer_that_fails_its_schema_says_so() -> None:
+    from pydantic import BaseModel
+
+    class Out(BaseModel):
+        value: int
+
+    provider = mock(
+        replies=[
+            answer("not json", input_tokens=1_000_000, output_tokens=0),
+            answer('{"value": 1}'),
+        ]
+    )
+    agent = (
+        Agent.create(provider=provider, model="m", pricing_table=PRICES, cost_budget=(1.0, "halt"))
+        .output_schema(Out, retries=2)
+        .build()
+    )
+    agent.run_sync("go")
+    assert len(provider.requests) == 1  # no retry after the budget went
+    stopped = agent.stopped_early()
+    assert stopped is not None and stopped["reason"] == "cost-budget"
+    unmet = agent.output_contract_unmet()
+    assert unmet is not None and unmet["attempts"] == 1

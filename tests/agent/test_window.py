@@ -422,3 +422,28 @@ def test_one_planner_pass_answers_every_keep(shape: list[Any], keep: int, pins: 
     kept = tuple(Turns().advance(history))
     visit = WindowVisit(1, 1, kept, None, history, None, _keep_last_tool_results=pins)
     assert visit.removable(keep) == plan_removal(kept, keep, pins)
+
+
+def test_a_custom_strategy_with_its_own_summary_replays(tmp_path: Path) -> None:
+    class Digest:
+        name = "digest"
+
+        def settings(self) -> dict[str, Any]:
+            return {}
+
+        def plan(self, visit: WindowVisit) -> WindowPlan:
+            gone = visit.removable(1).removable
+            if not gone:
+                return WindowPlan([], "nothing to fold")
+            return WindowPlan(gone, "digested", summary=f"{len(gone)} turns digested")
+
+    replies = [calls(i, "lookup") for i in range(4)] + ["done"]
+    agent = build(replies, Digest(), keep_last_tool_results=0)
+    agent.run_sync("go")
+    snap = agent.snapshot()
+    rows = snap.state["summaries"]
+    assert [r["n"] for r in rows] == [1, 2, 3] and rows[0]["summary"] == "1 turns digested"
+    assert snap.state["window"][-1]["summary_chars"] == len(rows[-1]["summary"])
+    loaded = load_recording(save_recording(agent, tmp_path / "r.json"))
+    assert replay(loaded).state["summaries"] == rows
+    law(snap)
