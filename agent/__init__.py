@@ -5,6 +5,8 @@ log and ``replay`` re-runs a turn without a model.
 """
 
 from ._agent import Agent as Agent
+from ._agent_tool import agent_as_tool as agent_as_tool
+from ._agent_tool import tool_run as tool_run
 from ._anthropic import AnthropicProvider as AnthropicProvider
 from ._anthropic import anthropic as anthropic
 from ._builder import AgentBuilder as AgentBuilder
@@ -113,6 +115,7 @@ __all__ = [
     "WindowPlan",
     "WindowStrategy",
     "WindowVisit",
+    "agent_as_tool",
     "anthropic",
     "conversation_redaction",
     "is_paused",
@@ -128,4 +131,5 @@ __all__ = [
     "sliding_window",
     "summarize_oldest",
     "token_budget",
+    "tool_run",
 ]

@@ -106,8 +106,10 @@ class AgentBuilder:
                 f"description, schema and execute; got {tool!r}"
             )
         if tool.name in self._tools:
+            first = self._tools[tool.name].source or ".tool()"
             raise AgentBuildError(
-                f"two tools are named {tool.name!r}; tool names must be unique per agent"
+                f"two tools are named {tool.name!r} (from {first} and from "
+                f"{tool.source or '.tool()'}); tool names must be unique per agent"
             )
         if tool.name in self._provided:
             raise AgentBuildError(

@@ -40,13 +40,14 @@ class Batch:
     (``history``), one row per call (``tool_results``) and one per coverage statement
     (``coverage_declared``), written together."""
 
-    __slots__ = ("coverage", "iteration", "messages", "rows")
+    __slots__ = ("coverage", "iteration", "messages", "rows", "runs")
 
     def __init__(self, iteration: int) -> None:
         self.iteration = iteration
         self.messages: list[dict[str, Any]] = []
         self.rows: list[dict[str, Any]] = []
         self.coverage: list[dict[str, Any]] = []
+        self.runs: list[dict[str, Any]] = []
 
     def add(
         self, scope: Scope, call: Mapping[str, Any], done: Outcome, *, announce: bool = True
@@ -83,6 +84,10 @@ class Batch:
         if done.flags:
             row.update(done.flags)
         self.rows.append(row)
+        for run in done.runs:
+            self.runs.append(
+                {"id": call["id"], "name": call["name"], "iteration": self.iteration, **run}
+            )
         if done.declared is not None:
             declared = coverage_row(call, self.iteration, done.declared)
             name = "tools.absent" if declared["source"] == "absent" else "tools.coverage_declared"
@@ -96,7 +101,9 @@ class Batch:
             scope.extend("tool_results", self.rows)
         if self.coverage:
             scope.extend("coverage_declared", self.coverage)
-        self.messages, self.rows, self.coverage = [], [], []
+        if self.runs:
+            scope.extend("tool_runs", self.runs)
+        self.messages, self.rows, self.coverage, self.runs = [], [], [], []
 
 
 async def dispatch(
@@ -352,6 +359,8 @@ async def _execute(
     def on_session(fn: Any, session_scope: str, key: str | None) -> None:
         sessions.register(ctx, fn, session_scope, key, emit)
 
+    inner: list[dict[str, Any]] = []
+
     with anyio.CancelScope() as cancel_scope:
         ctx = _context(
             tool,
@@ -361,6 +370,7 @@ async def _execute(
             cancel_scope=cancel_scope,
             on_progress=progress,
             on_session=on_session,
+            on_run=inner.append,
         )
         try:
             result = tool.execute(args, ctx)
@@ -372,8 +382,9 @@ async def _execute(
             result = _Failed(f"Error: {tool.name} failed: {type(exc).__name__}: {exc}")
     if len(sessions):
         await sessions.close(sessions.due(call_id=call["id"]), "call_end", emit)
+    runs = tuple(inner)
     if isinstance(result, _Failed):
-        return Outcome("failure", result.text), False
+        return Outcome("failure", result.text, runs=runs), False
     if cancel_scope.cancelled_caught:
         cancelled = f"Error: {tool.name} was cancelled before it returned a result."
         return Outcome("failure", cancelled), False
@@ -381,8 +392,9 @@ async def _execute(
         row = result.row
         flags = {k: v for k, v in row.items() if k in ROW_FLAGS}  # in the order recorded
         effects = tuple(row.get("effects", ()))
-        return Outcome(row["status"], result.content, effects, flags, result.declared), True
-    return served(cfg, tool, scope, call, iteration, result), False
+        recorded = Outcome(row["status"], result.content, effects, flags, result.declared)
+        return recorded._replace(runs=result.runs), True
+    return served(cfg, tool, scope, call, iteration, result)._replace(runs=runs), False
 
 
 class _Failed(NamedTuple):

@@ -260,6 +260,10 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
     results = _recorded_tool_results(snap)
     rows = {r["id"]: r for r in thaw(snap.state.get("tool_results", []))}
     declared = {r["id"]: statement_of(r) for r in thaw(snap.state.get("coverage_declared", []))}
+    inner: dict[str, list[dict[str, Any]]] = {}
+    for run in thaw(snap.state.get("tool_runs", [])):
+        kept = {k: v for k, v in run.items() if k not in ("id", "name", "iteration")}
+        inner.setdefault(run["id"], []).append(kept)
 
     def recorded(name: str) -> Any:
         def execute(args: dict[str, Any], ctx: Any) -> Any:
@@ -276,7 +280,8 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
             if row is None:  # recorded before calls had rows: the text alone
                 return content
             # the recorded outcome as it was: status, effects, flags; never measured again
-            return RecordedOutcome(content, row, declared.get(ctx.call_id))
+            runs = tuple(inner.get(ctx.call_id, ()))
+            return RecordedOutcome(content, row, declared.get(ctx.call_id), runs)
 
         return execute
 
@@ -335,7 +340,7 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
     return builder.build()
 
 
-ADDED_KEYS = ("tool_results", "coverage_declared")
+ADDED_KEYS = ("tool_results", "coverage_declared", "tool_runs")
 """Keys this version records that recordings made before it do not have: a replay of such a
 recording is compared on what the recording kept."""
 

@@ -33,6 +33,8 @@ class Outcome(NamedTuple):
     flags: dict[str, Any] | None = None
     declared: dict[str, Any] | None = None
     """What the result said it covered (``absent``, ``coverage``, ``described_result``)."""
+    runs: tuple[dict[str, Any], ...] = ()
+    """Inner runs the call made (a chart or an agent as a tool), for ``tool_runs``."""
 
 
 def served(

@@ -2,6 +2,8 @@
 covered, sessions, gates, providers and argument rules."""
 
 from ._canonical_notes import canonical_notes as canonical_notes
+from ._chart_tool import ChartPausedError as ChartPausedError
+from ._chart_tool import flowchart_as_tool as flowchart_as_tool
 from ._coverage_items import DeclarationRefused as DeclarationRefused
 from ._declared import ABSENCE_MARKER as ABSENCE_MARKER
 from ._declared import ABSENCE_NOTE as ABSENCE_NOTE
@@ -38,6 +40,12 @@ from ._limits import NOT_CHECKED_LABEL as NOT_CHECKED_LABEL
 from ._limits import PERIOD_LABEL as PERIOD_LABEL
 from ._limits import answer_coverage as answer_coverage
 from ._limits import limits_block as limits_block
+from ._mcp_client import McpCallError as McpCallError
+from ._mcp_client import McpClient as McpClient
+from ._mcp_client import McpConnectionError as McpConnectionError
+from ._mcp_client import mcp_client as mcp_client
+from ._mcp_serve import McpServe as McpServe
+from ._mcp_serve import mcp_serve as mcp_serve
 from ._outcome import TOOL_RESULT_STATUSES as TOOL_RESULT_STATUSES
 from ._outcome import ToolResultStatus as ToolResultStatus
 from ._period import PERIOD_VERDICTS as PERIOD_VERDICTS
@@ -70,12 +78,17 @@ __all__ = [
     "PERIOD_WIRE",
     "SEMANTICS_NOTE",
     "TOOL_RESULT_STATUSES",
+    "ChartPausedError",
     "CoveredResult",
     "DeclarationRefused",
     "Declared",
     "DescribedResult",
     "GateDecision",
     "Identity",
+    "McpCallError",
+    "McpClient",
+    "McpConnectionError",
+    "McpServe",
     "PeriodVerdict",
     "Tool",
     "ToolAbsence",
@@ -95,8 +108,11 @@ __all__ = [
     "define_tool",
     "deny",
     "described_result",
+    "flowchart_as_tool",
     "gated_tools",
     "limits_block",
+    "mcp_client",
+    "mcp_serve",
     "period_verdict",
     "read_declared",
     "request_input",

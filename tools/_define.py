@@ -41,6 +41,7 @@ class ToolContext:
     on_session: Callable[[Callable[[], Any], str, str | None], None] | None = field(
         default=None, repr=False
     )
+    on_run: Callable[[dict[str, Any]], None] | None = field(default=None, repr=False)
 
     def progress(self, payload: Any) -> None:
         """Say how the call is going: a ``stream.tool_progress`` event between this call's
@@ -48,6 +49,12 @@ class ToolContext:
         that is not JSON is dropped with its reason in the event)."""
         if self.on_progress is not None:
             self.on_progress(payload)
+
+    def record_run(self, run: dict[str, Any]) -> None:
+        """File an inner run this call made (a chart or an agent used as a tool) on the
+        outer run's ``tool_runs`` key, by this call's id (a no-op outside an agent)."""
+        if self.on_run is not None:
+            self.on_run(run)
 
     def on_teardown(
         self, fn: Callable[[], Any], *, scope: str = "run", key: str | None = None
@@ -90,6 +97,8 @@ class Tool:
     period: Mapping[str, Any] | None = None
     """``{"argument": name, "spelling": ...}``: which ruled argument bounds the period the
     results cover (so each result owes a declared period)."""
+    source: str | None = None
+    """Where the tool came from when not from this process (an MCP server), for errors."""
 
     def spec(self) -> dict[str, Any]:
         """The tool as the model sees it (JSON): a ruled argument is no longer required and

@@ -110,11 +110,16 @@ class RecordedOutcome:
     """A call's outcome as a recording kept it, handed back by a replay: served as it was,
     with nothing measured, cut or added again."""
 
-    __slots__ = ("content", "declared", "row")
+    __slots__ = ("content", "declared", "row", "runs")
 
     def __init__(
-        self, content: str, row: Mapping[str, Any], declared: Mapping[str, Any] | None = None
+        self,
+        content: str,
+        row: Mapping[str, Any],
+        declared: Mapping[str, Any] | None = None,
+        runs: tuple[dict[str, Any], ...] = (),
     ) -> None:
         self.content = content
         self.row = dict(row)
         self.declared = None if declared is None else dict(declared)
+        self.runs = runs

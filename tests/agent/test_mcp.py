@@ -1,0 +1,323 @@
+"""MCP both ways over real transports: our client against the reference server
+(``@modelcontextprotocol/server-everything``, stdio) and a server written with the SDK's own
+``MCPServer``; the SDK's ``mcp.Client`` against our ``mcp_serve`` over stdio and streamable
+HTTP; agents that use remote tools end to end, with served_at and replay holding."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import mcp
+import pytest
+
+from tests.backends import run_async
+from trackway.agent import Agent, AgentBuildError, mock, receipts, replay, served_at
+from trackway.tools import McpConnectionError, ToolError, define_tool, mcp_client, mcp_serve
+
+ROOT = Path(__file__).resolve().parents[2]
+PY = sys.executable
+EVERYTHING = os.environ.get("TRACKWAY_TEST_MCP_EVERYTHING") or str(
+    Path.home() / ".cache/trackway/npm/node_modules/.bin/mcp-server-everything"
+)
+needs_everything = pytest.mark.skipif(
+    not Path(EVERYTHING).exists(),
+    reason="the reference MCP server is not installed: .ci/run installs it with npm "
+    "(npm install --prefix ~/.cache/trackway/npm @modelcontextprotocol/server-everything)",
+)
+
+
+def law(agent: Agent) -> None:
+    snap = agent.snapshot()
+    for k, receipt in enumerate(receipts(snap), start=1):
+        assert served_at(snap, k).hash == receipt["request_hash"]
+
+
+def calls(*items: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
+    return {"tool_calls": [{"id": i, "name": n, "args": a} for i, n, a in items]}
+
+
+def ours_stdio(**kw: Any) -> Any:
+    return mcp_client(
+        name="ours",
+        command=PY,
+        args=["-m", "tests.agent.mcp_servers", "ours", "stdio"],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        **kw,
+    )
+
+
+@needs_everything
+def test_our_client_against_the_reference_server_over_stdio() -> None:
+    async def main() -> Agent:
+        async with mcp_client(name="everything", command=EVERYTHING, args=["stdio"]) as server:
+            tools = {t.name: t for t in await server.tools()}
+            assert {"echo", "get-sum"} <= set(tools)
+            assert tools["echo"].source == "mcp server 'everything'"
+            script = [
+                calls(("c1", "echo", {"message": "hi"}), ("c2", "get-sum", {"a": 2, "b": 3})),
+                calls(("c3", "get-sum", {"a": "two"})),  # refused by our validation first
+                "2 + 3 = 5",
+            ]
+            agent = (
+                Agent.create(provider=mock(replies=script), model="m")
+                .tools([tools["echo"], tools["get-sum"]])
+                .build()
+            )
+            assert await agent.run("echo and add") == "2 + 3 = 5"
+            return agent
+
+    agent = run_async(main)
+    history = agent.snapshot().state["history"]
+    assert history[2]["content"] == "Echo: hi"
+    assert history[3]["content"] == "The sum of 2 and 3 is 5."
+    rows = agent.snapshot().state["tool_results"]
+    assert [r["status"] for r in rows] == ["success", "success", "invalid"]
+    law(agent)
+    replay(agent.snapshot())  # no server needed
+
+
+@needs_everything
+def test_errors_from_the_reference_server_are_failure_results() -> None:
+    async def main() -> Agent:
+        async with mcp_client(name="everything", command=EVERYTHING, args=["stdio"]) as server:
+            tools = {t.name: t for t in await server.tools()}
+            loose = define_tool(  # the same remote tool without our schema check
+                name="sum_unchecked",
+                description="d",
+                input_schema={"type": "object"},
+                execute=tools["get-sum"].execute,
+            )
+            agent = (
+                Agent.create(
+                    provider=mock(replies=[calls(("c1", "sum_unchecked", {"a": "x"})), "ok"]),
+                    model="m",
+                )
+                .tool(loose)
+                .build()
+            )
+            await agent.run("add")
+            return agent
+
+    agent = run_async(main)
+    row = agent.snapshot().state["tool_results"][0]
+    assert row["status"] == "failure"
+    assert "answered with an error" in agent.snapshot().state["history"][2]["content"]
+
+
+def test_a_server_written_with_the_sdk_used_end_to_end() -> None:
+    async def main() -> Agent:
+        client = mcp_client(
+            name="weather",
+            command=PY,
+            args=["-m", "tests.agent.mcp_servers", "sdk", "stdio"],
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        async with client:
+            tools = await client.tools()
+            script = [calls(("c1", "forecast", {"city": "Oslo"})), "Oslo: rain tomorrow."]
+            agent = Agent.create(provider=mock(replies=script), model="m").tools(tools).build()
+            assert await agent.run("weather in Oslo?") == "Oslo: rain tomorrow."
+        return agent
+
+    agent = run_async(main)
+    assert agent.snapshot().state["history"][2]["content"] == "Oslo: rain, 14°C"
+    law(agent)
+    replayed = replay(agent.snapshot())  # hermetic: the server is gone
+    assert replayed.state["history"] == agent.snapshot().state["history"]
+
+
+def test_a_server_that_dies_mid_call_is_a_failure_not_a_hung_run() -> None:
+    async def main() -> Agent:
+        client = mcp_client(
+            name="weather",
+            command=PY,
+            args=["-m", "tests.agent.mcp_servers", "sdk", "stdio"],
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            call_timeout=20,
+        )
+        async with client:
+            tools = {t.name: t for t in await client.tools()}
+            script = [calls(("c1", "crash", {})), "It went away."]
+            agent = (
+                Agent.create(provider=mock(replies=script), model="m").tool(tools["crash"]).build()
+            )
+            await agent.run("crash it")
+        return agent
+
+    agent = run_async(main)
+    assert agent.snapshot().state["tool_results"][0]["status"] == "failure"
+    assert "MCP server 'weather'" in agent.snapshot().state["history"][2]["content"]
+
+
+def test_a_hung_call_fails_within_the_call_timeout() -> None:
+    async def main() -> Agent:
+        async with ours_stdio(call_timeout=1) as client:
+            tools = {t.name: t for t in await client.tools()}
+            script = [calls(("c1", "slow", {"seconds": 30})), "gave up"]
+            agent = (
+                Agent.create(provider=mock(replies=script), model="m").tool(tools["slow"]).build()
+            )
+            started = time.monotonic()
+            await agent.run("wait")
+            assert time.monotonic() - started < 15
+        return agent
+
+    agent = run_async(main)
+    content = agent.snapshot().state["history"][2]["content"]
+    assert "did not answer slow within 1 s" in content
+
+
+def test_a_connection_failure_names_the_server_and_what_to_check() -> None:
+    async def main() -> None:
+        client = mcp_client(name="nowhere", command="/nonexistent/mcp-server", connect_timeout=5)
+        with pytest.raises(
+            McpConnectionError, match="'nowhere' \\(stdio: /nonexistent/mcp-server\\)"
+        ):
+            async with client:
+                pass
+
+    run_async(main)
+    with pytest.raises(ToolError, match="exactly one of command="):
+        mcp_client(name="x")
+    with pytest.raises(ToolError, match="exactly one of command="):
+        mcp_client(name="x", command="a", url="http://127.0.0.1:1/mcp")
+
+
+def test_structured_mode_hands_absences_over_and_rules_ride_meta() -> None:
+    async def main() -> tuple[Agent, Agent]:
+        agents = []
+        for mode in ("structured", "text"):
+            async with ours_stdio(result_mode=mode) as client:
+                tools = {t.name: t for t in await client.tools()}
+                lookup = tools["lookup"]
+                assert lookup.ask_or_assume == {"window": {"assume": "2h"}}  # from _meta
+                assert lookup.spec()["input_schema"]["required"] == ["key"]
+                script = [
+                    calls(("c1", "lookup", {"key": "missing"}), ("c2", "lookup", {"key": "abc"})),
+                    "done",
+                ]
+                agent = Agent.create(provider=mock(replies=script), model="m").tool(lookup).build()
+                await agent.run("look up")
+                agents.append(agent)
+        return agents[0], agents[1]
+
+    structured, text = run_async(main)
+    rows = structured.snapshot().state["tool_results"]
+    assert [r["status"] for r in rows] == ["absent", "success"]
+    assert rows[1]["assumed"] == [{"argument": "window", "value": "2h", "source": "default"}]
+    assert structured.snapshot().state["coverage_declared"][0]["tool"] == "lookup"
+    assert [r["status"] for r in text.snapshot().state["tool_results"]] == ["success", "success"]
+    assert "coverage_declared" not in text.snapshot().state  # text mode: JSON text is data
+    law(structured)
+
+
+def test_clashing_remote_names_are_refused_naming_both_sources() -> None:
+    async def main() -> None:
+        async with ours_stdio() as a:
+            remote = {t.name: t for t in await a.tools()}
+        local = define_tool(
+            name="lookup", description="d", input_schema={"type": "object"}, execute=lambda x, c: 1
+        )
+        with pytest.raises(AgentBuildError, match="from .tool\\(\\) and from mcp server 'ours'"):
+            Agent.create(provider=mock(reply="x"), model="m").tool(local).tool(remote["lookup"])
+
+    run_async(main)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def ours_over_http() -> Iterator[str]:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [PY, "-m", "tests.agent.mcp_servers", "ours", "streamable-http", str(port)],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.1)
+        else:
+            pytest.fail("our MCP server did not start listening on 127.0.0.1 within 20 s")
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def _sdk_client_checks(client: Any) -> Any:
+    async def check() -> None:
+        listed = await client.list_tools()
+        lookup = next(t for t in listed.tools if t.name == "lookup")
+        assert lookup.meta == {
+            "trackway": {
+                "ask_or_assume": {"window": {"assume": "2h"}},
+                "period": {"argument": "window", "spelling": "lookback"},
+            }
+        }
+        found = await client.call_tool("lookup", {"key": "abc"})  # window filled by the rule
+        assert found.is_error is False and found.structured_content == {"key": "abc", "value": 3}
+        bad = await client.call_tool("lookup", {"key": 7, "window": "1h"})
+        assert bad.is_error is True
+        assert bad.content[0].text.startswith(
+            "Error: invalid arguments for lookup: key: expected type"
+        )
+        boom = await client.call_tool("lookup", {"key": "boom", "window": "1h"})
+        assert boom.is_error and "RuntimeError: the table is locked" in boom.content[0].text
+        none = await client.call_tool("lookup", {"key": "missing", "window": "1h"})
+        assert none.structured_content["af_absent"] is True
+
+    return check
+
+
+def test_the_sdk_client_against_mcp_serve_over_stdio() -> None:
+    params = mcp.StdioServerParameters(
+        command=PY,
+        args=["-m", "tests.agent.mcp_servers", "ours", "stdio"],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+    async def main() -> None:
+        async with mcp.Client(params) as client:
+            await _sdk_client_checks(client)()
+
+    run_async(main)
+
+
+def test_the_sdk_client_against_mcp_serve_over_streamable_http(ours_over_http: str) -> None:
+    async def main() -> None:
+        async with mcp.Client(ours_over_http) as client:
+            await _sdk_client_checks(client)()
+        async with mcp_client(
+            name="ours-http", url=ours_over_http, headers={"x-trace": "1"}
+        ) as ours:
+            assert {t.name for t in await ours.tools()} == {"lookup", "slow"}
+
+    run_async(main)
+
+
+def test_mcp_serve_refuses_bad_input() -> None:
+    with pytest.raises(ToolError, match="takes Tools"):
+        mcp_serve(["lookup"])  # type: ignore[list-item]
+    t = define_tool(
+        name="t", description="d", input_schema={"type": "object"}, execute=lambda a, c: 1
+    )
+    with pytest.raises(ToolError, match="twice"):
+        mcp_serve([t, t])
