@@ -73,6 +73,7 @@ from trackway.agent import Usage as Usage
 from trackway.agent import WindowPlan as WindowPlan
 from trackway.agent import WindowStrategy as WindowStrategy
 from trackway.agent import WindowVisit as WindowVisit
+from trackway.agent import agent_as_tool as agent_as_tool
 from trackway.agent import anthropic as anthropic
 from trackway.agent import conversation_redaction as conversation_redaction
 from trackway.agent import is_paused as is_paused
@@ -88,6 +89,7 @@ from trackway.agent import served_at as served_at
 from trackway.agent import sliding_window as sliding_window
 from trackway.agent import summarize_oldest as summarize_oldest
 from trackway.agent import token_budget as token_budget
+from trackway.agent import tool_run as tool_run
 from trackway.engine import CHECKPOINT_FORMAT as CHECKPOINT_FORMAT
 from trackway.engine import MISSING as MISSING
 from trackway.engine import OPERATORS as OPERATORS
@@ -208,12 +210,17 @@ from trackway.tools import PERIOD_VERDICTS as PERIOD_VERDICTS
 from trackway.tools import PERIOD_WIRE as PERIOD_WIRE
 from trackway.tools import SEMANTICS_NOTE as SEMANTICS_NOTE
 from trackway.tools import TOOL_RESULT_STATUSES as TOOL_RESULT_STATUSES
+from trackway.tools import ChartPausedError as ChartPausedError
 from trackway.tools import CoveredResult as CoveredResult
 from trackway.tools import DeclarationRefused as DeclarationRefused
 from trackway.tools import Declared as Declared
 from trackway.tools import DescribedResult as DescribedResult
 from trackway.tools import GateDecision as GateDecision
 from trackway.tools import Identity as Identity
+from trackway.tools import McpCallError as McpCallError
+from trackway.tools import McpClient as McpClient
+from trackway.tools import McpConnectionError as McpConnectionError
+from trackway.tools import McpServe as McpServe
 from trackway.tools import PeriodVerdict as PeriodVerdict
 from trackway.tools import Tool as Tool
 from trackway.tools import ToolAbsence as ToolAbsence
@@ -233,8 +240,11 @@ from trackway.tools import coverage as coverage
 from trackway.tools import define_tool as define_tool
 from trackway.tools import deny as deny
 from trackway.tools import described_result as described_result
+from trackway.tools import flowchart_as_tool as flowchart_as_tool
 from trackway.tools import gated_tools as gated_tools
 from trackway.tools import limits_block as limits_block
+from trackway.tools import mcp_client as mcp_client
+from trackway.tools import mcp_serve as mcp_serve
 from trackway.tools import period_verdict as period_verdict
 from trackway.tools import read_declared as read_declared
 from trackway.tools import request_input as request_input
@@ -278,6 +288,7 @@ __all__ = [
     "ChartBuildError",
     "ChartBuilder",
     "ChartMismatchError",
+    "ChartPausedError",
     "Checkpoint",
     "CheckpointClaimedError",
     "CheckpointError",
@@ -324,6 +335,10 @@ __all__ = [
     "LLMRequest",
     "LLMResponse",
     "LoopLimitError",
+    "McpCallError",
+    "McpClient",
+    "McpConnectionError",
+    "McpServe",
     "MemoryStore",
     "MergeConflictError",
     "MergePolicy",
@@ -419,6 +434,7 @@ __all__ = [
     "WriteEvent",
     "__version__",
     "absent",
+    "agent_as_tool",
     "allow",
     "answer_coverage",
     "anthropic",
@@ -435,12 +451,15 @@ __all__ = [
     "deny",
     "described_result",
     "flow_chart",
+    "flowchart_as_tool",
     "gated_tools",
     "is_paused",
     "is_said_by_person",
     "limits_block",
     "load_document",
     "load_recording",
+    "mcp_client",
+    "mcp_serve",
     "mock",
     "openai",
     "period_verdict",
@@ -459,6 +478,7 @@ __all__ = [
     "thaw",
     "token_budget",
     "tool",
+    "tool_run",
     "tool_session_key",
 ]
 
