@@ -31,11 +31,15 @@ def agent_as_tool(agent: Agent, *, name: str | None = None, description: str | N
 
     async def execute(args: dict[str, Any], ctx: ToolContext) -> str:
         identity = None if ctx.identity is None else ctx.identity.model_dump(exclude_none=True)
+        before = agent.snapshot().run_id if agent.commit_count() else None
+        answer: str | Paused | None = None
         try:
             answer = await agent.run(args["message"], identity=identity, session_id=ctx.session_id)
+            if isinstance(answer, Paused):  # withdrawn first, so the record says so
+                await agent.abandon_pause()
         finally:  # the inner record is kept whether the inner run answered or failed
-            if agent.commit_count():
-                snap = agent.snapshot()
+            snap = agent.snapshot() if agent.commit_count() else None
+            if snap is not None and snap.run_id != before:  # this call's run, not an older one
                 ctx.record_run(
                     {
                         "kind": "agent",
@@ -45,11 +49,11 @@ def agent_as_tool(agent: Agent, *, name: str | None = None, description: str | N
                     }
                 )
         if isinstance(answer, Paused):
-            await agent.abandon_pause()
             raise ToolError(
                 f"{tool_name} paused to ask a person ({answer.question!r}), and a tool call "
                 "cannot wait for an answer; give it what it needs in the message instead"
             )
+        assert answer is not None
         return answer
 
     return define_tool(
@@ -67,10 +71,16 @@ def agent_as_tool(agent: Agent, *, name: str | None = None, description: str | N
 def tool_run(record: Snapshot | Agent, call_id: str) -> Snapshot:
     """The inner run a tool call made (a chart or an agent as a tool), from the outer record."""
     snap = record.snapshot() if isinstance(record, Agent) else record
-    for run in thaw(snap.state.get("tool_runs", [])):
+    runs = thaw(snap.state.get("tool_runs", []))
+    if not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
+        raise LookupError(
+            "this record's tool_runs are redacted, so inner runs cannot be read back from it; "
+            "read them from an unredacted record (or leave tool_runs out of the policy)"
+        )
+    for run in runs:
         if run["id"] == call_id:
             return Snapshot.from_json(orjson.dumps(run["snapshot"]), source=f"tool call {call_id}")
-    known = [r["id"] for r in thaw(snap.state.get("tool_runs", []))]
+    known = [r["id"] for r in runs]
     raise LookupError(
         f"tool call {call_id!r} made no inner run in this record; the calls that did: "
         f"{', '.join(known) or 'none'}"

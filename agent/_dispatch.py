@@ -387,7 +387,7 @@ async def _execute(
         return Outcome("failure", result.text, runs=runs), False
     if cancel_scope.cancelled_caught:
         cancelled = f"Error: {tool.name} was cancelled before it returned a result."
-        return Outcome("failure", cancelled), False
+        return Outcome("failure", cancelled, runs=runs), False
     if isinstance(result, RecordedOutcome):  # a replay: served as recorded, nothing redone
         row = result.row
         flags = {k: v for k, v in row.items() if k in ROW_FLAGS}  # in the order recorded

@@ -110,10 +110,21 @@ class McpClient:
     async def tools(self) -> list[Tool]:
         """The server's tools as trackway tools (listed over the open connection, or over
         one opened for the listing)."""
-        listed = await self._with_client(lambda c: c.list_tools())
+        try:
+            listed = await self._with_client(lambda c: c.list_tools())
+        except McpConnectionError:
+            raise
+        except Exception as exc:
+            raise McpConnectionError(
+                f"MCP server {self.name!r} ({self._where}) could not list its tools: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
         out: list[Tool] = []
+        taken: set[str] = set()
         for spec in listed.tools:
-            out.append(self._tool(spec))
+            tool = self._tool(spec, taken)
+            taken.add(tool.name)
+            out.append(tool)
         return out
 
     async def _with_client(self, action: Any) -> Any:
@@ -122,9 +133,13 @@ class McpClient:
         async with AsyncExitStack() as stack:
             return await action(await self._open(stack))
 
-    def _tool(self, spec: Any) -> Tool:
+    def _tool(self, spec: Any, taken: set[str]) -> Tool:
         remote = spec.name
-        local = _NAME.sub("_", remote)[:64] or "tool"
+        base = local = _NAME.sub("_", remote)[:60] or "tool"
+        n = 1
+        while local in taken:  # two remote names that map to one local name: keep both
+            n += 1
+            local = f"{base}_{n}"
         schema = dict(spec.input_schema or {"type": "object", "properties": {}})
         rules = period = None
         meta = (spec.meta or {}).get("trackway") if isinstance(spec.meta, Mapping) else None
@@ -175,8 +190,9 @@ class McpClient:
             ) from None
         text = _text(result.content)
         if result.is_error:
+            said = text.removeprefix("Error: ")
             raise McpCallError(
-                f"{remote} on MCP server {self.name!r} answered with an error: {text}"
+                f"{remote} on MCP server {self.name!r} answered with an error: {said}"
             )
         if self.result_mode == "structured":
             if result.structured_content is not None:

@@ -67,7 +67,7 @@ class McpServe:
                 types.Tool(
                     name=tool.name,
                     description=tool.description,
-                    input_schema=dict(tool.input_schema),
+                    input_schema={"type": "object", **dict(tool.input_schema)},
                     meta={"trackway": meta} if meta else None,
                 )
             )

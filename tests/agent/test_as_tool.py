@@ -193,3 +193,25 @@ def test_an_inner_agent_that_pauses_is_a_failure() -> None:
     state = outer.snapshot().state
     assert state["tool_results"][0]["status"] == "failure"
     assert "cannot wait for an answer" in state["history"][2]["content"]
+
+
+def test_a_call_whose_inner_run_never_started_files_no_run() -> None:
+    inner = Agent.create(provider=mock(replies=["first"]), model="s", name="inner").build()
+    outer = (
+        Agent.create(
+            provider=mock(
+                replies=[
+                    calls(("c1", "inner", {"message": "hi"})),
+                    calls(("c2", "inner", {"message": ""})),  # refused before a run starts
+                    "done",
+                ]
+            ),
+            model="m",
+        )
+        .tool(agent_as_tool(inner))
+        .build()
+    )
+    outer.run_sync("go")
+    state = outer.snapshot().state
+    assert [r["id"] for r in state["tool_runs"]] == ["c1"]
+    assert state["tool_results"][1]["status"] == "failure"

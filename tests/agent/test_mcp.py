@@ -321,3 +321,37 @@ def test_mcp_serve_refuses_bad_input() -> None:
     )
     with pytest.raises(ToolError, match="twice"):
         mcp_serve([t, t])
+
+
+def test_in_process_servers_list_schemaless_tools_and_keep_clashing_names_apart() -> None:
+    plain = define_tool(name="plain", description="d", input_schema={}, execute=lambda a, c: "p")
+    served = mcp_serve([plain])
+
+    async def main() -> list[str]:
+        async with mcp_client(name="mem", server=served.server) as client:
+            tools = await client.tools()
+            agent = (
+                Agent.create(provider=mock(replies=[calls(("c1", "plain", {})), "ok"]), model="m")
+                .tools(tools)
+                .build()
+            )
+            await agent.run("go")
+            assert agent.snapshot().state["history"][2]["content"] == "p"
+            return [t.name for t in tools]
+
+    assert run_async(main) == ["plain"]
+    from trackway.tools._mcp_client import McpClient
+
+    class Spec:
+        def __init__(self, name: str) -> None:
+            self.name, self.description, self.input_schema, self.meta = name, "d", None, None
+
+    client = mcp_client(name="x", url="http://127.0.0.1:9/mcp")
+    assert isinstance(client, McpClient)
+    taken: set[str] = set()
+    names = []
+    for spec in (Spec("a.b"), Spec("a_b")):
+        made = client._tool(spec, taken)
+        taken.add(made.name)
+        names.append(made.name)
+    assert names == ["a_b", "a_b_2"]
