@@ -131,3 +131,12 @@ def test_long_investigation_stays_in_its_window_and_budget(capsys):
     assert max(sizes[1:]) - min(sizes[1:]) < 100  # the request stopped growing
     assert "facts: ['s17']" in out and "budget $0.05 passed at call 30" in out
     assert "every request rebuilds from the record: True" in out
+
+
+def test_mcp_desk_serves_and_uses_tools_over_mcp(capsys):
+    runpy.run_path(str(ROOT / "examples" / "mcp_desk.py"), run_name="__main__")
+    out = capsys.readouterr().out
+    assert 'credit_check: {"decision":"approve"}' in out
+    assert 'stock: {"code":"X-1","units":12}' in out
+    assert "translator was asked: Approved; 12 units left." in out
+    assert "inner runs on the record: [('c3', 'agent')]" in out
