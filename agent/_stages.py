@@ -11,11 +11,8 @@ call), ``usage_total``, ``wrap_up_asked``, ``stopped_early``, ``output_attempts`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from contextlib import aclosing
+from collections.abc import Callable
 from typing import Any
-
-from pydantic import BaseModel, ValidationError
 
 from trackway.engine import Decision, Scope, StagePath, thaw
 from trackway.tools import Identity
@@ -28,16 +25,14 @@ from ._coverage import answer_limits, with_limits
 from ._dispatch import NOT_RUN, WITHDRAWN, Batch, Outcome, dispatch, run_one
 from ._findings import (
     FINDINGS_ARGUMENT,
-    AnswerHoldback,
     file_declaration,
     findings_property,
     offered_ids,
     served_ids,
     strip_answer,
 )
-from ._messages import LLMResponse, StreamDelta
+from ._model_call import Reader, StateView, call_model, output_error
 from ._person import outcome_of
-from ._provider import ProviderResponseError
 from ._request import MessageCache, assemble, receipt_for
 from ._tool_ids import call_repairs, unique_calls
 from ._usage import via
@@ -148,7 +143,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
     def offer(scope: Scope) -> None:
         """The tools this model call is offered: the registered ones, then each provider's
         choice over the committed state (written only when it changes)."""
-        view = _StateView(scope)
+        view = StateView(scope)
         names = list(cfg.registered)
         for provider in cfg.providers:
             names += [t.name for t in offered_tools(provider, view) if t.name not in names]
@@ -164,7 +159,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             _emit(scope, "tools.offered", {"iteration": scope["iteration"], "names": names})
 
     async def call_llm(scope: Scope) -> None:
-        state = _Reader(scope)
+        state = Reader(scope)
         # one cache per run and per mounted copy of the chart; it dies with the run
         mount = StagePath.parse(scope.stage_path).parent
         cache = scope.run_local(("agent-messages", id(cfg), mount), MessageCache)
@@ -173,7 +168,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         iteration = scope["iteration"]
         _emit(scope, "agent.iteration_start", {"iteration": iteration})
         _emit(scope, "stream.llm_start", {"k": k, "model": assembled.request.model})
-        response, streamed = await _call(cfg, scope, assembled.request)
+        response, streamed = await call_model(cfg, scope, assembled.request)
         # the answer is committed as the model gave it; the calls are acted on with one id
         # each (unique_calls, applied again by every stage that reads them)
         repairs = call_repairs(response.tool_calls)
@@ -216,7 +211,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             if cfg.output_model is not None:  # the final stage judges this answer, not an older
                 content = response.get("content", "")
                 judged = strip_answer(content)[0] if cfg.findings else content
-                error = _output_error(cfg.output_model, judged)
+                error = output_error(cfg.output_model, judged)
                 if error is not None:
                     scope["output_error"] = error
                 elif "output_error" in scope:
@@ -239,7 +234,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             content = response.get("content", "")
             if cfg.findings:  # judged without the notes the answer will lose
                 content = strip_answer(content)[0]
-            error = _output_error(cfg.output_model, content)
+            error = output_error(cfg.output_model, content)
             if error is not None:
                 scope["output_error"] = error
                 attempts = scope.get("output_attempts", 0)
@@ -392,7 +387,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
                 )
         if cfg.output_model is not None:
             # also when the turn was cut short: the answer may never have been judged
-            error = scope.get("output_error") or _output_error(cfg.output_model, answer)
+            error = scope.get("output_error") or output_error(cfg.output_model, answer)
             if error is not None:
                 scope["output_contract_unmet"] = {
                     "error": error,
@@ -440,91 +435,3 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         "output-retry": output_retry,
         "final": final,
     }
-
-
-class _StateView(Mapping[str, Any]):
-    """The run's committed state as a tool provider reads it (read-only, tracked)."""
-
-    _KEYS = (
-        "user_message",
-        "history",
-        "iteration",
-        "tool_results",
-        "settings",
-        "identity",
-        "session_id",
-        "tools",
-    )
-
-    def __init__(self, scope: Scope) -> None:
-        self._scope = scope
-
-    def __getitem__(self, key: str) -> Any:
-        return self._scope[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self._scope.get(key, default)
-
-    def __iter__(self) -> Any:
-        return iter([k for k in self._KEYS if k in self._scope])
-
-    def __len__(self) -> int:
-        return sum(1 for k in self._KEYS if k in self._scope)
-
-
-class _Reader(Mapping[str, Any]):
-    """Committed state as ``assemble`` sees it: tracked reads through the scope."""
-
-    _KEYS = ("history", "settings", "system_prompt", "tools", "wrap_up_asked", "window_view")
-
-    def __init__(self, scope: Scope) -> None:
-        self._scope = scope
-
-    def __getitem__(self, key: str) -> Any:
-        return self._scope[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self._scope.get(key, default)
-
-    def __iter__(self) -> Any:
-        return iter(self._KEYS)
-
-    def __len__(self) -> int:
-        return len(self._KEYS)
-
-
-async def _call(cfg: AgentConfig, scope: Scope, request: Any) -> tuple[LLMResponse, bool]:
-    """The provider's answer to ``request``, and whether it was streamed."""
-    stream = getattr(cfg.provider, "stream", None)
-    if cfg.stream and stream is not None:
-        final: LLMResponse | None = None
-        pieces = stream(request)
-        held = AnswerHoldback() if cfg.findings else None  # notes never reach the stream
-        async with aclosing(pieces):  # closed here if the run stops mid-stream
-            async for piece in pieces:
-                if isinstance(piece, StreamDelta):
-                    text = piece.text if held is None or not piece.text else held.feed(piece.text)
-                    if text:
-                        scope.emit("stream.token", {"text": text})
-                else:
-                    final = piece
-        if held is not None and (tail := held.finish()):
-            scope.emit("stream.token", {"text": tail})
-        if final is None:
-            name = getattr(cfg.provider, "name", type(cfg.provider).__name__)
-            raise ProviderResponseError(
-                f"provider {name!r} ended a stream without its final response; the stream was "
-                "cut short (the server or the connection dropped it): retry the call"
-            )
-        return final, True
-    return await cfg.provider.complete(request), False
-
-
-def _output_error(model: type[BaseModel], content: str) -> str | None:
-    try:
-        model.model_validate_json(content)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        return f"{loc + ': ' if loc else ''}{first['msg']}"
-    return None

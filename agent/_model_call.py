@@ -1,0 +1,108 @@
+"""Asking the model, for the stages: the committed state as ``assemble`` and tool providers
+read it (tracked reads), one call streamed or not (notes held back from the token stream
+under ``.findings()``), and an answer judged against the output schema."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextlib import aclosing
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from trackway.engine import Scope
+
+from ._config import AgentConfig
+from ._findings import AnswerHoldback
+from ._messages import LLMResponse, StreamDelta
+from ._provider import ProviderResponseError
+
+__all__ = ["Reader", "StateView", "call_model", "output_error"]
+
+
+class StateView(Mapping[str, Any]):
+    """The run's committed state as a tool provider reads it (read-only, tracked)."""
+
+    _KEYS = (
+        "user_message",
+        "history",
+        "iteration",
+        "tool_results",
+        "settings",
+        "identity",
+        "session_id",
+        "tools",
+    )
+
+    def __init__(self, scope: Scope) -> None:
+        self._scope = scope
+
+    def __getitem__(self, key: str) -> Any:
+        return self._scope[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._scope.get(key, default)
+
+    def __iter__(self) -> Any:
+        return iter([k for k in self._KEYS if k in self._scope])
+
+    def __len__(self) -> int:
+        return sum(1 for k in self._KEYS if k in self._scope)
+
+
+class Reader(Mapping[str, Any]):
+    """Committed state as ``assemble`` sees it: tracked reads through the scope."""
+
+    _KEYS = ("history", "settings", "system_prompt", "tools", "wrap_up_asked", "window_view")
+
+    def __init__(self, scope: Scope) -> None:
+        self._scope = scope
+
+    def __getitem__(self, key: str) -> Any:
+        return self._scope[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._scope.get(key, default)
+
+    def __iter__(self) -> Any:
+        return iter(self._KEYS)
+
+    def __len__(self) -> int:
+        return len(self._KEYS)
+
+
+async def call_model(cfg: AgentConfig, scope: Scope, request: Any) -> tuple[LLMResponse, bool]:
+    """The provider's answer to ``request``, and whether it was streamed."""
+    stream = getattr(cfg.provider, "stream", None)
+    if cfg.stream and stream is not None:
+        final: LLMResponse | None = None
+        pieces = stream(request)
+        held = AnswerHoldback() if cfg.findings else None  # notes never reach the stream
+        async with aclosing(pieces):  # closed here if the run stops mid-stream
+            async for piece in pieces:
+                if isinstance(piece, StreamDelta):
+                    text = piece.text if held is None or not piece.text else held.feed(piece.text)
+                    if text:
+                        scope.emit("stream.token", {"text": text})
+                else:
+                    final = piece
+        if held is not None and (tail := held.finish()):
+            scope.emit("stream.token", {"text": tail})
+        if final is None:
+            name = getattr(cfg.provider, "name", type(cfg.provider).__name__)
+            raise ProviderResponseError(
+                f"provider {name!r} ended a stream without its final response; the stream was "
+                "cut short (the server or the connection dropped it): retry the call"
+            )
+        return final, True
+    return await cfg.provider.complete(request), False
+
+
+def output_error(model: type[BaseModel], content: str) -> str | None:
+    try:
+        model.model_validate_json(content)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        return f"{loc + ': ' if loc else ''}{first['msg']}"
+    return None
