@@ -355,3 +355,86 @@ def test_in_process_servers_list_schemaless_tools_and_keep_clashing_names_apart(
         taken.add(made.name)
         names.append(made.name)
     assert names == ["a_b", "a_b_2"]
+
+
+def test_the_sdk_client_against_mcp_serve_in_process() -> None:
+    """The same checks in process (so coverage sees the server's code), and the rest of
+    what a call can come to."""
+    from tests.agent.mcp_servers import OURS
+
+    extra = [
+        define_tool(
+            name="partial",
+            description="An envelope.",
+            input_schema={"type": "object"},
+            execute=lambda a, c: {"content": {"done": 1}, "effects": [], "status": "partial"},
+        ),
+        define_tool(
+            name="denied",
+            description="A denied envelope.",
+            input_schema={"type": "object"},
+            execute=lambda a, c: {"content": "no", "effects": [], "status": "denied"},
+        ),
+        define_tool(
+            name="odd",
+            description="Returns a value JSON cannot hold.",
+            input_schema={"type": "object"},
+            execute=lambda a, c: {1, 2},
+        ),
+        define_tool(
+            name="asks",
+            description="Asks for its window.",
+            input_schema={"type": "object", "properties": {"window": {"type": "string"}}},
+            execute=lambda a, c: a["window"],
+            ask_or_assume={"window": {"ask": "Which window?"}},
+        ),
+        define_tool(
+            name="refuses",
+            description="A helper that refuses.",
+            input_schema={"type": "object"},
+            execute=lambda a, c: __import__("trackway").described_result(facts=[]),
+        ),
+    ]
+    served = mcp_serve([*OURS, *extra], name="in-process")
+    assert repr(served).startswith("mcp_serve('in-process': lookup, slow")
+
+    async def main() -> None:
+        async with mcp.Client(served.server) as client:
+            await _sdk_client_checks(client)()
+            partial = await client.call_tool("partial", {})
+            assert partial.is_error is False and partial.content[0].text == '{"done":1}'
+            assert (await client.call_tool("denied", {})).is_error is True
+            odd = await client.call_tool("odd", {})
+            assert odd.is_error and "not JSON" in odd.content[0].text
+            asks = await client.call_tool("asks", {})
+            assert asks.is_error and "needs window from the person" in asks.content[0].text
+            refused = await client.call_tool("refuses", {})
+            assert refused.is_error and refused.content[0].text.startswith(
+                "refused: `facts` is empty"
+            )
+            missing = await client.call_tool("nope", {})
+            assert missing.is_error and "there is no tool named 'nope'" in missing.content[0].text
+
+    run_async(main)
+    with pytest.raises(ToolError, match="use 'stdio' or 'streamable-http'"):
+        run_async(lambda: served.serve("sse"))  # type: ignore[arg-type]
+
+
+def test_non_text_content_is_described_never_dropped() -> None:
+    from mcp import types
+
+    from trackway.tools._mcp_client import _text
+
+    blocks = [
+        types.TextContent(type="text", text="a chart:"),
+        types.ImageContent(type="image", data="aGVsbG8=", mime_type="image/png"),
+        types.ResourceLink(type="resource_link", uri="file:///tmp/x.csv", name="x"),
+        types.EmbeddedResource(
+            type="resource",
+            resource=types.TextResourceContents(uri="file:///tmp/y.txt", text="inline text"),
+        ),
+    ]
+    assert _text(blocks) == (
+        "a chart:\n[image image/png, 8 base64 characters]\n[resource link file:///tmp/x.csv]\n"
+        "inline text"
+    )
