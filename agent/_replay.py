@@ -72,21 +72,42 @@ def _snapshot(record: Record) -> Snapshot:
     return load_recording(record)
 
 
-def _llm_commits(snap: Snapshot) -> list[Commit]:
-    return [c for c in snap.history() if c.stage_id == "call-llm" and c.frame == ""]
+def _member(commit: Commit) -> str:
+    """The composition member a commit belongs to: the mount ids on its stage path, dotted
+    (``""`` for the run's own agent)."""
+    mounts = commit.stage_path.split("/")[:-1]
+    return ".".join(part.split("#", 1)[0] for part in mounts)
 
 
-def served_at(record: Record, k: int) -> LLMRequest:
-    """The exact request of model call ``k`` (1-based), rebuilt from the log alone."""
+def _llm_commits(snap: Snapshot, member: str | None = None) -> list[Commit]:
+    """Every model call of the run in commit order, at any depth (``member`` narrows to one
+    member and what it contains)."""
+    calls = [c for c in snap.history() if c.stage_id == "call-llm"]
+    if member is None:
+        return calls
+    return [c for c in calls if _member(c) == member or _member(c).startswith(member + ".")]
+
+
+def _state_before(snap: Snapshot, commit: Commit) -> Any:
+    """The state a model call read: its frame's state just before its commit."""
+    return snap.frame_state_at(commit.frame, commit.seq - 1)
+
+
+def served_at(record: Record, k: int, *, member: str | None = None) -> LLMRequest:
+    """The exact request of model call ``k`` (1-based, in commit order over the whole run,
+    every depth), rebuilt from the log alone. ``member="research"`` (a dotted path for nested
+    members) numbers only that member's calls."""
     snap = _snapshot(record)
-    calls = _llm_commits(snap)
+    calls = _llm_commits(snap, member)
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= len(calls):
+        where = "" if member is None else f" in member {member!r}"
+        known = sorted({_member(c) for c in _llm_commits(snap)} - {""})
+        hint = f" (members that called a model: {', '.join(known)})" if known else ""
         raise OutOfRangeError(
             f"served_at(..., {k!r}): the run made {len(calls)} model "
-            f"call{'' if len(calls) == 1 else 's'}, numbered from 1"
+            f"call{'' if len(calls) == 1 else 's'}{where}, numbered from 1{hint}"
         )
-    before = calls[k - 1].seq - 1
-    state = snap.state_at(before)
+    state = _state_before(snap, calls[k - 1])
     _check_not_redacted(state, f"served_at(..., {k})")
     return assemble(state).request
 
@@ -103,8 +124,22 @@ def _check_not_redacted(state: Any, what: str) -> None:
 
 
 def receipts(record: Record) -> list[dict[str, Any]]:
-    """The receipt of every model call: request hashes, tool schema hashes, usage."""
-    return [dict(r) for r in thaw(_snapshot(record).state.get("receipts", []))]
+    """The receipt of every model call, in commit order at every depth: request hashes,
+    tool schema hashes, usage; a call made inside a composition member carries ``member``
+    (its dotted path)."""
+    snap = _snapshot(record)
+    out: list[dict[str, Any]] = []
+    for commit in _llm_commits(snap):
+        written = [op for op in commit.writes if op[1] == "receipts"]
+        if not written:
+            continue
+        value = thaw(written[-1][3])  # an append carries the items added; a set, the list
+        receipt = dict(value[-1] if isinstance(value, list) else value)
+        member = _member(commit)
+        if member:
+            receipt["member"] = member
+        out.append(receipt)
+    return out
 
 
 def save_recording(agent: Agent | Snapshot, path: str | os.PathLike[str]) -> Path:

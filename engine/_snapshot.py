@@ -166,6 +166,23 @@ class Snapshot:
             )
         return FrozenDict(self._store.at(k))
 
+    def frame_state_at(self, frame: str, k: int) -> FrozenDict:
+        """The state of one isolated frame (an isolated subflow, a parallel branch) after the
+        first ``k`` commits of the run: its own writes only, replayed from the log
+        (O(the frame's commits)). ``frame=""`` is the run's own state (:meth:`state_at`)."""
+        if frame == "":
+            return self.state_at(k)
+        if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= self._n:
+            raise OutOfRangeError(
+                f"frame_state_at({frame!r}, {k!r}): this run has {self._n} commits, so k must "
+                f"be an int from 0 to {self._n}"
+            )
+        store = StateStore()
+        for c in self._commits[:k]:
+            if c.frame == frame and c.writes:
+                store.apply(c.seq, c.writes)
+        return FrozenDict(store.current())
+
     def value_at(self, key: str, k: int, default: Any = None) -> Any:
         """One key's value after the first ``k`` commits: a single bisect."""
         v = self._store.value_at(key, k)
