@@ -10,6 +10,12 @@ from ._agent_tool import tool_run as tool_run
 from ._anthropic import AnthropicProvider as AnthropicProvider
 from ._anthropic import anthropic as anthropic
 from ._builder import AgentBuilder as AgentBuilder
+from ._composition import Composition as Composition
+from ._composition import Conditional as Conditional
+from ._composition import LLMCall as LLMCall
+from ._composition import Loop as Loop
+from ._composition import Parallel as Parallel
+from ._composition import Sequence as Sequence
 from ._conversation import Conversation as Conversation
 from ._errors import AgentBuildError as AgentBuildError
 from ._errors import AgentError as AgentError
@@ -76,14 +82,18 @@ __all__ = [
     "AgentNotRunError",
     "AgentResult",
     "AnthropicProvider",
+    "Composition",
+    "Conditional",
     "ContextLengthError",
     "Conversation",
     "ConversationFormatError",
     "DecisionRequiredError",
     "InvalidAnswerError",
     "InvalidRunInputError",
+    "LLMCall",
     "LLMRequest",
     "LLMResponse",
+    "Loop",
     "Message",
     "MockExhaustedError",
     "MockProvider",
@@ -91,6 +101,7 @@ __all__ = [
     "NoConversationError",
     "OpenAIProvider",
     "OutputContractError",
+    "Parallel",
     "Paused",
     "PendingQuestionError",
     "Provider",
@@ -107,6 +118,7 @@ __all__ = [
     "RunCheckpointError",
     "RunInFlightError",
     "RunUsage",
+    "Sequence",
     "StreamDelta",
     "StreamingProvider",
     "ToolCall",

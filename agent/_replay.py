@@ -75,8 +75,13 @@ def _snapshot(record: Record) -> Snapshot:
 def _member(commit: Commit) -> str:
     """The composition member a commit belongs to: the mount ids on its stage path, dotted
     (``""`` for the run's own agent)."""
-    mounts = commit.stage_path.split("/")[:-1]
-    return ".".join(part.split("#", 1)[0] for part in mounts)
+    return ".".join(_base(part) for part in commit.stage_path.split("/")[:-1] if _is_mount(part))
+
+
+def _is_mount(part: str) -> bool:
+    """A path component that mounts a member: ``id#n``, not a composition's own ``_``
+    structure and not a branch key (which has no ``#``)."""
+    return "#" in part and not part.startswith("_")
 
 
 def _llm_commits(snap: Snapshot, member: str | None = None) -> list[Commit]:
@@ -288,7 +293,35 @@ class _ReplayProvider(MockProvider):
         return dict(recorded) if isinstance(recorded, dict) else None
 
 
+def _base(component: str) -> str:
+    return component.split("#", 1)[0]
+
+
+def _member_snapshot(snap: Snapshot, name: str) -> Snapshot:
+    """One composition member's part of the log, as if it had run alone: the commits of its
+    own frame (every round of a loop) with that frame as the run's, and what it contains
+    kept below it (so a nested composition can be taken apart the same way)."""
+    commits: list[Commit] = []
+    for c in snap.history():
+        parts = c.frame.split("/") if c.frame else []
+        i = next((n for n, part in enumerate(parts) if _is_mount(part)), None)
+        if i is None or _base(parts[i]) != name:
+            continue
+        prefix = "/".join(parts[: i + 1])
+        path = c.stage_path[len(prefix) + 1 :] if c.stage_path.startswith(prefix + "/") else ""
+        commits.append(c._replace(frame="/".join(parts[i + 1 :]), stage_path=path or c.stage_id))
+    return Snapshot.from_commits(  # a member that never ran (a branch not taken): empty
+        run_id=snap.run_id, chart_id=name, status=snap.status, initial={}, commits=commits
+    )
+
+
 def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
+    from ._composition import Composition
+
+    if isinstance(agent, Composition):  # each member gets its own recorded part
+        return agent.with_members(
+            lambda name, member: _replay_agent(member, _member_snapshot(snap, name))
+        )
     cfg = agent._cfg
     answers = _recorded_answers(snap)
     provider = _ReplayProvider(answers, [r.get("via") for r in receipts(snap)])

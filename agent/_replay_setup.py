@@ -29,6 +29,13 @@ def agent_from_recording(snap: Snapshot) -> Agent:
     """An agent configured from what its recording committed."""
     from ._builder import AgentBuilder
 
+    if snap.history() and snap.history()[0].stage_id == "_seed":
+        raise ReplayDivergence(
+            "this recording is of a composition, whose members and rules are code: replay it "
+            "with the composition, replay(record, composition)",
+            stage_path=snap.history()[0].stage_path,
+            key=None,
+        )
     writes: dict[str, Any] = {}
     for c in snap.history():
         if c.frame == "" and c.stage_id in ("seed", "system-prompt", "tools", "final"):

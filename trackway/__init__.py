@@ -34,14 +34,18 @@ from trackway.agent import AgentError as AgentError
 from trackway.agent import AgentNotRunError as AgentNotRunError
 from trackway.agent import AgentResult as AgentResult
 from trackway.agent import AnthropicProvider as AnthropicProvider
+from trackway.agent import Composition as Composition
+from trackway.agent import Conditional as Conditional
 from trackway.agent import ContextLengthError as ContextLengthError
 from trackway.agent import Conversation as Conversation
 from trackway.agent import ConversationFormatError as ConversationFormatError
 from trackway.agent import DecisionRequiredError as DecisionRequiredError
 from trackway.agent import InvalidAnswerError as InvalidAnswerError
 from trackway.agent import InvalidRunInputError as InvalidRunInputError
+from trackway.agent import LLMCall as LLMCall
 from trackway.agent import LLMRequest as LLMRequest
 from trackway.agent import LLMResponse as LLMResponse
+from trackway.agent import Loop as Loop
 from trackway.agent import Message as Message
 from trackway.agent import MockExhaustedError as MockExhaustedError
 from trackway.agent import MockProvider as MockProvider
@@ -49,6 +53,7 @@ from trackway.agent import ModelNotFoundError as ModelNotFoundError
 from trackway.agent import NoConversationError as NoConversationError
 from trackway.agent import OpenAIProvider as OpenAIProvider
 from trackway.agent import OutputContractError as OutputContractError
+from trackway.agent import Parallel as Parallel
 from trackway.agent import Paused as Paused
 from trackway.agent import PendingQuestionError as PendingQuestionError
 from trackway.agent import Provider as Provider
@@ -65,6 +70,7 @@ from trackway.agent import ResumeIdentityConflictError as ResumeIdentityConflict
 from trackway.agent import RunCheckpointError as RunCheckpointError
 from trackway.agent import RunInFlightError as RunInFlightError
 from trackway.agent import RunUsage as RunUsage
+from trackway.agent import Sequence as Sequence
 from trackway.agent import StreamDelta as StreamDelta
 from trackway.agent import StreamingProvider as StreamingProvider
 from trackway.agent import ToolCall as ToolCall
@@ -296,7 +302,9 @@ __all__ = [
     "CommitDetail",
     "CommitDoc",
     "CommitMeta",
+    "Composition",
     "Condition",
+    "Conditional",
     "ConfigurationError",
     "ContextLengthError",
     "Control",
@@ -332,8 +340,10 @@ __all__ = [
     "InputValidationError",
     "InvalidAnswerError",
     "InvalidRunInputError",
+    "LLMCall",
     "LLMRequest",
     "LLMResponse",
+    "Loop",
     "LoopLimitError",
     "McpCallError",
     "McpClient",
@@ -356,6 +366,7 @@ __all__ = [
     "OutOfRangeError",
     "OutputContractError",
     "OutputValidationError",
+    "Parallel",
     "ParallelLimitError",
     "PauseEvent",
     "Paused",
@@ -398,6 +409,7 @@ __all__ = [
     "Segment",
     "Selection",
     "SelectorBuilder",
+    "Sequence",
     "Snapshot",
     "SqliteStore",
     "StageContractError",

@@ -1,0 +1,258 @@
+"""Compositions on one record: Sequence, Parallel, Conditional and Loop of runners (agents,
+LLM calls, other compositions), numbered by member at every depth, replayed whole."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from trackway.agent import (
+    Agent,
+    AgentBuildError,
+    Conditional,
+    InvalidRunInputError,
+    LLMCall,
+    Loop,
+    Parallel,
+    Paused,
+    ReplayDivergence,
+    Sequence,
+    mock,
+    receipts,
+    replay,
+    served_at,
+)
+from trackway.tools import ToolContext, ask_human, define_tool
+
+
+def llm(*replies: str, system: str | None = None) -> Agent:
+    return LLMCall.create(provider=mock(replies=list(replies)), model="m", system=system).build()
+
+
+def law(runner: Agent) -> list[dict[str, Any]]:
+    snap = runner.snapshot()
+    rs = receipts(snap)
+    for k, receipt in enumerate(rs, start=1):
+        assert served_at(snap, k).hash == receipt["request_hash"], k
+    return rs
+
+
+def test_a_researcher_then_a_writer() -> None:
+    researcher = llm("facts: air scatters blue light", system="Research.")
+    writer = llm("The sky is blue because air scatters blue light.", system="Write.")
+    article = (
+        Sequence.create(name="article").step("research", researcher).step("write", writer).build()
+    )
+    answer = article.run_sync("Why is the sky blue?")
+    assert answer == "The sky is blue because air scatters blue light."
+    rs = law(article)
+    assert [(r["member"], r["k"]) for r in rs] == [("research", 1), ("write", 1)]
+    assert served_at(article.snapshot(), 1, member="write").messages[0].content == (
+        "facts: air scatters blue light"
+    )
+    assert article.checkpoint().history[-1] == {"role": "assistant", "content": answer}
+    assert replay(article.snapshot(), article).state["final_answer"] == answer
+    with pytest.raises(ReplayDivergence, match="replay it with the composition"):
+        replay(article.snapshot())
+
+
+def test_a_parallel_debate_with_and_without_a_judge() -> None:
+    plain = (
+        Parallel.create(name="debate")
+        .branch("pro", llm("tabs"))
+        .branch("con", llm("spaces"))
+        .build()
+    )
+    assert plain.run_sync("tabs or spaces?") == "pro: tabs\n\ncon: spaces"
+    judged = (
+        Parallel.create(name="debate")
+        .branch("pro", llm("tabs"))
+        .branch("con", llm("spaces"))
+        .merge(llm("spaces win", system="Judge."))
+        .build()
+    )
+    assert judged.run_sync("tabs or spaces?") == "spaces win"
+    rs = law(judged)
+    assert [r["member"] for r in rs] == ["pro", "con", "judge"]
+    assert served_at(judged.snapshot(), 1, member="judge").messages[0].content == (
+        "pro: tabs\n\ncon: spaces"
+    )
+    replay(judged.snapshot(), judged)
+    merged = (
+        Parallel.create()
+        .branch("a", llm("1"))
+        .branch("b", llm("2"))
+        .merge(lambda answers: "+".join(answers.values()))
+        .build()
+    )
+    assert merged.run_sync("add") == "1+2"
+
+
+def test_a_conditional_picks_the_first_member_whose_rule_holds() -> None:
+    def desk() -> Agent:
+        return (
+            Conditional.create(name="desk")
+            .when(lambda message, state: "refund" in message, "billing", llm("billing here"))
+            .otherwise("general", llm("general here"))
+            .build()
+        )
+
+    refunds = desk()
+    assert refunds.run_sync("I want a refund") == "billing here"
+    assert [r["member"] for r in law(refunds)] == ["billing"]
+    replay(refunds.snapshot(), refunds)
+    other = desk()
+    assert other.run_sync("hello") == "general here"
+    assert [r["member"] for r in law(other)] == ["general"]
+
+
+def test_a_reflexion_loop_revises_until_approved_or_three_rounds() -> None:
+    def reflexion(*drafts: str) -> Agent:
+        return (
+            Loop.create(llm(*drafts), name="reflexion")
+            .until(lambda answer, round: "APPROVED" in answer)
+            .max_rounds(3)
+            .build()
+        )
+
+    approved = reflexion("draft 1", "draft 2 APPROVED")
+    assert approved.run_sync("write a haiku") == "draft 2 APPROVED"
+    assert approved.snapshot().state["round"] == 2
+    rs = law(approved)
+    assert [(r["member"], r["k"]) for r in rs] == [("body", 1), ("body", 1)]
+    assert served_at(approved.snapshot(), 2).messages[0].content == "draft 1"  # revises its own
+    replay(approved.snapshot(), approved)
+    capped = reflexion("a", "b", "c", "d")
+    assert capped.run_sync("go") == "c"
+    assert capped.snapshot().state["round"] == 3
+
+
+def test_the_caller_reaches_every_member_and_a_member_can_pause() -> None:
+    seen: list[Any] = []
+
+    def whoami(args: dict[str, Any], ctx: ToolContext) -> str:
+        seen.append((ctx.identity, ctx.session_id))
+        return "ok"
+
+    checker = (
+        Agent.create(
+            provider=mock(
+                replies=[{"tool_calls": [{"id": "t1", "name": "whoami", "args": {}}]}, "checked"]
+            ),
+            model="m",
+        )
+        .tool(
+            define_tool(
+                name="whoami", description="d", input_schema={"type": "object"}, execute=whoami
+            )
+        )
+        .build()
+    )
+    asker = (
+        Agent.create(
+            provider=mock(
+                replies=[
+                    {
+                        "tool_calls": [
+                            {"id": "q1", "name": "ask_human", "args": {"question": "Which region?"}}
+                        ]
+                    },
+                    "region noted",
+                ]
+            ),
+            model="m",
+        )
+        .tool(ask_human())
+        .build()
+    )
+    flow = Sequence.create(name="flow").step("check", checker).step("ask", asker).build()
+    out = flow.run_sync("go", identity={"tenant": "acme"}, session_id="s1")
+    assert seen[0][0].tenant == "acme" and seen[0][1] == "s1"
+    assert isinstance(out, Paused) and out.question == "Which region?"
+    assert flow.resume_sync(out.checkpoint, "eu-west") == "region noted"
+    law(flow)
+
+
+def test_compositions_nest_and_name_members_by_a_dotted_path() -> None:
+    debate = (
+        Parallel.create(name="debate").branch("pro", llm("yes")).branch("con", llm("no")).build()
+    )
+    outer = Sequence.create(name="outer").step("debate", debate).step("sum", llm("a tie")).build()
+    assert outer.run_sync("go") == "a tie"
+    rs = law(outer)
+    assert [r["member"] for r in rs] == ["debate.pro", "debate.con", "sum"]
+    assert served_at(outer.snapshot(), 1, member="debate").hash == rs[0]["request_hash"]
+    replay(outer.snapshot(), outer)
+
+
+def test_compositions_refuse_what_they_cannot_run() -> None:
+    with pytest.raises(AgentBuildError, match="at least one .step"):
+        Sequence.create().build()
+    with pytest.raises(AgentBuildError, match="must start with a letter"):
+        Sequence.create().step("a b", llm("x"))
+    with pytest.raises(AgentBuildError, match="two members are named 'a'"):
+        Sequence.create().step("a", llm("x")).step("a", llm("y"))
+    with pytest.raises(AgentBuildError, match="must be a runner"):
+        Sequence.create().step("a", "not a runner")  # type: ignore[arg-type]
+    with pytest.raises(AgentBuildError, match="at least two"):
+        Parallel.create().branch("a", llm("x")).build()
+    with pytest.raises(AgentBuildError, match="an .otherwise"):
+        Conditional.create().when(lambda m, s: True, "a", llm("x")).build()
+    with pytest.raises(AgentBuildError, match="whole number ≥ 1"):
+        Loop.create(llm("x")).max_rounds(0)
+    seq = Sequence.create().step("a", llm("x")).build()
+    with pytest.raises(InvalidRunInputError):
+        seq.run_sync(42)  # type: ignore[arg-type]
+
+
+_counter = itertools.count()
+
+
+@st.composite
+def compositions(draw: Any, depth: int = 0) -> Any:
+    """A composition of LLM calls and compositions, up to depth 3."""
+    kinds = ["sequence", "parallel", "loop"] if depth < 2 else ["leaf"]
+    kind = draw(st.sampled_from(["leaf", *kinds] if depth > 0 else kinds))
+    if kind == "leaf":
+        tag = next(_counter)
+        return lambda: LLMCall.create(
+            provider=mock(respond=lambda request: f"a{tag}:{len(request.messages[-1].content)}"),
+            model="m",
+        ).build()
+    parts = [
+        draw(compositions(depth + 1)) for _ in range(draw(st.integers(1, 2)) + (kind == "parallel"))
+    ]
+    if kind == "sequence":
+
+        def make_seq() -> Agent:
+            b = Sequence.create()
+            for i, part in enumerate(parts):
+                b.step(f"s{i}", part())
+            return b.build()
+
+        return make_seq
+    if kind == "parallel":
+
+        def make_par() -> Agent:
+            b = Parallel.create()
+            for i, part in enumerate(parts):
+                b.branch(f"p{i}", part())
+            return b.build()
+
+        return make_par
+    return lambda: Loop.create(parts[0]()).max_rounds(2).build()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(make=compositions())
+def test_the_law_holds_at_every_depth_and_replay_is_whole(make: Any) -> None:
+    runner = make()
+    runner.run_sync("go")
+    rs = law(runner)
+    assert all("member" in r for r in rs)
+    replayed = replay(runner.snapshot(), runner)
+    assert replayed.state["final_answer"] == runner.snapshot().state["final_answer"]
