@@ -140,3 +140,12 @@ def test_mcp_desk_serves_and_uses_tools_over_mcp(capsys):
     assert 'stock: {"code":"X-1","units":12}' in out
     assert "translator was asked: Approved; 12 units left." in out
     assert "inner runs on the record: [('c3', 'agent')]" in out
+
+
+def test_compositions_example_runs_three_compositions_on_one_record(capsys):
+    runpy.run_path(str(ROOT / "examples" / "compositions.py"), run_name="__main__")
+    out = capsys.readouterr().out
+    assert "article: The sky looks blue" in out and "['research', 'write']" in out
+    assert "debate: Spaces win" in out and "['pro', 'con', 'judge']" in out
+    assert "reflexion: Old pond / a frog jumps in" in out and "['body', 'body']" in out
+    assert out.count("rebuilt exactly: True; replayed: True") == 3
