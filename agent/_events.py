@@ -6,10 +6,12 @@ and in any recording); listeners hear it live through an internal recorder.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from trackway.engine import ConfigurationError, EmitEvent, Recorder
+
+from ._members import member_of
 
 __all__ = ["EventBus", "Listener"]
 
@@ -66,6 +68,10 @@ class EventBus(Recorder):
     def on_emit(self, event: EmitEvent) -> None:
         if not self._listeners:
             return
+        if "/" in event.stage_path and isinstance(event.payload, Mapping):
+            member = member_of(event.stage_path)  # a composition member's event says whose
+            if member:
+                event = event._replace(payload={**event.payload, "member": member})
         name = event.name
         domain = name.split(".", 1)[0] + ".*"
         failure: Exception | None = None

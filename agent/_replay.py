@@ -37,6 +37,9 @@ from trackway.tools._outcome import RecordedOutcome
 from ._agent import Agent
 from ._coverage import statement_of
 from ._errors import RedactedRecordError, ReplayDivergence
+from ._members import base as _base
+from ._members import is_mount as _is_mount
+from ._members import member_of
 from ._messages import LLMRequest, LLMResponse
 from ._mock import MockProvider
 from ._options import REQUEST_OPTIONS
@@ -72,25 +75,17 @@ def _snapshot(record: Record) -> Snapshot:
     return load_recording(record)
 
 
-def _member(commit: Commit) -> str:
-    """The composition member a commit belongs to: the mount ids on its stage path, dotted
-    (``""`` for the run's own agent)."""
-    return ".".join(_base(part) for part in commit.stage_path.split("/")[:-1] if _is_mount(part))
-
-
-def _is_mount(part: str) -> bool:
-    """A path component that mounts a member: ``id#n``, not a composition's own ``_``
-    structure and not a branch key (which has no ``#``)."""
-    return "#" in part and not part.startswith("_")
-
-
 def _llm_commits(snap: Snapshot, member: str | None = None) -> list[Commit]:
     """Every model call of the run in commit order, at any depth (``member`` narrows to one
     member and what it contains)."""
     calls = [c for c in snap.history() if c.stage_id == "call-llm"]
     if member is None:
         return calls
-    return [c for c in calls if _member(c) == member or _member(c).startswith(member + ".")]
+    return [
+        c
+        for c in calls
+        if member_of(c.stage_path) == member or member_of(c.stage_path).startswith(member + ".")
+    ]
 
 
 def _state_before(snap: Snapshot, commit: Commit) -> Any:
@@ -106,7 +101,7 @@ def served_at(record: Record, k: int, *, member: str | None = None) -> LLMReques
     calls = _llm_commits(snap, member)
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= len(calls):
         where = "" if member is None else f" in member {member!r}"
-        known = sorted({_member(c) for c in _llm_commits(snap)} - {""})
+        known = sorted({member_of(c.stage_path) for c in _llm_commits(snap)} - {""})
         hint = f" (members that called a model: {', '.join(known)})" if known else ""
         raise OutOfRangeError(
             f"served_at(..., {k!r}): the run made {len(calls)} model "
@@ -140,7 +135,7 @@ def receipts(record: Record) -> list[dict[str, Any]]:
             continue
         value = thaw(written[-1][3])  # an append carries the items added; a set, the list
         receipt = dict(value[-1] if isinstance(value, list) else value)
-        member = _member(commit)
+        member = member_of(commit.stage_path)
         if member:
             receipt["member"] = member
         out.append(receipt)
@@ -291,10 +286,6 @@ class _ReplayProvider(MockProvider):
             return None
         recorded = self._vias.pop(0)
         return dict(recorded) if isinstance(recorded, dict) else None
-
-
-def _base(component: str) -> str:
-    return component.split("#", 1)[0]
 
 
 def _member_snapshot(snap: Snapshot, name: str) -> Snapshot:

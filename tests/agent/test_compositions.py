@@ -256,3 +256,13 @@ def test_the_law_holds_at_every_depth_and_replay_is_whole(make: Any) -> None:
     assert all("member" in r for r in rs)
     replayed = replay(runner.snapshot(), runner)
     assert replayed.state["final_answer"] == runner.snapshot().state["final_answer"]
+
+
+def test_listeners_hear_every_members_events_with_the_member_named() -> None:
+    article = Sequence.create().step("research", llm("notes")).step("write", llm("text")).build()
+    heard: list[Any] = []
+    article.on("stream.*", lambda e: heard.append((e.name, e.payload.get("member"))))
+    article.run_sync("go")
+    assert ("stream.llm_start", "research") in heard and ("stream.llm_start", "write") in heard
+    recorded = [e.payload for c in article.snapshot().commits for e in c.events]
+    assert all("member" not in p for p in recorded if isinstance(p, dict))  # the record: paths
