@@ -173,6 +173,8 @@ class LLMCall:
     def create(
         *, provider: Provider, model: str | None = None, system: str | None = None, **options: Any
     ) -> Any:
+        if "max_iterations" in options:
+            raise AgentBuildError("LLMCall makes one model call: leave max_iterations out")
         builder = Agent.create(provider=provider, model=model, max_iterations=1, **options)
         return builder.system(system) if system is not None else builder
 
@@ -265,6 +267,11 @@ class Parallel:
             .then("_gather", listed, id="_gather", description="List the answers")
         )
         if isinstance(self._merge, Agent):
+            if "judge" in self._branches:
+                raise AgentBuildError(
+                    "Parallel: a branch is named 'judge', the name of the merge runner; "
+                    "rename the branch"
+                )
             b = b.subflow(
                 "judge",
                 self._merge.spec(),

@@ -16,8 +16,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from trackway.engine import (
     SNAPSHOT_FORMAT,
     Checkpoint,
@@ -31,6 +29,9 @@ from trackway.engine import (
     run_sync,
     thaw,
 )
+from trackway.recorders import RECORDING_FORMAT as JSONL_FORMAT
+from trackway.recorders import load_recording as load_jsonl_recording
+from trackway.recorders import write_recording
 from trackway.tools import define_tool
 from trackway.tools._outcome import RecordedOutcome
 
@@ -63,7 +64,9 @@ __all__ = [
     "served_at",
 ]
 
-RECORDING_FORMAT = "trackway.agent-recording/1"
+RECORDING_FORMAT = JSONL_FORMAT
+LEGACY_RECORDING_FORMAT = "trackway.agent-recording/1"
+"""The agent recordings before the one format (a JSON document); still read."""
 Record = Snapshot | Agent | str | os.PathLike[str]
 
 
@@ -78,7 +81,11 @@ def _snapshot(record: Record) -> Snapshot:
 def _llm_commits(snap: Snapshot, member: str | None = None) -> list[Commit]:
     """Every model call of the run in commit order, at any depth (``member`` narrows to one
     member and what it contains)."""
-    calls = [c for c in snap.history() if c.stage_id == "call-llm"]
+    calls = [
+        c
+        for c in snap.history()
+        if c.stage_id == "call-llm" and any(op[1] == "receipts" for op in c.writes)
+    ]
     if member is None:
         return calls
     return [
@@ -142,17 +149,22 @@ def receipts(record: Record) -> list[dict[str, Any]]:
     return out
 
 
-def save_recording(agent: Agent | Snapshot, path: str | os.PathLike[str]) -> Path:
-    """Write the agent's last run (its whole snapshot) to ``path`` as JSON."""
-    snap = agent.snapshot() if isinstance(agent, Agent) else agent
-    out = Path(path)
-    doc = {"format": RECORDING_FORMAT, "snapshot": orjson.Fragment(snap.to_json())}
-    out.write_bytes(orjson.dumps(doc))
-    return out
+def save_recording(runner: Agent | RunResult | Snapshot, path: str | os.PathLike[str]) -> Path:
+    """Write a finished run to ``path`` in the one recording format (JSON Lines, the format
+    ``jsonl(path)`` streams): a header with the chart's structure, the commits with their
+    emits, the end. ``runner`` is an agent or a composition (its last run), a ``RunResult``
+    or a ``Snapshot``."""
+    if isinstance(runner, Agent):
+        return write_recording(runner.snapshot(), Path(path), chart=runner.spec())
+    snap = runner.snapshot if isinstance(runner, RunResult) else runner
+    return write_recording(snap, Path(path))
 
 
-def load_recording(path: str | os.PathLike[str]) -> Snapshot:
-    """Read a recording written by :func:`save_recording` (or a snapshot's ``to_json``).
+def load_recording(path: str | os.PathLike[str], run_id: str | None = None) -> Snapshot:
+    """Read a recording: the one format (written by :func:`save_recording` or streamed by
+    ``jsonl(path)``; ``run_id`` picks a run when a file holds several), and the two before
+    it (``trackway.recording/1`` lines, ``trackway.agent-recording/1`` documents) or a
+    snapshot's ``to_json``.
 
     A file that is not one raises :class:`DocumentError` naming the file and what is wrong.
     """
@@ -165,11 +177,15 @@ def load_recording(path: str | os.PathLike[str]) -> Snapshot:
             document="recording",
             source=source,
         ) from None
+    first = data.lstrip()[:1]
+    head = data.split(b"\n", 1)[0]
+    if first == b"{" and b'"type"' in head and b'"on_' in head:  # JSON Lines
+        return load_jsonl_recording(Path(path), run_id)
     return load_document(
         data,
         document="recording",
         readers={
-            RECORDING_FORMAT: lambda doc: _recorded_snapshot(doc),
+            LEGACY_RECORDING_FORMAT: lambda doc: _recorded_snapshot(doc),
             SNAPSHOT_FORMAT: lambda doc: Snapshot.from_doc(doc),
         },
         source=source,
@@ -300,7 +316,13 @@ def _member_snapshot(snap: Snapshot, name: str) -> Snapshot:
             continue
         prefix = "/".join(parts[: i + 1])
         path = c.stage_path[len(prefix) + 1 :] if c.stage_path.startswith(prefix + "/") else ""
-        commits.append(c._replace(frame="/".join(parts[i + 1 :]), stage_path=path or c.stage_id))
+        commits.append(
+            c._replace(
+                seq=len(commits) + 1,  # numbered as if the member had run alone
+                frame="/".join(parts[i + 1 :]),
+                stage_path=path or c.stage_id,
+            )
+        )
     return Snapshot.from_commits(  # a member that never ran (a branch not taken): empty
         run_id=snap.run_id, chart_id=name, status=snap.status, initial={}, commits=commits
     )

@@ -36,6 +36,14 @@ def agent_from_recording(snap: Snapshot) -> Agent:
             stage_path=snap.history()[0].stage_path,
             key=None,
         )
+    if not any(c.frame == "" and c.stage_id == "seed" for c in snap.history()):
+        raise ReplayDivergence(
+            f"this recording ({snap.chart_id!r}) is not of one agent: replay it with the runner "
+            "that made it, replay(record, runner); the calls of agents mounted in a chart are "
+            "checked with receipts(record) and served_at(record, k)",
+            stage_path="",
+            key=None,
+        )
     writes: dict[str, Any] = {}
     for c in snap.history():
         if c.frame == "" and c.stage_id in ("seed", "system-prompt", "tools", "final"):

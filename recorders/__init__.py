@@ -5,11 +5,13 @@ writes a recording that ``load_recording`` turns back into a snapshot, and ``ote
 OpenTelemetry spans. Each is an ordinary recorder: pass it to ``Executor(chart, recorders=[...])``.
 """
 
+from ._jsonl import READABLE_FORMATS as READABLE_FORMATS
 from ._jsonl import RECORDING_FORMAT as RECORDING_FORMAT
 from ._jsonl import JsonlRecorder as JsonlRecorder
 from ._jsonl import jsonl as jsonl
 from ._jsonl import load_recording as load_recording
 from ._jsonl import read_recording as read_recording
+from ._jsonl import write_recording as write_recording
 from ._metrics import Metrics as Metrics
 from ._metrics import metrics as metrics
 from ._narrative import Narrative as Narrative
@@ -19,6 +21,7 @@ from ._otel import OtelRecorder as OtelRecorder
 from ._otel import otel as otel
 
 __all__ = [
+    "READABLE_FORMATS",
     "RECORDING_FORMAT",
     "JsonlRecorder",
     "Metrics",
@@ -31,6 +34,7 @@ __all__ = [
     "narrative",
     "otel",
     "read_recording",
+    "write_recording",
 ]
 
 

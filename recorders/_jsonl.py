@@ -42,9 +42,19 @@ from trackway.engine import (
 
 from ._wording import is_absent
 
-__all__ = ["RECORDING_FORMAT", "JsonlRecorder", "jsonl", "load_recording", "read_recording"]
+__all__ = [
+    "READABLE_FORMATS",
+    "RECORDING_FORMAT",
+    "JsonlRecorder",
+    "jsonl",
+    "load_recording",
+    "read_recording",
+    "write_recording",
+]
 
-RECORDING_FORMAT = "trackway.recording/1"
+RECORDING_FORMAT = "trackway.recording/2"
+READABLE_FORMATS = ("trackway.recording/1", RECORDING_FORMAT)
+"""Versions this one reads: /2 adds the chart's structure to the header when it is known."""
 
 
 def _error(info: ErrorInfo | None) -> list[str] | None:
@@ -255,11 +265,11 @@ def load_recording(path: str | Path, run_id: str | None = None) -> Snapshot:
             continue
         kind = line["type"]
         if kind == "on_run_start":
-            if line.get("format") != RECORDING_FORMAT:
+            if line.get("format") not in READABLE_FORMATS:
                 raise _refuse(
                     path,
                     f"run {run_id!r} was recorded as {line.get('format')!r}; this "
-                    f"version reads {RECORDING_FORMAT!r}",
+                    f"version reads {', '.join(map(repr, READABLE_FORMATS))}",
                     "format",
                 )
             if start is None or line["seq"] < start["seq"]:
@@ -302,3 +312,39 @@ def load_recording(path: str | Path, run_id: str | None = None) -> Snapshot:
         break_reason=broke,
         error=error,
     )
+
+
+def write_recording(snapshot: Snapshot, path: str | Path, *, chart: Any = None) -> Path:
+    """Write a finished run to ``path`` in the recording format, after the fact: the header
+    (with ``chart``'s structure when given: id, name, fingerprint, Mermaid), its commits with
+    their emits, and the end. Written to a temporary file first, then moved into place."""
+    out = Path(path)
+    header: dict[str, Any] = {
+        "type": "on_run_start",
+        "format": RECORDING_FORMAT,
+        "run_id": snapshot.run_id,
+        "chart_id": snapshot.chart_id,
+        "seq": 0,
+        "input": snapshot.initial_state,
+    }
+    if chart is not None:
+        header["chart"] = {
+            "id": chart.id,
+            "name": chart.name,
+            "fingerprint": chart.fingerprint,
+            "mermaid": chart.to_mermaid(),
+        }
+    error = snapshot.error
+    end = {
+        "type": "on_run_end",
+        "run_id": snapshot.run_id,
+        "seq": len(snapshot.history()),
+        "status": snapshot.status,
+        "error": None if error is None else [error.type, error.message],
+        "break_reason": snapshot.break_reason,
+    }
+    lines = [header, *({"type": "on_commit", **c.to_dict()} for c in snapshot.history()), end]
+    tmp = out.with_name(out.name + ".part")
+    tmp.write_bytes(b"".join(orjson.dumps(line, default=thaw) + b"\n" for line in lines))
+    tmp.replace(out)
+    return out

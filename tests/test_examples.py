@@ -101,9 +101,8 @@ def test_cli_replay_wire_prints_the_body_and_a_mismatch_exits_3(tmp_path, capsys
     assert orjson.loads(body) == provider.body(served_at(agent, 1))
     assert "secret-key-123" not in out and "pw@" not in out
     # a receipt that does not match what the log rebuilds: exit 3
-    doc = orjson.loads(recording.read_bytes())
-    text = orjson.dumps(doc).replace(b'"hello"', b'"HELLO"')
-    tampered = tmp_path / "tampered.json"
+    text = recording.read_bytes().replace(b'"hello"', b'"HELLO"')
+    tampered = tmp_path / "tampered.jsonl"
     tampered.write_bytes(text)
     assert main(["replay", str(tampered)]) == 3
     assert "MISMATCH" in capsys.readouterr().out

@@ -266,3 +266,50 @@ def test_listeners_hear_every_members_events_with_the_member_named() -> None:
     assert ("stream.llm_start", "research") in heard and ("stream.llm_start", "write") in heard
     recorded = [e.payload for c in article.snapshot().commits for e in c.events]
     assert all("member" not in p for p in recorded if isinstance(p, dict))  # the record: paths
+
+
+def test_a_later_member_with_tool_rows_replays_from_its_own_numbered_log() -> None:
+    def partial(args: dict[str, Any], ctx: ToolContext) -> Any:
+        return {"content": "half done", "effects": [{"done": 1}], "status": "partial"}
+
+    act = (
+        Agent.create(
+            provider=mock(
+                replies=[{"tool_calls": [{"id": "t1", "name": "act", "args": {}}]}, "acted"]
+            ),
+            model="m",
+        )
+        .tool(
+            define_tool(
+                name="act", description="d", input_schema={"type": "object"}, execute=partial
+            )
+        )
+        .build()
+    )
+    flow = Sequence.create().step("first", llm("planned")).step("act", act).build()
+    assert flow.run_sync("go") == "acted"
+    law(flow)
+    replay(flow.snapshot(), flow)
+
+
+def test_names_that_would_mislead_are_refused_and_plain_charts_say_how_to_replay() -> None:
+    with pytest.raises(AgentBuildError, match="named 'judge'"):
+        Parallel.create().branch("judge", llm("a")).branch("b", llm("b")).merge(llm("j")).build()
+    with pytest.raises(AgentBuildError, match="leave max_iterations out"):
+        LLMCall.create(provider=mock(reply="x"), model="m", max_iterations=3)
+    call_llm = Sequence.create().step("call-llm", llm("x")).build()  # a name like a stage id
+    call_llm.run_sync("go")
+    assert [r["member"] for r in law(call_llm)] == ["call-llm"]
+    from trackway.engine import Executor, flow_chart
+
+    def ask(scope: Any) -> None:
+        scope["q"] = "hi"
+
+    chart = (
+        flow_chart("Ask", ask, id="ask")
+        .subflow("R", llm("x").spec(), id="r", input={"message": "q"}, output={"a": "final_answer"})
+        .build(name="plain", chart_id="plain")
+    )
+    snap = Executor(chart).run_sync({}).snapshot
+    with pytest.raises(ReplayDivergence, match="not of one agent"):
+        replay(snap)
