@@ -64,7 +64,7 @@ def test_cli_replay_rebuilds_a_request_and_checks_its_receipt(tmp_path, capsys):
     db = tmp_path / "runs.db"
     assert main(["demo", "--db", str(db)]) == 0
     capsys.readouterr()
-    recording = tmp_path / "agent-recording.json"
+    recording = tmp_path / "agent-recording.jsonl"
     assert main(["replay", str(recording), "--call", "2"]) == 0
     out = capsys.readouterr().out
     assert '"role": "tool"' in out and "->  match" in out

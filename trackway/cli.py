@@ -103,7 +103,7 @@ def _demo(db: Path) -> int:
     _say(f"\nStore: {db}\nRecording: {recording}")
     exe = _command()
     _say(f"Next: {exe} runs --db {db}   |   {exe} show {result.run_id} --db {db}")
-    _say(f"      {exe} replay {folder / 'agent-recording.json'} --call 2")
+    _say(f"      {exe} replay {folder / 'agent-recording.jsonl'} --call 2")
     return 0
 
 
@@ -116,7 +116,7 @@ def _demo_agent(folder: Path) -> None:
     _say("\n--- An agent is a flowchart too ---")
     answer = agent.run_sync("Weather in Paris?")
     _say(story.text())
-    path = save_recording(agent, folder / "agent-recording.json")
+    path = save_recording(agent, folder / "agent-recording.jsonl")
     rebuilt = served_at(path, 2)
     same = rebuilt.hash == receipts(path)[1]["request_hash"]
     _say(f"Answer: {answer}")
