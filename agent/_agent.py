@@ -5,16 +5,16 @@ The chart is ``seed → [system-prompt] → [tools] → call-llm → route → t
 mounted only when configured. Every model request is assembled from committed state alone,
 so it can be rebuilt from the log (``served_at``).
 
-The module is one class over 500 lines on purpose: ``Agent`` is one object with one state
-machine (idle, running, paused), and most of its length is sync/async twins and their
-docstrings. The parts with seams of their own live beside it: the builder (``_builder``),
-input and caller checks (``_inputs``), the stages (``_stages``, ``_dispatch``).
+``Agent`` is one object with one state machine (idle, running, paused); this module holds
+that machine (running, resuming, the sync twins). The parts with seams of their own live
+beside it: reading the last run's record (``_agent_record``), listeners, recorders and tool
+sessions (``_agent_hooks``), the builder (``_builder``), input and caller checks
+(``_inputs``), the stages (``_stages``, ``_dispatch``).
 """
 
 from __future__ import annotations
 
 import functools
-import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, TypeVar, cast
 
@@ -23,37 +23,32 @@ from pydantic import BaseModel
 from trackway.engine import (
     Checkpoint,
     CheckpointClaimedError,
-    Commit,
     Durability,
-    EmitEvent,
     Executor,
     FlowChart,
-    Recorder,
     RedactionPolicy,
     RunResult,
-    RunStartEvent,
     RunStore,
     Snapshot,
-    TrackwayWarning,
     run_sync,
     thaw,
 )
 from trackway.tools import Identity
 
+from ._agent_hooks import Hooks
+from ._agent_record import LiveLog, RunRecord
 from ._builder import AgentBuilder
 from ._conversation import Conversation
 from ._errors import (
     AgentBuildError,
-    AgentNotRunError,
     InvalidAnswerError,
     InvalidRunInputError,
     NoConversationError,
     OutputContractError,
     PendingQuestionError,
     RunCheckpointError,
-    RunInFlightError,
 )
-from ._events import EventBus, Listener
+from ._events import EventBus
 from ._inputs import (
     QUESTION_KINDS,
     Runtime,
@@ -68,34 +63,14 @@ from ._paused import Paused
 from ._person import answer_value
 from ._provider import Provider, ProviderError
 from ._result import AgentResult, result_of
-from ._stages import CURRENT_SCOPE, AgentConfig
+from ._stages import AgentConfig
 
 __all__ = ["Agent"]
 
 _M = TypeVar("_M", bound=BaseModel)
 
 
-class _LiveLog(Recorder):
-    """Keeps the commits of the run in flight, so ``agent.snapshot()`` is live."""
-
-    name = "agent-live-log"
-
-    def __init__(self) -> None:
-        self.run_id = ""
-        self.initial: dict[str, Any] = {}
-        self.commits: list[Commit] = []
-
-    def on_run_start(self, event: RunStartEvent) -> None:
-        if event.seq == 0:
-            self.commits = []
-            self.initial = thaw(event.input)
-        self.run_id = event.run_id
-
-    def on_commit(self, commit: Commit) -> None:
-        self.commits.append(commit)
-
-
-class Agent:
+class Agent(Hooks, RunRecord):
     """An LLM agent whose every step is a commit. Build with ``Agent.create(...)``."""
 
     @staticmethod
@@ -189,7 +164,7 @@ class Agent:
         self._cfg = cfg
         self._chart = chart
         self._events = EventBus()
-        self._live = _LiveLog()
+        self._live = LiveLog()
         self._attached: list[object] = list(recorders)
         self._runtime = runtime or Runtime()
         self._running = False
@@ -221,72 +196,6 @@ class Agent:
     def spec(self) -> FlowChart:
         """The agent's chart."""
         return self._chart
-
-    def snapshot(self) -> Snapshot:
-        """The last run's snapshot; during a run, the commits so far."""
-        if self._running:
-            return Snapshot.from_commits(
-                run_id=self._live.run_id,
-                chart_id=self._chart.id,
-                status="running",
-                initial=self._live.initial,
-                commits=list(self._live.commits),
-            )
-        if self._last is None:
-            raise AgentNotRunError(
-                f"agent {self._cfg.name!r} has not run yet, so it has no snapshot; call "
-                "run(...) first"
-            )
-        return self._last
-
-    def commit_count(self) -> int:
-        if self._running:
-            return len(self._live.commits)
-        return 0 if self._last is None else len(self._last)
-
-    def _state(self) -> Mapping[str, Any]:
-        """The last run's state with real values (the snapshot may be redacted)."""
-        if self._running or self._last_state is None:
-            return self.snapshot().state
-        return self._last_state
-
-    def stopped_early(self) -> dict[str, Any] | None:
-        """Why the last answer is not one the model finished (or ``None``): ``reason`` is
-        ``"max-iterations"`` (the tool budget ran out) or ``"max-tokens"`` (cut at the token
-        limit)."""
-        value = self._state().get("stopped_early")
-        return None if value is None else dict(thaw(value))
-
-    def findings(self) -> list[dict[str, Any]]:
-        """The last run's findings ledger (``.findings()``): ``basis``, ``standing`` and
-        ``dropped`` rows in the order the model declared them (empty when nothing was
-        declared)."""
-        return [dict(row) for row in thaw(self._state().get("findings", []))]
-
-    def answer_coverage(self) -> dict[str, Any] | None:
-        """The limits of the last answer, as data (with ``.limits_travel_with_the_answer()``):
-        ``checked``, ``not_checked``, ``cannot_cover``, and when present ``in_progress``,
-        ``periods`` and ``assumed``; ``None`` when no tool declared a limit and nothing was
-        assumed. The same entries a prose answer's block lists."""
-        value = self._state().get("answer_coverage")
-        return None if value is None else dict(thaw(value))
-
-    def output_contract_unmet(self) -> dict[str, Any] | None:
-        """How the last answer failed the output schema after every retry (or ``None``)."""
-        value = self._state().get("output_contract_unmet")
-        return None if value is None else dict(thaw(value))
-
-    # -- events --------------------------------------------------------------------------
-
-    def on(self, pattern: str, fn: Listener) -> Callable[[], None]:
-        """Listen to agent events: an exact name, ``"domain.*"`` or ``"*"``."""
-        return self._events.on(pattern, fn)
-
-    def once(self, pattern: str, fn: Listener) -> Callable[[], None]:
-        return self._events.once(pattern, fn)
-
-    def off(self, pattern: str, fn: Listener | None = None) -> None:
-        self._events.off(pattern, fn)
 
     # -- running -------------------------------------------------------------------------
 
@@ -467,13 +376,6 @@ class Agent:
             call, name="Agent.resume_on_error_sync", twin="await agent.resume_on_error(...)"
         )
 
-    def _refuse_if_busy(self) -> None:
-        if self._running:
-            raise RunInFlightError(
-                f"agent {self._cfg.name!r} is already running a turn; await it first (or use "
-                "another Agent instance for concurrent turns)"
-            )
-
     async def _drive(self, start: Callable[[Executor], Awaitable[RunResult]]) -> str | Paused:
         """Run or resume on a fresh executor and read the outcome: the answer, a pause, or
         the error raised as :func:`surfaced` says."""
@@ -590,87 +492,3 @@ class Agent:
                 "first, or pass continue_from= a Conversation you kept"
             )
         return await self.run(message, continue_from=self.checkpoint(), **kwargs)
-
-    # -- runtime hooks -------------------------------------------------------------------
-
-    def attach(self, recorder: object) -> Callable[[], None]:
-        """Attach a recorder to every later run; returns the function that detaches it.
-        Not idempotent: attaching the same recorder twice attaches it twice."""
-        if self._running:
-            raise RunInFlightError(
-                f"agent {self._cfg.name!r} is running a turn; attach recorders between runs"
-            )
-        self._attached.append(recorder)
-
-        def detach() -> None:
-            if recorder in self._attached:
-                self._attached.remove(recorder)
-
-        return detach
-
-    def emit(self, name: str, payload: Any = None) -> None:
-        """Emit a custom event from inside a run (a tool, ``configure()``): it is recorded
-        in the running stage's commit like any emit, and listeners hear it. Outside a run
-        there is nothing to record it in: :class:`AgentNotRunError`."""
-        scope = CURRENT_SCOPE.get()
-        if scope is None or not self._running:
-            raise AgentNotRunError(
-                f"agent.emit({name!r}) records into a run: call it from a tool or from "
-                "configure() while run(...) is in progress"
-            )
-        scope.emit(name, payload)
-
-    def _heard(self, name: str, payload: dict[str, Any]) -> None:
-        """An event from outside any stage (a run has ended): listeners hear it; no run's
-        log holds it. A listener that raises is reported as a warning: the run is over."""
-        try:
-            self._events.on_emit(EmitEvent(self._live.run_id, "", -1, name, payload))
-        except Exception as exc:
-            warnings.warn(
-                f"a listener of {name} raised {type(exc).__name__}: {exc}",
-                TrackwayWarning,
-                stacklevel=2,
-            )
-
-    async def close_tool_sessions(self, *, session_id: str | None = None) -> int:
-        """Close the tool sessions of one caller's session (``session_id=``), or every live
-        one; returns how many closed cleanly. Call it when your host knows a conversation
-        is over: nothing in a request says so. A teardown that fails is reported as a
-        ``tools.session_close_failed`` event, never raised."""
-        self._refuse_if_busy()
-        sessions = self._cfg.sessions
-        return await sessions.close(sessions.of_session(session_id), "closed", self._heard)
-
-    def close_tool_sessions_sync(self, *, session_id: str | None = None) -> int:
-        """Sync twin of :meth:`close_tool_sessions`."""
-        return run_sync(
-            functools.partial(self.close_tool_sessions, session_id=session_id),
-            name="Agent.close_tool_sessions_sync",
-            twin="await agent.close_tool_sessions(...)",
-        )
-
-    def listener_count(self, pattern: str | None = None) -> int:
-        """How many listeners are on ``pattern`` (on every pattern when ``None``)."""
-        return self._events.listener_count(pattern)
-
-    def remove_all_listeners(self) -> None:
-        """Remove every listener (attached recorders stay: they detach themselves)."""
-        self._events.remove_all()
-
-    def shutdown(self) -> None:
-        """Release what this agent holds between runs: every live tool session is closed,
-        every attached recorder with a ``close()`` is closed, and all are detached (with
-        live tool sessions, call it outside an event loop or ``await
-        agent.close_tool_sessions()`` first). The agent stays usable; listeners stay.
-        Refused while a run is in flight (:class:`RunInFlightError`)."""
-        if self._running:
-            raise RunInFlightError(
-                f"agent {self._cfg.name!r} is running a turn; shut it down after the run ends"
-            )
-        if len(self._cfg.sessions):  # opened by this agent's tools: nobody else can close them
-            self.close_tool_sessions_sync()
-        attached, self._attached = self._attached, []
-        for recorder in attached:
-            close = getattr(recorder, "close", None)
-            if callable(close):
-                close()
