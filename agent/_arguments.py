@@ -18,6 +18,7 @@ from trackway.tools._outcome import unparsed
 
 from ._config import emit as _emit
 from ._errors import InvalidAnswerError
+from ._served import Outcome
 
 __all__ = ["answered_arguments", "arguments_question", "filled", "noted"]
 
@@ -92,9 +93,9 @@ def noted(
     call: Mapping[str, Any],
     filling: Filling,
     answered: Mapping[str, Any] | None,
-    done: Any,
-) -> Any:
-    """``done`` (an ``Outcome``) with the note about filled arguments after the tool's own
+    done: Outcome,
+) -> Outcome:
+    """``done`` with the note about filled arguments after the tool's own
     text, and its row listing what was assumed and what the person answered."""
     flags = dict(done.flags or {})
     assumed = [*filling.assumed, *filling.defaults_sent]

@@ -20,7 +20,7 @@ from ._config import emit as _emit
 from ._errors import AgentBuildError
 from ._usage import usage_reported
 
-__all__ = ["PRICE_KINDS", "account", "check_budget", "check_pricing"]
+__all__ = ["PRICE_KINDS", "account", "budget_option", "check_budget", "check_pricing"]
 
 PRICE_KINDS = ("input", "output", "cache_read", "cache_write")
 _TOKENS = {
@@ -90,6 +90,11 @@ def check_budget(budget: Any, pricing: Mapping[str, Any] | None) -> dict[str, An
             "cannot be measured"
         )
     return {"usd": float(budget[0]), "action": budget[1]}
+
+
+def budget_option(recorded: Mapping[str, Any] | None) -> tuple[float, str] | None:
+    """The ``cost_budget=`` that made a recorded budget (for building the agent again)."""
+    return None if recorded is None else (recorded["usd"], recorded["action"])
 
 
 def _priced(

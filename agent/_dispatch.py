@@ -12,6 +12,7 @@ import jsonschema
 
 from trackway.engine import Scope, thaw
 from trackway.tools import Identity, Tool, ToolContext
+from trackway.tools._assume import Filling
 from trackway.tools._coverage_items import DeclarationRefused
 from trackway.tools._gate import GateDecision, gate_decision
 from trackway.tools._outcome import RecordedOutcome, argument_errors, unparsed
@@ -178,7 +179,7 @@ async def dispatch(
             done = Outcome("denied", f"Denied: {decision.text}", (), {"gate": "deny"})
         else:
             assert tool is not None
-            done = await run_one(cfg, scope, call, iteration, tool, given)
+            done = await run_one(cfg, scope, call, iteration, tool, given, filling)
         batch.add(scope, call, done)
     batch.flush(scope)
     if scope.get("pending_question") is not None:
@@ -312,13 +313,16 @@ async def run_one(
     iteration: int,
     tool: Tool | None = None,
     answered: Mapping[str, Any] | None = None,
+    filling: Filling | None = None,
 ) -> Outcome:
     """Run one checked call with ``agent.emit`` pointed at this stage (with the tool's
-    ``ask_or_assume`` rules and the person's ``answered`` values applied)."""
+    ``ask_or_assume`` rules and the person's ``answered`` values applied; ``filling`` when
+    the caller already worked it out)."""
     tool = tool if tool is not None else cfg.tools[call["name"]]
     if cfg.findings:
         call = peel(call)[0]
-    filling = filled(tool, call, answered)
+    if filling is None:
+        filling = filled(tool, call, answered)
     args = thaw(call.get("args") or {}) if filling is None else filling.args
     token = CURRENT_SCOPE.set(scope)
     try:
@@ -327,7 +331,7 @@ async def run_one(
         CURRENT_SCOPE.reset(token)
     if filling is None or replayed:  # a replay serves the recorded note and row as they were
         return done
-    return noted(scope, call, filling, answered, done)  # type: ignore[no-any-return]
+    return noted(scope, call, filling, answered, done)
 
 
 async def _execute(

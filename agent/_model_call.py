@@ -17,25 +17,17 @@ from ._findings import AnswerHoldback
 from ._messages import LLMResponse, StreamDelta
 from ._provider import ProviderResponseError
 
-__all__ = ["Reader", "StateView", "call_model", "output_error"]
+__all__ = ["PROVIDER_KEYS", "REQUEST_KEYS", "StateView", "call_model", "output_error"]
 
 
 class StateView(Mapping[str, Any]):
-    """The run's committed state as a tool provider reads it (read-only, tracked)."""
+    """Committed state read through the scope (read-only, every read tracked), listing the
+    ``keys`` its reader is about: ``REQUEST_KEYS`` for ``assemble``, ``PROVIDER_KEYS`` for a
+    tool provider."""
 
-    _KEYS = (
-        "user_message",
-        "history",
-        "iteration",
-        "tool_results",
-        "settings",
-        "identity",
-        "session_id",
-        "tools",
-    )
-
-    def __init__(self, scope: Scope) -> None:
+    def __init__(self, scope: Scope, keys: tuple[str, ...]) -> None:
         self._scope = scope
+        self._keys = keys
 
     def __getitem__(self, key: str) -> Any:
         return self._scope[key]
@@ -44,31 +36,25 @@ class StateView(Mapping[str, Any]):
         return self._scope.get(key, default)
 
     def __iter__(self) -> Any:
-        return iter([k for k in self._KEYS if k in self._scope])
+        return iter([k for k in self._keys if k in self._scope])
 
     def __len__(self) -> int:
-        return sum(1 for k in self._KEYS if k in self._scope)
+        return sum(1 for k in self._keys if k in self._scope)
 
 
-class Reader(Mapping[str, Any]):
-    """Committed state as ``assemble`` sees it: tracked reads through the scope."""
-
-    _KEYS = ("history", "settings", "system_prompt", "tools", "wrap_up_asked", "window_view")
-
-    def __init__(self, scope: Scope) -> None:
-        self._scope = scope
-
-    def __getitem__(self, key: str) -> Any:
-        return self._scope[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self._scope.get(key, default)
-
-    def __iter__(self) -> Any:
-        return iter(self._KEYS)
-
-    def __len__(self) -> int:
-        return len(self._KEYS)
+REQUEST_KEYS = ("history", "settings", "system_prompt", "tools", "wrap_up_asked", "window_view")
+"""What a model request is assembled from."""
+PROVIDER_KEYS = (
+    "user_message",
+    "history",
+    "iteration",
+    "tool_results",
+    "settings",
+    "identity",
+    "session_id",
+    "tools",
+)
+"""What a tool provider may read to decide its offer."""
 
 
 async def call_model(cfg: AgentConfig, scope: Scope, request: Any) -> tuple[LLMResponse, bool]:

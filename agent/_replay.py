@@ -36,6 +36,7 @@ from trackway.tools import define_tool
 from trackway.tools._outcome import RecordedOutcome
 
 from ._agent import Agent
+from ._cost import budget_option
 from ._coverage import statement_of
 from ._errors import RedactedRecordError, ReplayDivergence
 from ._members import base as _base
@@ -392,9 +393,7 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
         max_tool_result_chars=cfg.max_tool_result_chars,
         repeated_call_nudge=cfg.repeated_call_nudge,
         pricing_table=cfg.pricing,
-        cost_budget=None
-        if cfg.cost_budget is None
-        else (cfg.cost_budget["usd"], cfg.cost_budget["action"]),
+        cost_budget=budget_option(cfg.cost_budget),
         wrap_up_at_max_iterations=cfg.wrap_up,
         stream=False,
     ).tools(tools[name] for name in cfg.registered)

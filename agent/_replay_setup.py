@@ -11,6 +11,7 @@ from trackway.engine import Snapshot, thaw
 from trackway.tools import define_tool
 
 from ._agent import Agent
+from ._cost import budget_option
 from ._errors import ReplayDivergence
 from ._mock import MockProvider
 from ._options import REQUEST_OPTIONS
@@ -71,9 +72,7 @@ def agent_from_recording(snap: Snapshot) -> Agent:
         max_tool_result_chars=settings.get("max_tool_result_chars"),
         repeated_call_nudge=settings.get("repeated_call_nudge", True),
         pricing_table=settings.get("pricing"),
-        cost_budget=None
-        if settings.get("cost_budget") is None
-        else (settings["cost_budget"]["usd"], settings["cost_budget"]["action"]),
+        cost_budget=budget_option(settings.get("cost_budget")),
         stream=False,
     )
     if settings.get("limits_travel"):

@@ -31,7 +31,7 @@ from ._findings import (
     served_ids,
     strip_answer,
 )
-from ._model_call import Reader, StateView, call_model, output_error
+from ._model_call import PROVIDER_KEYS, REQUEST_KEYS, StateView, call_model, output_error
 from ._person import outcome_of
 from ._request import MessageCache, assemble, receipt_for
 from ._tool_ids import call_repairs, unique_calls
@@ -143,7 +143,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
     def offer(scope: Scope) -> None:
         """The tools this model call is offered: the registered ones, then each provider's
         choice over the committed state (written only when it changes)."""
-        view = StateView(scope)
+        view = StateView(scope, PROVIDER_KEYS)
         names = list(cfg.registered)
         for provider in cfg.providers:
             names += [t.name for t in offered_tools(provider, view) if t.name not in names]
@@ -159,7 +159,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             _emit(scope, "tools.offered", {"iteration": scope["iteration"], "names": names})
 
     async def call_llm(scope: Scope) -> None:
-        state = Reader(scope)
+        state = StateView(scope, REQUEST_KEYS)
         # one cache per run and per mounted copy of the chart; it dies with the run
         mount = StagePath.parse(scope.stage_path).parent
         cache = scope.run_local(("agent-messages", id(cfg), mount), MessageCache)

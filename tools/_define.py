@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -199,4 +199,17 @@ def _ceiling(name: str, ceiling: Mapping[str, Any], schema: Mapping[str, Any]) -
                 f"arguments of the tool ({', '.join(sorted(known)) or 'none'})"
             )
         out["narrow_by"] = list(narrow)
+    return out
+
+
+def distinct_tools(tools: Iterable[Tool], where: str) -> list[Tool]:
+    """``tools`` as a list, checked: each a :class:`Tool`, no two with one name."""
+    out = list(tools)
+    for t in out:
+        if not isinstance(t, Tool):
+            raise ToolDefinitionError(f"{where} takes Tools (define_tool, @tool), not {t!r}")
+    names = [t.name for t in out]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ToolDefinitionError(f"{where} names {twice} twice; tool names must be unique")
     return out

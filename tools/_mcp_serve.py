@@ -25,7 +25,7 @@ from trackway.engine import thaw
 from ._assume import fill
 from ._coverage_items import DeclarationRefused
 from ._declared_read import read_declared
-from ._define import Tool, ToolContext
+from ._define import Tool, ToolContext, distinct_tools
 from ._errors import ToolError
 from ._mcp_client import _sdk
 from ._outcome import argument_errors, read_envelope
@@ -170,12 +170,4 @@ class McpServe:
 
 def mcp_serve(tools: Iterable[Tool], *, name: str = "trackway") -> McpServe:
     """Offer ``tools`` to MCP clients; ``.run(transport=...)`` serves them."""
-    listed = list(tools)
-    for t in listed:
-        if not isinstance(t, Tool):
-            raise ToolError(f"mcp_serve(tools) takes Tools (define_tool, @tool), not {t!r}")
-    names = [t.name for t in listed]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise ToolError(f"mcp_serve: tools named {twice} twice; names must be unique")
-    return McpServe(listed, name)
+    return McpServe(distinct_tools(tools, "mcp_serve(tools)"), name)

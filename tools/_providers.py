@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from ._define import Tool
+from ._define import Tool, distinct_tools
 from ._errors import ToolDefinitionError
 
 __all__ = ["ToolProvider", "gated_tools", "offered_tools", "static_tools"]
@@ -53,21 +53,9 @@ class _Gated:
         return f"gated_tools({name}: {', '.join(t.name for t in self.tools)})"
 
 
-def _checked(tools: Iterable[Tool], where: str) -> list[Tool]:
-    out = list(tools)
-    for t in out:
-        if not isinstance(t, Tool):
-            raise ToolDefinitionError(f"{where} takes Tools (define_tool, @tool), not {t!r}")
-    names = [t.name for t in out]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise ToolDefinitionError(f"{where} names {twice} twice; tool names must be unique")
-    return out
-
-
 def static_tools(*tools: Tool) -> ToolProvider:
     """A provider that offers the same tools to every call."""
-    return _Static(_checked(tools, "static_tools(...)"))
+    return _Static(distinct_tools(tools, "static_tools(...)"))
 
 
 def gated_tools(when: Callable[[Mapping[str, Any]], bool], *tools: Tool) -> ToolProvider:
@@ -75,7 +63,7 @@ def gated_tools(when: Callable[[Mapping[str, Any]], bool], *tools: Tool) -> Tool
     a refund tool only after an order was looked up)."""
     if not callable(when):
         raise ToolDefinitionError("gated_tools(when, *tools): when is a function (state) -> bool")
-    return _Gated(when, _checked(tools, "gated_tools(...)"))
+    return _Gated(when, distinct_tools(tools, "gated_tools(...)"))
 
 
 def offered_tools(provider: ToolProvider, state: Mapping[str, Any]) -> list[Tool]:
