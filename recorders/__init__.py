@@ -5,6 +5,7 @@ writes a recording that ``load_recording`` turns back into a snapshot, and ``ote
 OpenTelemetry spans. Each is an ordinary recorder: pass it to ``Executor(chart, recorders=[...])``.
 """
 
+from ._from_log import narrative_from_log as narrative_from_log
 from ._jsonl import READABLE_FORMATS as READABLE_FORMATS
 from ._jsonl import RECORDING_FORMAT as RECORDING_FORMAT
 from ._jsonl import JsonlRecorder as JsonlRecorder
@@ -32,6 +33,7 @@ __all__ = [
     "load_recording",
     "metrics",
     "narrative",
+    "narrative_from_log",
     "otel",
     "read_recording",
     "write_recording",

@@ -89,6 +89,9 @@ class NarrativeEntry(NamedTuple):
     key: str | None = None
 
 
+UNTOLD: Any = object()
+"""A read whose value the teller cannot know (a narrative told from a log): told by key."""
+
 _depth = StagePath.depth_of
 _prefix = StagePath.prefix_of  # the strand a stage path runs in
 
@@ -233,7 +236,9 @@ class Narrative(Recorder):
         if event.key in told:
             return
         told.add(event.key)
-        if is_absent(event.value):
+        if event.value is UNTOLD:
+            text = f"read {event.key}"
+        elif is_absent(event.value):
             text = f"read {event.key} (absent)"
         elif self.values:
             text = f"read {event.key} = {self._value(event.value)}"
