@@ -183,7 +183,8 @@ def _tell_stage(story: Narrative, commit: Commit, frames: _Frames) -> None:
     run_id, path, seq = commit.run_id, commit.stage_path, commit.seq
     detail = commit.detail or {}
     if commit.kind == "resume":
-        value = (detail.get("resume") or {}).get("value")
+        resume = detail.get("resume")
+        value = None if resume is None else resume.get("value")
         story.on_resume(ResumeEvent(run_id, path, seq - 1, value))
     story.on_stage_start(
         StageStartEvent(run_id, path, seq - 1, commit.stage_id, commit.stage_name, commit.kind)
@@ -196,8 +197,9 @@ def _tell_stage(story: Narrative, commit: Commit, frames: _Frames) -> None:
     story.on_commit(commit)
     decision = detail.get("decision")
     if decision is not None:
-        chosen = decision.get("selected") or [decision.get("chosen")]
-        story.on_decision(DecisionEvent(run_id, path, seq, [str(c) for c in chosen], decision))
+        selected = decision.get("selected")
+        chosen = [str(c) for c in selected] if selected else [str(decision.get("chosen"))]
+        story.on_decision(DecisionEvent(run_id, path, seq, chosen, decision))
     if commit.outcome == "error" and commit.error is not None:
         story.on_error(ErrorEvent(run_id, path, seq, commit.error))
     if commit.outcome == "paused":

@@ -25,6 +25,7 @@ from trackway.engine import (
     EmitEvent,
     ErrorEvent,
     ErrorInfo,
+    FlowChart,
     PauseEvent,
     ReadEvent,
     Recorder,
@@ -66,8 +67,11 @@ class JsonlRecorder(Recorder):
 
     name = "jsonl"
 
-    def __init__(self, path: str | Path, *, read_values: bool = True) -> None:
+    def __init__(
+        self, path: str | Path, *, read_values: bool = True, chart: FlowChart | None = None
+    ) -> None:
         self.path = Path(path)
+        self.chart = chart
         if not self.path.parent.is_dir():
             raise ConfigurationError(
                 f"jsonl({str(path)!r}): the folder {str(self.path.parent)!r} does not exist"
@@ -103,6 +107,11 @@ class JsonlRecorder(Recorder):
                 "chart_id": event.chart_id,
                 "seq": event.seq,
                 "input": event.input,
+                **(
+                    {"chart": chart_header(self.chart)}
+                    if self.chart is not None and self.chart.id == event.chart_id
+                    else {}
+                ),
             }
         )
 
@@ -193,14 +202,28 @@ class JsonlRecorder(Recorder):
                     self._file = None
 
 
-def jsonl(path: str | Path, *, read_values: bool = True) -> JsonlRecorder:
+def jsonl(
+    path: str | Path, *, read_values: bool = True, chart: FlowChart | None = None
+) -> JsonlRecorder:
     """A recorder that appends every event and commit of each run to ``path`` (JSON lines).
 
     The file is flushed when each run ends. ``load_recording(path)`` rebuilds a run's
     snapshot from it. With ``read_values=False`` read lines carry the key but not the value
-    (a recording then grows with what the run writes, not with what it reads).
+    (a recording then grows with what the run writes, not with what it reads). Give the
+    ``chart`` it records and each run's header carries its structure (what ``trackway view``
+    draws).
     """
-    return JsonlRecorder(path, read_values=read_values)
+    return JsonlRecorder(path, read_values=read_values, chart=chart)
+
+
+def chart_header(chart: Any) -> dict[str, Any]:
+    """A chart's structure as a recording header holds it: id, name, fingerprint, Mermaid."""
+    return {
+        "id": chart.id,
+        "name": chart.name,
+        "fingerprint": chart.fingerprint,
+        "mermaid": chart.to_mermaid(),
+    }
 
 
 def _refuse(path: str | Path, message: str, field: str | None = None) -> DocumentError:
@@ -328,12 +351,7 @@ def write_recording(snapshot: Snapshot, path: str | Path, *, chart: Any = None) 
         "input": snapshot.initial_state,
     }
     if chart is not None:
-        header["chart"] = {
-            "id": chart.id,
-            "name": chart.name,
-            "fingerprint": chart.fingerprint,
-            "mermaid": chart.to_mermaid(),
-        }
+        header["chart"] = chart_header(chart)
     error = snapshot.error
     end = {
         "type": "on_run_end",

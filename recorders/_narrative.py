@@ -156,6 +156,13 @@ class Narrative(Recorder):
 
     def lines(self, run_id: str | None = None) -> list[str]:
         """One line per stage, subflow boundary and merge, indented two spaces per depth."""
+        return [_render(head, parts) for head, parts in self._groups(run_id)]
+
+    def line_paths(self, run_id: str | None = None) -> list[str]:
+        """The stage path each line of :meth:`lines` tells (to link a line to its commit)."""
+        return [head.stage_path for head, _ in self._groups(run_id)]
+
+    def _groups(self, run_id: str | None) -> list[tuple[NarrativeEntry, list[NarrativeEntry]]]:
         run = self._run_for(run_id)
         if run is None:
             return []
@@ -169,7 +176,7 @@ class Narrative(Recorder):
                 groups.append((entry, []))
             else:
                 groups[at][1].append(entry)
-        return [_render(head, parts) for head, parts in groups]
+        return groups
 
     def text(self, run_id: str | None = None) -> str:
         """The narrative of one run (default: the last run started) as one string."""

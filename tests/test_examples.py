@@ -37,7 +37,7 @@ def test_cli_demo_runs_on_the_sqlite_store_then_lists_and_shows_the_run(tmp_path
     assert (tmp_path / "recording.jsonl").exists()
     assert "An agent is a flowchart too" in out and "hash matches the receipt: True" in out
     store = SqliteStore(db)
-    (info,) = store.list_runs()
+    (info,) = [r for r in store.list_runs() if r.chart_id == "intake"]  # and the agent's run
     snap = store.load(info.run_id)
     store.close()
     assert snap.status == "done" and snap.state["decision"] == "approved"
@@ -46,6 +46,7 @@ def test_cli_demo_runs_on_the_sqlite_store_then_lists_and_shows_the_run(tmp_path
     assert main(["show", info.run_id, "--db", str(db)]) == 0
     shown = capsys.readouterr().out
     assert "chose 'approve'" in shown and f"{len(snap)} commits" in shown
+    assert "Stage 5: Route — read fraud_flags = []" in shown  # the narrative, from the log
     assert main(["show", "run-nope", "--db", str(db)]) == 1
     assert "no run 'run-nope'" in capsys.readouterr().err
 
@@ -57,7 +58,7 @@ def test_cli_is_installed_as_a_command(tmp_path):
         [str(exe), "demo", "--db", str(db)], capture_output=True, text=True, timeout=60, check=False
     )
     assert proc.returncode == 0, proc.stderr
-    assert "Store:" in proc.stdout and "Recording:" in proc.stdout and db.exists()
+    assert "Store:" in proc.stdout and "Recordings:" in proc.stdout and db.exists()
 
 
 def test_cli_replay_rebuilds_a_request_and_checks_its_receipt(tmp_path, capsys):

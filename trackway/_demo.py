@@ -75,8 +75,9 @@ def demo_chart() -> FlowChart:
     )
 
 
-def demo_agent(recorders: tuple[object, ...] = ()) -> Any:
-    """An offline weather agent: a scripted model (``mock``) that asks for a tool, then answers."""
+def demo_agent(recorders: tuple[object, ...] = (), store: Any = None) -> Any:
+    """An offline weather agent: a scripted model (``mock``) that asks for a tool, then answers
+    (kept in ``store`` when one is given)."""
     from trackway.agent import Agent, mock
     from trackway.tools import define_tool
 
@@ -97,7 +98,7 @@ def demo_agent(recorders: tuple[object, ...] = ()) -> Any:
         ]
     )
     builder = (
-        Agent.create(provider=model, model="mock", max_iterations=5, name="weather")
+        Agent.create(provider=model, model="mock", max_iterations=5, name="weather", store=store)
         .system("You answer weather questions.")
         .tool(weather)
     )

@@ -1,300 +1,165 @@
-"""The ``trackway`` command line: an offline demo and a look into a run store.
+"""The ``trackway`` command line: an offline demo, a look into run stores and recordings, and a
+self-contained HTML trace viewer.
 
-Exit codes: 0 done; 1 the store, run or recording could not be read (the message names the
+Exit codes: 0 done; 1 a store, run or recording could not be read (the message names the
 file and what is wrong); 2 a usage error (a bad option, a call number the recording does not
-have); 3 a rebuilt request does not match its receipt (``replay``). Every line printed
-has its control characters escaped (``\x1b`` shows as ``\\x1b``): a stored value can never
-drive the terminal. ``runs`` and ``show`` open the store read-only and never change it.
+have); 3 a rebuilt request does not match its receipt (``replay``). Every line printed has
+its control characters escaped (``\\x1b`` shows as ``\\\\x1b``): a stored value can never drive
+the terminal. ``runs`` and ``show`` open a SQLite store read-only and never change it.
 """
 
 from __future__ import annotations
 
-import argparse
-import re
-import shutil
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
 
-import orjson
+import click
 
-from trackway.engine import Executor, Snapshot, SqliteStore, TrackwayError, causal_chain
-from trackway.recorders import jsonl, load_recording, narrative
-
-from ._demo import demo_agent, demo_chart
-
-if TYPE_CHECKING:
-    from trackway.agent import LLMRequest
-    from trackway.agent._http import HTTPProvider
+from ._cli_out import EXIT_UNREADABLE, CommandFailed, Out
+from ._cli_store import DEFAULT_DB
 
 __all__ = ["main"]
 
-DEFAULT_DB = Path("trackway-demo") / "runs.db"
-
-# C0 and C1 controls (ESC, BEL, CR, ...) and the bidirectional overrides that reorder text
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_STORE_HELP = f"a SQLite file or a postgresql:// URL (default: {DEFAULT_DB})"
 
 
-def _escape(match: re.Match[str]) -> str:
-    return match.group().encode("unicode_escape").decode("ascii")
+def _store_option(fn: click.decorators.FC) -> click.decorators.FC:
+    return click.option(
+        "--store", "--db", "store", default=str(DEFAULT_DB), show_default=False, help=_STORE_HELP
+    )(fn)
 
 
-def _e(value: object) -> str:
-    """A value from a store or a recording, safe to print on one line."""
-    return _CONTROL.sub(_escape, str(value)).replace("\n", "\\n").replace("\t", "\\t")
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, help=__doc__)
+@click.option(
+    "--color/--no-color",
+    default=None,
+    help="force colour on or off (default: on for a terminal, off for a pipe or NO_COLOR)",
+)
+@click.pass_context
+def cli(ctx: click.Context, color: bool | None) -> None:
+    ctx.obj = Out(color)
 
 
-def _say(*parts: object, sep: str = " ", end: str = "\n", file: TextIO | None = None) -> None:
-    """Every line this command prints: control characters escaped, newlines kept."""
-    text = sep.join(str(p) for p in parts)
-    print(_CONTROL.sub(_escape, text), end=end, file=file)
+@cli.command()
+@_store_option
+@click.pass_obj
+def demo(out: Out, store: str) -> int:
+    """Run an offline chart and an agent on the embedded SQLite store; print what happened."""
+    from ._cli_demo import run_demo
+
+    return run_demo(out, Path(store))
 
 
-def _when(ts: float | None) -> str:
-    if ts is None:
-        return "-"
-    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+@cli.command()
+@_store_option
+@click.option("--chart", help="only the runs of this chart id")
+@click.option("--status", help="only the runs with this status (done, paused, failed, ...)")
+@click.option("--limit", type=click.IntRange(min=0), help="only the newest N runs")
+@click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table")
+@click.pass_obj
+def runs(
+    out: Out, store: str, chart: str | None, status: str | None, limit: int | None, as_json: bool
+) -> int:
+    """List the runs in a store: id, chart, status, commits, start, duration."""
+    from ._cli_store import list_runs
+
+    return list_runs(out, store, chart=chart, status=status, limit=limit, as_json=as_json)
 
 
-def _print_trail(snap: Snapshot) -> None:
-    for c in snap.history():
-        writes = ", ".join(f"{op.kind} {_e(op.key)}" for op in c.ops) or "no writes"
-        frame = f" [in {_e(c.frame)}]" if c.frame else ""
-        _say(
-            f"  {c.seq:>3}. {_e(c.stage_path):<22} {_e(c.outcome):<8} read "
-            f"{[_e(r) for r in c.reads]}; {writes}{frame}"
-        )
-        decision = (c.detail or {}).get("decision")
-        if decision:
-            for rule in decision.get("rules", []):
-                mark = "matched" if rule.get("matched") else "no match"
-                _say(f"         rule {_e(repr(rule.get('label')))}: {mark}")
-            chosen = decision.get("chosen", decision.get("selected"))
-            _say(f"         chose {_e(repr(chosen))}")
+@cli.command()
+@click.argument("run_id")
+@_store_option
+@click.option("--json", "as_json", is_flag=True, help="print the run, narrative and commits")
+@click.option(
+    "--width",
+    type=click.IntRange(min=1),
+    default=40,
+    show_default=True,
+    help="cut values longer than this many characters in the narrative",
+)
+@click.pass_obj
+def show(out: Out, run_id: str, store: str, as_json: bool, width: int) -> int:
+    """Tell a stored run from its log: the narrative, then its commits."""
+    from ._cli_store import show_run
+
+    return show_run(out, run_id, store, as_json=as_json, width=width)
 
 
-def _demo(db: Path) -> int:
-    chart = demo_chart()
-    _say(chart.describe(), end="\n\n")
-    db.parent.mkdir(parents=True, exist_ok=True)
-    recording = db.parent / "recording.jsonl"
-    story = narrative()
-    store = SqliteStore(db)
-    try:
-        result = Executor(chart, store=store, recorders=[story, jsonl(recording)]).run_sync(
-            {"application": {"name": "Ada Lovelace", "amount": 18_000, "income": 64_000}}
-        )
-        snap = store.load(result.run_id)  # read back from the store, not from memory
-    finally:
-        store.close()
-    if snap != result.snapshot or load_recording(recording, result.run_id) != snap:
-        _say("the stored run or the recording differs from the run", file=sys.stderr)
-        return 1
-    _say(f"Run {result.run_id}: {result.status}, {len(snap)} commits\n")
-    _say(story.text(result.run_id))
-    route = next(c.seq for c in snap.history() if c.stage_id == "route")
-    before = {k: snap.state_at(route - 1)[k] for k in ("credit_score", "debt_to_income")}
-    _say(f"\nTime travel: just before Route (state_at({route - 1})): {before}")
-    _say(f"Why 'decision'? (causal trace)\n{causal_chain(snap, 'decision').render()}")
-    _say(f"\nFinal decision: {result.state['decision']}")
-    folder = db.parent
-    _demo_agent(folder)
-    _say(f"\nStore: {db}\nRecording: {recording}")
-    exe = _command()
-    _say(f"Next: {exe} runs --db {db}   |   {exe} show {result.run_id} --db {db}")
-    _say(f"      {exe} replay {folder / 'agent-recording.jsonl'} --call 2")
-    return 0
+@cli.command()
+@_store_option
+@click.option("--older-than", "older_than", type=float, help="runs that ended over DAYS ago")
+@click.option("--keep-latest", type=click.IntRange(min=0), help="all but the newest N runs")
+@click.option("--status", help="runs with this status")
+@click.option("--dry-run", is_flag=True, help="list what would be deleted; delete nothing")
+@click.pass_obj
+def prune(
+    out: Out,
+    store: str,
+    older_than: float | None,
+    keep_latest: int | None,
+    status: str | None,
+    dry_run: bool,
+) -> int:
+    """Delete the runs that match every filter given (at least one is needed)."""
+    from ._cli_store import prune_runs
 
-
-def _demo_agent(folder: Path) -> None:
-    """The agent half of the demo: a turn, its narrative, and one request rebuilt exactly."""
-    from trackway.agent import receipts, save_recording, served_at
-
-    story = narrative()
-    agent = demo_agent((story,))
-    _say("\n--- An agent is a flowchart too ---")
-    answer = agent.run_sync("Weather in Paris?")
-    _say(story.text())
-    path = save_recording(agent, folder / "agent-recording.jsonl")
-    rebuilt = served_at(path, 2)
-    same = rebuilt.hash == receipts(path)[1]["request_hash"]
-    _say(f"Answer: {answer}")
-    _say(
-        f"Request 2 rebuilt from the recording alone: {len(rebuilt.messages)} messages, "
-        f"hash matches the receipt: {same}"
+    return prune_runs(
+        out,
+        store,
+        older_than_days=older_than,
+        keep_latest=keep_latest,
+        status=status,
+        dry_run=dry_run,
     )
-    _say(f"Agent recording: {path}")
 
 
-def _command() -> str:
-    """How to call this command again from here (it may live in a venv not on PATH)."""
-    here = Path(sys.argv[0])
-    if shutil.which("trackway") == str(here.resolve()) or here.name != "trackway":
-        return "trackway"
-    try:
-        return str(here.relative_to(Path.cwd()))
-    except ValueError:
-        return str(here)
+@cli.command()
+@click.argument("recording", type=click.Path(path_type=Path))
+@click.option("--call", type=int, help="print model call K (1-based) rebuilt; default: check all")
+@click.option(
+    "--wire", is_flag=True, help="print the HTTP body the provider sends for call K (default 1)"
+)
+@click.pass_obj
+def replay(out: Out, recording: Path, call: int | None, wire: bool) -> int:
+    """Rebuild model requests from a recording and check each against its receipt."""
+    from ._cli_replay import replay_calls
+
+    return replay_calls(out, recording, 1 if wire and call is None else call, wire)
 
 
-EXIT_UNREADABLE = 1
-EXIT_USAGE = 2
-EXIT_MISMATCH = 3
+@cli.command()
+@click.argument("recording", type=click.Path(path_type=Path))
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path), required=True, help="the HTML file"
+)
+@click.option("--run", "run_id", help="which run, when the recording holds several")
+@click.pass_obj
+def view(out: Out, recording: Path, output: Path, run_id: str | None) -> int:
+    """Write a self-contained HTML trace viewer of a recording (opens with no network)."""
+    from ._viewer import write_viewer
 
-
-def _replay(recording: Path, call: int, wire: bool = False) -> int:
-    """Print model request ``call`` rebuilt from the recording, and check it against the
-    receipt; with ``wire``, print the HTTP body its provider sends for it instead."""
-    from trackway.agent import receipts, served_at
-
-    if not recording.exists():
-        _say(
-            f"no recording at {recording}; save one with save_recording(agent, path)",
-            file=sys.stderr,
-        )
-        return EXIT_UNREADABLE
-    try:
-        made = receipts(recording)
-        if not 1 <= call <= len(made):
-            _say(
-                f"--call {call}: the recording has {len(made)} model "
-                f"call{'' if len(made) == 1 else 's'}, numbered from 1",
-                file=sys.stderr,
-            )
-            return EXIT_USAGE
-        request = served_at(recording, call)
-    except (TrackwayError, ValueError) as exc:
-        _say(_e(exc), file=sys.stderr)
-        return EXIT_UNREADABLE
-    receipt = made[call - 1]
-    expected = receipt["request_hash"]
-    same = request.hash == expected
-    if wire:
-        return _wire(request, receipt, call, same)
-    _say(
-        orjson.dumps(
-            request.model_dump(mode="json", exclude_none=True), option=orjson.OPT_INDENT_2
-        ).decode()
-    )
-    _say(f"request {call}: sha256 {request.hash}")
-    _say(f"receipt {call}: sha256 {expected}  ->  {'match' if same else 'MISMATCH'}")
-    return 0 if same else EXIT_MISMATCH
-
-
-def _wire(request: LLMRequest, receipt: dict[str, Any], call: int, same: bool) -> int:
-    """The HTTP body the recorded provider sends for ``request`` (no network)."""
-    from trackway.agent import anthropic, openai
-
-    via = receipt.get("via")
-    if not isinstance(via, dict) or "base_url" not in via:
-        kind = via.get("provider") if isinstance(via, dict) else None
-        why = (
-            f"went to provider {kind!r}, which has no HTTP wire"
-            if kind
-            else "is not described in its receipt (recorded by an older trackway)"
-        )
-        _say(f"call {call} {why}; drop --wire to see the request", file=sys.stderr)
-        return EXIT_UNREADABLE
-    base_url = str(via["base_url"])
-    provider: HTTPProvider
-    if via.get("provider") == "openai":
-        provider = openai(request.model, base_url=base_url, api_key="")
-    elif via.get("provider") == "anthropic":
-        default = via.get("default_max_tokens", 1024)
-        provider = anthropic(request.model, base_url=base_url, api_key="", max_tokens=default)
-    else:
-        _say(
-            f"call {call} went to provider {via.get('provider')!r}: no wire format known",
-            file=sys.stderr,
-        )
-        return EXIT_UNREADABLE
-    body = provider.wire(request, stream=bool(via.get("stream")))
-    _say(f"POST {provider.base_url}{provider.path}  (stream: {bool(via.get('stream'))})")
-    _say(body.decode())
-    if not same:
-        _say(f"request {call} does not match its receipt: MISMATCH", file=sys.stderr)
-        return EXIT_MISMATCH
-    return 0
-
-
-def _runs(db: Path) -> int:
-    if not db.exists():
-        _say(f"no run store at {db}; run `trackway demo` first or pass --db", file=sys.stderr)
-        return 1
-    try:
-        store = SqliteStore(db, read_only=True)
-        try:
-            runs = store.list_runs()
-        finally:
-            store.close()
-    except TrackwayError as exc:
-        _say(_e(exc), file=sys.stderr)
-        return 1
-    _say(f"{'run id':<32} {'chart':<10} {'status':<8} {'commits':>7}  started (UTC)")
-    for r in runs:
-        _say(
-            f"{_e(r.run_id):<32} {_e(r.chart_id):<10} {_e(r.status):<8} {r.commit_count:>7}  "
-            f"{_when(r.started_at)}"
-        )
-    return 0
-
-
-def _show(run_id: str, db: Path) -> int:
-    if not db.exists():
-        _say(f"no run store at {db}; pass --db", file=sys.stderr)
-        return 1
-    try:
-        store = SqliteStore(db, read_only=True)
-        try:
-            snap = store.load(run_id)
-        finally:
-            store.close()
-    except TrackwayError as exc:
-        _say(_e(exc), file=sys.stderr)
-        return 1
-    _say(
-        f"Run {_e(snap.run_id)} (chart {_e(snap.chart_id)}): {_e(snap.status)}, {len(snap)} commits"
-    )
-    _print_trail(snap)
+    written = write_viewer(recording, output, run_id=run_id, out=out)
+    out.line(f"wrote {written} ({written.stat().st_size:,} bytes); open it in a browser")
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="trackway", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    for name, text in (
-        ("demo", "run an offline demo chart on the embedded SQLite store; print its trail"),
-        ("runs", "list the runs in a store"),
-        ("show", "print one run's commit log"),
-    ):
-        cmd = sub.add_parser(name, help=text)
-        if name == "show":
-            cmd.add_argument("run_id")
-        cmd.add_argument(
-            "--db",
-            type=Path,
-            default=DEFAULT_DB,
-            help=f"the SQLite run store (default: {DEFAULT_DB})",
-        )
-    replay = sub.add_parser(
-        "replay", help="rebuild model request K of an agent recording and check its receipt"
-    )
-    replay.add_argument("recording", type=Path, help="a file written by save_recording")
-    replay.add_argument("--call", type=int, default=1, help="which model call (1-based)")
-    replay.add_argument(
-        "--wire",
-        action="store_true",
-        help="print the HTTP body the recorded provider sends for that request",
-    )
-    args = parser.parse_args(argv)
-    if args.command == "replay":
-        return _replay(args.recording, args.call, args.wire)
-    if args.command == "demo":
-        return _demo(args.db)
-    if args.command == "runs":
-        return _runs(args.db)
-    return _show(args.run_id, args.db)
+    """Run the command line on ``argv`` (default: the process's arguments); return the exit
+    code instead of exiting, so it can be called from Python."""
+    try:
+        result = cli.main(args=argv, prog_name="trackway", standalone_mode=False)
+    except CommandFailed as exc:
+        Out().error(str(exc))
+        return exc.code
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Abort:
+        Out().error("aborted")
+        return EXIT_UNREADABLE
+    return result if isinstance(result, int) else 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,212 @@
+"""``trackway runs``, ``show`` and ``prune``: a look into a run store, and its upkeep.
+
+``runs`` and ``show`` open a SQLite store read-only and never change it. A store is a
+SQLite file path or a ``postgresql://`` URL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from trackway.engine import PostgresStore, Snapshot, SqliteStore, TrackwayError
+from trackway.recorders import narrative_from_log
+
+from ._cli_out import EXIT_USAGE, CommandFailed, Out, safe, when
+
+__all__ = ["DEFAULT_DB", "list_runs", "prune_runs", "show_run"]
+
+DEFAULT_DB = Path("trackway-demo") / "runs.db"
+
+_Store = SqliteStore | PostgresStore
+
+
+@contextmanager
+def open_store(where: str, *, read_only: bool = True) -> Iterator[_Store]:
+    """The store at ``where`` (a SQLite path or a ``postgresql://`` URL), closed after."""
+    store: _Store
+    try:
+        if where.startswith(("postgresql://", "postgres://")):
+            store = PostgresStore(where)
+        else:
+            path = Path(where)
+            if not path.exists():
+                raise CommandFailed(
+                    f"no run store at {where}; run `trackway demo` first, or pass --store "
+                    "with a SQLite file or a postgresql:// URL"
+                )
+            store = SqliteStore(path, read_only=read_only)
+    except TrackwayError as exc:
+        raise CommandFailed(str(exc)) from None
+    try:
+        yield store
+    except TrackwayError as exc:
+        raise CommandFailed(str(exc)) from None
+    finally:
+        store.close()
+
+
+def _duration(started: float, ended: float | None) -> str:
+    if ended is None:
+        return "-"
+    seconds = max(0.0, ended - started)
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    return f"{seconds / 60:.1f} min"
+
+
+def list_runs(
+    out: Out,
+    where: str,
+    *,
+    chart: str | None,
+    status: str | None,
+    limit: int | None,
+    as_json: bool,
+) -> int:
+    """The runs of a store, oldest first (``limit`` keeps the newest)."""
+    with open_store(where) as store:
+        runs = sorted(store.list_runs(), key=lambda r: r.started_at)
+    runs = [
+        r
+        for r in runs
+        if (chart is None or r.chart_id == chart) and (status is None or r.status == status)
+    ]
+    if limit is not None:
+        runs = runs[-limit:] if limit else []
+    if as_json:
+        out.json([r._asdict() for r in runs])
+        return 0
+    if not runs:
+        filters = [f"chart {chart!r}" if chart else "", f"status {status!r}" if status else ""]
+        which = " and ".join(f for f in filters if f)
+        out.line(f"no runs in {where}" + (f" with {which}" if which else ""))
+        return 0
+    out.table(
+        [
+            ("run id", "left"),
+            ("chart", "left"),
+            ("status", "left"),
+            ("commits", "right"),
+            ("started (UTC)", "left"),
+            ("duration", "right"),
+        ],
+        (
+            [
+                r.run_id,
+                r.chart_id,
+                r.status,
+                r.commit_count,
+                when(r.started_at),
+                _duration(r.started_at, r.ended_at),
+            ]
+            for r in runs
+        ),
+    )
+    return 0
+
+
+def _trail(out: Out, snap: Snapshot) -> None:
+    for c in snap.history():
+        writes = ", ".join(f"{op.kind} {safe(op.key)}" for op in c.ops) or "no writes"
+        frame = f" [in {safe(c.frame)}]" if c.frame else ""
+        out.line(
+            f"  {c.seq:>3}. {safe(c.stage_path):<22} {safe(c.outcome):<8} read "
+            f"{[safe(r) for r in c.reads]}; {writes}{frame}"
+        )
+        decision = (c.detail or {}).get("decision")
+        if decision:
+            for rule in decision.get("rules", []):
+                mark = "matched" if rule.get("matched") else "no match"
+                out.line(f"         rule {safe(repr(rule.get('label')))}: {mark}")
+            chosen = decision.get("chosen", decision.get("selected"))
+            out.line(f"         chose {safe(repr(chosen))}")
+
+
+def show_run(out: Out, run_id: str, where: str, *, as_json: bool, width: int) -> int:
+    """One stored run: its narrative told from the log, then its commits."""
+    with open_store(where) as store:
+        snap = store.load(run_id)
+    story = narrative_from_log(snap, max_value_chars=width)
+    if as_json:
+        out.json(
+            {
+                "run": _run_doc(snap),
+                "narrative": story.lines(),
+                "commits": [c.to_dict() for c in snap.history()],
+            }
+        )
+        return 0
+    out.line(
+        f"Run {safe(snap.run_id)} (chart {safe(snap.chart_id)}): {safe(snap.status)}, "
+        f"{len(snap)} commits",
+        style="bold",
+    )
+    if snap.error is not None:
+        out.line(f"error: {snap.error.type}: {snap.error.message}", style="red")
+    out.line()
+    for line in story.lines():
+        out.line(line)
+    out.line()
+    out.line("Commits:", style="bold")
+    _trail(out, snap)
+    return 0
+
+
+def _run_doc(snap: Snapshot) -> dict[str, Any]:
+    error = snap.error
+    return {
+        "run_id": snap.run_id,
+        "chart_id": snap.chart_id,
+        "status": snap.status,
+        "commits": len(snap),
+        "error": None if error is None else {"type": error.type, "message": error.message},
+        "break_reason": snap.break_reason,
+    }
+
+
+def prune_runs(
+    out: Out,
+    where: str,
+    *,
+    older_than_days: float | None,
+    keep_latest: int | None,
+    status: str | None,
+    dry_run: bool,
+) -> int:
+    """Delete the runs chosen by age, count or status, a batch at a time with progress."""
+    if older_than_days is None and keep_latest is None and status is None:
+        raise CommandFailed(
+            "prune needs at least one of --older-than DAYS, --keep-latest N, --status S; "
+            "nothing was deleted",
+            EXIT_USAGE,
+        )
+    import time
+
+    with open_store(where, read_only=dry_run) as store:
+        runs = store.list_runs()
+        chosen = {r.run_id for r in runs}
+        if older_than_days is not None:
+            cutoff = time.time() - older_than_days * 86_400
+            chosen &= {r.run_id for r in runs if (r.ended_at or r.started_at) < cutoff}
+        if keep_latest is not None:
+            newest = sorted(runs, key=lambda r: r.started_at, reverse=True)
+            chosen &= {r.run_id for r in newest[keep_latest:]}
+        if status is not None:
+            chosen &= {r.run_id for r in runs if r.status == status}
+        doomed = sorted(chosen)
+        if dry_run:
+            out.line(f"would delete {len(doomed)} of {len(runs)} runs from {where}")
+            for run_id in doomed:
+                out.line(f"  {run_id}")
+            return 0
+        batches = [doomed[i : i + 100] for i in range(0, len(doomed), 100)]
+        deleted = 0
+        for batch in out.progress(batches, f"pruning {len(doomed)} runs"):
+            deleted += store.prune(run_ids=batch)
+    out.line(f"deleted {deleted} of {len(runs)} runs from {where}")
+    return 0
