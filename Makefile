@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck bench venv clean
+.PHONY: demo test lint typecheck docs bench venv clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -12,8 +12,8 @@ $(BIN)/python:
 
 # Reinstall when the project metadata changes or a module is added (strict editable mode
 # links each file, so new modules need a refresh).
-$(STAMP): $(BIN)/python pyproject.toml $(wildcard engine/*.py recorders/*.py tools/*.py agent/*.py trackway/*.py)
-	$(BIN)/pip install -q -e '.[dev]' --config-settings editable_mode=strict
+$(STAMP): $(BIN)/python pyproject.toml $(wildcard engine/*.py recorders/*.py tools/*.py agent/*.py trackway/*.py trackway/_viewer.*)
+	$(BIN)/pip install -q -e '.[dev,docs]' --config-settings editable_mode=strict
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -35,9 +35,16 @@ typecheck: $(STAMP)
 test: lint typecheck
 	$(BIN)/pytest --cov --cov-report=term
 
+# The documentation site (mkdocs.yml) into site/, the API reference generated from the
+# docstrings. --strict: any warning fails the build (a broken link or anchor, a page missing
+# from the nav, a docstring mkdocstrings cannot render); tests/test_docs_site.py runs the same
+# build under `make test`. NO_MKDOCS_2_WARNING silences mkdocs-material's end-of-life banner.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 bench: $(STAMP)
 	$(BIN)/pip install -q -e '.[dev,bench]' --config-settings editable_mode=strict
 	$(BIN)/python benches/run_all.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .hypothesis site

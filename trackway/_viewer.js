@@ -309,5 +309,6 @@
   if (C.length) select(C.length - 1);
   if (D.calls.length) showCall(0);
   showTab("commit");
+  document.body.dataset.readyMs = performance.now().toFixed(1);
   document.body.dataset.ready = "true";
 })();

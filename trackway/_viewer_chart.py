@@ -143,7 +143,7 @@ def draw(drawing: ChartDrawing, ran: dict[str, int]) -> str:
         for i, node in enumerate(row):
             at[node.id] = (left + i * (_W + _GAP_X), _PAD + depth * (_H + _GAP_Y))
     parts: list[str] = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{width:.0f}" '
+        f'<svg class="chart" width="{width:.0f}" '
         f'height="{height:.0f}" viewBox="0 0 {width:.0f} {height:.0f}" role="img">',
         '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
         'markerHeight="7" orient="auto-start-reverse"><path d="M0,0L10,5L0,10z"/></marker></defs>',
