@@ -13,7 +13,7 @@ import re
 import sys
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar
 
 import orjson
 from rich.console import Console
@@ -71,27 +71,27 @@ def when(ts: float | None) -> str:
     return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def _console(stream: TextIO, color: bool | None) -> Console:
+    """Colour on a terminal (unless ``NO_COLOR``), or as ``color`` forces; on a pipe or a
+    file no colour and no width limit, so tables are never cut and lines never wrapped."""
+    console = Console(
+        file=stream,
+        force_terminal=color,
+        no_color=True if color is False else None,
+        highlight=False,
+        soft_wrap=True,
+    )
+    if not console.is_terminal:
+        console.width = 1_000
+    return console
+
+
 class Out:
     """The command's two streams: results on stdout, messages and progress on stderr."""
 
     def __init__(self, color: bool | None = None) -> None:
-        # Not a terminal: no colour and no wrapping (a pipe gets whole lines).
-        self.console = Console(
-            file=sys.stdout,
-            force_terminal=color,
-            no_color=True if color is False else None,
-            highlight=False,
-            soft_wrap=True,
-        )
-        if not self.console.is_terminal:
-            self.console.width = 1_000  # a pipe or a file: tables are never cut
-        self.errors = Console(
-            file=sys.stderr,
-            force_terminal=color,
-            no_color=True if color is False else None,
-            highlight=False,
-            soft_wrap=True,
-        )
+        self.console = _console(sys.stdout, color)
+        self.errors = _console(sys.stderr, color)
 
     def line(self, text: str = "", style: str | None = None) -> None:
         """One line of text (control characters escaped, newlines kept)."""
