@@ -2,23 +2,38 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# Two install stamps: BASE_STAMP is the package alone (what `make demo` needs), STAMP the
+# package with the dev and docs extras (everything else). Installing the extras also counts
+# as the base install, so `make demo` after `make test` installs nothing, and `make test`
+# after `make demo` adds the extras.
+BASE_STAMP := $(VENV)/.installed-base
 STAMP := $(VENV)/.installed
+SOURCES := pyproject.toml $(wildcard engine/*.py recorders/*.py tools/*.py agent/*.py trackway/*.py trackway/*/*.py trackway/_viewer.*)
+EDITABLE := --config-settings editable_mode=strict
 
 .PHONY: demo test lint typecheck docs bench venv clean
 
 $(BIN)/python:
+	@echo "creating $(VENV) with $(PY)"
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
 # Reinstall when the project metadata changes or a module is added (strict editable mode
-# links each file, so new modules need a refresh).
-$(STAMP): $(BIN)/python pyproject.toml $(wildcard engine/*.py recorders/*.py tools/*.py agent/*.py trackway/*.py trackway/_viewer.*)
-	$(BIN)/pip install -q -e '.[dev,docs]' --config-settings editable_mode=strict
-	touch $(STAMP)
+# links each file, so new modules need a refresh). The base install is not quiet: on a
+# fresh clone it is the first thing a newcomer waits for, and pip's progress shows it moving.
+$(BASE_STAMP): $(BIN)/python $(SOURCES)
+	@echo "installing trackway and its runtime dependencies into $(VENV) (the demo needs nothing more)"
+	$(BIN)/pip install -e . $(EDITABLE)
+	touch $(BASE_STAMP)
+
+$(STAMP): $(BIN)/python $(SOURCES)
+	@echo "installing trackway with the dev and docs extras into $(VENV)"
+	$(BIN)/pip install -q -e '.[dev,docs]' $(EDITABLE)
+	touch $(STAMP) $(BASE_STAMP)
 
 venv: $(STAMP)
 
-demo: $(STAMP)
+demo: $(BASE_STAMP)
 	$(BIN)/trackway demo
 
 lint: $(STAMP)
@@ -43,7 +58,7 @@ docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 bench: $(STAMP)
-	$(BIN)/pip install -q -e '.[dev,bench]' --config-settings editable_mode=strict
+	$(BIN)/pip install -q -e '.[dev,bench]' $(EDITABLE)
 	$(BIN)/python benches/run_all.py
 
 clean:

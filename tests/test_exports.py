@@ -7,7 +7,14 @@ import types
 
 import pytest
 
-PACKAGES = ["trackway", "trackway.engine", "trackway.recorders", "trackway.tools", "trackway.agent"]
+PACKAGES = [
+    "trackway",
+    "trackway.engine",
+    "trackway.recorders",
+    "trackway.tools",
+    "trackway.agent",
+    "trackway.testing",
+]
 
 
 def _isort_key(name: str) -> tuple[int, str]:
@@ -20,12 +27,29 @@ def test_all_is_sorted_and_matches_the_public_names(name):
     module = importlib.import_module(name)
     exported = list(module.__all__)
     assert exported == sorted(exported, key=_isort_key), f"{name}.__all__ is not sorted"
+    # dir() and getattr(), not vars(): the facade resolves its names on first use (PEP 562)
     public = {
         attr
-        for attr, value in vars(module).items()
-        if not attr.startswith("_") and not isinstance(value, types.ModuleType)
+        for attr in dir(module)
+        if not attr.startswith("_") and not isinstance(getattr(module, attr), types.ModuleType)
     }
     assert public == set(exported) - {"__version__"}
+
+
+def test_the_facade_exports_exactly_the_layers_names():
+    import trackway
+
+    layers = ("trackway.engine", "trackway.tools", "trackway.agent")
+    names = {name for layer in layers for name in importlib.import_module(layer).__all__}
+    assert set(trackway.__all__) - {"__version__"} == names
+
+
+def test_an_unknown_name_is_an_attribute_error():
+    import trackway
+
+    with pytest.raises(AttributeError, match="no attribute 'Agnet'"):
+        trackway.Agnet  # noqa: B018
+    assert not hasattr(trackway, "_LAYERS_") and "Agent" in dir(trackway)
 
 
 def test_facade_re_exports_the_layers_unchanged():
