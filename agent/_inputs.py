@@ -74,14 +74,17 @@ def checkpointed(kind: type[ProviderError]) -> type[ProviderError]:
     return made
 
 
-def as_checkpoint(checkpoint: Checkpoint | str | bytes) -> Checkpoint:
-    """A checkpoint given as the object or as its JSON (read as the engine reads it)."""
+def as_checkpoint(
+    checkpoint: Checkpoint | str | bytes, store: RunStore | None = None
+) -> Checkpoint:
+    """A checkpoint given as the object, as its JSON, or by the paused run's id (or
+    checkpoint id) in the agent's ``store`` (read as the engine reads it)."""
     if not isinstance(checkpoint, (Checkpoint, str, bytes)):
         raise InvalidAnswerError(
-            f"resume() takes the Paused outcome's checkpoint (or its JSON), got "
-            f"{type(checkpoint).__name__}"
+            f"resume() takes the Paused outcome's checkpoint (or its JSON), or the paused run's "
+            f"id, got {type(checkpoint).__name__}"
         )
-    return engine_checkpoint(checkpoint)
+    return engine_checkpoint(checkpoint, store)
 
 
 def check_same_caller(payload: Mapping[str, Any], identity: Any, session_id: Any) -> None:

@@ -28,7 +28,14 @@ __all__ = [
 OpKind = Literal["set", "append", "merge", "delete"]
 Outcome = Literal["ok", "error", "cancelled", "paused"]
 CommitKind = Literal[
-    "stage", "decider", "selector", "merge", "resume", "subflow-input", "subflow-output"
+    "stage",
+    "decider",
+    "selector",
+    "merge",
+    "resume",
+    "subflow-input",
+    "subflow-output",
+    "forked-from",
 ]
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "DecisionEvidence",
     "FailedAttempt",
     "ForEachRecord",
+    "ForkRecord",
     "MergeRecord",
     "ResumeRecord",
     "RuleEvidence",
@@ -113,6 +114,14 @@ class ForEachRecord(TypedDict, total=False):
     missing_results: list[int]
 
 
+class ForkRecord(TypedDict):
+    """Where a forked run came from (``Executor.fork_from``): the run and the number of its
+    commits the fork continued after."""
+
+    run_id: str
+    k: int
+
+
 CommitDetail = TypedDict(
     "CommitDetail",
     {
@@ -126,6 +135,7 @@ CommitDetail = TypedDict(
         "for_each": ForEachRecord,
         "subflow": str,
         "reads_frame": str,
+        "forked_from": ForkRecord,
     },
     total=False,
 )

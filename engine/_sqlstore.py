@@ -17,6 +17,7 @@ import orjson
 from ._checkpoint import Checkpoint
 from ._commit import ROW_FIELDS, Commit
 from ._errors import StoreError, UnknownRunError
+from ._paused import PausedRun, paused_run
 from ._snapshot import Snapshot
 from ._store import CheckpointClaim, CommitMeta, RunInfo, select_prunable, snapshot_from_rows
 
@@ -161,6 +162,24 @@ class SqlRunStore:
                 "FROM trackway_runs r ORDER BY r.started_at, r.run_id"
             ).fetchall()
         return [RunInfo(*row) for row in rows]
+
+    def paused(self) -> list[PausedRun]:
+        """The runs waiting to be resumed, with what they wait on (oldest pause first): a
+        run ``paused`` whose checkpoint at its last commit (``<run id>@<commits>``) is kept
+        and not claimed, in one query."""
+        count = (
+            f"COALESCE((SELECT MAX(c.id) FROM trackway_commits c WHERE c.id BETWEEN "
+            f"r.run_no * {SPAN} AND r.run_no * {SPAN} + {SPAN - 1}) - r.run_no * {SPAN}, 0)"
+        )
+        with self._read_tx() as db:
+            rows = db.execute(
+                "SELECT r.chart_id, r.ended_at, k.doc FROM trackway_runs r "
+                "JOIN trackway_checkpoints k "
+                f"ON k.checkpoint_id = r.run_id || '@' || CAST({count} AS TEXT) "
+                "WHERE r.status = 'paused' AND k.claimed_at IS NULL AND k.doc IS NOT NULL "
+                "ORDER BY r.ended_at, r.run_id"
+            ).fetchall()
+        return [paused_run(chart_id, since, bytes(doc)) for chart_id, since, doc in rows]
 
     # -- checkpoints and claims ----------------------------------------------------------
 

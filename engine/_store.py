@@ -21,6 +21,7 @@ import orjson
 from ._checkpoint import Checkpoint
 from ._commit import Commit
 from ._errors import ConfigurationError, StoreError, UnknownRunError
+from ._paused import PausedRun, paused_run
 from ._snapshot import Snapshot
 
 __all__ = [
@@ -87,6 +88,7 @@ class RunStore(Protocol):
     def load(self, run_id: str) -> Snapshot: ...
     def history(self, run_id: str) -> list[CommitMeta]: ...
     def list_runs(self) -> list[RunInfo]: ...
+    def paused(self) -> list[PausedRun]: ...
     def prune(
         self,
         *,
@@ -260,6 +262,18 @@ class MemoryStore:
                 )
                 for rid, r in self._runs.items()
             ]
+
+    def paused(self) -> list[PausedRun]:
+        """The runs waiting to be resumed, with what they wait on (oldest pause first)."""
+        with self._lock:
+            waiting = [
+                (r["ended_at"], rid, r["chart_id"], self._checkpoints.get(cid))
+                for rid, r in self._runs.items()
+                if r["status"] == "paused"
+                and (cid := f"{rid}@{len(r['commits'])}") not in self._claimed
+            ]
+        waiting.sort(key=lambda w: (w[0] or 0.0, w[1]))
+        return [paused_run(chart, since, doc) for since, _, chart, doc in waiting if doc]
 
     def prune(
         self,

@@ -13,6 +13,7 @@ import secrets
 
 from ._checkpoint import Checkpoint, core_digest, position, signed_by
 from ._errors import CheckpointClaimedError, CheckpointError, ForgedCheckpointError, UnknownRunError
+from ._paused import checkpoint_in_store, is_reference
 from ._session import StoreSession
 from ._snapshot import Snapshot
 from ._store import RunStore
@@ -23,14 +24,20 @@ PROCESS_KEY = secrets.token_bytes(32)
 """Signs checkpoints of executors given no checkpoint_key: good for this process only."""
 
 
-def as_checkpoint(checkpoint: Checkpoint | str | bytes) -> Checkpoint:
-    """A checkpoint given as an object or as its JSON."""
+def as_checkpoint(
+    checkpoint: Checkpoint | str | bytes, store: RunStore | None = None
+) -> Checkpoint:
+    """A checkpoint given as an object, as its JSON, or by id: a run id or a checkpoint id
+    (a str that is not a JSON object), looked up in ``store``."""
     if isinstance(checkpoint, Checkpoint):
         return checkpoint
+    if isinstance(checkpoint, str) and is_reference(checkpoint):
+        return checkpoint_in_store(store, checkpoint)
     if isinstance(checkpoint, (str, bytes)):
         return Checkpoint.from_json(checkpoint)
     raise CheckpointError(
-        f"resume() takes a Checkpoint or its JSON, got {type(checkpoint).__name__}"
+        f"resume() takes a Checkpoint, its JSON, or a paused run's id (or checkpoint id), got "
+        f"{type(checkpoint).__name__}"
     )
 
 

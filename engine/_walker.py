@@ -123,9 +123,9 @@ async def run_chain(strand: Strand, chart: FlowChart, resume: ChainCursor | None
             if strand.broken is not None:
                 return
             nid = _follow(strand, node, nxt, loops) if node.loop else nxt
-            sink = strand.run.sink
-            if sink is not None and sink.waiting:  # a full "batch" queue: wait for room
-                await strand.run.make_room()
+            sink, tap = strand.run.sink, strand.run.tap
+            if (sink is not None and sink.waiting) or (tap is not None and tap.waiting):
+                await strand.run.make_room()  # a full "batch" queue or stream: wait for room
             now = time()
             if now - last_yield >= _YIELD_SECONDS:
                 if strand.run.recorders.queues:

@@ -11,7 +11,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from trackway.engine import PostgresStore, Snapshot, SqliteStore, TrackwayError
+from trackway.engine import (
+    Checkpoint,
+    PostgresStore,
+    RunStore,
+    Snapshot,
+    SqliteStore,
+    TrackwayError,
+    UnknownRunError,
+)
 from trackway.recorders import narrative_from_log
 
 from ._cli_out import EXIT_USAGE, CommandFailed, Out, safe, when
@@ -131,11 +139,19 @@ def show_run(out: Out, run_id: str, where: str, *, as_json: bool, width: int) ->
     """One stored run: its narrative told from the log, then its commits."""
     with open_store(where) as store:
         snap = store.load(run_id)
+        pause = _waiting(store, snap)
     story = narrative_from_log(snap, max_value_chars=width)
     if as_json:
         out.json(
             {
                 "run": _run_doc(snap),
+                "pause": None
+                if pause is None
+                else {
+                    "checkpoint_id": pause.checkpoint_id,
+                    "paused_at": pause.paused_at,
+                    "payload": pause.payload,
+                },
                 "narrative": story.lines(),
                 "commits": [c.to_dict() for c in snap.history()],
             }
@@ -148,13 +164,33 @@ def show_run(out: Out, run_id: str, where: str, *, as_json: bool, width: int) ->
     )
     if snap.error is not None:
         out.line(f"error: {snap.error.type}: {snap.error.message}", style="red")
+    if pause is not None:
+        from ._cli_resume import pause_lines
+
+        for line in pause_lines(pause.payload, pause.paused_at, pause.checkpoint_id):
+            out.line(line, style="yellow")
+        out.line(
+            f"resume it: trackway resume {safe(snap.run_id)} --value JSON --chart module:attr "
+            f"--store {safe(where)}"
+        )
     out.line()
-    for line in story.lines():
-        out.line(line)
+    # on a terminal the lines wrap at its width, continuations indented; piped, one per line
+    columns = out.console.width if out.console.is_terminal else None
+    out.line(story.text(width=columns))
     out.line()
     out.line("Commits:", style="bold")
     _trail(out, snap)
     return 0
+
+
+def _waiting(store: RunStore, snap: Snapshot) -> Checkpoint | None:
+    """The checkpoint a paused run waits on (``<run id>@<commits>``), if the store keeps it."""
+    if snap.status != "paused":
+        return None
+    try:
+        return store.load_checkpoint(f"{snap.run_id}@{len(snap)}")
+    except UnknownRunError:
+        return None
 
 
 def _run_doc(snap: Snapshot) -> dict[str, Any]:

@@ -1,9 +1,10 @@
-"""The ``trackway`` command line: an offline demo, a look into run stores and recordings, and a
-self-contained HTML trace viewer.
+"""The ``trackway`` command line: an offline demo, a look into run stores and recordings,
+resuming a paused run, and a self-contained HTML trace viewer.
 
 Exit codes: 0 done; 1 a store, run or recording could not be read (the message names the
 file and what is wrong); 2 a usage error (a bad option, a call number the recording does not
-have); 3 a rebuilt request does not match its receipt (``replay``). Every line printed has
+have, a ``--value`` that is not JSON); 3 a rebuilt request does not match its receipt
+(``replay``). Every line printed has
 its control characters escaped (``\\x1b`` shows as ``\\\\x1b``): a stored value can never drive
 the terminal. ``runs`` and ``show`` open a SQLite store read-only and never change it.
 """
@@ -83,6 +84,40 @@ def show(out: Out, run_id: str, store: str, as_json: bool, width: int) -> int:
     from ._cli_store import show_run
 
     return show_run(out, run_id, store, as_json=as_json, width=width)
+
+
+def _json_value(ctx: click.Context, param: click.Parameter, text: str) -> object:
+    from ._cli_resume import parse_value
+
+    try:
+        return parse_value(text)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+
+
+@cli.command()
+@click.argument("run_id")
+@click.option(
+    "--value",
+    default="null",
+    callback=_json_value,
+    help="the answer, as JSON (a string is quoted: '\"yes\"'); default null",
+)
+@click.option(
+    "--chart",
+    "spec",
+    required=True,
+    help="the chart to resume with, as module:attr (a FlowChart or an Agent)",
+)
+@_store_option
+@click.pass_context
+def resume(ctx: click.Context, run_id: str, value: object, spec: str, store: str) -> int:
+    """Resume a paused run with an answer; print how it stands after, and what it waits for
+    if it paused again."""
+    from ._cli_resume import resume_run
+
+    given = ctx.get_parameter_source("store") is not click.core.ParameterSource.DEFAULT
+    return resume_run(ctx.obj, run_id, store, spec, value, store_given=given)
 
 
 @cli.command()

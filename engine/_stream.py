@@ -1,0 +1,170 @@
+"""``Executor.stream``: a run's commits, as they are made, to an ``async for``.
+
+The run and its reader are two tasks joined by a bounded in-memory channel (anyio, so
+asyncio and trio alike). The run hands each commit over as it lands in the log
+(``RunContext.append``, after the redaction funnel: the reader sees what
+``RunResult.snapshot`` holds). When the channel is full the commit waits beside it and the
+run waits before its next stage — the same place a full ``"batch"`` store queue makes it
+wait — so a slow reader slows the run down instead of letting memory grow. Leaving the
+``async with`` block early cancels the run (see :class:`RunStream`).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Awaitable, Callable
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+import anyio
+from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from ._commit import Commit
+from ._errors import ExecutorUsageError
+
+if TYPE_CHECKING:
+    from ._executor import RunResult
+
+__all__ = ["CommitTap", "RunStream"]
+
+_GONE = (anyio.BrokenResourceError, anyio.ClosedResourceError)
+
+
+class CommitTap:
+    """The run's end of a stream: takes each commit without waiting; a commit that finds
+    the channel full waits here (``waiting``) until ``make_room`` hands it over."""
+
+    def __init__(self, send: MemoryObjectSendStream[Commit]) -> None:
+        self._send = send
+        self._overflow: deque[Commit] = deque()  # commits made since the channel filled up
+        self._lock = anyio.Lock()  # parallel strands wait for room together, in log order
+        self.waiting = False
+
+    def __call__(self, commit: Commit) -> None:
+        if not self._overflow:
+            try:
+                self._send.send_nowait(commit)
+                return
+            except anyio.WouldBlock:
+                pass
+            except _GONE:  # the reader left; the run is being cancelled
+                return
+        self._overflow.append(commit)
+        self.waiting = True
+
+    async def make_room(self) -> None:
+        """Wait until the reader has taken enough for every waiting commit to be handed
+        over, in order."""
+        async with self._lock:
+            while self._overflow:
+                try:
+                    await self._send.send(self._overflow[0])
+                except _GONE:
+                    self._overflow.clear()
+                    break
+                self._overflow.popleft()
+            self.waiting = False
+
+
+class RunStream:
+    """A run's commits as they are made; use it as ``async with ... as commits``.
+
+    Iterating yields each :class:`Commit` of the run in log order, then ends when the run
+    ends (done, broken, paused or failed); :attr:`result` is then the run's
+    :class:`RunResult` (with its checkpoint when paused). A failed run ends the iteration by
+    raising its :class:`RunError` (after every commit was yielded), unless the stream was
+    made with ``raise_on_error=False``. At most ``buffer`` commits wait unread: when the
+    reader falls that far behind, the run waits before its next stage.
+
+    Leaving the block before the run ended (a ``break``, an exception) **cancels the run**,
+    as a cancellation from outside would: the stage in flight commits as ``cancelled``, a
+    store marks the run failed (``Cancelled``) so ``Executor.recover(run_id)`` can continue
+    it, and :attr:`result` stays ``None``. :attr:`run_id` is known from the start.
+    """
+
+    def __init__(
+        self,
+        run_id: str,
+        open_run: Callable[[], Callable[[CommitTap], Awaitable[RunResult]]],
+        *,
+        buffer: int,
+        raise_on_error: bool,
+    ) -> None:
+        self.run_id = run_id
+        self.result: RunResult | None = None
+        """How the run ended; ``None`` until then, and when the block was left early."""
+        self._open = open_run  # checks and seeds the input, then gives the run to start
+        self._buffer = buffer
+        self._raise = raise_on_error
+        self._entered = False
+        self._receive: MemoryObjectReceiveStream[Commit] | None = None
+        self._group: TaskGroup | None = None
+        self._crash: BaseException | None = None
+
+    def __repr__(self) -> str:
+        state = "ended" if self.result is not None else "open" if self._receive else "not started"
+        return f"<RunStream run={self.run_id} {state}>"
+
+    async def __aenter__(self) -> RunStream:
+        if self._entered:
+            raise ExecutorUsageError(
+                "a RunStream runs its run once; call executor.stream(...) again for another run"
+            )
+        self._entered = True
+        start = self._open()
+        send, receive = anyio.create_memory_object_stream[Commit](self._buffer)
+        self._receive = receive
+        group = anyio.create_task_group()
+        await group.__aenter__()
+        self._group = group
+        group.start_soon(self._pump, start, send)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        assert self._group is not None and self._receive is not None
+        self._group.cancel_scope.cancel()  # nothing left to wait for when the run ended
+        self._receive.close()
+        # The pump catches what the run raises, so the group ends clean; the block's own
+        # exception (the run's error from `async for`, a break's) goes on as itself rather
+        # than wrapped in an ExceptionGroup.
+        await self._group.__aexit__(None, None, None)
+        return None
+
+    async def _pump(
+        self,
+        start: Callable[[CommitTap], Awaitable[RunResult]],
+        send: MemoryObjectSendStream[Commit],
+    ) -> None:
+        tap = CommitTap(send)
+        with send:
+            try:
+                self.result = await start(tap)
+                await tap.make_room()  # the last commits, then the end of the stream
+            except Exception as exc:  # raised to the reader, not as a task group's group
+                self._crash = exc
+
+    def __aiter__(self) -> RunStream:
+        return self
+
+    async def __anext__(self) -> Commit:
+        if self._receive is None:
+            raise ExecutorUsageError(
+                "iterate a stream inside its block: `async with executor.stream(input) as "
+                "commits: async for commit in commits: ...` (the block ends the run with it)"
+            )
+        try:
+            return await self._receive.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            pass
+        if self._crash is not None:
+            raise self._crash
+        result = self.result
+        if self._raise and result is not None and result.error is not None:
+            raise result.error
+        raise StopAsyncIteration
