@@ -4,6 +4,7 @@ Every model request is assembled from committed state, so ``served_at`` rebuilds
 log and ``replay`` re-runs a turn without a model.
 """
 
+from . import _causal_profile  # noqa: F401 - registers how a causal trace reads agent runs
 from ._agent import Agent as Agent
 from ._agent_tool import agent_as_tool as agent_as_tool
 from ._agent_tool import tool_run as tool_run
@@ -66,6 +67,9 @@ from ._replay import replay_async as replay_async
 from ._replay import save_recording as save_recording
 from ._replay import served_at as served_at
 from ._result import AgentResult as AgentResult
+from ._stream import AgentStream as AgentStream
+from ._transcript import TranscriptCall as TranscriptCall
+from ._transcript import transcript as transcript
 from ._usage import RunUsage as RunUsage
 from ._window import WindowPlan as WindowPlan
 from ._window import WindowStrategy as WindowStrategy
@@ -81,6 +85,7 @@ __all__ = [
     "AgentError",
     "AgentNotRunError",
     "AgentResult",
+    "AgentStream",
     "AnthropicProvider",
     "Composition",
     "Conditional",
@@ -123,6 +128,7 @@ __all__ = [
     "StreamingProvider",
     "ToolCall",
     "ToolSpec",
+    "TranscriptCall",
     "Usage",
     "WindowPlan",
     "WindowStrategy",
@@ -144,4 +150,5 @@ __all__ = [
     "summarize_oldest",
     "token_budget",
     "tool_run",
+    "transcript",
 ]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel
@@ -47,6 +48,7 @@ from ._errors import (
     OutputContractError,
     PendingQuestionError,
     RunCheckpointError,
+    RunInFlightError,
 )
 from ._events import EventBus
 from ._inputs import (
@@ -59,11 +61,13 @@ from ._inputs import (
     surfaced,
 )
 from ._messages import is_said_by_person
+from ._model_string import provider_for
 from ._paused import Paused
 from ._person import answer_value
 from ._provider import Provider, ProviderError
 from ._result import AgentResult, result_of
 from ._stages import AgentConfig
+from ._stream import AgentStream
 
 __all__ = ["Agent"]
 
@@ -76,7 +80,7 @@ class Agent(Hooks, RunRecord):
     @staticmethod
     def create(
         *,
-        provider: Provider,
+        provider: Provider | None = None,
         model: str | None = None,
         max_iterations: int = 10,
         temperature: float | None = None,
@@ -96,6 +100,7 @@ class Agent(Hooks, RunRecord):
         tool_arg_validation: Literal["enforce", "warn", "off"] = "enforce",
         max_tool_result_chars: int | None = None,
         repeated_call_nudge: bool = True,
+        max_parallel_tool_calls: int = 4,
         pricing_table: Mapping[str, Mapping[str, float]] | None = None,
         cost_budget: tuple[float, Literal["warn", "halt"]] | None = None,
     ) -> AgentBuilder:
@@ -122,13 +127,27 @@ class Agent(Hooks, RunRecord):
         saying how much was cut (a tool's own ``result_ceiling`` refuses first).
         ``repeated_call_nudge``: the second time a call with the same arguments returns the
         same result in a run, one sentence tells the model so (once per distinct call).
+        ``max_parallel_tool_calls``: the calls of one answer that need nobody run at once,
+        this many at a time; their results are served and recorded in call order (``1``:
+        one after another).
 
         ``pricing_table={model: {"input": ..., "output": ..., "cache_read": ...,
         "cache_write": ...}}`` (USD per million tokens) prices every call in the ``cost``
         ledger; ``cost_budget=(usd, "warn" | "halt")`` records the call that goes over it and,
         under ``"halt"``, stops the run before its next call (``stopped_early`` reason
         ``cost-budget``).
+
+        Without ``provider=``, ``model="openai:gpt-4o-mini"`` (or ``"anthropic:..."``) picks
+        the provider from the prefix, configured from the environment as the vendors' SDKs
+        are (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``; ``ANTHROPIC_...``).
         """
+        if provider is None:
+            if model is None:
+                raise AgentBuildError(
+                    "Agent.create() needs a model: provider=openai('gpt-4o-mini') (or "
+                    "anthropic(...), mock(...), your own), or model='openai:gpt-4o-mini'"
+                )
+            provider, model = provider_for(model), None
         return AgentBuilder(
             provider,
             model,
@@ -150,34 +169,45 @@ class Agent(Hooks, RunRecord):
             tool_arg_validation=tool_arg_validation,
             max_tool_result_chars=max_tool_result_chars,
             repeated_call_nudge=repeated_call_nudge,
+            max_parallel_tool_calls=max_parallel_tool_calls,
             pricing_table=pricing_table,
             cost_budget=cost_budget,
         )
 
     def __init__(
         self,
-        cfg: AgentConfig,
-        chart: FlowChart,
-        recorders: Sequence[object],
+        cfg: AgentConfig | None = None,
+        chart: FlowChart | None = None,
+        recorders: Sequence[object] = (),
         runtime: Runtime | None = None,
+        **given: Any,
     ) -> None:
+        if given or not isinstance(cfg, AgentConfig) or chart is None:
+            raise AgentBuildError(
+                "Agent(...) is not called directly: build an agent with "
+                "Agent.create(provider=..., model=...).tool(...).build() "
+                "(see docs/guide/agent.md)"
+            )
         self._cfg = cfg
         self._chart = chart
         self._events = EventBus()
         self._live = LiveLog()
         self._attached: list[object] = list(recorders)
         self._runtime = runtime or Runtime()
-        self._running = False
+        self._running = False  # some run is in flight (the count is _in_flight)
+        self._in_flight = 0
         self._last: Snapshot | None = None
         self._last_state: Mapping[str, Any] | None = None  # real values, even when redacted
         self._pending: Paused | None = None
         self._executor()  # a bad store, durability or redact= is refused at build
 
-    def _executor(self) -> Executor:
+    def _executor(self, live: LiveLog | None = None) -> Executor:
+        """A fresh executor for one run: its own live log, so concurrent runs never share
+        state (an ``Agent`` serves many runs at once, as a web server needs)."""
         runtime = self._runtime
         return Executor(
             self._chart,
-            recorders=[self._events, self._live, *self._attached],
+            recorders=[self._events, live or self._live, *self._attached],
             max_iterations=self._cfg.max_iterations + self._cfg.output_retries + 2,
             store=runtime.store,
             durability=runtime.durability,
@@ -188,6 +218,11 @@ class Agent(Hooks, RunRecord):
         return f"<Agent {self._cfg.name!r} model={self._cfg.model!r} tools={list(self._cfg.tools)}>"
 
     # -- introspection -------------------------------------------------------------------
+
+    @property
+    def model(self) -> str:
+        """The model every call names (from the provider, or ``Agent.create(model=)``)."""
+        return self._cfg.model
 
     @property
     def name(self) -> str:
@@ -218,14 +253,6 @@ class Agent(Hooks, RunRecord):
         ``continue_from`` continues a conversation (``agent.checkpoint()``).
         """
         initial = run_input(message, continue_from, identity, session_id)
-        self._refuse_if_busy()
-        if self._pending is not None:
-            raise PendingQuestionError(
-                f"agent {self._cfg.name!r} is waiting for a person's answer to "
-                f"{self._pending.question!r} (call {self._pending.call.get('id')!r}): resume it "
-                "with agent.resume(paused.checkpoint, answer), or drop it with "
-                "agent.abandon_pause() before a new run"
-            )
         return await self._drive(lambda ex: ex.run(initial, timeout=timeout, raise_on_error=False))
 
     async def resume(
@@ -245,9 +272,10 @@ class Agent(Hooks, RunRecord):
         "note": ...}``). An answer the question cannot take, or another ``identity`` than the
         paused run's, is refused before the checkpoint is used. A checkpoint resumes once
         (:class:`CheckpointClaimedError` the second time). Returns the answer, or
-        :class:`Paused` if the run waits for a person again.
+        :class:`Paused` if the run waits for a person again. ``checkpoint`` may also be the
+        paused run's id (or its checkpoint id) in the agent's store.
         """
-        cp = as_checkpoint(checkpoint)
+        cp = as_checkpoint(checkpoint, self._runtime.store)
         payload = cp.payload
         if not isinstance(payload, Mapping) or payload.get("kind") not in QUESTION_KINDS:
             raise InvalidAnswerError(
@@ -256,7 +284,7 @@ class Agent(Hooks, RunRecord):
             )
         check_same_caller(payload, identity, session_id)
         value = answer_value(payload, answer)
-        self._refuse_if_busy()
+        # other runs may be in flight: a checkpoint is claimed once, whoever resumes it
         return await self._drive(
             lambda ex: ex.resume(cp, value, timeout=timeout, raise_on_error=False)
         )
@@ -353,7 +381,6 @@ class Agent(Hooks, RunRecord):
             )
         initial = run_input(str(said[-1]["content"]), checkpoint, identity, session_id)
         initial["retry"] = True
-        self._refuse_if_busy()
         return await self._drive(lambda ex: ex.run(initial, timeout=timeout, raise_on_error=False))
 
     def resume_on_error_sync(
@@ -376,18 +403,29 @@ class Agent(Hooks, RunRecord):
             call, name="Agent.resume_on_error_sync", twin="await agent.resume_on_error(...)"
         )
 
-    async def _drive(self, start: Callable[[Executor], Awaitable[RunResult]]) -> str | Paused:
+    async def _drive(
+        self,
+        start: Callable[[Executor], Awaitable[RunResult]],
+        kept: list[RunResult] | None = None,
+    ) -> str | Paused:
         """Run or resume on a fresh executor and read the outcome: the answer, a pause, or
-        the error raised as :func:`surfaced` says."""
+        the error raised as :func:`surfaced` says. ``kept`` receives this run's result (the
+        agent's "last run" may be another's by then: runs may be concurrent)."""
+        live = self._live = LiveLog()  # snapshot() during runs shows the latest started
+        self._in_flight += 1
         self._running = True
         try:
-            result = await start(self._executor())
+            result = await start(self._executor(live))
             if result.status != "paused" and len(self._cfg.sessions):
                 reason = "run_error" if result.error is not None else "run_end"
                 sessions = self._cfg.sessions
-                await sessions.close(sessions.of_run(result.run_id), reason, self._heard)
+                heard = functools.partial(self._heard, run_id=result.run_id)
+                await sessions.close(sessions.of_run(result.run_id), reason, heard)
         finally:
-            self._running = False
+            self._in_flight -= 1
+            self._running = self._in_flight > 0
+        if kept is not None:
+            kept.append(result)
         self._last = result.snapshot
         self._last_state = result.state
         self._pending = None
@@ -420,16 +458,40 @@ class Agent(Hooks, RunRecord):
     ) -> AgentResult:
         """Run one turn like :meth:`run`; the answer with its usage, messages and whether
         it stopped early (``max-iterations``, or ``max-tokens`` for a cut answer)."""
-        outcome = await self.run(
-            message,
-            identity=identity,
-            session_id=session_id,
-            continue_from=continue_from,
-            timeout=timeout,
+        initial = run_input(message, continue_from, identity, session_id)
+        kept: list[RunResult] = []
+        outcome = await self._drive(
+            lambda ex: ex.run(initial, timeout=timeout, raise_on_error=False), kept
         )
-        assert self._last is not None and self._last_state is not None
+        (result,) = kept
         paused = outcome if isinstance(outcome, Paused) else None
-        return result_of(self._last, self._last_state, paused)
+        return result_of(result.snapshot, result.state, paused)
+
+    def stream(
+        self,
+        message: str | Mapping[str, Any],
+        *,
+        identity: Identity | Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        continue_from: Conversation | None = None,
+        timeout: float | None = None,
+        buffer: int = 64,
+    ) -> AgentStream:
+        """Run one turn like :meth:`run`, handing its events to an ``async for`` as they
+        are emitted (tokens, model calls, tool calls with progress, the answer)::
+
+            async with agent.stream("Weather in Paris?") as events:
+                async for event in events:
+                    print(event.name, event.payload)
+            answer = events.outcome  # or events.result, an AgentResult
+
+        At most ``buffer`` events wait unread; a slower reader makes the run wait before
+        its next stage. Leaving the block early cancels the run. See :class:`AgentStream`.
+        """
+        if isinstance(buffer, bool) or not isinstance(buffer, int) or buffer < 1:
+            raise InvalidRunInputError(f"stream(buffer=...) must be an int >= 1, got {buffer!r}")
+        initial = run_input(message, continue_from, identity, session_id)
+        return AgentStream(self, initial, timeout, buffer)
 
     def run_sync(
         self,
@@ -472,6 +534,19 @@ class Agent(Hooks, RunRecord):
             )
         return self._cfg.output_model.model_validate_json(answer)
 
+    def override(
+        self, *, provider: Provider, model: str | None = None
+    ) -> AbstractContextManager[None]:
+        """Run this agent on ``provider`` (and ``model``) inside a ``with`` block, restored
+        after it, also on error: ``with agent.override(provider=TestModel()): ...``.
+
+        The model inside: ``model``, else the one ``provider`` names, else the agent's own.
+        Refused while the agent is running a turn (:class:`RunInFlightError`).
+        """
+        from ._override import override
+
+        return override(self._cfg, self._running, provider, model)
+
     def checkpoint(self) -> Conversation:
         """The conversation so far, with the last answer appended: continue it anywhere."""
         state = self._state()
@@ -486,6 +561,20 @@ class Agent(Hooks, RunRecord):
         Before any run there is nothing to continue: :class:`NoConversationError` (a
         follow-up that quietly became a first turn would hide the mistake).
         """
+        if self._running:
+            raise RunInFlightError(
+                f"agent {self._cfg.name!r} is running a turn, so its last conversation is not "
+                "settled; await that run first (or continue a kept Conversation with "
+                "run(..., continue_from=...))"
+            )
+        if self._pending is not None:
+            raise PendingQuestionError(
+                f"agent {self._cfg.name!r} is waiting for a person's answer to "
+                f"{self._pending.question!r} (call {self._pending.call.get('id')!r}) in the "
+                "conversation follow_up would continue: resume it with "
+                "agent.resume(paused.checkpoint, answer), or drop it with "
+                "agent.abandon_pause() first"
+            )
         if self._last is None:
             raise NoConversationError(
                 f"agent {self._cfg.name!r} has no conversation to follow up: call run(...) "

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from trackway.engine import EmitEvent, TrackwayWarning, run_sync
+from trackway.engine._recorder import check_recorder
 
 from ._agent_record import LiveLog
 from ._config import CURRENT_SCOPE, AgentConfig
@@ -47,6 +48,7 @@ class Hooks:
     def attach(self, recorder: object) -> Callable[[], None]:
         """Attach a recorder to every later run; returns the function that detaches it.
         Not idempotent: attaching the same recorder twice attaches it twice."""
+        check_recorder(recorder)
         if self._running:
             raise RunInFlightError(
                 f"agent {self._cfg.name!r} is running a turn; attach recorders between runs"
@@ -71,11 +73,12 @@ class Hooks:
             )
         scope.emit(name, payload)
 
-    def _heard(self, name: str, payload: dict[str, Any]) -> None:
+    def _heard(self, name: str, payload: dict[str, Any], run_id: str | None = None) -> None:
         """An event from outside any stage (a run has ended): listeners hear it; no run's
         log holds it. A listener that raises is reported as a warning: the run is over."""
         try:
-            self._events.on_emit(EmitEvent(self._live.run_id, "", -1, name, payload))
+            rid = self._live.run_id if run_id is None else run_id
+            self._events.on_emit(EmitEvent(rid, "", -1, name, payload))
         except Exception as exc:
             warnings.warn(
                 f"a listener of {name} raised {type(exc).__name__}: {exc}",

@@ -5,12 +5,15 @@ commit count, and the ledgers a caller asks about (``stopped_early``, ``findings
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trackway.engine import Commit, FlowChart, Recorder, RunStartEvent, Snapshot, thaw
 
 from ._config import AgentConfig
 from ._errors import AgentNotRunError
+
+if TYPE_CHECKING:
+    from ._transcript import TranscriptCall
 
 __all__ = ["LiveLog", "RunRecord"]
 
@@ -61,6 +64,13 @@ class RunRecord:
                 "run(...) first"
             )
         return self._last
+
+    def transcript(self) -> list[TranscriptCall]:
+        """The last run's conversation as it was served, call by call: what each model call
+        was served that the one before was not, what it answered, the usage reported."""
+        from ._transcript import transcript
+
+        return transcript(self.snapshot())
 
     def commit_count(self) -> int:
         if self._running:

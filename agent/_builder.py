@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 
 from trackway.engine import FlowChart, RunStore, flow_chart
+from trackway.engine._recorder import check_recorder
 from trackway.tools import Tool, ToolContext
 from trackway.tools._providers import ToolProvider
 
@@ -32,6 +33,17 @@ _M = TypeVar("_M", bound=BaseModel)
 
 class AgentBuilder:
     """Configures an :class:`Agent`; ``build()`` declares its chart."""
+
+    def __getattr__(self, attr: str) -> None:
+        from ._agent import Agent  # the agent module imports this one
+
+        if not attr.startswith("_") and hasattr(Agent, attr):
+            raise AttributeError(
+                f"Agent.create(...) returns a builder, which has no .{attr}: finish it with "
+                f".build() first, e.g. agent = Agent.create(...).tool(...).build(); "
+                f"agent.{attr}(...)"
+            )
+        raise AttributeError(f"'AgentBuilder' object has no attribute {attr!r}")
 
     def __init__(self, provider: Provider, model: str | None, **options: Any) -> None:
         if not hasattr(provider, "complete"):
@@ -70,6 +82,13 @@ class AgentBuilder:
             )
         self._max_tool_result_chars = cap
         self._repeated_call_nudge = bool(options.pop("repeated_call_nudge", True))
+        parallel = options.pop("max_parallel_tool_calls", 4)
+        if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
+            raise AgentBuildError(
+                f"Agent.create: max_parallel_tool_calls={parallel!r}: use a whole number >= 1 "
+                "(1 runs the calls of one answer one after another)"
+            )
+        self._parallel_tool_calls = parallel
         self._pricing = check_pricing(options.pop("pricing_table", None))
         self._cost_budget = check_budget(options.pop("cost_budget", None), self._pricing)
         self._request_options = check_request_options(options, "Agent.create: ")
@@ -238,6 +257,7 @@ class AgentBuilder:
 
     def recorder(self, recorder: object) -> AgentBuilder:
         """Attach a recorder to every run (e.g. ``narrative()``, ``jsonl(path)``)."""
+        check_recorder(recorder)
         self._recorders.append(recorder)
         return self
 
@@ -288,6 +308,7 @@ class AgentBuilder:
             arg_validation=self._arg_validation,
             max_tool_result_chars=self._max_tool_result_chars,
             repeated_call_nudge=self._repeated_call_nudge,
+            parallel_tool_calls=self._parallel_tool_calls,
             gate=self._gate,
             limits_travel=self._limits_travel,
             findings=self._findings,

@@ -48,6 +48,8 @@ class AgentConfig:
     """Cut longer tool results to this many characters (saying so)."""
     repeated_call_nudge: bool = True
     """Tell the model when a call repeats an earlier one's arguments and result."""
+    parallel_tool_calls: int = 4
+    """``max_parallel_tool_calls``: how many calls of one answer run at once."""
     gate: Callable[[dict[str, Any], ToolContext], Any] | None = None
     """The agent's gate over every call (a tool's own ``gate`` decides first)."""
     providers: list[ToolProvider] = field(default_factory=list)

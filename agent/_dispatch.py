@@ -4,6 +4,7 @@ the ``tool_results`` row of each call, written with the ``tool`` messages."""
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -22,8 +23,12 @@ from ._config import CURRENT_SCOPE, AgentConfig
 from ._config import emit as _emit
 from ._coverage import coverage_row
 from ._findings import file_declaration, peel, served_ids
+from ._nudge import nudged
+from ._parallel_calls import run_together
 from ._person import question_for
 from ._served import ROW_FLAGS, Outcome, served
+
+_log = logging.getLogger("trackway.tools")
 
 __all__ = ["NOT_RUN", "ROW_FLAGS", "WITHDRAWN", "Batch", "Outcome", "dispatch", "run_one"]
 
@@ -84,6 +89,13 @@ class Batch:
             row["effects"] = list(done.effects)
         if done.flags:
             row.update(done.flags)
+            error = done.flags.get("error")
+            if error is not None:  # a replay serves the recorded flag: the same event
+                _emit(
+                    scope,
+                    "tools.error",
+                    {"id": call["id"], "name": call["name"], "iteration": self.iteration, **error},
+                )
         self.rows.append(row)
         for run in done.runs:
             self.runs.append(
@@ -120,6 +132,7 @@ async def dispatch(
     picks up from there). ``answered``: the person's values for ruled arguments of
     ``calls[start]``."""
     iteration = scope["iteration"]
+    ready = _Ready(cfg, scope, iteration)  # outcomes in call order; runnable calls wait here
     for index in range(start, len(calls)):
         call = calls[index]
         given = answered if index == start else None
@@ -158,6 +171,7 @@ async def dispatch(
         elif tool is not None and refused is None and decision is None and asked is None:
             asked = question_for(tool, call, cfg.check_ins)
         if asked is not None:
+            await ready.settle(batch)  # the calls before this one, run and written in order
             batch.flush(scope)
             pending = {
                 **asked,
@@ -174,13 +188,18 @@ async def dispatch(
             _emit(scope, "agent.paused", {k: v for k, v in pending.items() if k != "index"})
             scope.pause(pending)
         if refused is not None:
-            done = Outcome("invalid", refused)
+            kind = "unknown_tool" if tool is None else "invalid_arguments"
+            ready.add(
+                call, Outcome("invalid", refused, (), {"error": _refusal(kind, call, refused)})
+            )
         elif decision is not None and decision.kind == "deny":
-            done = Outcome("denied", f"Denied: {decision.text}", (), {"gate": "deny"})
+            ready.add(call, Outcome("denied", f"Denied: {decision.text}", (), {"gate": "deny"}))
         else:
             assert tool is not None
-            done = await run_one(cfg, scope, call, iteration, tool, given, filling)
-        batch.add(scope, call, done)
+            ready.run_later(call, tool, given, filling)
+        if cfg.parallel_tool_calls == 1:  # one at a time: each call is written as it ends
+            await ready.settle(batch)
+    await ready.settle(batch)
     batch.flush(scope)
     if scope.get("pending_question") is not None:
         del scope["pending_question"]
@@ -306,6 +325,55 @@ def _invalid(
     )
 
 
+class _Ready:
+    """The outcomes of one answer's calls, in call order: refusals and denials as they come,
+    runnable calls held until :meth:`settle` runs them together (bounded by
+    ``max_parallel_tool_calls``) and adds everything to the batch in call order."""
+
+    def __init__(self, cfg: AgentConfig, scope: Scope, iteration: int) -> None:
+        self.cfg, self.scope, self.iteration = cfg, scope, iteration
+        self.slots: list[tuple[Mapping[str, Any], Outcome | None]] = []
+        self.jobs: list[tuple[int, Mapping[str, Any], Tool, Any, Filling | None]] = []
+
+    def add(self, call: Mapping[str, Any], done: Outcome) -> None:
+        self.slots.append((call, done))
+
+    def run_later(
+        self, call: Mapping[str, Any], tool: Tool, given: Any, filling: Filling | None
+    ) -> None:
+        self.jobs.append((len(self.slots), call, tool, given, filling))
+        self.slots.append((call, None))
+
+    async def settle(self, batch: Batch) -> None:
+        cfg, iteration = self.cfg, self.iteration
+        replayed: dict[int, list[bool]] = {n: [] for n in range(len(self.jobs))}
+
+        def job(n: int) -> Any:
+            _, call, tool, given, filling = self.jobs[n]
+            return lambda sc: run_one(cfg, sc, call, iteration, tool, given, filling, replayed[n])
+
+        # A sync tool blocks the event loop: running it "at once" would only reorder calls,
+        # so an answer's calls run together only when every one of their tools is async.
+        limit = cfg.parallel_tool_calls if all(j[2].is_async for j in self.jobs) else 1
+        ran = await run_together(self.scope, [job(n) for n in range(len(self.jobs))], limit)
+        finished: dict[int, tuple[Outcome, list[tuple[str, Any]]]] = {
+            self.jobs[n][0]: ran[n] for n in range(len(self.jobs))
+        }
+        together = limit > 1 and len(self.jobs) > 1  # else each ran on the stage's scope
+        nth = {self.jobs[n][0]: n for n in range(len(self.jobs))}
+        for slot, (call, outcome) in enumerate(self.slots):
+            if outcome is None:
+                outcome, held = finished[slot]
+                for name, payload in held:  # a call's own events, in call order
+                    self.scope.emit(name, payload)
+                flags = replayed[nth[slot]]
+                fresh = not (flags and flags[0])  # a replay serves the nudge as recorded
+                if together and fresh and cfg.repeated_call_nudge and outcome.status == "success":
+                    outcome = nudged(self.scope, call, outcome)  # judged in call order
+            batch.add(self.scope, call, outcome)
+        self.slots, self.jobs = [], []
+
+
 async def run_one(
     cfg: AgentConfig,
     scope: Scope,
@@ -314,10 +382,12 @@ async def run_one(
     tool: Tool | None = None,
     answered: Mapping[str, Any] | None = None,
     filling: Filling | None = None,
+    replayed_into: list[bool] | None = None,
 ) -> Outcome:
     """Run one checked call with ``agent.emit`` pointed at this stage (with the tool's
     ``ask_or_assume`` rules and the person's ``answered`` values applied; ``filling`` when
-    the caller already worked it out)."""
+    the caller already worked it out). ``replayed_into`` gets whether the outcome was a
+    replay's recorded one."""
     tool = tool if tool is not None else cfg.tools[call["name"]]
     if cfg.findings:
         call = peel(call)[0]
@@ -329,6 +399,8 @@ async def run_one(
         done, replayed = await _execute(cfg, tool, scope, call, iteration, args)
     finally:
         CURRENT_SCOPE.reset(token)
+    if replayed_into is not None:
+        replayed_into.append(replayed)
     if filling is None or replayed:  # a replay serves the recorded note and row as they were
         return done
     return noted(scope, call, filling, answered, done)
@@ -383,12 +455,25 @@ async def _execute(
         except DeclarationRefused as exc:  # a helper that cannot honour its declaration
             result = _Failed(f"refused: {exc}")
         except Exception as exc:
-            result = _Failed(f"Error: {tool.name} failed: {type(exc).__name__}: {exc}")
+            result = _Failed(
+                f"Error: {tool.name} failed: {type(exc).__name__}: {exc}",
+                {"kind": "raised", "type": type(exc).__name__, "message": str(exc)},
+            )
+            _log.error(
+                "tool %r raised %s in run %s (call %s); the model reads: %s",
+                tool.name,
+                type(exc).__name__,
+                scope.run_id,
+                call["id"],
+                result.text,
+                exc_info=exc,
+            )
     if len(sessions):
         await sessions.close(sessions.due(call_id=call["id"]), "call_end", emit)
     runs = tuple(inner)
     if isinstance(result, _Failed):
-        return Outcome("failure", result.text, runs=runs), False
+        flags = None if result.error is None else {"error": result.error}
+        return Outcome("failure", result.text, (), flags, runs=runs), False
     if cancel_scope.cancelled_caught:
         cancelled = f"Error: {tool.name} was cancelled before it returned a result."
         return Outcome("failure", cancelled, runs=runs), False
@@ -403,3 +488,13 @@ async def _execute(
 
 class _Failed(NamedTuple):
     text: str
+    error: dict[str, str] | None = None
+
+
+def _refusal(kind: str, call: Mapping[str, Any], text: str) -> dict[str, str]:
+    """The ``error`` flag of a call that never ran: what kind, and what the model read."""
+    _log.warning(
+        "tool call %s (%r) was not run: %s", call["id"], call["name"], text.removeprefix("Error: ")
+    )
+    label = "UnknownTool" if kind == "unknown_tool" else "InvalidArguments"
+    return {"kind": kind, "type": label, "message": text.removeprefix("Error: ")}

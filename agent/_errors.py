@@ -7,10 +7,10 @@
         ├── AgentBuildError          the agent was configured wrongly       (ValueError too)
         ├── InvalidRunInputError     run() was given input it cannot take   (ValueError too)
         │   └── ConversationFormatError   a conversation document this version cannot read
-        ├── RunInFlightError         run() while this agent runs another turn
+        ├── RunInFlightError         follow_up() while a turn is in flight
         ├── AgentNotRunError         asked for the last run before any run
         ├── NoConversationError      follow_up() before any run: nothing to continue
-        ├── PendingQuestionError     run() while the last run waits for a person's answer
+        ├── PendingQuestionError     follow_up() while the last run waits for a person
         ├── ResumeIdentityConflictError  resume() for another identity than the paused run's
         ├── DecisionRequiredError    a check-in answered with something else than a decision
         ├── InvalidAnswerError       an answer the paused question cannot take
@@ -77,7 +77,8 @@ class ConversationFormatError(InvalidRunInputError, DocumentError):
 
 
 class RunInFlightError(AgentError, RuntimeError):
-    """``run`` was called while this agent was still running another turn."""
+    """A call bound to the agent's last conversation (``follow_up``), or a change to the
+    agent (``attach``, ``override``), while a turn is in flight; ``run`` itself may overlap."""
 
 
 class AgentNotRunError(AgentError, RuntimeError):
@@ -114,7 +115,7 @@ class RedactedRecordError(AgentError, ValueError):
 
 
 class PendingQuestionError(AgentError, RuntimeError):
-    """``run`` was called while this agent's last run waits for a person's answer: resume
+    """``follow_up`` would continue a conversation that waits for a person's answer: resume
     it (``agent.resume(checkpoint, answer)``) or drop the question (``abandon_pause()``)."""
 
 

@@ -180,6 +180,13 @@ class HTTPProvider(HTTPErrors):
                 self._env_key_withheld = True
                 env_key = None
             self._api_key = env_key
+        if transport is not None and not isinstance(transport, httpx2.AsyncBaseTransport):
+            raise ProviderConfigError(
+                f"{self.name}(transport={transport!r}): not an httpx2 async transport. The "
+                "providers send with an httpx2.AsyncClient, so pass httpx2.MockTransport("
+                "handler) in tests or httpx2.AsyncHTTPTransport(...) (from the httpx2 "
+                "package; a transport from the httpx package, or a sync one, cannot serve it)"
+            )
         self._transport = transport
         self._headers = dict(headers or {})
         self._scrubber_cache: tuple[Scrubber | None] | None = None

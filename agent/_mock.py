@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
@@ -17,12 +18,41 @@ class MockExhaustedError(ProviderError):
     """The scripted replies ran out: the run asked the model more often than the script said."""
 
 
+_REPLY_KEYS = ("content", "tool_calls", "usage", "stop_reason")
+_CALL_KEYS = ("id", "name", "args")
+
+
+def _unknown(keys: Any, known: tuple[str, ...], what: str) -> None:
+    """A misspelled key would be dropped silently: refuse it, naming the closest."""
+    for key in keys:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ProviderConfigError(
+                f"{what} has the key {key!r}{hint}; the keys it takes are {', '.join(known)}"
+            )
+
+
+def _check_reply(reply: Reply, n: int) -> None:
+    if not isinstance(reply, dict):
+        return
+    _unknown(reply, _REPLY_KEYS, f"mock reply {n}")
+    for i, call in enumerate(reply.get("tool_calls", ())):
+        if not isinstance(call, dict) or "name" not in call:
+            raise ProviderConfigError(
+                f"mock reply {n}, tool call {i}: {call!r} is not a tool call; write "
+                "{'name': 'tool', 'args': {...}} (an 'id' is optional)"
+            )
+        _unknown(call, _CALL_KEYS, f"mock reply {n}, tool call {i}")
+
+
 def _as_response(reply: Reply, n: int) -> LLMResponse:
     if isinstance(reply, LLMResponse):
         return reply
     if isinstance(reply, str):
         return LLMResponse(content=reply, stop_reason="stop")
     if isinstance(reply, dict):
+        _check_reply(reply, n)
         calls = tuple(
             ToolCall(id=c.get("id") or f"call_{n}_{i}", name=c["name"], args=c.get("args", {}))
             for i, c in enumerate(reply.get("tool_calls", ()))
@@ -57,6 +87,8 @@ class MockProvider:
     ) -> None:
         self.name = name
         self._replies = list(replies) if replies is not None else None
+        for n, reply in enumerate(self._replies or ()):
+            _check_reply(reply, n)
         self._respond = respond
         self._stream = stream
         self.requests: list[LLMRequest] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -17,7 +18,10 @@ from ._config import emit as _emit
 if TYPE_CHECKING:
     from ._served import Outcome
 
-__all__ = ["REPEATED", "nudged"]
+__all__ = ["NUDGE_LATER", "REPEATED", "nudged"]
+
+NUDGE_LATER: ContextVar[bool] = ContextVar("trackway_nudge_later", default=False)
+"""Set in a call run together with others: the nudge is judged afterwards, in call order."""
 
 
 REPEATED = (

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trackway.engine import Snapshot, thaw
 
 from ._messages import Message
 from ._paused import Paused
 from ._usage import RunUsage, run_usage
+
+if TYPE_CHECKING:
+    from ._transcript import TranscriptCall
 
 __all__ = ["AgentResult", "result_of"]
 
@@ -34,6 +37,21 @@ class AgentResult:
     stopped_early: Mapping[str, Any] | None
     paused: Paused | None = None
     """The question the run waits on (``output`` is then ``""``): resume it."""
+    tool_errors: tuple[Mapping[str, Any], ...] = ()
+    """The ``tool_results`` rows of calls that raised or were refused before they ran
+    (unknown tool, invalid arguments): each has ``error = {kind, type, message}``. The model
+    read each as an error and the run went on; this is where a developer sees them."""
+
+    def all_messages(self) -> tuple[Message, ...]:
+        """The conversation as the model saw it, with the answer last (pydantic-ai's name
+        for :attr:`messages`)."""
+        return self.messages
+
+    def transcript(self) -> list[TranscriptCall]:
+        """This turn's model calls: what each was served anew, what it answered, usage."""
+        from ._transcript import transcript
+
+        return transcript(self.snapshot)
 
     @property
     def cut_at_max_tokens(self) -> bool:
@@ -63,4 +81,7 @@ def result_of(
         snapshot=snapshot,
         stopped_early=None if stopped is None else dict(thaw(stopped)),
         paused=paused,
+        tool_errors=tuple(
+            dict(row) for row in thaw(state.get("tool_results", [])) if "error" in row
+        ),
     )

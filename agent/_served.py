@@ -18,7 +18,7 @@ from trackway.tools._outcome import read_envelope
 
 from ._config import AgentConfig
 from ._config import emit as _emit
-from ._nudge import nudged
+from ._nudge import NUDGE_LATER, nudged
 
 __all__ = ["ROW_FLAGS", "Outcome", "served"]
 
@@ -103,6 +103,7 @@ ROW_FLAGS = (
     "assumed",
     "asked",
     "period",
+    "error",
 )
 """Row keys a replay takes from the recording as they were."""
 
@@ -157,6 +158,6 @@ def _measured(
         )
         flags = {**(done.flags or {}), "truncated": True, "chars_returned": size}
         done = Outcome(done.status, text, done.effects, flags)
-    if cfg.repeated_call_nudge and done.status == "success":
+    if cfg.repeated_call_nudge and done.status == "success" and not NUDGE_LATER.get():
         done = nudged(scope, call, done)
     return done

@@ -9,7 +9,9 @@ from ._branch_builders import SelectorBuilder as SelectorBuilder
 from ._builder import ChartBuilder as ChartBuilder
 from ._builder import flow_chart as flow_chart
 from ._causal import CausalChain as CausalChain
+from ._causal import CausalProfile as CausalProfile
 from ._causal import causal_chain as causal_chain
+from ._causal import register_causal_profile as register_causal_profile
 from ._chart import Branch as Branch
 from ._chart import FlowChart as FlowChart
 from ._chart import MergePolicy as MergePolicy
@@ -33,6 +35,7 @@ from ._detail import Control as Control
 from ._detail import DecisionEvidence as DecisionEvidence
 from ._detail import FailedAttempt as FailedAttempt
 from ._detail import ForEachRecord as ForEachRecord
+from ._detail import ForkRecord as ForkRecord
 from ._detail import MergeRecord as MergeRecord
 from ._detail import ResumeRecord as ResumeRecord
 from ._detail import RuleEvidence as RuleEvidence
@@ -72,6 +75,7 @@ from ._executor import Executor as Executor
 from ._executor import RunResult as RunResult
 from ._paths import Segment as Segment
 from ._paths import StagePath as StagePath
+from ._paused import PausedRun as PausedRun
 from ._postgres import PostgresStore as PostgresStore
 from ._recorder import DecisionEvent as DecisionEvent
 from ._recorder import Deferred as Deferred
@@ -103,6 +107,7 @@ from ._store import Durability as Durability
 from ._store import MemoryStore as MemoryStore
 from ._store import RunInfo as RunInfo
 from ._store import RunStore as RunStore
+from ._stream import RunStream as RunStream
 from ._sync import run_sync as run_sync
 from ._values import FrozenDict as FrozenDict
 from ._values import FrozenList as FrozenList
@@ -115,6 +120,7 @@ __all__ = [
     "SNAPSHOT_FORMAT",
     "Branch",
     "CausalChain",
+    "CausalProfile",
     "ChartBuildError",
     "ChartBuilder",
     "ChartMismatchError",
@@ -146,6 +152,7 @@ __all__ = [
     "FlowChart",
     "ForEachRecord",
     "ForgedCheckpointError",
+    "ForkRecord",
     "FrozenDict",
     "FrozenList",
     "InputValidationError",
@@ -162,6 +169,7 @@ __all__ = [
     "OutputValidationError",
     "ParallelLimitError",
     "PauseEvent",
+    "PausedRun",
     "PostgresStore",
     "ReadEvent",
     "ReadOnlyStateError",
@@ -180,6 +188,7 @@ __all__ = [
     "RunResult",
     "RunStartEvent",
     "RunStore",
+    "RunStream",
     "RunTimeoutError",
     "Scope",
     "Segment",
@@ -209,6 +218,7 @@ __all__ = [
     "deferred",
     "flow_chart",
     "load_document",
+    "register_causal_profile",
     "run_sync",
     "select",
     "thaw",

@@ -13,9 +13,26 @@ if TYPE_CHECKING:
 
 __all__ = ["DeciderBuilder", "SelectorBuilder"]
 
+# What follows a decider's or selector's branches, written without the .end() that closes them.
+_CHART_STEPS = frozenset(
+    {"then", "decider", "selector", "fork", "subflow", "parallel_for_each", "loop_to", "build"}
+)
+
+
+def _missing_end(builder: object, kind: str, attr: str) -> AttributeError:
+    if attr in _CHART_STEPS:
+        return AttributeError(
+            f"{kind} has no .{attr}(): its branches end with .end(), which returns to the "
+            f"chart; write .branch(...).branch(...).end().{attr}(...)"
+        )
+    return AttributeError(f"{type(builder).__name__!r} object has no attribute {attr!r}")
+
 
 class DeciderBuilder:
     """Declares a decider's branches; ``end()`` returns to the chart."""
+
+    def __getattr__(self, attr: str) -> None:
+        raise _missing_end(self, "a decider", attr)
 
     def __init__(self, parent: ChartBuilder, decider_id: str) -> None:
         self._parent = parent
@@ -114,6 +131,9 @@ class DeciderBuilder:
 
 class SelectorBuilder:
     """Declares a selector's branches; ``end()`` returns to the chart."""
+
+    def __getattr__(self, attr: str) -> None:
+        raise _missing_end(self, "a selector", attr)
 
     def __init__(self, parent: ChartBuilder, selector_id: str) -> None:
         self._parent = parent

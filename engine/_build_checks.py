@@ -4,6 +4,7 @@ chart id, and stages nothing leads to. Each refusal names the stage and the fix.
 from __future__ import annotations
 
 import functools
+import inspect
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -40,9 +41,10 @@ def check_display(text: str, what: str) -> None:
         )
 
 
-def check_callable(fn: Any, what: str, expected: str) -> None:
-    """Refuse a non-callable, and a generator function (a stray ``yield``: calling it only
-    makes a generator, so its body would never run)."""
+def check_callable(fn: Any, what: str, expected: str, arity: int | None = None) -> None:
+    """Refuse a non-callable, a generator function (a stray ``yield``: calling it only
+    makes a generator, so its body would never run), and one that cannot be called with
+    ``arity`` positional arguments when its signature says so (it would fail at run time)."""
     if not callable(fn):
         raise ChartBuildError(f"{what}: expected {expected}, got {fn!r}")
     kind = generator_kind(fn)
@@ -52,6 +54,20 @@ def check_callable(fn: Any, what: str, expected: str) -> None:
             "generator and its body never runs; remove the yield and return a value instead "
             "(async def without yield is fine)"
         )
+    if arity is not None:
+        try:
+            signature = inspect.signature(fn)
+        except (TypeError, ValueError):
+            signature = None  # a builtin or an extension: nothing to check before it runs
+        if signature is not None:
+            try:
+                signature.bind(*range(arity))
+            except TypeError:
+                took = "argument" if arity == 1 else "arguments"
+                raise ChartBuildError(
+                    f"{what}: {_label(fn)}{signature} cannot be called with {arity} "
+                    f"positional {took}; it is called as {expected}"
+                ) from None
 
 
 def _label(fn: Any) -> str:
@@ -88,7 +104,7 @@ def check_merge(merge: Any, owner: str) -> MergePolicy:
         isinstance(k, str) and callable(v) for k, v in merge.items()
     ):
         for key, reducer in merge.items():
-            check_callable(reducer, f"the reducer of {key!r} in {owner}", "reducer(acc, value)")
+            check_callable(reducer, f"the reducer of {key!r} in {owner}", "reducer(acc, value)", 2)
         return dict(merge)
     raise ChartBuildError(
         f"{owner}: merge={merge!r} is not a merge policy; use 'error_on_conflict' "

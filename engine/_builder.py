@@ -110,7 +110,9 @@ class ChartBuilder:
     @staticmethod
     def _resume_fn(fn: Any, name: str) -> ResumeFn | None:
         if fn is not None:
-            check_callable(fn, f"on_resume= of stage {name!r}", "a function (scope, value) -> None")
+            check_callable(
+                fn, f"on_resume= of stage {name!r}", "on_resume(scope, value) -> None", 2
+            )
         return fn  # type: ignore[no-any-return]
 
     def _guard(self) -> None:
@@ -152,7 +154,7 @@ class ChartBuilder:
         return nid
 
     def _check_fn(self, fn: Any, what: str) -> bool:
-        check_callable(fn, what, "a stage function (scope) -> ...")
+        check_callable(fn, what, "a stage function stage(scope)", 1)
         return is_async_callable(fn)
 
     def _stage(
@@ -314,7 +316,7 @@ class ChartBuilder:
                     f"subflow {name!r}: {label}= takes a dict of keys or a function, got {mapper!r}"
                 )
             if mapper is not None and not isinstance(mapper, Mapping):
-                check_callable(mapper, f"{label}= of subflow {name!r}", "a function of scope")
+                check_callable(mapper, f"{label}= of subflow {name!r}", "a function of scope", 1)
         self._register(
             dict(
                 id=nid,
@@ -355,7 +357,7 @@ class ChartBuilder:
         if not (isinstance(items, str) or callable(items)):
             raise ChartBuildError(f"{owner}: items= takes a state key or a function of scope")
         if not isinstance(items, str):
-            check_callable(items, f"items= of {owner}", "a function of scope returning a list")
+            check_callable(items, f"items= of {owner}", "a function of scope returning a list", 1)
         if not isinstance(into, str) or not into:
             raise ChartBuildError(f"{owner}: into= must name the state key for the results")
         for label, key in (("items", items), ("into", into), ("result_key", result_key)):

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ._commit import Commit
 from ._detail import as_detail
@@ -22,9 +23,33 @@ from ._snapshot import Snapshot
 if TYPE_CHECKING:
     import networkx as nx
 
-__all__ = ["CausalChain", "causal_chain"]
+__all__ = ["CausalChain", "CausalProfile", "causal_chain", "register_causal_profile"]
 
 INPUT = "input"
+
+
+class CausalProfile(NamedTuple):
+    """How to read the runs of one kind of chart: the keys that are bookkeeping (their
+    reads are not followed: loop counters, settings, ledgers) and the keys its stages read
+    absent on purpose (optional features; not reported as gaps; ``None``: every key).
+    ``applies(snapshot)`` says whether a run is of that kind. The agent layer registers one
+    for agent runs, so ``causal_chain(snapshot, "final_answer")`` shows the model calls and
+    the tool results behind an answer."""
+
+    name: str
+    applies: Callable[[Snapshot], bool]
+    bookkeeping: frozenset[str] = frozenset()
+    optional: frozenset[str] | None = frozenset()
+
+
+_PROFILES: list[CausalProfile] = []
+
+
+def register_causal_profile(profile: CausalProfile) -> None:
+    """Use ``profile`` for every run it applies to (the first registered that applies)."""
+    if profile.name in {p.name for p in _PROFILES}:
+        _PROFILES[:] = [p for p in _PROFILES if p.name != profile.name]
+    _PROFILES.append(profile)
 
 
 @dataclass
@@ -80,10 +105,30 @@ class CausalChain:
 
 
 def causal_chain(
-    snapshot: Snapshot, key: str, *, at: int | None = None, max_nodes: int = 500
+    snapshot: Snapshot,
+    key: str,
+    *,
+    at: int | None = None,
+    max_nodes: int = 500,
+    ignore: Iterable[str] = (),
+    optional: Iterable[str] = (),
+    profile: bool = True,
 ) -> CausalChain:
-    """Trace the value of ``key`` after commit ``at`` (default: the end) back to its causes."""
+    """Trace the value of ``key`` after commit ``at`` (default: the end) back to its causes.
+
+    ``ignore``: keys whose reads are not followed (bookkeeping); ``optional``: keys a stage
+    may read absent without it being a gap. A registered :class:`CausalProfile` that applies
+    to the run adds its own (``profile=False`` leaves them out: the full slice)."""
     import networkx as nx  # imported here: `import trackway` stays fast
+
+    skip = set(ignore)
+    allowed = set(optional)
+    absent_ok: set[str] | None = allowed
+    for known in _PROFILES if profile else ():
+        if known.applies(snapshot):
+            skip |= known.bookkeeping
+            absent_ok = None if known.optional is None else allowed | known.optional
+            break
 
     n = len(snapshot) if at is None else at
     snapshot.state_at(n)  # validates ``at``
@@ -135,12 +180,16 @@ def causal_chain(
         seq = queue.popleft()
         c = commits[seq - 1]
         for dep_key, dep_seq, kind, extra in _dependencies(c, commits, by_path, writer):
+            if kind == "data" and dep_key in skip:
+                continue
             if dep_seq is None and dep_key in ("item", "index") and "/" in c.frame:
                 source = f"{dep_key} of {c.frame}"
                 graph.add_node(source, label=f"{dep_key} seeded by parallel_for_each")
                 graph.add_edge(seq, source, kind=kind, key=dep_key)
                 continue
             if dep_seq is None:
+                if absent_ok is None or dep_key in absent_ok:
+                    continue  # read absent on purpose: an optional feature not configured
                 chain.gaps.append(
                     f"{c.stage_path} read {dep_key!r}, which no stage had written and the "
                     "input did not hold (it was absent)"

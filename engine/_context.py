@@ -27,6 +27,7 @@ from ._typed import StateValidator
 
 if TYPE_CHECKING:
     from ._store import Sink
+    from ._stream import CommitTap
 
 __all__ = ["Frame", "RunContext", "RunLocals", "Strand", "error_info"]
 
@@ -104,6 +105,7 @@ class RunContext:
     __slots__ = (
         "cancelled_exc",
         "chart",
+        "deadline",
         "initial",
         "locals",
         "log",
@@ -117,6 +119,7 @@ class RunContext:
         "root",
         "run_id",
         "sink",
+        "tap",
         "validators",
     )
 
@@ -142,6 +145,11 @@ class RunContext:
         self.resume_taken = True
         self.resume_target = ""  # the paused stage's path, without any ":resumeN"
         self.sink: Sink | None = None
+        self.tap: CommitTap | None = None
+        # time.monotonic() past which a stage that returns ends the run (timeout=): a sync
+        # stage cannot be cancelled while it runs, so the deadline is checked when it returns
+        self.deadline: float | None = None
+        """Streaming (``Executor.stream``): where each commit goes as it is made."""
         self.locals = RunLocals()
         self.replay: Replay | None = None
         """Recovering: the committed commits, taken as the walk reaches them instead of
@@ -171,15 +179,21 @@ class RunContext:
 
     async def make_room(self) -> None:
         """Wait, without blocking the event loop, until the store's queue takes the commits
-        waiting for it (``durability="batch"`` with a full queue)."""
+        waiting for it (``durability="batch"`` with a full queue), and until a stream's
+        reader has room for the commits waiting for it (``Executor.stream``)."""
         sink = self.sink
         if sink is not None and sink.waiting:
             await anyio.to_thread.run_sync(sink.make_room, abandon_on_cancel=True)
+        tap = self.tap
+        if tap is not None and tap.waiting:
+            await tap.make_room()
 
     def append(self, commit: Commit) -> None:
         self.log.append(commit)  # the live log keeps real values (resume needs them)
         if self.redactor is not None:
             commit = self.redactor.commit(commit)  # the one funnel to retained surfaces
+        if self.tap is not None:
+            self.tap(commit)
         if self.sink is not None:
             try:
                 self.sink(commit)

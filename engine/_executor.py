@@ -15,7 +15,7 @@ import contextlib
 import functools
 import secrets
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -30,6 +30,7 @@ from ._checkpoint import (
     masked,
     sign,
 )
+from ._commit import Commit
 from ._context import RunContext, error_info
 from ._contract import check_input, check_output
 from ._cursor import RootCursor
@@ -42,14 +43,16 @@ from ._errors import (
     StateValueError,
     StoreWriteError,
 )
+from ._fork import fork_run
 from ._paths import StagePath
-from ._recorder import ErrorEvent, RunEndEvent, RunStartEvent
+from ._recorder import ErrorEvent, RunEndEvent, RunStartEvent, check_recorder
 from ._recovery import recovery_plan, replay_index
 from ._redact import RedactionPolicy, Redactor
 from ._session import StoreSession, claim
 from ._snapshot import Snapshot
 from ._stage import Paused
 from ._store import Durability, RunStore, Sink
+from ._stream import CommitTap, RunStream
 from ._sync import run_sync
 from ._trust import PROCESS_KEY, as_checkpoint, trusted_log
 from ._values import FrozenDict, encode_value, freeze, thaw, to_bytes
@@ -128,6 +131,8 @@ class Executor:
         if redact is not None and not isinstance(redact, RedactionPolicy):
             raise ExecutorUsageError(f"redact= takes a RedactionPolicy(...), got {redact!r}")
         self.chart = chart
+        for recorder in recorders:
+            check_recorder(recorder)
         self.recorders = tuple(recorders)
         self.max_iterations = max_iterations
         self.store = store
@@ -168,12 +173,70 @@ class Executor:
         back as ``status="failed"`` with ``.error``. ``timeout`` (seconds) cancels the stage in
         flight, which commits as ``cancelled``, and fails the run with ``RunTimeoutError``.
         """
-        run = self._context(new_run_id())
-        check_input(self.chart, input, None if run.redactor is None else run.redactor.hidden_path)
-        self._seed(run, input)
+        run = self._prepared(input)
         if self._session is not None:
             self._session.begin(run)
         return await self._drive(run, None, timeout, raise_on_error)
+
+    def stream(
+        self,
+        input: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        raise_on_error: bool = True,
+        buffer: int = 16,
+    ) -> RunStream:
+        """``run``, with each commit handed to an ``async for`` as it is made::
+
+            async with executor.stream(input) as commits:
+                async for commit in commits:
+                    ...
+            result = commits.result  # the RunResult, once the run ended
+
+        At most ``buffer`` commits wait unread; a slower reader makes the run wait before
+        its next stage. Leaving the block before the run ends cancels the run. The run
+        starts when the block is entered, which raises a refused input before anything
+        runs. See :class:`RunStream`.
+        """
+        if isinstance(buffer, bool) or not isinstance(buffer, int) or buffer < 1:
+            raise ExecutorUsageError(f"stream(buffer=...) must be an int >= 1, got {buffer!r}")
+        run_id = new_run_id()
+
+        def open_run() -> Callable[[CommitTap], Awaitable[RunResult]]:
+            run = self._prepared(input, run_id)
+
+            async def start(tap: CommitTap) -> RunResult:
+                run.tap = tap
+                if self._session is not None:
+                    self._session.begin(run)
+                return await self._drive(run, None, timeout, raise_on_error=False)
+
+            return start
+
+        return RunStream(run_id, open_run, buffer=buffer, raise_on_error=raise_on_error)
+
+    async def fork_from(
+        self,
+        run: Snapshot | str,
+        k: int,
+        changes: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        raise_on_error: bool = True,
+    ) -> RunResult:
+        """Start a new run from the state after commit ``k`` of an earlier one.
+
+        ``run`` is that run's :class:`Snapshot`, or its id in this executor's store.
+        The new run (a new id) copies the first ``k`` commits, opens with a ``forked-from`` commit
+        (``detail={"forked_from": {"run_id": ..., "k": k}}``, ``changes`` as its writes)
+        and continues from commit ``k``'s position in the chart: nothing before it runs
+        again. The earlier run is not changed. ``k`` must be from 0 to the run's commit
+        count (:class:`OutOfRangeError` names the range).
+        """
+        new, opening = fork_run(self, run, k, changes)
+        if self._session is not None:
+            self._session.begin(new, with_log=True)
+        return await self._drive(new, None, timeout, raise_on_error, opening=opening)
 
     async def resume(
         self,
@@ -189,8 +252,12 @@ class Executor:
         again. A checkpoint resumes once: a second resume raises
         :class:`CheckpointClaimedError` (with a store, the claim is atomic across processes).
         Everything is checked before the claim: the chart, the cursor, the value.
+
+        ``checkpoint`` may also be a str naming the paused run in this executor's store: its
+        run id (the checkpoint it waits on now) or a checkpoint id (``store.paused()`` lists
+        both).
         """
-        cp = as_checkpoint(checkpoint)
+        cp = as_checkpoint(checkpoint, self.store)
         if cp.redacted or cp.cursor is None:
             raise CheckpointError(
                 f"checkpoint {cp.checkpoint_id} is a masked copy (a store keeps masked "
@@ -267,6 +334,24 @@ class Executor:
             twin="await executor.run(...)",
         )
 
+    def fork_from_sync(
+        self,
+        run: Snapshot | str,
+        k: int,
+        changes: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        raise_on_error: bool = True,
+    ) -> RunResult:
+        """``fork_from`` for callers without an event loop."""
+        return run_sync(
+            functools.partial(
+                self.fork_from, run, k, changes, timeout=timeout, raise_on_error=raise_on_error
+            ),
+            name="Executor.fork_from_sync",
+            twin="await executor.fork_from(...)",
+        )
+
     def resume_sync(
         self,
         checkpoint: Checkpoint | str | bytes,
@@ -296,6 +381,13 @@ class Executor:
 
     # -- internals -----------------------------------------------------------------------
 
+    def _prepared(self, input: Mapping[str, Any] | None, run_id: str | None = None) -> RunContext:
+        """A new run's context with its input checked and seeded (nothing stored yet)."""
+        run = self._context(run_id or new_run_id())
+        check_input(self.chart, input, None if run.redactor is None else run.redactor.hidden_path)
+        self._seed(run, input)
+        return run
+
     def _context(self, run_id: str) -> RunContext:
         redactor = Redactor(self.redact) if self.redact is not None else None
         return RunContext(run_id, self.chart, self.recorders, self.max_iterations, redactor)
@@ -314,7 +406,11 @@ class Executor:
         cursor: RootCursor | None,
         timeout: float | None,
         raise_on_error: bool,
+        *,
+        opening: Commit | None = None,
     ) -> RunResult:
+        """Run the walk to its end and turn every way it ends into a result. ``opening``
+        (a fork's first commit) lands in the log before the walk, after ``on_run_start``."""
         session = self._session
         sink: Sink | None = None if session is None else session.open_sink(run)
         rec = run.recorders
@@ -325,8 +421,13 @@ class Executor:
         error: RunError | None = None
         broke: str | None = None
         paused: Paused | None = None
+        run.deadline = None if timeout is None else time.monotonic() + timeout
         try:
             with anyio.fail_after(timeout) if timeout is not None else contextlib.nullcontext():
+                if opening is not None:
+                    if opening.writes:
+                        run.root.apply(opening.seq, opening.writes)
+                    run.append(opening)
                 broke = await run_root(run, cursor)
         except RunError as exc:
             error = exc
@@ -458,7 +559,12 @@ def _timed_out(run: RunContext, timeout: float) -> RunTimeoutError:
         f"the stage in flight, {last.stage_path}, was cancelled and committed as 'cancelled'"
         if last is not None and last.outcome == "cancelled"
         else "it was stopped between stages"
-        + (f", after {last.stage_path}" if last is not None else "")
+        + (
+            f", after {last.stage_path} (a sync stage cannot be cancelled while it runs: one "
+            "that overruns ends the run when it returns; make it async to be cancelled)"
+            if last is not None
+            else ""
+        )
     )
     return RunTimeoutError(
         f"the run did not finish within timeout={timeout}s; {where}",

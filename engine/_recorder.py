@@ -25,6 +25,8 @@ that raises is isolated: the run goes on and the failure is kept on
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import logging
 from collections import deque
 from collections.abc import Sequence
@@ -285,6 +287,34 @@ class _RunQueue:
         return ObserverStats(
             self.spec.name, self.delivered, self.dropped, self.inline, self.max_depth
         )
+
+
+def check_recorder(recorder: object) -> None:
+    """Refuse, when a recorder is attached, the hooks that would fail silently: an
+    ``async def`` hook (hooks are called, never awaited) and an ``on_...`` method whose name
+    is not a hook (a misspelling is never called)."""
+    target = recorder.recorder if isinstance(recorder, Deferred) else recorder
+    label = getattr(target, "name", None) or type(target).__name__
+    for attr in dir(target):
+        if not attr.startswith("on_") or attr in HOOKS:
+            continue
+        if not callable(getattr(target, attr, None)):
+            continue
+        close = difflib.get_close_matches(attr, HOOKS, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]}? " if close else ""
+        raise ConfigurationError(
+            f"recorder {label!r} has {attr}(), which is not a recorder hook and would never "
+            f"be called; {hint}the hooks are {', '.join(HOOKS)}"
+        )
+    for hook in HOOKS:
+        fn = getattr(target, hook, None)
+        if fn is not None and inspect.iscoroutinefunction(fn):
+            raise ConfigurationError(
+                f"recorder {label!r}: {hook} is async def, but hooks are called on the run's "
+                "path and never awaited, so its body would never run; make it a plain def "
+                "(hand slow work to a thread or a queue, or wrap the recorder in "
+                "deferred(...))"
+            )
 
 
 class Dispatch:

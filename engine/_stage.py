@@ -8,8 +8,8 @@ With a retry policy only the final attempt commits, recording the failed ones.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
-from time import time
+from collections.abc import Callable, Mapping, Sequence
+from time import monotonic, time
 from typing import Any
 
 import anyio
@@ -140,6 +140,8 @@ async def run_stage(
             problem: RunError | None = None
             if interpret is not None:
                 chosen, detail, problem = interpret(result)
+            elif result is not None:
+                apply_returned(scope, result, name)
             break
         except PauseSignal as sig:
             if interpret is not None:
@@ -215,7 +217,37 @@ async def run_stage(
     if scope._broke is not None:
         strand.broken = scope._broke
     _stage_end(run, path, "ok", started)
+    if run.deadline is not None and monotonic() > run.deadline:
+        # It ran past timeout= without yielding (a sync stage cannot be cancelled): its
+        # commit stands, and the run ends here as timed out rather than going on.
+        raise TimeoutError
     return chosen, scope
+
+
+def apply_returned(scope: Scope, result: Any, name: str) -> None:
+    """A plain stage that returns a mapping (LangGraph's habit) writes it: each key is set
+    through the scope, in the same commit and with the same tracking as ``scope[key] = v``.
+    Any other returned value is a mistake worth a signal, not silence."""
+    if isinstance(result, Mapping):
+        for key, value in result.items():
+            if not isinstance(key, str):
+                raise StageContractError(
+                    f"stage {name!r} returned a mapping with the key {key!r}; state keys are "
+                    "strings: return {'name': value, ...}"
+                )
+            scope[key] = value
+        return
+    raise StageContractError(
+        f"stage {name!r} returned {type(result).__name__} {_short(result)}; a stage writes "
+        "state with scope[key] = value, or returns a mapping of the keys to write "
+        "(return {'key': value}); return None otherwise. Deciders and selectors return "
+        "decide(...)/select(...) and are declared with .decider()/.selector()"
+    )
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 async def resume_stage(

@@ -52,9 +52,10 @@ EntryType = Literal[
     "error",
     "emit",
     "break",
+    "fork",
 ]
 
-_HEADERS = frozenset({"stage", "subflow", "merge"})
+_HEADERS = frozenset({"stage", "subflow", "merge", "fork"})
 _ORDER: dict[str, int] = {
     "resume": 0,
     "read": 1,
@@ -68,6 +69,7 @@ _ORDER: dict[str, int] = {
     "stage": 8,
     "subflow": 8,
     "merge": 8,
+    "fork": 8,
 }
 _STAGE_KINDS = frozenset({"stage", "decider", "selector", "resume"})
 
@@ -178,9 +180,14 @@ class Narrative(Recorder):
                 groups[at][1].append(entry)
         return groups
 
-    def text(self, run_id: str | None = None) -> str:
-        """The narrative of one run (default: the last run started) as one string."""
-        return "\n".join(self.lines(run_id))
+    def text(self, run_id: str | None = None, *, width: int | None = None) -> str:
+        """The narrative of one run (default: the last run started) as one string. With
+        ``width`` (a terminal's columns) each line wraps at the facts' separators, its
+        continuation indented under the text it continues."""
+        lines = self.lines(run_id)
+        if width is None:
+            return "\n".join(lines)
+        return "\n".join(wrapped for line in lines for wrapped in _wrap(line, width))
 
     def clear(self) -> None:
         """Forget every run told so far."""
@@ -277,6 +284,11 @@ class Narrative(Recorder):
             self._add(run, NarrativeEntry("merge", depth, path, merge_text(commit, detail)))
             self._writes(run, commit, path, depth)
             self._commit_error(run, commit, depth)
+        elif kind == "forked-from":  # Executor.fork_from: where the run came from, and its changes
+            origin = detail.get("forked_from") or {"run_id": "?", "k": 0}
+            text = f"Forked from run {origin['run_id']} after commit {origin['k']}"
+            self._add(run, NarrativeEntry("fork", 0, path, text))
+            self._writes(run, commit, path, 0, verb="set")
         elif kind == "subflow-input":
             self._writes(run, commit, path, _depth(path), verb="input")
             self._commit_error(run, commit, _depth(path))
@@ -399,6 +411,25 @@ class Narrative(Recorder):
     def on_run_end(self, event: RunEndEvent) -> None:
         run = self._run(event.run_id)
         run.reset_flight()
+
+
+def _wrap(line: str, width: int) -> list[str]:
+    """One narrative line cut to ``width`` columns: after "; " or ", " where it can, else at
+    a space, else anywhere; continuations indented four past the line's own indent."""
+    body = line.lstrip(" ")
+    indent = " " * (len(line) - len(body) + 4)
+    out: list[str] = []
+    rest = line
+    room = max(width, len(indent) + 20)
+    while len(rest) > room:
+        cut = max(rest.rfind("; ", 0, room), rest.rfind(", ", 0, room))
+        cut = cut + 2 if cut > len(indent) else rest.rfind(" ", len(indent), room) + 1
+        if cut <= len(indent):
+            cut = room
+        out.append(rest[:cut].rstrip())
+        rest = indent + rest[cut:].lstrip()
+    out.append(rest)
+    return out
 
 
 def _render(head: NarrativeEntry, parts: list[NarrativeEntry]) -> str:

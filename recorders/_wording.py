@@ -27,9 +27,22 @@ def is_absent(value: Any) -> bool:
 def summarize(value: Any, max_chars: int = 40) -> str:
     """A short rendering of a state value.
 
-    Strings are quoted (and cut after ``max_chars`` characters), numbers and booleans are
-    printed raw (JSON spelling), lists as ``(N items)`` and dicts as ``{a, b, ... (N keys)}``.
+    Strings are quoted (and cut after ``max_chars`` characters, marked ``...``), numbers and
+    booleans are printed raw (JSON spelling). A list or a dict is shown with its values —
+    ``["a", "b"]``, ``{city: "Paris"}``, nested the same way, the strings inside cut
+    shorter when that makes it fit — in three times ``max_chars``; otherwise as
+    ``(N items)`` or ``{a, b, ... (N keys)}``.
     """
+    if isinstance(value, (FrozenList, list, Mapping)) and value:
+        # values first; strings inside cut shorter if that makes it fit; else counts and keys
+        for cut in dict.fromkeys((max_chars, max(max_chars // 2, 8), max(max_chars // 4, 8))):
+            inline = _inline(value, cut, 3 * max_chars)
+            if inline is not None:
+                return inline
+    return _short(value, max_chars)
+
+
+def _short(value: Any, max_chars: int) -> str:
     if value is None:
         return "null"
     if value is True or value is False:
@@ -53,6 +66,37 @@ def summarize(value: Any, max_chars: int = 40) -> str:
     if is_absent(value):
         return "(absent)"
     return type(value).__name__  # pragma: no cover - state values are JSON
+
+
+def _inline(value: Any, max_chars: int, budget: int) -> str | None:
+    """``value`` with its values shown, or ``None`` when that takes more than ``budget``."""
+    if isinstance(value, Mapping):
+        parts = []
+        for key, item in value.items():
+            shown = _inline(item, max_chars, budget) if _nested(item) else _short(item, max_chars)
+            if shown is None:
+                return None
+            parts.append(f"{key}: {shown}")
+            budget -= len(parts[-1]) + 2
+            if budget < 2:
+                return None
+        return "{" + ", ".join(parts) + "}"
+    if isinstance(value, (FrozenList, list)):
+        items = []
+        for item in value:
+            shown = _inline(item, max_chars, budget) if _nested(item) else _short(item, max_chars)
+            if shown is None:
+                return None
+            items.append(shown)
+            budget -= len(shown) + 2
+            if budget < 2:
+                return None
+        return "[" + ", ".join(items) + "]"
+    return _short(value, max_chars)
+
+
+def _nested(value: Any) -> bool:
+    return isinstance(value, (FrozenList, list, Mapping)) and bool(value)
 
 
 def _rule_name(rule: Mapping[str, Any]) -> str:

@@ -154,6 +154,7 @@ def define_tool(
         ) from None
     if not callable(execute):
         raise ToolDefinitionError(f"tool {name!r}: execute must be a function (args, ctx)")
+    _check_execute(name, execute)
     ceiling = None if result_ceiling is None else _ceiling(name, result_ceiling, input_schema)
     if gate is not None and not callable(gate):
         raise ToolDefinitionError(f"tool {name!r}: gate must be a function (call, ctx)")
@@ -213,3 +214,21 @@ def distinct_tools(tools: Iterable[Tool], where: str) -> list[Tool]:
     if twice:
         raise ToolDefinitionError(f"{where} names {twice} twice; tool names must be unique")
     return out
+
+
+def _check_execute(name: str, execute: Callable[..., Any]) -> None:
+    """A tool is called as ``execute(args, ctx)``: one that cannot take two positional
+    arguments would fail on every call, so it is refused where it is defined."""
+    try:
+        signature = inspect.signature(execute)
+    except (TypeError, ValueError):
+        return  # a builtin or an extension: nothing to check before it runs
+    try:
+        signature.bind(None, None)
+    except TypeError:
+        label = getattr(execute, "__qualname__", repr(execute))
+        raise ToolDefinitionError(
+            f"tool {name!r}: execute={label}{signature} cannot be called as execute(args, "
+            "ctx); give it two parameters, e.g. def execute(args, ctx): ... (or use @tool, "
+            "which takes your function's own parameters)"
+        ) from None

@@ -87,7 +87,7 @@ def test_bad_run_input_is_refused_before_anything_runs(message, fragment):
     assert provider.requests == []
 
 
-def test_a_second_run_while_one_is_in_flight_is_refused():
+def test_a_follow_up_while_a_run_is_in_flight_is_refused():
     gate = anyio.Event()
 
     async def slow(args, ctx):
@@ -108,8 +108,8 @@ def test_a_second_run_while_one_is_in_flight_is_refused():
         async with anyio.create_task_group() as tg:
             tg.start_soon(agent.run, "first")
             await anyio.sleep(0.01)
-            with pytest.raises(RunInFlightError, match="already running"):
-                await agent.run("second")
+            with pytest.raises(RunInFlightError, match="is running a turn"):
+                await agent.follow_up("second")  # it would continue an unsettled conversation
             seen.append("refused")
             gate.set()
 

@@ -30,7 +30,7 @@ from trackway.agent import (
     replay,
     served_at,
 )
-from trackway.engine import CheckpointClaimedError, SqliteStore
+from trackway.engine import CheckpointClaimedError, ExecutorUsageError, SqliteStore
 from trackway.tools import ask_human, define_tool, request_input
 
 from .person_agent import build
@@ -143,12 +143,12 @@ def test_request_input_takes_only_an_answer_matching_its_schema() -> None:
     assert_record(agent)
 
 
-def test_a_checkpoint_resumes_once_and_a_pending_question_blocks_new_runs() -> None:
+def test_a_checkpoint_resumes_once_and_a_pending_question_blocks_a_follow_up() -> None:
     agent = build([ask("Which order?"), "ok", "again"])
     paused = agent.run_sync("refund")
     assert isinstance(paused, Paused)
     with pytest.raises(PendingQuestionError, match="waiting for a person's answer"):
-        agent.run_sync("something else")
+        run_async(agent.follow_up, "something else")  # it continues that conversation
     assert agent.resume_sync(paused.checkpoint, "42") == "ok"
     with pytest.raises(CheckpointClaimedError, match="already resumed"):
         agent.resume_sync(paused.checkpoint, "43")
@@ -371,3 +371,20 @@ def test_abandoning_a_question_answered_elsewhere_clears_it_here(tmp_path: Path)
     with pytest.raises(CheckpointClaimedError):
         here.abandon_pause_sync()
     assert here.run_sync("next") == "new turn"  # nothing waits here any more
+
+
+def test_resume_by_the_paused_run_id_in_the_agents_store(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "runs.db")
+    paused = build([ask("Which order?")], store).run_sync("I want a refund")
+    assert isinstance(paused, Paused)
+    (waiting,) = store.paused()
+    assert waiting.run_id == paused.run_id and waiting.payload["question"] == "Which order?"
+    # another agent object, as another process builds it, finds the run by its id
+    fresh = build(["Thanks, noted."], store)
+    assert fresh.resume_sync(paused.run_id, "order 42") == "Thanks, noted."
+    assert store.paused() == []
+    with pytest.raises(CheckpointClaimedError):
+        build(["never"], store).resume_sync(paused.checkpoint.checkpoint_id, "again")
+    with pytest.raises(ExecutorUsageError, match="store"):
+        build(["never"]).resume_sync(paused.run_id, "order 42")
+    store.close()

@@ -63,8 +63,8 @@ def test_a_small_chart_is_told_line_by_line():
     app = {"name": "Ada Lovelace", "amount": 90_000, "income": 60_000}
     story = tell(loan_chart(), {"application": app})
     assert story.lines() == [
-        'Stage 1: Receive — read application = {name, amount, income}; wrote applicant = "Ada '
-        'Lovelace", amount = 90000, income = 60000',
+        'Stage 1: Receive — read application = {name: "Ada Lovelace", amount: 90000, income: '
+        '60000}; wrote applicant = "Ada Lovelace", amount = 90000, income = 60000',
         'Stage 2: Assess — read amount = 90000, income = 60000; wrote risk_tier = "high"',
         "Stage 3: Route — read risk_tier = \"high\"; chose Reject because rule 'High risk' matched",
         'Stage 4: Reject — wrote decision = "rejected"',
@@ -91,13 +91,24 @@ def test_value_summaries():
     assert summarize("x" * 50) == '"' + "x" * 40 + '..."'
     assert summarize(3) == "3" and summarize(2.5) == "2.5"
     assert summarize(True) == "true" and summarize(None) == "null"
-    assert summarize([1, 2, 3]) == "(3 items)" and summarize([7]) == "(1 item)"
     assert summarize([]) == "[]" and summarize({}) == "{}"
-    assert summarize({"a": 1, "b": 2}) == "{a, b}"
-    assert summarize(dict.fromkeys("abcdef", 1)) == "{a, b, c, d, ... (6 keys)}"
-    assert summarize(FrozenList([1, 2])) == "(2 items)"
-    assert summarize(FrozenDict({"k": 1})) == "{k}"
     assert summarize("abcdef", max_chars=3) == '"abc..."'
+    # containers show their values when that fits in twice max_chars, nested alike
+    assert summarize([1, 2, 3]) == "[1, 2, 3]" and summarize(FrozenList([1, 2])) == "[1, 2]"
+    assert summarize({"a": 1, "b": 2}) == "{a: 1, b: 2}"
+    assert summarize(FrozenDict({"k": [1, {"x": "y"}]})) == '{k: [1, {x: "y"}]}'
+    # and fall back to counts and keys when it does not
+    assert summarize(list(range(40))) == "(40 items)"
+    # strings inside are cut shorter (to half, then a quarter, at least 8) when that fits
+    assert summarize({"text": "x" * 30, "more": "y" * 30}, max_chars=20) == (
+        '{text: "' + "x" * 10 + '...", more: "' + "y" * 10 + '..."}'
+    )
+    assert summarize({"a": "x" * 30, "b": "y" * 30, "c": "z" * 30}, max_chars=16) == "{a, b, c}"
+    assert summarize(dict.fromkeys("abcdefghijklmnopqrstuvwxyz", 100)) == (
+        "{a, b, c, d, ... (26 keys)}"
+    )
+    # a long string inside a container is cut at max_chars like any string
+    assert summarize({"s": "z" * 50}) == '{s: "' + "z" * 40 + '..."}'
 
 
 def test_decision_wording_for_each_kind_of_decider():
@@ -195,7 +206,7 @@ def test_fork_branches_are_told_at_their_depth_then_the_merge():
         "Stage 1: Start — wrote n = 1",
         "  Stage 2: a — read n = 1; wrote a = 1",
         "  Stage 3: Bee — appended 1 to l",
-        "Merged Both: branches a, b — wrote a = {a}, b = {l}",
+        "Merged Both: branches a, b — wrote a = {a: 1}, b = {l: [1]}",
     ]
 
 
@@ -232,7 +243,7 @@ def test_pause_and_resume_continue_one_story():
     first = executor.run_sync()
     assert story.lines() == [
         "Stage 1: Prepare — wrote amount = 10",
-        "Stage 2: Ask — wrote asked = true; paused waiting for {question}",
+        'Stage 2: Ask — wrote asked = true; paused waiting for {question: "approve?"}',
     ]
     executor.resume_sync(first.checkpoint, "yes")
     assert story.run_ids == [first.run_id]
@@ -262,7 +273,7 @@ def test_errors_emits_and_breaks():
     ]
     breaking = flow_chart("Stop", stop).then("Never", lambda s: None).build()
     assert tell(breaking).lines() == [
-        "Stage 1: Stop — emitted audit {who}; ended the flow early: nothing to do"
+        'Stage 1: Stop — emitted audit {who: "bot"}; ended the flow early: nothing to do'
     ]
     assert tell(flow_chart("Stop", lambda s: s.break_()).build()).lines() == [
         "Stage 1: Stop — ended the flow early"
@@ -363,11 +374,11 @@ def test_parallel_for_each_tells_each_item_then_the_merge():
         .build()
     )
     assert tell(chart).lines() == [
-        "Stage 1: Start — wrote xs = (3 items)",
+        "Stage 1: Start — wrote xs = [1, 2, 3]",
         "  Stage 2: Square — read item = 1; wrote result = 1",
         "  Stage 3: Square — read item = 2; wrote result = 4",
         "  Stage 4: Square — read item = 3; wrote result = 9",
-        "Merged Square: 3 of 3 items — wrote squares = (3 items)",
+        "Merged Square: 3 of 3 items — wrote squares = [1, 4, 9]",
     ]
 
 
@@ -423,3 +434,24 @@ def test_a_break_in_a_subflow_is_told_on_its_stage():
         "  Stage 2: Stop — ended the flow early: inner says stop",
         "Leaving subflow stop",
     ]
+
+
+def test_text_wraps_to_a_width_at_the_separators_indenting_continuations():
+    def start(scope: Scope) -> None:
+        for i in range(8):
+            scope[f"key_{i}"] = "v" * 12
+
+    chart = (
+        flow_chart("Start", start)
+        .fork("Both", {"a": lambda s: s.__setitem__("a", s["key_1"])})
+        .build()
+    )
+    story = tell(chart)
+    wide = story.text()
+    wrapped = story.text(width=50).splitlines()
+    assert all(len(line) <= 50 for line in wrapped)
+    assert wrapped[0].startswith("Stage 1: Start — wrote key_0") and wrapped[1].startswith("    ")
+    branch = next(i for i, line in enumerate(wrapped) if line.startswith("  Stage 2: a"))
+    assert wrapped[branch + 1].startswith("      ") or len(wrapped[branch]) <= 50
+    # the words are the same, only the line breaks differ
+    assert " ".join(" ".join(wrapped).split()) == " ".join(wide.split())

@@ -71,7 +71,7 @@ def test_shared_subflows_are_named_by_their_mount() -> None:
         "    Entering subflow level3",
         "      Stage 4: Before",
         "      Stage 5: Ask — read amount (absent); wrote asked = true; paused waiting for "
-        "{question, amount}",
+        '{question: "approve?", amount: 0}',
         '      Stage 6: Ask — resumed with "yes"; wrote answer = "yes"',
         '      Stage 7: After — read answer = "yes"; wrote l3 = "yes"',
         "    Leaving subflow level3",
