@@ -13,14 +13,13 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from anyio.abc import TaskGroup
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from anyio.streams.memory import MemoryObjectSendStream
 
 from trackway.engine import EmitEvent, Executor, RunResult
+from trackway.engine._stream import Pumped
 
 from ._errors import AgentError
 from ._paused import Paused
@@ -34,7 +33,7 @@ __all__ = ["AgentStream"]
 _GONE = (anyio.BrokenResourceError, anyio.ClosedResourceError)
 
 
-class AgentStream:
+class AgentStream(Pumped[EmitEvent]):
     """One turn's events; use it as ``async with agent.stream(message) as events``.
 
     Iterating yields each event of the run as it is emitted and ends when the run ends;
@@ -47,41 +46,17 @@ class AgentStream:
         self._agent = agent
         self._initial = initial
         self._timeout = timeout
-        self._buffer = buffer
         self.outcome: str | Paused | None = None
         """What ``run`` would have returned; ``None`` until the run ended."""
         self.result: AgentResult | None = None
         """The turn's :class:`AgentResult`; ``None`` until the run ended."""
-        self._receive: MemoryObjectReceiveStream[EmitEvent] | None = None
-        self._group: TaskGroup | None = None
-        self._crash: BaseException | None = None
-        self._entered = False
+        self._setup(buffer)
 
-    async def __aenter__(self) -> AgentStream:
-        if self._entered:
-            raise AgentError("a stream runs its turn once; call agent.stream(...) again")
-        self._entered = True
-        send, receive = anyio.create_memory_object_stream[EmitEvent](self._buffer)
-        self._receive = receive
-        group = anyio.create_task_group()
-        await group.__aenter__()
-        self._group = group
-        group.start_soon(self._pump, send)
-        return self
+    def _again(self) -> Exception:
+        return AgentError("a stream runs its turn once; call agent.stream(...) again")
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        assert self._group is not None and self._receive is not None
-        self._group.cancel_scope.cancel()  # nothing left to wait for when the run ended
-        self._receive.close()
-        # The pump catches what the run raises, so the group ends clean; the block's own
-        # exception (the turn's error from `async for`, a break's) goes on as itself.
-        await self._group.__aexit__(None, None, None)
-        return None
+    def _outside(self, text: str) -> Exception:
+        return AgentError(text)
 
     async def _pump(self, send: MemoryObjectSendStream[EmitEvent]) -> None:
         waiting: deque[EmitEvent] = deque()  # heard while the channel was full, in order
@@ -134,19 +109,11 @@ class AgentStream:
             paused = self.outcome if isinstance(self.outcome, Paused) else None
             self.result = result_of(kept[0].snapshot, kept[0].state, paused)
 
-    def __aiter__(self) -> AgentStream:
-        return self
-
     async def __anext__(self) -> EmitEvent:
-        if self._receive is None:
-            raise AgentError(
-                "iterate a stream inside its block: `async with agent.stream(message) as "
-                "events: async for event in events: ...` (the block ends the turn with it)"
-            )
-        try:
-            return await self._receive.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            pass
-        if self._crash is not None:
-            raise self._crash
-        raise StopAsyncIteration
+        event = await self._next(
+            "iterate a stream inside its block: `async with agent.stream(message) as "
+            "events: async for event in events: ...` (the block ends the turn with it)"
+        )
+        if event is None:
+            raise StopAsyncIteration
+        return event

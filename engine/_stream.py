@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, Self, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
@@ -26,7 +26,7 @@ from ._errors import ExecutorUsageError
 if TYPE_CHECKING:
     from ._executor import RunResult
 
-__all__ = ["CommitTap", "RunStream"]
+__all__ = ["CommitTap", "Pumped", "RunStream"]
 
 _GONE = (anyio.BrokenResourceError, anyio.ClosedResourceError)
 
@@ -67,7 +67,87 @@ class CommitTap:
             self.waiting = False
 
 
-class RunStream:
+_T = TypeVar("_T")
+
+
+class Pumped(Generic[_T]):
+    """The shape both streams share (a run's commits here, an agent turn's events in the
+    agent layer): entering starts one task, the pump, that writes items to a bounded
+    channel; ``async for`` reads them inside the block; leaving cancels what is left. The
+    pump catches what the run raises (kept in ``_crash``) so the block's own exception is
+    never wrapped in an exception group."""
+
+    _receive: MemoryObjectReceiveStream[_T] | None
+    _group: TaskGroup | None
+    _entered: bool
+
+    def _setup(self, buffer: int) -> None:
+        self._buffer = buffer
+        self._entered = False
+        self._receive = None
+        self._group = None
+        self._crash: BaseException | None = None
+
+    def _again(self) -> Exception:
+        """The error for entering a second time."""
+        raise NotImplementedError  # pragma: no cover - each stream says its own
+
+    def _prepare(self) -> None:
+        """Work to do when the block is entered, before the pump starts (may raise)."""
+
+    async def _pump(self, send: MemoryObjectSendStream[_T]) -> None:
+        raise NotImplementedError  # pragma: no cover - each stream pumps its own
+
+    async def __aenter__(self) -> Self:
+        if self._entered:
+            raise self._again()
+        self._entered = True
+        self._prepare()
+        send, receive = anyio.create_memory_object_stream[_T](self._buffer)
+        self._receive = receive
+        group = anyio.create_task_group()
+        await group.__aenter__()
+        self._group = group
+        group.start_soon(self._pump, send)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        assert self._group is not None and self._receive is not None
+        self._group.cancel_scope.cancel()  # nothing left to wait for when the run ended
+        self._receive.close()
+        # The pump catches what the run raises, so the group ends clean; the block's own
+        # exception (the run's error from `async for`, a break's) goes on as itself rather
+        # than wrapped in an ExceptionGroup.
+        await self._group.__aexit__(None, None, None)
+        return None
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def _next(self, outside: str) -> _T | None:
+        """The next item, or ``None`` once the pump closed the channel (then the caller
+        raises what the run left, or ends). ``outside``: the error text for iterating
+        outside the block."""
+        if self._receive is None:
+            raise self._outside(outside)
+        try:
+            return await self._receive.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            pass
+        if self._crash is not None:
+            raise self._crash
+        return None
+
+    def _outside(self, text: str) -> Exception:
+        return ExecutorUsageError(text)
+
+
+class RunStream(Pumped[Commit]):
     """A run's commits as they are made; use it as ``async with ... as commits``.
 
     Iterating yields each :class:`Commit` of the run in log order, then ends when the run
@@ -95,75 +175,39 @@ class RunStream:
         self.result: RunResult | None = None
         """How the run ended; ``None`` until then, and when the block was left early."""
         self._open = open_run  # checks and seeds the input, then gives the run to start
-        self._buffer = buffer
+        self._start: Callable[[CommitTap], Awaitable[RunResult]] | None = None
         self._raise = raise_on_error
-        self._entered = False
-        self._receive: MemoryObjectReceiveStream[Commit] | None = None
-        self._group: TaskGroup | None = None
-        self._crash: BaseException | None = None
+        self._setup(buffer)
 
     def __repr__(self) -> str:
         state = "ended" if self.result is not None else "open" if self._receive else "not started"
         return f"<RunStream run={self.run_id} {state}>"
 
-    async def __aenter__(self) -> RunStream:
-        if self._entered:
-            raise ExecutorUsageError(
-                "a RunStream runs its run once; call executor.stream(...) again for another run"
-            )
-        self._entered = True
-        start = self._open()
-        send, receive = anyio.create_memory_object_stream[Commit](self._buffer)
-        self._receive = receive
-        group = anyio.create_task_group()
-        await group.__aenter__()
-        self._group = group
-        group.start_soon(self._pump, start, send)
-        return self
+    def _again(self) -> Exception:
+        return ExecutorUsageError(
+            "a RunStream runs its run once; call executor.stream(...) again for another run"
+        )
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        assert self._group is not None and self._receive is not None
-        self._group.cancel_scope.cancel()  # nothing left to wait for when the run ended
-        self._receive.close()
-        # The pump catches what the run raises, so the group ends clean; the block's own
-        # exception (the run's error from `async for`, a break's) goes on as itself rather
-        # than wrapped in an ExceptionGroup.
-        await self._group.__aexit__(None, None, None)
-        return None
+    def _prepare(self) -> None:
+        self._start = self._open()
 
-    async def _pump(
-        self,
-        start: Callable[[CommitTap], Awaitable[RunResult]],
-        send: MemoryObjectSendStream[Commit],
-    ) -> None:
+    async def _pump(self, send: MemoryObjectSendStream[Commit]) -> None:
+        assert self._start is not None
         tap = CommitTap(send)
         with send:
             try:
-                self.result = await start(tap)
+                self.result = await self._start(tap)
                 await tap.make_room()  # the last commits, then the end of the stream
             except Exception as exc:  # raised to the reader, not as a task group's group
                 self._crash = exc
 
-    def __aiter__(self) -> RunStream:
-        return self
-
     async def __anext__(self) -> Commit:
-        if self._receive is None:
-            raise ExecutorUsageError(
-                "iterate a stream inside its block: `async with executor.stream(input) as "
-                "commits: async for commit in commits: ...` (the block ends the run with it)"
-            )
-        try:
-            return await self._receive.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            pass
-        if self._crash is not None:
-            raise self._crash
+        commit = await self._next(
+            "iterate a stream inside its block: `async with executor.stream(input) as "
+            "commits: async for commit in commits: ...` (the block ends the run with it)"
+        )
+        if commit is not None:
+            return commit
         result = self.result
         if self._raise and result is not None and result.error is not None:
             raise result.error
