@@ -31,13 +31,13 @@ from trackway.engine import (
     RunResult,
     RunStore,
     Snapshot,
-    run_sync,
     thaw,
 )
 from trackway.tools import Identity
 
 from ._agent_hooks import Hooks
 from ._agent_record import LiveLog, RunRecord
+from ._agent_sync import AgentSyncTwins
 from ._builder import AgentBuilder
 from ._conversation import Conversation
 from ._errors import (
@@ -67,14 +67,14 @@ from ._person import answer_value
 from ._provider import Provider, ProviderError
 from ._result import AgentResult, result_of
 from ._stages import AgentConfig
-from ._stream import AgentStream
+from ._stream import Streaming
 
 __all__ = ["Agent"]
 
 _M = TypeVar("_M", bound=BaseModel)
 
 
-class Agent(Hooks, RunRecord):
+class Agent(Hooks, RunRecord, AgentSyncTwins, Streaming):
     """An LLM agent whose every step is a commit. Build with ``Agent.create(...)``."""
 
     @staticmethod
@@ -289,26 +289,6 @@ class Agent(Hooks, RunRecord):
             lambda ex: ex.resume(cp, value, timeout=timeout, raise_on_error=False)
         )
 
-    def resume_sync(
-        self,
-        checkpoint: Checkpoint | str | bytes,
-        answer: Any,
-        *,
-        identity: Identity | Mapping[str, Any] | None = None,
-        session_id: str | None = None,
-        timeout: float | None = None,
-    ) -> str | Paused:
-        """``resume`` for callers without an event loop."""
-        call = functools.partial(
-            self.resume,
-            checkpoint,
-            answer,
-            identity=identity,
-            session_id=session_id,
-            timeout=timeout,
-        )
-        return run_sync(call, name="Agent.resume_sync", twin="await agent.resume(...)")
-
     async def abandon_pause(self) -> dict[str, Any] | None:
         """Drop the question this agent's last run waits on, on the record: the waiting call
         gets a result saying the question was withdrawn and the run ends. Returns what was
@@ -329,12 +309,6 @@ class Agent(Hooks, RunRecord):
             "id": pending.call["id"],
             "name": pending.call["name"],
         }
-
-    def abandon_pause_sync(self) -> dict[str, Any] | None:
-        """``abandon_pause`` for callers without an event loop."""
-        return run_sync(
-            self.abandon_pause, name="Agent.abandon_pause_sync", twin="await agent.abandon_pause()"
-        )
 
     def _with_checkpoint(self, error: Exception, state: Mapping[str, Any]) -> Exception:
         """A provider failure, carrying the conversation up to the last completed iteration
@@ -382,26 +356,6 @@ class Agent(Hooks, RunRecord):
         initial = run_input(str(said[-1]["content"]), checkpoint, identity, session_id)
         initial["retry"] = True
         return await self._drive(lambda ex: ex.run(initial, timeout=timeout, raise_on_error=False))
-
-    def resume_on_error_sync(
-        self,
-        checkpoint: Conversation | str | bytes,
-        *,
-        identity: Identity | Mapping[str, Any] | None = None,
-        session_id: str | None = None,
-        timeout: float | None = None,
-    ) -> str | Paused:
-        """``resume_on_error`` for callers without an event loop."""
-        call = functools.partial(
-            self.resume_on_error,
-            checkpoint,
-            identity=identity,
-            session_id=session_id,
-            timeout=timeout,
-        )
-        return run_sync(
-            call, name="Agent.resume_on_error_sync", twin="await agent.resume_on_error(...)"
-        )
 
     async def _drive(
         self,
@@ -466,52 +420,6 @@ class Agent(Hooks, RunRecord):
         (result,) = kept
         paused = outcome if isinstance(outcome, Paused) else None
         return result_of(result.snapshot, result.state, paused)
-
-    def stream(
-        self,
-        message: str | Mapping[str, Any],
-        *,
-        identity: Identity | Mapping[str, Any] | None = None,
-        session_id: str | None = None,
-        continue_from: Conversation | None = None,
-        timeout: float | None = None,
-        buffer: int = 64,
-    ) -> AgentStream:
-        """Run one turn like :meth:`run`, handing its events to an ``async for`` as they
-        are emitted (tokens, model calls, tool calls with progress, the answer)::
-
-            async with agent.stream("Weather in Paris?") as events:
-                async for event in events:
-                    print(event.name, event.payload)
-            answer = events.outcome  # or events.result, an AgentResult
-
-        At most ``buffer`` events wait unread; a slower reader makes the run wait before
-        its next stage. Leaving the block early cancels the run. See :class:`AgentStream`.
-        """
-        if isinstance(buffer, bool) or not isinstance(buffer, int) or buffer < 1:
-            raise InvalidRunInputError(f"stream(buffer=...) must be an int >= 1, got {buffer!r}")
-        initial = run_input(message, continue_from, identity, session_id)
-        return AgentStream(self, initial, timeout, buffer)
-
-    def run_sync(
-        self,
-        message: str | Mapping[str, Any],
-        *,
-        identity: Identity | Mapping[str, Any] | None = None,
-        session_id: str | None = None,
-        continue_from: Conversation | None = None,
-        timeout: float | None = None,
-    ) -> str | Paused:
-        """``run`` for callers without an event loop."""
-        call = functools.partial(
-            self.run,
-            message,
-            identity=identity,
-            session_id=session_id,
-            continue_from=continue_from,
-            timeout=timeout,
-        )
-        return run_sync(call, name="Agent.run_sync", twin="await agent.run(...)")
 
     async def run_typed(
         self, message: str | Mapping[str, Any], **kwargs: Any

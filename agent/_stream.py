@@ -12,23 +12,26 @@ reader slows the run instead of letting memory grow. Leaving the block early can
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
 from trackway.engine import EmitEvent, Executor, RunResult
 from trackway.engine._stream import Pumped
+from trackway.tools import Identity
 
-from ._errors import AgentError
+from ._conversation import Conversation
+from ._errors import AgentError, InvalidRunInputError
+from ._inputs import run_input
 from ._paused import Paused
 from ._result import AgentResult, result_of
 
 if TYPE_CHECKING:
     from ._agent import Agent
 
-__all__ = ["AgentStream"]
+__all__ = ["AgentStream", "Streaming"]
 
 _GONE = (anyio.BrokenResourceError, anyio.ClosedResourceError)
 
@@ -117,3 +120,33 @@ class AgentStream(Pumped[EmitEvent]):
         if event is None:
             raise StopAsyncIteration
         return event
+
+
+class Streaming:
+    """``agent.stream(...)`` (mixed into :class:`~trackway.agent.Agent`)."""
+
+    def stream(
+        self,
+        message: str | Mapping[str, Any],
+        *,
+        identity: Identity | Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        continue_from: Conversation | None = None,
+        timeout: float | None = None,
+        buffer: int = 64,
+    ) -> AgentStream:
+        """Run one turn like :meth:`run`, handing its events to an ``async for`` as they
+        are emitted (tokens, model calls, tool calls with progress, the answer)::
+
+            async with agent.stream("Weather in Paris?") as events:
+                async for event in events:
+                    print(event.name, event.payload)
+            answer = events.outcome  # or events.result, an AgentResult
+
+        At most ``buffer`` events wait unread; a slower reader makes the run wait before
+        its next stage. Leaving the block early cancels the run. See :class:`AgentStream`.
+        """
+        if isinstance(buffer, bool) or not isinstance(buffer, int) or buffer < 1:
+            raise InvalidRunInputError(f"stream(buffer=...) must be an int >= 1, got {buffer!r}")
+        initial = run_input(message, continue_from, identity, session_id)
+        return AgentStream(cast("Agent", self), initial, timeout, buffer)

@@ -39,21 +39,21 @@ from ._errors import (
     ExecutorUsageError,
     RecoveryError,
     RunError,
-    RunTimeoutError,
     StateValueError,
     StoreWriteError,
 )
+from ._executor_sync import SyncTwins
 from ._fork import fork_run
 from ._paths import StagePath
 from ._recorder import ErrorEvent, RunEndEvent, RunStartEvent, check_recorder
 from ._recovery import recovery_plan, replay_index
 from ._redact import RedactionPolicy, Redactor
+from ._run_end import redacted_snapshot, timed_out
 from ._session import StoreSession, claim
 from ._snapshot import Snapshot
 from ._stage import Paused
 from ._store import Durability, RunStore, Sink
 from ._stream import CommitTap, RunStream
-from ._sync import run_sync
 from ._trust import PROCESS_KEY, as_checkpoint, trusted_log
 from ._values import FrozenDict, encode_value, freeze, thaw, to_bytes
 from ._walker import run_root
@@ -85,7 +85,7 @@ class RunResult:
     checkpoint: Checkpoint | None = None
 
 
-class Executor:
+class Executor(SyncTwins):
     """Runs one chart. Each ``run`` is isolated, so one executor may serve many at once.
 
     ``recorders`` observe every run; ``max_iterations`` bounds how many times any one loop
@@ -320,65 +320,6 @@ class Executor:
         session.begin(run)
         return await self._drive(run, None, timeout, raise_on_error)
 
-    def run_sync(
-        self,
-        input: Mapping[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-        raise_on_error: bool = True,
-    ) -> RunResult:
-        """``run`` for callers without an event loop (it starts one)."""
-        return run_sync(
-            functools.partial(self.run, input, timeout=timeout, raise_on_error=raise_on_error),
-            name="Executor.run_sync",
-            twin="await executor.run(...)",
-        )
-
-    def fork_from_sync(
-        self,
-        run: Snapshot | str,
-        k: int,
-        changes: Mapping[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-        raise_on_error: bool = True,
-    ) -> RunResult:
-        """``fork_from`` for callers without an event loop."""
-        return run_sync(
-            functools.partial(
-                self.fork_from, run, k, changes, timeout=timeout, raise_on_error=raise_on_error
-            ),
-            name="Executor.fork_from_sync",
-            twin="await executor.fork_from(...)",
-        )
-
-    def resume_sync(
-        self,
-        checkpoint: Checkpoint | str | bytes,
-        value: Any = None,
-        *,
-        timeout: float | None = None,
-        raise_on_error: bool = True,
-    ) -> RunResult:
-        """``resume`` for callers without an event loop."""
-        return run_sync(
-            functools.partial(
-                self.resume, checkpoint, value, timeout=timeout, raise_on_error=raise_on_error
-            ),
-            name="Executor.resume_sync",
-            twin="await executor.resume(...)",
-        )
-
-    def recover_sync(
-        self, run_id: str, *, timeout: float | None = None, raise_on_error: bool = True
-    ) -> RunResult:
-        """``recover`` for callers without an event loop."""
-        return run_sync(
-            functools.partial(self.recover, run_id, timeout=timeout, raise_on_error=raise_on_error),
-            name="Executor.recover_sync",
-            twin="await executor.recover(...)",
-        )
-
     # -- internals -----------------------------------------------------------------------
 
     def _prepared(self, input: Mapping[str, Any] | None, run_id: str | None = None) -> RunContext:
@@ -436,7 +377,7 @@ class Executor:
         except TimeoutError:
             if timeout is None:
                 raise
-            error = _timed_out(run, timeout)
+            error = timed_out(run, timeout)
         except BaseException:
             # Cancelled from outside (or KeyboardInterrupt): what committed still reaches the
             # store, the run is marked failed, and the cancellation goes on up.
@@ -497,7 +438,7 @@ class Executor:
             recorder_failures=rec.failures,
             observer_stats=rec.stats(),
         )
-        snapshot = live if run.redactor is None else _redacted(live, run.redactor)
+        snapshot = live if run.redactor is None else redacted_snapshot(live, run.redactor)
         if checkpoint is not None:
             checkpoint = self._finish_checkpoint(checkpoint, live, snapshot)
         if error is not None:
@@ -551,37 +492,3 @@ class Executor:
                 validator.check_input(key, data)
             run.initial[key] = data
             run.root.seed(key, freeze(owned))
-
-
-def _timed_out(run: RunContext, timeout: float) -> RunTimeoutError:
-    last = run.log[-1] if run.log else None
-    where = (
-        f"the stage in flight, {last.stage_path}, was cancelled and committed as 'cancelled'"
-        if last is not None and last.outcome == "cancelled"
-        else "it was stopped between stages"
-        + (
-            f", after {last.stage_path} (a sync stage cannot be cancelled while it runs: one "
-            "that overruns ends the run when it returns; make it async to be cancelled)"
-            if last is not None
-            else ""
-        )
-    )
-    return RunTimeoutError(
-        f"the run did not finish within timeout={timeout}s; {where}",
-        stage_path=last.stage_path if last is not None else None,
-    )
-
-
-def _redacted(live: Snapshot, redactor: Redactor) -> Snapshot:
-    """The retained snapshot: every commit through the funnel, its own time-travel index."""
-    return Snapshot.from_commits(
-        run_id=live.run_id,
-        chart_id=live.chart_id,
-        status=live.status,
-        initial=redactor.initial(live._initial),
-        commits=[redactor.commit(c) for c in live._commits],
-        break_reason=live.break_reason,
-        error=live.error,
-        recorder_failures=live.recorder_failures,
-        observer_stats=live.observer_stats,
-    )

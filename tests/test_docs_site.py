@@ -60,6 +60,15 @@ def test_site_builds_strict_with_the_api_reference(tmp_path: Path) -> None:
         assert not re.search(rf'id="trackway\.{namespace}\._', html), namespace
         # Docstrings render as Markdown, Sphinx roles included (docs_hooks/griffe_rst.py).
         assert ":class:" not in _text(html), namespace
+    # Methods a class gathers from its mixins are on its page (sync twins, streams, hooks).
+    for namespace, member in (
+        ("engine", "Executor.resume_sync"),
+        ("agent", "Agent.run_sync"),
+        ("agent", "Agent.stream"),
+        ("agent", "Agent.snapshot"),
+    ):
+        html = (reference / namespace / "index.html").read_text(encoding="utf-8")
+        assert f'id="trackway.{namespace}.{member}"' in html, member
     engine = _text((reference / "engine" / "index.html").read_text(encoding="utf-8"))
     assert re.search(r"Executor\s*\(\s*chart\s*:\s*FlowChart", engine), "no signature"
     assert "Runs one chart." in engine
