@@ -67,6 +67,10 @@ from ._replay import replay_async as replay_async
 from ._replay import save_recording as save_recording
 from ._replay import served_at as served_at
 from ._result import AgentResult as AgentResult
+from ._run_many import ItemResult as ItemResult
+from ._run_many import RunManyReport as RunManyReport
+from ._run_many import run_many as run_many
+from ._run_many import run_many_sync as run_many_sync
 from ._stream import AgentStream as AgentStream
 from ._transcript import TranscriptCall as TranscriptCall
 from ._transcript import transcript as transcript
@@ -95,6 +99,7 @@ __all__ = [
     "DecisionRequiredError",
     "InvalidAnswerError",
     "InvalidRunInputError",
+    "ItemResult",
     "LLMCall",
     "LLMRequest",
     "LLMResponse",
@@ -122,6 +127,7 @@ __all__ = [
     "ResumeIdentityConflictError",
     "RunCheckpointError",
     "RunInFlightError",
+    "RunManyReport",
     "RunUsage",
     "Sequence",
     "StreamDelta",
@@ -144,6 +150,8 @@ __all__ = [
     "receipts",
     "replay",
     "replay_async",
+    "run_many",
+    "run_many_sync",
     "save_recording",
     "served_at",
     "sliding_window",

@@ -87,6 +87,7 @@ if _typing.TYPE_CHECKING:
     from trackway.agent import DecisionRequiredError as DecisionRequiredError
     from trackway.agent import InvalidAnswerError as InvalidAnswerError
     from trackway.agent import InvalidRunInputError as InvalidRunInputError
+    from trackway.agent import ItemResult as ItemResult
     from trackway.agent import LLMCall as LLMCall
     from trackway.agent import LLMRequest as LLMRequest
     from trackway.agent import LLMResponse as LLMResponse
@@ -114,6 +115,7 @@ if _typing.TYPE_CHECKING:
     from trackway.agent import ResumeIdentityConflictError as ResumeIdentityConflictError
     from trackway.agent import RunCheckpointError as RunCheckpointError
     from trackway.agent import RunInFlightError as RunInFlightError
+    from trackway.agent import RunManyReport as RunManyReport
     from trackway.agent import RunUsage as RunUsage
     from trackway.agent import Sequence as Sequence
     from trackway.agent import StreamDelta as StreamDelta
@@ -136,6 +138,8 @@ if _typing.TYPE_CHECKING:
     from trackway.agent import receipts as receipts
     from trackway.agent import replay as replay
     from trackway.agent import replay_async as replay_async
+    from trackway.agent import run_many as run_many
+    from trackway.agent import run_many_sync as run_many_sync
     from trackway.agent import save_recording as save_recording
     from trackway.agent import served_at as served_at
     from trackway.agent import sliding_window as sliding_window
@@ -395,6 +399,7 @@ __all__ = [
     "InputValidationError",
     "InvalidAnswerError",
     "InvalidRunInputError",
+    "ItemResult",
     "LLMCall",
     "LLMRequest",
     "LLMResponse",
@@ -456,6 +461,7 @@ __all__ = [
     "RunError",
     "RunInFlightError",
     "RunInfo",
+    "RunManyReport",
     "RunResult",
     "RunStartEvent",
     "RunStore",
@@ -539,6 +545,8 @@ __all__ = [
     "replay",
     "replay_async",
     "request_input",
+    "run_many",
+    "run_many_sync",
     "run_sync",
     "save_recording",
     "select",
