@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import anyio
 import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -46,6 +47,19 @@ def lookup(args, ctx):
 
 TOOL = define_tool(
     name="lookup", description="Look things up.", input_schema=SCHEMA, execute=lookup
+)
+
+
+async def slow_lookup(args, ctx):
+    """The same lookup, async and slower for shorter queries: the calls of one answer run
+    at once and finish out of call order."""
+    await anyio.sleep(0.004 / (1 + len(str(args.get("q", "")))))
+    ctx.progress({"q": args.get("q")})
+    return lookup(args, ctx)
+
+
+ASYNC_TOOL = define_tool(
+    name="lookup", description="Look things up.", input_schema=SCHEMA, execute=slow_lookup
 )
 
 
@@ -100,6 +114,8 @@ features = st.fixed_dictionaries(
         "window": st.sampled_from([None, "sliding", "budget", "summary"]),
         "findings": st.lists(st.sampled_from(["fact", "open", "noise", "ruled-out"]), max_size=6),
         "cost": st.sampled_from([None, "warn", "halt"]),
+        # async lookups run at once, this many at a time (None: the sync tool, in order)
+        "parallel": st.sampled_from([None, 1, 2, 4]),
     }
 )
 
@@ -250,10 +266,11 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
             max_tool_result_chars=cap,
             pricing_table={"m-1": {"input": 1.0, "output": 2.0}} if feature["cost"] else None,
             cost_budget=(0.0005, feature["cost"]) if feature["cost"] else None,
+            max_parallel_tool_calls=feature["parallel"] or 4,
             **options,
         )
         .system("Be exact.")
-        .tool(TOOL)
+        .tool(ASYNC_TOOL if feature["parallel"] else TOOL)
     )
     if typed:
         builder.output_schema(Answer, retries=1)

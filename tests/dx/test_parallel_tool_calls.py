@@ -113,3 +113,32 @@ def test_sync_tools_run_in_call_order() -> None:
 def test_a_bad_bound_is_refused(bad: Any) -> None:
     with pytest.raises(AgentBuildError, match="max_parallel_tool_calls"):
         Agent.create(provider=mock(reply="x"), model="m", max_parallel_tool_calls=bad)
+
+
+def test_a_question_among_the_calls_settles_the_ones_before_it_then_pauses(
+    tmp_path: Path,
+) -> None:
+    from trackway import Paused, ask_human
+
+    probe = Probe({0: 0.03, 1: 0.0, 3: 0.0})
+    tool = define_tool(name="probe", description="P.", input_schema=SCHEMA, execute=probe.execute)
+    calls = [
+        {"id": "c0", "name": "probe", "args": {"n": 0}},
+        {"id": "c1", "name": "probe", "args": {"n": 1}},
+        {"id": "h", "name": "ask_human", "args": {"question": "go on?"}},
+        {"id": "c3", "name": "probe", "args": {"n": 3}},
+    ]
+    model = mock(replies=[{"tool_calls": calls}, "done"])
+    agent = Agent.create(provider=model, model="m").tool(tool).tool(ask_human()).build()
+    paused = agent.run_sync("go")
+    assert isinstance(paused, Paused)
+    assert probe.most == 2 and sorted(probe.finished) == [0, 1]  # 3 waits for the answer
+    assert agent.resume_sync(paused.checkpoint, "yes") == "done"
+    history = agent.snapshot().state["history"]
+    assert [m.get("tool_call_id") for m in history if m["role"] == "tool"] == [
+        "c0",
+        "c1",
+        "h",
+        "c3",
+    ]
+    replay(save_recording(agent, tmp_path / "rec.jsonl"))
