@@ -11,15 +11,13 @@ reader slows the run instead of letting memory grow. Leaving the block early can
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
 from trackway.engine import EmitEvent, Executor, RunResult
-from trackway.engine._stream import Pumped
+from trackway.engine._stream import Pumped, Tap
 from trackway.tools import Identity
 
 from ._conversation import Conversation
@@ -32,8 +30,6 @@ if TYPE_CHECKING:
     from ._agent import Agent
 
 __all__ = ["AgentStream", "Streaming"]
-
-_GONE = (anyio.BrokenResourceError, anyio.ClosedResourceError)
 
 
 class AgentStream(Pumped[EmitEvent]):
@@ -62,30 +58,12 @@ class AgentStream(Pumped[EmitEvent]):
         return AgentError(text)
 
     async def _pump(self, send: MemoryObjectSendStream[EmitEvent]) -> None:
-        waiting: deque[EmitEvent] = deque()  # heard while the channel was full, in order
+        tap = Tap[EmitEvent](send)  # an event that finds the channel full waits in it
         mine: list[str] = []  # this run's id, once its stream is open
 
         def hear(event: EmitEvent) -> None:
-            if not mine or event.run_id != mine[0]:
-                return  # another run of the same agent
-            if not waiting:
-                try:
-                    send.send_nowait(event)
-                    return
-                except anyio.WouldBlock:
-                    pass
-                except _GONE:
-                    return
-            waiting.append(event)
-
-        async def catch_up() -> None:
-            while waiting:
-                try:
-                    await send.send(waiting[0])
-                except _GONE:
-                    waiting.clear()
-                    return
-                waiting.popleft()
+            if mine and event.run_id == mine[0]:  # not another run of the same agent
+                tap(event)
 
         async def start(executor: Executor) -> RunResult:
             async with executor.stream(
@@ -93,7 +71,7 @@ class AgentStream(Pumped[EmitEvent]):
             ) as commits:
                 mine.append(commits.run_id)
                 async for _commit in commits:
-                    await catch_up()  # the run waits before its next stage meanwhile
+                    await tap.make_room()  # the run waits before its next stage meanwhile
             assert commits.result is not None
             return commits.result
 
@@ -102,9 +80,9 @@ class AgentStream(Pumped[EmitEvent]):
         with send:
             try:
                 self.outcome = await self._agent._drive(start, kept)
-                await catch_up()
+                await tap.make_room()
             except Exception as exc:  # raised to the reader, after its last event
-                await catch_up()
+                await tap.make_room()
                 self._crash = exc
             finally:
                 stop_listening()

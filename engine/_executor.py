@@ -55,7 +55,7 @@ from ._stage import Paused
 from ._store import Durability, RunStore, Sink
 from ._stream import CommitTap, RunStream
 from ._trust import PROCESS_KEY, as_checkpoint, trusted_log
-from ._values import FrozenDict, encode_value, freeze, thaw, to_bytes
+from ._values import FrozenDict, encode_entries, encode_value, freeze, thaw, to_bytes
 from ._walker import run_root
 
 __all__ = ["Executor", "RunResult", "RunStatus"]
@@ -480,14 +480,7 @@ class Executor(SyncTwins):
                 stage_path=None,
             )
         validator = run.validator(self.chart)
-        for key, value in input.items():
-            if type(key) is not str:
-                raise StateValueError(
-                    f"the run input has the key {key!r}; state keys are str",
-                    key=repr(key),
-                    stage_path=None,
-                )
-            data, owned = encode_value(value, key, None)
+        for key, data, owned in encode_entries(input, "the run input", None):
             if validator is not None:
                 validator.check_input(key, data)
             run.initial[key] = data

@@ -27,7 +27,7 @@ from ._detail import CommitDetail
 from ._errors import ChartMismatchError, ExecutorUsageError, OutOfRangeError, StateValueError
 from ._recovery import replay_index
 from ._snapshot import Snapshot
-from ._values import encode_value
+from ._values import encode_entries
 
 if TYPE_CHECKING:
     from ._context import RunContext
@@ -119,14 +119,7 @@ def _fork_commit(run: RunContext, parent: str, k: int, changes: Mapping[str, Any
         )
     validator = run.validator(run.chart)
     writes: list[Write] = []
-    for key, value in (changes or {}).items():
-        if type(key) is not str:
-            raise StateValueError(
-                f"fork_from(changes=...) has the key {key!r}; state keys are str",
-                key=repr(key),
-                stage_path=None,
-            )
-        data, owned = encode_value(value, key, path)
+    for key, data, owned in encode_entries(changes or {}, "fork_from(changes=...)", path):
         if validator is not None:
             validator.check_set(key, data, path)
         writes.append(("set", key, data, owned))

@@ -289,11 +289,18 @@ class _RunQueue:
         )
 
 
+_CHECKED: set[type] = set()  # recorder classes whose methods passed (an agent checks per run)
+
+
 def check_recorder(recorder: object) -> None:
     """Refuse, when a recorder is attached, the hooks that would fail silently: an
     ``async def`` hook (hooks are called, never awaited) and an ``on_...`` method whose name
-    is not a hook (a misspelling is never called)."""
+    is not a hook (a misspelling is never called). A class is checked once; what an instance
+    holds of its own (a hook set on it) each time."""
     target = recorder.recorder if isinstance(recorder, Deferred) else recorder
+    own = getattr(target, "__dict__", {})
+    if type(target) in _CHECKED and not any(k.startswith("on_") for k in own):
+        return
     label = getattr(target, "name", None) or type(target).__name__
     for attr in dir(target):
         if not attr.startswith("on_") or attr in HOOKS:
@@ -315,6 +322,8 @@ def check_recorder(recorder: object) -> None:
                 "(hand slow work to a thread or a queue, or wrap the recorder in "
                 "deferred(...))"
             )
+    if not any(k.startswith("on_") for k in own):
+        _CHECKED.add(type(target))
 
 
 class Dispatch:

@@ -26,35 +26,39 @@ from ._errors import ExecutorUsageError
 if TYPE_CHECKING:
     from ._executor import RunResult
 
-__all__ = ["CommitTap", "Pumped", "RunStream"]
+__all__ = ["CommitTap", "Pumped", "RunStream", "Tap"]
 
 _GONE = (anyio.BrokenResourceError, anyio.ClosedResourceError)
 
 
-class CommitTap:
-    """The run's end of a stream: takes each commit without waiting; a commit that finds
-    the channel full waits here (``waiting``) until ``make_room`` hands it over."""
+_T = TypeVar("_T")
 
-    def __init__(self, send: MemoryObjectSendStream[Commit]) -> None:
+
+class Tap(Generic[_T]):
+    """The producer's end of a stream: takes each item without waiting; an item that finds
+    the channel full waits here (``waiting``) until ``make_room`` hands it over, in order.
+    A run's commits go through one (:data:`CommitTap`), an agent turn's events another."""
+
+    def __init__(self, send: MemoryObjectSendStream[_T]) -> None:
         self._send = send
-        self._overflow: deque[Commit] = deque()  # commits made since the channel filled up
+        self._overflow: deque[_T] = deque()  # items made since the channel filled up
         self._lock = anyio.Lock()  # parallel strands wait for room together, in log order
         self.waiting = False
 
-    def __call__(self, commit: Commit) -> None:
+    def __call__(self, item: _T) -> None:
         if not self._overflow:
             try:
-                self._send.send_nowait(commit)
+                self._send.send_nowait(item)
                 return
             except anyio.WouldBlock:
                 pass
             except _GONE:  # the reader left; the run is being cancelled
                 return
-        self._overflow.append(commit)
+        self._overflow.append(item)
         self.waiting = True
 
     async def make_room(self) -> None:
-        """Wait until the reader has taken enough for every waiting commit to be handed
+        """Wait until the reader has taken enough for every waiting item to be handed
         over, in order."""
         async with self._lock:
             while self._overflow:
@@ -67,7 +71,8 @@ class CommitTap:
             self.waiting = False
 
 
-_T = TypeVar("_T")
+CommitTap = Tap[Commit]
+"""A run's end of :class:`RunStream`."""
 
 
 class Pumped(Generic[_T]):

@@ -31,6 +31,7 @@ __all__ = [
     "FrozenDict",
     "FrozenList",
     "check_key",
+    "encode_entries",
     "encode_value",
     "freeze",
     "key_fault",
@@ -250,6 +251,20 @@ _TRUE, _FALSE, _NULL = b"true", b"false", b"null"
 def to_bytes(value: Any) -> bytes:
     """Serialize an already-accepted state value (frozen views allowed)."""
     return _exact(orjson.dumps(value, default=to_plain, option=_DUMP_OPTIONS))
+
+
+def encode_entries(
+    values: Mapping[Any, Any], what: str, stage_path: str | None
+) -> Iterator[tuple[str, bytes, Any]]:
+    """Each entry of a mapping of state keys as ``(key, json_bytes, engine_owned_copy)``,
+    encoded once; a key that is not a ``str`` is refused naming ``what`` the mapping is."""
+    for key, value in values.items():
+        if type(key) is not str:
+            raise StateValueError(
+                f"{what} has the key {key!r}; state keys are str", key=repr(key), stage_path=None
+            )
+        data, owned = encode_value(value, key, stage_path)
+        yield key, data, owned
 
 
 def encode_value(

@@ -7,6 +7,11 @@ The facade is lazy (PEP 562): ``import trackway`` loads none of the layers, and 
 ``trackway.X`` (or ``from trackway import X``) imports the layer that defines ``X`` and what
 it needs, nothing more — ``from trackway import flow_chart`` never loads the agent layer or
 its HTTP client. The explicit re-exports below are read by type checkers and readers only.
+
+Why this module is over 500 lines and not split: some 60 lines are code; the rest is two
+lists of the same ~245 public names (the type checkers' imports and ``__all__``), one per
+line as ruff keeps them, checked against the layers by ``tests/test_exports.py``. Splitting
+a list across modules would only hide which names the facade has.
 """
 
 import os as _os
@@ -31,13 +36,9 @@ so looking a name up in this order never loads a layer the name does not need.""
 def _public_names(layer: _types.ModuleType) -> None:
     """Show ``layer``'s public classes and functions under this module (``trackway.StageError``,
     not a private path) in reprs and tracebacks."""
-    import inspect
+    from trackway.engine._public import publish
 
-    for name in layer.__all__:
-        obj = getattr(layer, name)
-        is_public = inspect.isclass(obj) or inspect.isfunction(obj)
-        if is_public and getattr(obj, "__module__", "").startswith(layer.__name__):
-            obj.__module__ = __name__
+    publish(layer.__all__, vars(layer), __name__, within=layer.__name__)
 
 
 class _Facade(_types.ModuleType):

@@ -7,7 +7,16 @@ from typing import Any
 import anyio
 import pytest
 
-from trackway import Agent, Paused, PendingQuestionError, ask_human, define_tool, mock
+from trackway import (
+    Agent,
+    Paused,
+    PendingQuestionError,
+    ask_human,
+    define_tool,
+    mock,
+    receipts,
+    served_at,
+)
 
 from ..backends import run_async
 
@@ -54,6 +63,9 @@ def test_concurrent_runs_each_keep_their_own_state() -> None:
         assert history[0] == ("user", question)
         assert history[2] == ("tool", f"found {question} for {result.run_id[-6:]}")
         assert result.snapshot.run_id == result.run_id
+        # the law holds for each run, however the runs interleaved
+        for k, receipt in enumerate(receipts(result.snapshot), start=1):
+            assert served_at(result.snapshot, k).hash == receipt["request_hash"]
     assert agent.snapshot().run_id in {r.run_id for r in results.values()}  # the last to end
 
 

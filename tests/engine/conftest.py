@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -12,3 +13,21 @@ from tests.backends import BACKENDS, use_backend
 @pytest.fixture(params=BACKENDS, autouse=True)
 def async_backend(request: pytest.FixtureRequest) -> Iterator[str]:
     yield from use_backend(request.param)
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Any]:
+    """Each store the conformance tests run on: memory, a SQLite file and PostgreSQL (when
+    TRACKWAY_TEST_PG_DSN is set; skipped otherwise). A module may narrow it with its own."""
+    from trackway import MemoryStore, SqliteStore
+
+    from .test_stores import _postgres
+
+    if request.param == "memory":
+        s: Any = MemoryStore()
+    elif request.param == "sqlite":
+        s = SqliteStore(tmp_path / "runs.db")
+    else:
+        s = _postgres()
+    yield s
+    s.close()

@@ -10,29 +10,14 @@ from trackway import (
     CheckpointClaimedError,
     Executor,
     ExecutorUsageError,
-    MemoryStore,
     PausedRun,
     RedactionPolicy,
-    RunStore,
     UnknownRunError,
     flow_chart,
 )
 from trackway.engine import SqliteStore
 
 from . import pause_charts as pc
-from .test_stores import _postgres
-
-
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def store(request, tmp_path):
-    if request.param == "memory":
-        s: RunStore = MemoryStore()
-    elif request.param == "sqlite":
-        s = SqliteStore(tmp_path / "runs.db")
-    else:
-        s = _postgres()
-    yield s
-    s.close()
 
 
 def test_paused_lists_waiting_runs_with_their_payloads(store):

@@ -38,18 +38,6 @@ def _postgres() -> RunStore:
     return PostgresStore(PG_DSN)
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def store(request, tmp_path):
-    if request.param == "memory":
-        s: RunStore = MemoryStore()
-    elif request.param == "sqlite":
-        s = SqliteStore(tmp_path / "runs.db")
-    else:
-        s = _postgres()
-    yield s
-    s.close()
-
-
 def growing_chart(n: int = 20):
     def step(s):
         i = s.get("i", 0) + 1

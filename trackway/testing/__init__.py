@@ -11,6 +11,8 @@
   ``@pytest.mark.block_network`` in one; fixtures ``test_model`` and ``blocked_network``.
 """
 
+from trackway.engine._public import publish as _publish
+
 from ._network import NetworkBlock as NetworkBlock
 from ._network import NetworkBlockedError as NetworkBlockedError
 from ._network import block_network as block_network
@@ -19,14 +21,4 @@ from ._test_model import TestModel as TestModel
 __all__ = ["NetworkBlock", "NetworkBlockedError", "TestModel", "block_network"]
 
 
-def _public_names() -> None:
-    """Show the test doubles under their public module in reprs and tracebacks."""
-    import inspect
-
-    for name in __all__:
-        obj = globals()[name]
-        if inspect.isclass(obj) or inspect.isfunction(obj):
-            obj.__module__ = __name__
-
-
-_public_names()
+_publish(__all__, globals(), __name__)  # shown as trackway.testing.X in reprs and tracebacks
