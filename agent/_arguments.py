@@ -28,8 +28,10 @@ def filled(
 ) -> Filling | None:
     """The call's arguments after the tool's rules and the person's answers (``None`` when
     the tool has no rules, or its arguments could not be read)."""
+    if not tool.ask_or_assume:  # no rules: nothing to fill (and no copy to make)
+        return None
     args = thaw(call.get("args") or {})
-    if not tool.ask_or_assume or unparsed(args):
+    if unparsed(args):
         return None
     done = fill(args, tool.ask_or_assume)
     if not answered:

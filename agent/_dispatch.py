@@ -1,32 +1,28 @@
-"""Running one turn's tool calls: checks, gates, the tool itself, what the model reads, and
-the ``tool_results`` row of each call, written with the ``tool`` messages."""
+"""Running one turn's tool calls: checks, gates, the calls that may run (run by
+:mod:`._tool_run`), what the model reads, and the ``tool_results`` row of each call, written
+with the ``tool`` messages."""
 
 from __future__ import annotations
 
 import inspect
 import logging
 from collections.abc import Mapping
-from typing import Any, NamedTuple
-
-import anyio
-import jsonschema
+from typing import Any
 
 from trackway.engine import Scope, thaw
-from trackway.tools import Identity, Tool, ToolContext
-from trackway.tools._assume import Filling
-from trackway.tools._coverage_items import DeclarationRefused
+from trackway.tools import Tool
 from trackway.tools._gate import GateDecision, gate_decision
-from trackway.tools._outcome import RecordedOutcome, argument_errors, unparsed
+from trackway.tools._outcome import argument_errors, unparsed
 
-from ._arguments import arguments_question, filled, noted
-from ._config import CURRENT_SCOPE, AgentConfig
+from ._arg_check import checks as _checks
+from ._arguments import arguments_question, filled
+from ._config import AgentConfig, emit_built
 from ._config import emit as _emit
 from ._coverage import coverage_row
 from ._findings import file_declaration, peel, served_ids
-from ._nudge import nudged
-from ._parallel_calls import run_together
 from ._person import question_for
-from ._served import ROW_FLAGS, Outcome, served
+from ._served import ROW_FLAGS, Outcome
+from ._tool_run import Ready, context, run_one
 
 _log = logging.getLogger("trackway.tools")
 
@@ -35,10 +31,6 @@ __all__ = ["NOT_RUN", "ROW_FLAGS", "WITHDRAWN", "Batch", "Outcome", "dispatch", 
 
 WITHDRAWN = "The person did not answer: the question was withdrawn."
 NOT_RUN = "Not run: the turn ended when the question was withdrawn."
-
-
-def _result(call: Mapping[str, Any], content: str) -> dict[str, Any]:
-    return {"role": "tool", "content": content, "tool_call_id": call["id"], "name": call["name"]}
 
 
 class Batch:
@@ -59,7 +51,7 @@ class Batch:
         self, scope: Scope, call: Mapping[str, Any], done: Outcome, *, announce: bool = True
     ) -> None:
         if announce:
-            _emit(
+            emit_built(
                 scope,
                 "stream.tool_end",
                 {
@@ -132,7 +124,7 @@ async def dispatch(
     picks up from there). ``answered``: the person's values for ruled arguments of
     ``calls[start]``."""
     iteration = scope["iteration"]
-    ready = _Ready(cfg, scope, iteration)  # outcomes in call order; runnable calls wait here
+    ready = Ready(cfg, scope, iteration)  # outcomes in call order; runnable calls wait here
     for index in range(start, len(calls)):
         call = calls[index]
         given = answered if index == start else None
@@ -149,7 +141,7 @@ async def dispatch(
                     name=call["name"],
                 )
         if given is None:
-            _emit(
+            emit_built(
                 scope,
                 "stream.tool_start",
                 {"id": call["id"], "name": call["name"], "args": call.get("args", {})},
@@ -204,24 +196,7 @@ async def dispatch(
     if scope.get("pending_question") is not None:
         del scope["pending_question"]
     scope["iteration"] = iteration + 1
-    _emit(scope, "agent.iteration_end", {"iteration": iteration, "tool_calls": len(calls)})
-
-
-def _context(
-    tool: Tool, scope: Scope, call: Mapping[str, Any], iteration: int, **extra: Any
-) -> ToolContext:
-    """What a gate or a tool knows about the call (``extra``: the call's cancel scope and
-    progress channel)."""
-    identity = scope.get("identity")
-    return ToolContext(
-        call_id=call["id"],
-        tool_name=tool.name,
-        run_id=scope.run_id,
-        iteration=iteration,
-        identity=None if identity is None else Identity.model_validate(thaw(identity)),
-        session_id=scope.get("session_id"),
-        **extra,
-    )
+    emit_built(scope, "agent.iteration_end", {"iteration": iteration, "tool_calls": len(calls)})
 
 
 async def _gated(
@@ -238,7 +213,7 @@ async def _gated(
     gates = [g for g in (tool.gate, cfg.gate) if g is not None]
     if not gates:
         return None
-    ctx = _context(tool, scope, call, iteration)
+    ctx = context(tool, scope, call, iteration)
     view = {"id": call["id"], "name": tool.name, "args": thaw(args)}
     for gate in gates:
         verdict = gate(view, ctx)
@@ -302,11 +277,11 @@ def _invalid(
     failing path, ``"warn"`` runs and emits ``validation.args_invalid``, ``"off"`` skips."""
     if cfg.arg_validation == "off":
         return None
-    validator = cfg.validators.get(tool.name)
-    if validator is None:
-        validator = cfg.validators[tool.name] = jsonschema.Draft202012Validator(
-            dict(tool.input_schema)
-        )
+    quick, validator = cfg.validators.get(tool.name) or cfg.validators.setdefault(
+        tool.name, _checks(tool)
+    )
+    if quick is not None and quick(args):  # plainly valid (the validator would agree)
+        return None
     errors = argument_errors(validator, thaw(args))
     if not errors:
         return None
@@ -323,172 +298,6 @@ def _invalid(
         f"Error: invalid arguments for {tool.name}: {'; '.join(errors)}. "
         "Call the tool again with arguments that match its schema."
     )
-
-
-class _Ready:
-    """The outcomes of one answer's calls, in call order: refusals and denials as they come,
-    runnable calls held until :meth:`settle` runs them together (bounded by
-    ``max_parallel_tool_calls``) and adds everything to the batch in call order."""
-
-    def __init__(self, cfg: AgentConfig, scope: Scope, iteration: int) -> None:
-        self.cfg, self.scope, self.iteration = cfg, scope, iteration
-        self.slots: list[tuple[Mapping[str, Any], Outcome | None]] = []
-        self.jobs: list[tuple[int, Mapping[str, Any], Tool, Any, Filling | None]] = []
-
-    def add(self, call: Mapping[str, Any], done: Outcome) -> None:
-        self.slots.append((call, done))
-
-    def run_later(
-        self, call: Mapping[str, Any], tool: Tool, given: Any, filling: Filling | None
-    ) -> None:
-        self.jobs.append((len(self.slots), call, tool, given, filling))
-        self.slots.append((call, None))
-
-    async def settle(self, batch: Batch) -> None:
-        cfg, iteration = self.cfg, self.iteration
-        replayed: dict[int, list[bool]] = {n: [] for n in range(len(self.jobs))}
-
-        def job(n: int) -> Any:
-            _, call, tool, given, filling = self.jobs[n]
-            return lambda sc: run_one(cfg, sc, call, iteration, tool, given, filling, replayed[n])
-
-        # A sync tool blocks the event loop: running it "at once" would only reorder calls,
-        # so an answer's calls run together only when every one of their tools is async.
-        limit = cfg.parallel_tool_calls if all(j[2].is_async for j in self.jobs) else 1
-        ran = await run_together(self.scope, [job(n) for n in range(len(self.jobs))], limit)
-        finished: dict[int, tuple[Outcome, list[tuple[str, Any]]]] = {
-            self.jobs[n][0]: ran[n] for n in range(len(self.jobs))
-        }
-        together = limit > 1 and len(self.jobs) > 1  # else each ran on the stage's scope
-        nth = {self.jobs[n][0]: n for n in range(len(self.jobs))}
-        for slot, (call, outcome) in enumerate(self.slots):
-            if outcome is None:
-                outcome, held = finished[slot]
-                for name, payload in held:  # a call's own events, in call order
-                    self.scope.emit(name, payload)
-                flags = replayed[nth[slot]]
-                fresh = not (flags and flags[0])  # a replay serves the nudge as recorded
-                if together and fresh and cfg.repeated_call_nudge and outcome.status == "success":
-                    outcome = nudged(self.scope, call, outcome)  # judged in call order
-            batch.add(self.scope, call, outcome)
-        self.slots, self.jobs = [], []
-
-
-async def run_one(
-    cfg: AgentConfig,
-    scope: Scope,
-    call: Mapping[str, Any],
-    iteration: int,
-    tool: Tool | None = None,
-    answered: Mapping[str, Any] | None = None,
-    filling: Filling | None = None,
-    replayed_into: list[bool] | None = None,
-) -> Outcome:
-    """Run one checked call with ``agent.emit`` pointed at this stage (with the tool's
-    ``ask_or_assume`` rules and the person's ``answered`` values applied; ``filling`` when
-    the caller already worked it out). ``replayed_into`` gets whether the outcome was a
-    replay's recorded one."""
-    tool = tool if tool is not None else cfg.tools[call["name"]]
-    if cfg.findings:
-        call = peel(call)[0]
-    if filling is None:
-        filling = filled(tool, call, answered)
-    args = thaw(call.get("args") or {}) if filling is None else filling.args
-    token = CURRENT_SCOPE.set(scope)
-    try:
-        done, replayed = await _execute(cfg, tool, scope, call, iteration, args)
-    finally:
-        CURRENT_SCOPE.reset(token)
-    if replayed_into is not None:
-        replayed_into.append(replayed)
-    if filling is None or replayed:  # a replay serves the recorded note and row as they were
-        return done
-    return noted(scope, call, filling, answered, done)
-
-
-async def _execute(
-    cfg: AgentConfig,
-    tool: Tool,
-    scope: Scope,
-    call: Mapping[str, Any],
-    iteration: int,
-    args: dict[str, Any],
-) -> tuple[Outcome, bool]:
-    """Run the tool on its own copy of ``args`` (the recorded call must not change); every
-    failure becomes a result the model can read and act on. The flag: a replayed outcome."""
-    result: Any = None
-
-    def progress(payload: Any) -> None:
-        event = {"id": call["id"], "name": tool.name, "iteration": iteration}
-        try:
-            scope.emit("stream.tool_progress", {**event, "payload": payload})
-        except Exception as exc:  # never raises into the tool: the record says what was lost
-            scope.emit("stream.tool_progress", {**event, "dropped": type(exc).__name__})
-
-    def emit(name: str, payload: dict[str, Any]) -> None:
-        _emit(scope, name, payload)
-
-    sessions = cfg.sessions
-    if len(sessions):  # the lazy sweep: idle and evicted sessions close before a call
-        await sessions.close(sessions.due(), "idle", emit)
-
-    def on_session(fn: Any, session_scope: str, key: str | None) -> None:
-        sessions.register(ctx, fn, session_scope, key, emit)
-
-    inner: list[dict[str, Any]] = []
-
-    with anyio.CancelScope() as cancel_scope:
-        ctx = _context(
-            tool,
-            scope,
-            call,
-            iteration,
-            cancel_scope=cancel_scope,
-            on_progress=progress,
-            on_session=on_session,
-            on_run=inner.append,
-        )
-        try:
-            result = tool.execute(args, ctx)
-            if inspect.isawaitable(result):
-                result = await result
-        except DeclarationRefused as exc:  # a helper that cannot honour its declaration
-            result = _Failed(f"refused: {exc}")
-        except Exception as exc:
-            result = _Failed(
-                f"Error: {tool.name} failed: {type(exc).__name__}: {exc}",
-                {"kind": "raised", "type": type(exc).__name__, "message": str(exc)},
-            )
-            _log.error(
-                "tool %r raised %s in run %s (call %s); the model reads: %s",
-                tool.name,
-                type(exc).__name__,
-                scope.run_id,
-                call["id"],
-                result.text,
-                exc_info=exc,
-            )
-    if len(sessions):
-        await sessions.close(sessions.due(call_id=call["id"]), "call_end", emit)
-    runs = tuple(inner)
-    if isinstance(result, _Failed):
-        flags = None if result.error is None else {"error": result.error}
-        return Outcome("failure", result.text, (), flags, runs=runs), False
-    if cancel_scope.cancelled_caught:
-        cancelled = f"Error: {tool.name} was cancelled before it returned a result."
-        return Outcome("failure", cancelled, runs=runs), False
-    if isinstance(result, RecordedOutcome):  # a replay: served as recorded, nothing redone
-        row = result.row
-        flags = {k: v for k, v in row.items() if k in ROW_FLAGS}  # in the order recorded
-        effects = tuple(row.get("effects", ()))
-        recorded = Outcome(row["status"], result.content, effects, flags, result.declared)
-        return recorded._replace(runs=result.runs), True
-    return served(cfg, tool, scope, call, iteration, result)._replace(runs=runs), False
-
-
-class _Failed(NamedTuple):
-    text: str
-    error: dict[str, str] | None = None
 
 
 def _refusal(kind: str, call: Mapping[str, Any], text: str) -> dict[str, str]:

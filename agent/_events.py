@@ -66,17 +66,20 @@ class EventBus(Recorder):
         return len(self._listeners.get(pattern, ()))
 
     def on_emit(self, event: EmitEvent) -> None:
-        if not self._listeners:
+        listeners = self._listeners
+        if not listeners:
             return
+        name = event.name
+        domain = name.split(".", 1)[0] + ".*"
+        if name not in listeners and domain not in listeners and "*" not in listeners:
+            return  # nobody listens to this event: nothing to build
         if "/" in event.stage_path and isinstance(event.payload, Mapping):
             member = member_of(event.stage_path)  # a composition member's event says whose
             if member:
                 event = event._replace(payload={**event.payload, "member": member})
-        name = event.name
-        domain = name.split(".", 1)[0] + ".*"
         failure: Exception | None = None
         for pattern in (name, domain, "*"):
-            for fn in list(self._listeners.get(pattern, ())):
+            for fn in list(listeners.get(pattern, ())):
                 try:
                     fn(event)
                 except Exception as exc:  # the other listeners still hear the event

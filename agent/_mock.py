@@ -6,7 +6,7 @@ import difflib
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from ._messages import LLMRequest, LLMResponse, StreamDelta, ToolCall, Usage
+from ._messages import LLMRequest, LLMResponse, StreamDelta, Usage
 from ._provider import ProviderConfigError, ProviderError
 
 __all__ = ["MockExhaustedError", "MockProvider", "mock"]
@@ -46,23 +46,29 @@ def _check_reply(reply: Reply, n: int) -> None:
         _unknown(call, _CALL_KEYS, f"mock reply {n}, tool call {i}")
 
 
-def _as_response(reply: Reply, n: int) -> LLMResponse:
+def _as_response(reply: Reply, n: int, *, checked: bool = False) -> LLMResponse:
+    """The reply as a response, validated once (the mock is the edge the scripted reply
+    enters by): a dict reply and its calls in one validation. ``checked``: its keys were
+    checked when the script was given."""
     if isinstance(reply, LLMResponse):
         return reply
     if isinstance(reply, str):
         return LLMResponse(content=reply, stop_reason="stop")
     if isinstance(reply, dict):
-        _check_reply(reply, n)
-        calls = tuple(
-            ToolCall(id=c.get("id") or f"call_{n}_{i}", name=c["name"], args=c.get("args", {}))
+        if not checked:
+            _check_reply(reply, n)
+        calls = [
+            {"id": c.get("id") or f"call_{n}_{i}", "name": c["name"], "args": c.get("args", {})}
             for i, c in enumerate(reply.get("tool_calls", ()))
-        )
+        ]
         usage = reply.get("usage")
-        return LLMResponse(
-            content=reply.get("content", ""),
-            tool_calls=calls,
-            usage=Usage(**usage) if usage else None,
-            stop_reason=reply.get("stop_reason", "tool_use" if calls else "stop"),
+        return LLMResponse.model_validate(
+            {
+                "content": reply.get("content", ""),
+                "tool_calls": calls,
+                "usage": Usage(**usage) if usage else None,
+                "stop_reason": reply.get("stop_reason", "tool_use" if calls else "stop"),
+            }
         )
     raise ProviderConfigError(
         f"mock reply {n} is {reply!r}; a reply is a str (the answer), a dict "
@@ -105,7 +111,7 @@ class MockProvider:
                 f"every call it served) but the script has {len(self._replies)}; add replies, "
                 "or check max_iterations"
             )
-        return _as_response(self._replies[n], n)
+        return _as_response(self._replies[n], n, checked=True)
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         return self._next(request)

@@ -3,6 +3,12 @@
 ``call-llm`` and ``served_at`` both use :func:`assemble`, so a request rebuilt from the log
 is the request that was sent. Hashes are kept running over per-message pieces during a run,
 so a call costs O(new messages), not O(history).
+
+The history is read as the engine holds it: each entry was decoded once, when it was
+written, and is read here without another copy (``_trusted_message``). An entry of the shape
+the library writes becomes a :class:`Message` without re-validation; any other entry is
+validated as before. The parts of the request that change only with the settings, the system
+prompt or the tools are built once per value of those keys (``_Frame``).
 """
 
 from __future__ import annotations
@@ -11,9 +17,12 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from trackway.engine import thaw
+import orjson
 
-from ._messages import LLMRequest, Message, ToolSpec, canonical_json, sha256
+from trackway.engine import thaw
+from trackway.engine._values import FrozenList
+
+from ._messages import LLMRequest, Message, ToolCall, ToolSpec, canonical_json, sha256
 from ._window import standing_in_message
 
 __all__ = ["Assembled", "MessageCache", "assemble", "receipt_for", "ticket_text"]
@@ -23,11 +32,23 @@ class MessageCache:
     """Per-run memo of the history: Message objects, and running hashes of its canonical
     bytes, so each call hashes only the messages added since the last one."""
 
-    __slots__ = ("_backing", "_msg", "_prefix", "_req", "_served", "bytes", "messages")
+    __slots__ = (
+        "_backing",
+        "_frame",
+        "_msg",
+        "_overlay",
+        "_prefix",
+        "_req",
+        "_served",
+        "bytes",
+        "messages",
+    )
 
     def __init__(self) -> None:
         self._backing: int | None = None
         self._served: _Served | None = None
+        self._frame: _Frame | None = None
+        self._overlay: tuple[Any, Any, _Overlay] | None = None
         self.messages: list[Message] = []
         self.bytes: list[bytes] = []
         self._prefix = b""
@@ -45,10 +66,13 @@ class MessageCache:
         if prefix != self._prefix:  # new settings: hash the request from the start again
             self._prefix = prefix
             self._req = hashlib.sha256(prefix + b"[" + b",".join(self.bytes))
-        for entry in history[len(self.messages) :]:
-            message = Message.model_validate(thaw(entry))
-            # the piece is the message as the request serializes it (defaults, types)
-            piece = canonical_json(message.model_dump(mode="json", exclude_none=True))
+        start = len(self.messages)
+        if type(history) is FrozenList:  # the engine's own decoded entries: read, not copied
+            entries: Sequence[Any] = history._backing[start : len(history)]
+        else:
+            entries = history[start:]
+        for entry in entries:
+            message, piece = _message(entry)
             sep = b"," if self.bytes else b""
             self.messages.append(message)
             self.bytes.append(piece)
@@ -73,7 +97,7 @@ class MessageCache:
         req.update(b"]" + suffix)
         msg = served.msg.copy()
         msg.update(b"]")
-        return tuple(served.messages), req.hexdigest(), msg.hexdigest()
+        return _upto(served.messages, len(served.messages)), req.hexdigest(), msg.hexdigest()
 
     def hashes(self, suffix: bytes) -> tuple[str, str]:
         """(request hash, messages hash) with the message list closed and ``suffix`` added."""
@@ -151,6 +175,7 @@ class Assembled(NamedTuple):
     messages_hash: str
     tools_hash: str | None
     tool_hashes: dict[str, str]
+    system_hash: str | None = None
 
 
 def _field(name: str, value: bytes) -> bytes:
@@ -172,26 +197,27 @@ def _settings_fields(settings: Mapping[str, Any], names: tuple[str, ...]) -> byt
     )
 
 
-def assemble(state: Mapping[str, Any], cache: MessageCache | None = None) -> Assembled:
-    """The request for the next model call, from state alone (pure: no clock, no config).
+class _Frame(NamedTuple):
+    """What a request takes from ``settings``, ``system_prompt`` and ``tools``: built once
+    per value of those keys (``source``, compared by identity: committed values are
+    immutable, so the same object means the same bytes)."""
 
-    The hashes are of the request's canonical JSON (sorted keys), built from pieces so that
-    they equal ``sha256(request.canonical_json())`` without serializing the whole request.
-    The settings were made plain JSON when ``seed`` committed them (floats as floats, ``stop``
-    as a list), so their bytes here are the bytes the request model dumps.
-    """
-    cache = cache if cache is not None else MessageCache()
-    history = state["history"]
-    settings = thaw(state["settings"])
-    system = state.get("system_prompt")
-    tools_state = None if state.get("wrap_up_asked") else state.get("tools")
+    source: tuple[Any, Any, Any]
+    prefix: bytes
+    suffix: bytes
+    fields: dict[str, Any]
+    tools_hash: str | None
+    tool_hashes: dict[str, str]
+    system_hash: str | None
+
+
+def _frame_of(settings_value: Any, system: Any, tools_state: Any) -> _Frame:
+    settings = thaw(settings_value)
     prefix = b"{"
     for name in _BEFORE_MESSAGES:
         if settings.get(name) is not None:
             prefix += _field(name, canonical_json(settings[name])) + b","
     prefix += b'"messages":'
-    cache.advance(history, prefix)
-    n = len(history)
     suffix = b"," + _field("model", canonical_json(settings["model"]))
     suffix += _settings_fields(settings, _AFTER_MODEL)
     if system is not None:
@@ -212,30 +238,182 @@ def assemble(state: Mapping[str, Any], cache: MessageCache | None = None) -> Ass
             suffix += b"," + _field("tool_choice", canonical_json(tool_choice))
         suffix += b"," + _field("tools", tools_bytes)
     suffix += _settings_fields(settings, _AFTER_TOOLS)
+    stop = settings.get("stop")
+    fields = {
+        "model": settings["model"],
+        "system": system,
+        "messages": (),
+        "tools": tools,
+        "temperature": settings.get("temperature"),
+        "max_tokens": settings.get("max_tokens"),
+        "tool_choice": tool_choice,
+        "seed": settings.get("seed"),
+        "top_p": settings.get("top_p"),
+        "stop": None if stop is None else tuple(stop),
+        "response_format": settings.get("response_format"),
+        "extra_body": settings.get("extra_body"),
+    }
+    system_hash = None if system is None else sha256(canonical_json(system))
+    return _Frame(
+        (settings_value, system, tools_state),
+        prefix,
+        suffix + b"}",
+        fields,
+        tools_hash,
+        tool_hashes,
+        system_hash,
+    )
+
+
+def assemble(state: Mapping[str, Any], cache: MessageCache | None = None) -> Assembled:
+    """The request for the next model call, from state alone (pure: no clock, no config).
+
+    The hashes are of the request's canonical JSON (sorted keys), built from pieces so that
+    they equal ``sha256(request.canonical_json())`` without serializing the whole request.
+    The settings were made plain JSON when ``seed`` committed them (floats as floats, ``stop``
+    as a list), so their bytes here are the bytes the request model dumps. With a ``cache``
+    (one per run and mount), a call costs O(new messages): the frame is reused while the
+    settings, system prompt and tools are the committed values they were.
+    """
+    cache = cache if cache is not None else MessageCache()
+    history = state["history"]
+    settings_value = state["settings"]
+    system = state.get("system_prompt")
+    tools_state = None if state.get("wrap_up_asked") else state.get("tools")
+    frame = cache._frame
+    if frame is None or not _same(frame.source, (settings_value, system, tools_state)):
+        frame = cache._frame = _frame_of(settings_value, system, tools_state)
+    cache.advance(history, frame.prefix)
+    n = len(history)
     view = state.get("window_view")
     tickets = state.get("findings_tickets")
     if view or tickets:  # what is served differs from history: the committed overlay
-        overlay = _Overlay(thaw(view or {}), thaw(tickets or {}))
-        messages, request_hash, messages_hash = cache.overlaid(n, prefix, suffix + b"}", overlay)
+        known = cache._overlay
+        if known is not None and known[0] is view and known[1] is tickets:
+            overlay = known[2]
+        else:
+            overlay = _Overlay(thaw(view or {}), thaw(tickets or {}))
+            cache._overlay = (view, tickets, overlay)
+        messages, request_hash, messages_hash = cache.overlaid(
+            n, frame.prefix, frame.suffix, overlay
+        )
     else:
-        request_hash, messages_hash = cache.hashes(suffix + b"}")
-        messages = tuple(cache.messages[:n])
-    stop = settings.get("stop")
-    request = LLMRequest.model_construct(
-        model=settings["model"],
-        system=system,
-        messages=messages,
-        tools=tools,
-        temperature=settings.get("temperature"),
-        max_tokens=settings.get("max_tokens"),
-        tool_choice=tool_choice,
-        seed=settings.get("seed"),
-        top_p=settings.get("top_p"),
-        stop=None if stop is None else tuple(stop),
-        response_format=settings.get("response_format"),
-        extra_body=settings.get("extra_body"),
+        request_hash, messages_hash = cache.hashes(frame.suffix)
+        messages = _upto(cache.messages, n)
+    fields = dict(frame.fields)
+    fields["messages"] = messages
+    request = _trusted(LLMRequest, fields, _REQUEST_FIELDS)
+    return Assembled(
+        request, request_hash, messages_hash, frame.tools_hash, frame.tool_hashes, frame.system_hash
     )
-    return Assembled(request, request_hash, messages_hash, tools_hash, tool_hashes)
+
+
+def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    return all(x is y for x, y in zip(a, b, strict=True))
+
+
+def _upto(items: list[Message], n: int) -> tuple[Message, ...]:
+    return tuple(items) if n == len(items) else tuple(items[:n])
+
+
+_REQUEST_FIELDS = frozenset(LLMRequest.model_fields)
+_MESSAGE_KEYS = frozenset(Message.model_fields)
+_CALL_KEYS = frozenset(ToolCall.model_fields)
+_ROLES = frozenset(("user", "assistant", "tool"))
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _trusted(cls: type[Any], fields: dict[str, Any], given: Any) -> Any:
+    """An instance of the pydantic model ``cls`` holding ``fields`` as they are (every field
+    present, already of its type), ``given`` its set fields: ``model_construct`` without its
+    per-field pass, for values the library built or checked itself."""
+    instance = _new(cls)
+    _set(instance, "__dict__", fields)
+    _set(instance, "__pydantic_fields_set__", set(given))
+    _set(instance, "__pydantic_extra__", None)
+    _set(instance, "__pydantic_private__", None)
+    return instance
+
+
+def _message(entry: Any) -> tuple[Message, bytes]:
+    """A history entry as a :class:`Message` and its piece of the request's canonical JSON
+    (the message as the request serializes it: defaults filled in, ``None`` left out).
+
+    The entry is the engine's decoded copy and is only read: the message gets copies of the
+    arguments it holds. An entry of any shape but the one the library writes (plain str
+    fields, known keys, ``tool_calls`` a list of ``{id, name, args}``) is validated, raising
+    what validation raises."""
+    fields = _trusted_fields(entry)
+    if fields is None:
+        message = Message.model_validate(thaw(entry))
+        return message, canonical_json(message.model_dump(mode="json", exclude_none=True))
+    wire = {k: v for k, v in fields.items() if v is not None}
+    calls = fields["tool_calls"]
+    if calls is not None:
+        wire["tool_calls"] = [
+            {"id": c["id"], "name": c["name"], "args": c.get("args", _EMPTY)} for c in calls
+        ]
+        fields["tool_calls"] = tuple(
+            _trusted(
+                ToolCall,
+                {"id": c["id"], "name": c["name"], "args": _copy(c.get("args", _EMPTY))},
+                c,
+            )
+            for c in calls
+        )
+    return _trusted(Message, fields, entry), canonical_json(wire)
+
+
+_EMPTY: dict[str, Any] = {}
+
+
+def _copy(args: dict[str, Any]) -> dict[str, Any]:
+    """A plain copy of a call's arguments (never the engine's own dict)."""
+    for value in args.values():
+        if type(value) is dict or type(value) is list:
+            copied: dict[str, Any] = orjson.loads(orjson.dumps(args))
+            return copied
+    return dict(args)
+
+
+def _trusted_fields(entry: Any) -> dict[str, Any] | None:
+    """The fields of a :class:`Message` for ``entry`` when it is of the shape the library
+    writes, exactly as validation would make them; ``None`` for anything else."""
+    if type(entry) is not dict or not _MESSAGE_KEYS.issuperset(entry):
+        return None
+    role = entry.get("role")
+    content = entry.get("content", "")
+    if role not in _ROLES or type(content) is not str:
+        return None
+    for key in ("tool_call_id", "name"):
+        value = entry.get(key)
+        if value is not None and type(value) is not str:
+            return None
+    origin = entry.get("origin")
+    if origin is not None and origin != "library":
+        return None
+    calls = entry.get("tool_calls")
+    if calls is not None:
+        if type(calls) is not list:
+            return None
+        for c in calls:
+            if (
+                type(c) is not dict
+                or not _CALL_KEYS.issuperset(c)
+                or type(c.get("id")) is not str
+                or type(c.get("name")) is not str
+                or type(c.get("args", _EMPTY)) is not dict
+            ):
+                return None
+    return {
+        "role": role,
+        "content": content,
+        "tool_calls": calls,
+        "tool_call_id": entry.get("tool_call_id"),
+        "name": entry.get("name"),
+        "origin": origin,
+    }
 
 
 def receipt_for(
@@ -246,7 +424,9 @@ def receipt_for(
     return {
         "k": k,
         "request_hash": assembled.request_hash,
-        "system_hash": None if request.system is None else sha256(canonical_json(request.system)),
+        "system_hash": assembled.system_hash
+        if assembled.system_hash is not None or request.system is None
+        else sha256(canonical_json(request.system)),
         "messages_hash": assembled.messages_hash,
         "tools_hash": assembled.tools_hash,
         "tool_schema_hashes": assembled.tool_hashes,

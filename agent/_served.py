@@ -65,7 +65,7 @@ def served(
     if declared is not None:
         result, statement = declared.served, declared.statement
     if isinstance(result, str):
-        text = result
+        text = result if type(result) is str else str.__str__(result)  # a subclass: its text
     else:
         try:
             dumped = orjson.dumps(result, default=thaw)

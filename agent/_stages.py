@@ -18,7 +18,7 @@ from trackway.engine import Decision, Scope, StagePath, thaw
 from trackway.tools import Identity
 from trackway.tools._providers import offered_tools
 
-from ._config import CONFIGURABLE, CURRENT_SCOPE, AgentConfig, apply_configured
+from ._config import CONFIGURABLE, CURRENT_SCOPE, AgentConfig, apply_configured, emit_built
 from ._config import emit as _emit
 from ._cost import account, halted
 from ._coverage import answer_limits, with_limits
@@ -161,13 +161,13 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
     async def call_llm(scope: Scope) -> None:
         state = StateView(scope, REQUEST_KEYS)
         # one cache per run and per mounted copy of the chart; it dies with the run
-        mount = StagePath.parse(scope.stage_path).parent
+        mount = StagePath.parent_of(scope.stage_path)  # the key only: no parse
         cache = scope.run_local(("agent-messages", id(cfg), mount), MessageCache)
         assembled = assemble(state, cache)
         k = len(scope.get("receipts", [])) + 1
         iteration = scope["iteration"]
-        _emit(scope, "agent.iteration_start", {"iteration": iteration})
-        _emit(scope, "stream.llm_start", {"k": k, "model": assembled.request.model})
+        emit_built(scope, "agent.iteration_start", {"iteration": iteration})
+        emit_built(scope, "stream.llm_start", {"k": k, "model": assembled.request.model})
         response, streamed = await call_model(cfg, scope, assembled.request)
         # the answer is committed as the model gave it; the calls are acted on with one id
         # each (unique_calls, applied again by every stage that reads them)
@@ -185,7 +185,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         # the sum of what providers reported; a call that reported nothing has usage None in
         # its receipt and is not counted as zero (RunUsage.unreported_calls)
         tick = account(scope, k, assembled.request.model, usage)
-        _emit(
+        emit_built(
             scope,
             "stream.llm_end",
             {
@@ -195,7 +195,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
                 "stop_reason": response.stop_reason,
             },
         )
-        _emit(scope, "cost.tick", tick)
+        emit_built(scope, "cost.tick", tick)
 
     def route(scope: Scope) -> Decision:
         response = scope["response"]

@@ -5,8 +5,12 @@ model reply is the final answer. Runs the same script at 10, 50, 100 and 200 tur
 trackway ``Agent`` (``mock`` provider) and, when installed, on LangGraph
 ``create_react_agent`` (a scripted chat model, no checkpointer), pydantic-ai ``Agent``
 (``FunctionModel``) and the OpenAI Agents SDK (``agents.testing.ScriptedModel``, tracing
-off). Prints tables and writes ``benches/results/bench_agent.json``. See
-``benches/README.md``.
+off). Prints tables and writes ``benches/results/bench_agent.json``, with the targets
+(``targets`` rows ``{target, measured, threshold, pass}``), the trackway allocations per turn
+(``allocations``: memory blocks, see :func:`allocations`) and a profile of the largest run:
+a cProfile top table in the JSON and the report, and in ``benches/results/`` its pstats text
+(``bench_agent_profile.txt``), the ``.prof`` file and sampled collapsed stacks for a flame
+graph (``bench_agent.folded``). See ``benches/README.md``.
 
     .venv/bin/python benches/bench_agent.py [--no-peers] [--quick] [--profile]
 """
@@ -14,18 +18,25 @@ off). Prints tables and writes ``benches/results/bench_agent.json``. See
 from __future__ import annotations
 
 import argparse
+import cProfile
+import gc
+import io
 import os
+import pstats
 import statistics
 import sys
 import tempfile
+import tracemalloc
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from _common import (
+    RESULTS_DIR,
     clock,
     dist_version,
+    fresh_heap,
     median_runs,
     print_table,
     print_targets,
@@ -63,9 +74,10 @@ TOOL_RESULT = "ok"
 PROFILE_TOP = 15
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__))).replace("\\", "/")
 
-TARGET_US_PER_TURN = 500.0
-TARGET_GROWTH = 1.5
-TARGET_VS_PEER = 10.0
+TARGET_US_PER_TURN = 100.0  # issue 19: at the floor (≤ ~100 µs on the developers' machines)
+TARGET_GROWTH = 1.2
+TARGET_VS_PEER = 30.0
+ALLOC_TURNS = (10, 200)  # sizes of the allocation runs (per-turn = their difference / 190)
 
 # windowed trackway (context windowing: cost stays O(new content) per call)
 WINDOW_KEEP_TURNS = 6  # keep_recent_turns of both strategies
@@ -75,7 +87,7 @@ TOKENS_PER_MESSAGE = 20  # what the mock reports per served message (see _usage_
 WINDOW_BAND = (20, 40)  # calls (1-based, inclusive) of the "early" band, after the window fills
 WINDOW_TAIL = 20  # the "late" band: the last WINDOW_TAIL calls
 TARGET_WINDOW_BYTES_GROWTH = 1.2
-TARGET_WINDOW_GROWTH = TARGET_GROWTH
+TARGET_WINDOW_GROWTH = 1.5
 WINDOWS = {  # key: label
     "sliding_window": f"sliding_window(keep_recent_turns={WINDOW_KEEP_TURNS})",
     "token_budget": f"token_budget(max_input_tokens={BUDGET_TOKENS}, "
@@ -582,6 +594,121 @@ def profile_run(turns: int) -> dict[str, Any]:
     }
 
 
+def _blocks(turns: int) -> dict[str, float]:
+    """Memory blocks of one run at ``turns`` (a fresh agent, kept alive after the run):
+    ``blocks`` = ``sys.getallocatedblocks()`` after − before with the cyclic GC off during
+    the run (blocks allocated and not freed by reference counting: the record, caches and any
+    cyclic garbage); ``retained``/``peak_kib`` from tracemalloc in a second run (blocks still
+    alive after a full collection, and the peak traced size)."""
+    agent = _tw_agent(turns)
+    fresh_heap()
+    gc.disable()
+    try:
+        before = sys.getallocatedblocks()
+        agent.run_sync("go")
+        blocks = sys.getallocatedblocks() - before
+    finally:
+        gc.enable()
+    again = _tw_agent(turns)
+    fresh_heap()
+    tracemalloc.start()
+    try:
+        start = tracemalloc.take_snapshot()
+        again.run_sync("go")
+        fresh_heap()
+        end = tracemalloc.take_snapshot()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    retained = sum(d.count_diff for d in end.compare_to(start, "filename"))
+    del agent, again
+    return {"blocks": blocks, "retained_blocks": retained, "peak_kib": peak / 1024}
+
+
+def allocations() -> dict[str, Any]:
+    """Blocks per turn: the difference between runs at ALLOC_TURNS over the turns between
+    them, so the fixed cost of a run (event loop, setup stages) is left out."""
+    tw_turns(WARM_TURNS)()
+    lo, hi = ALLOC_TURNS
+    a, b = _blocks(lo), _blocks(hi)
+    span = hi - lo
+    return {
+        "method": "sys.getallocatedblocks() delta over a run with gc disabled, and tracemalloc "
+        "snapshot count_diff after gc.collect(); per turn = (value at "
+        f"{hi} turns - value at {lo}) / {span}",
+        "runs": {str(lo): a, str(hi): b},
+        "blocks_per_turn": (b["blocks"] - a["blocks"]) / span,
+        "retained_blocks_per_turn": (b["retained_blocks"] - a["retained_blocks"]) / span,
+        "peak_kib_per_turn": (b["peak_kib"] - a["peak_kib"]) / span,
+    }
+
+
+def _stack(frame: Any) -> str:
+    names = []
+    while frame is not None:
+        code = frame.f_code
+        names.append(f"{code.co_name} ({_where(code.co_filename)[1]}:{code.co_firstlineno})")
+        frame = frame.f_back
+    return ";".join(reversed(names))
+
+
+def sampled_stacks(turns: int, runs: int = 20, interval: float = 0.0005) -> dict[str, int]:
+    """A flame graph's input without any extra tool: a thread samples the main thread's stack
+    every ``interval`` seconds over ``runs`` runs at ``turns``; collapsed stacks (the format
+    of flamegraph.pl, speedscope and py-spy's raw output) with their sample counts."""
+    import threading
+
+    main = threading.main_thread().ident
+    counts: dict[str, int] = {}
+    done = threading.Event()
+
+    def sample() -> None:
+        frames = sys._current_frames
+        while not done.wait(interval):
+            frame = frames().get(main)  # type: ignore[arg-type]
+            if frame is not None:
+                key = _stack(frame)
+                counts[key] = counts.get(key, 0) + 1
+
+    agents = [_tw_agent(turns) for _ in range(runs)]
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        for agent in agents:
+            agent.run_sync("go")
+    finally:
+        done.set()
+        sampler.join()
+    return counts
+
+
+def write_profile_files(turns: int) -> dict[str, str]:
+    """cProfile of one run at ``turns`` as pstats text (top by tottime and cumulative) and a
+    ``.prof`` file (snakeviz, flameprof), plus sampled collapsed stacks (``.folded``) for a
+    flame graph (e.g. ``flamegraph.pl benches/results/bench_agent.folded > flame.svg``, or
+    drop it on speedscope.app). Written to benches/results/."""
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    agent = _tw_agent(turns)
+    fresh_heap()
+    prof = cProfile.Profile()
+    prof.enable()
+    agent.run_sync("go")
+    prof.disable()
+    binary = RESULTS_DIR / "bench_agent.prof"
+    prof.dump_stats(binary)
+    text = io.StringIO()
+    stats = pstats.Stats(prof, stream=text)
+    text.write(f"cProfile, trackway agent at {turns} turns (one run)\n")
+    stats.sort_stats("tottime").print_stats(40)
+    stats.sort_stats("cumulative").print_stats(60)
+    report = RESULTS_DIR / "bench_agent_profile.txt"
+    report.write_text(text.getvalue().replace(REPO + "/", ""), encoding="utf-8")
+    folded = RESULTS_DIR / "bench_agent.folded"
+    stacks = sampled_stacks(turns)
+    folded.write_text("".join(f"{k} {v}\n" for k, v in sorted(stacks.items())), encoding="utf-8")
+    return {"pstats_text": str(report), "pstats": str(binary), "folded_stacks": str(folded)}
+
+
 def _cell(cell: dict[str, Any] | None, key: str, digits: int = 1) -> str | None:
     if cell is None:
         return None
@@ -683,6 +810,15 @@ def print_report(
     print_targets(targets)
 
 
+def print_allocations(alloc: dict[str, Any]) -> None:
+    print_table(
+        f"trackway allocations per tool turn ({alloc['method']})",
+        ["blocks/turn (gc off)", "retained blocks/turn", "peak KiB/turn"],
+        [[alloc["blocks_per_turn"], alloc["retained_blocks_per_turn"],
+          alloc["peak_kib_per_turn"]]],
+    )  # fmt: skip
+
+
 def print_profile(prof: dict[str, Any]) -> None:
     n = prof["turns"]
     print_table(
@@ -704,7 +840,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description="trackway agent benchmarks")
     ap.add_argument("--no-peers", action="store_true", help="trackway only")
     ap.add_argument("--quick", action="store_true", help="10 and 50 turns, one repeat")
-    ap.add_argument("--profile", action="store_true", help="always cProfile the largest run")
+    ap.add_argument("--profile", action="store_true", help="(kept for scripts: always on)")
     args = ap.parse_args()
 
     sizes = TURNS
@@ -725,13 +861,18 @@ def main() -> int:
     rows = run_cells(peers, sizes)
     window = run_window(sizes)
     growth = growth_rows(rows, peers)
+    alloc = allocations()
     targets = check_targets(rows, growth, peers, window)
+    targets.append({"target": "trackway memory blocks per tool turn (gc off)",
+                    "measured": alloc["blocks_per_turn"], "threshold": "reported",
+                    "pass": None})  # fmt: skip
     print_report(rows, growth, targets, peers, window)
+    print_allocations(alloc)
 
-    missed = any(t["pass"] is False for t in targets)  # a missed target gets a profile
-    prof = profile_run(sizes[-1]) if args.profile or missed else None
-    if prof is not None:
-        print_profile(prof)
+    prof = profile_run(sizes[-1])  # always: the report says where the time goes
+    print_profile(prof)
+    files = write_profile_files(sizes[-1])
+    print("\nprofile files: " + ", ".join(files.values()))
 
     notes += [
         "A turn = one scripted model call returning one tool call + that tool's execution; "
@@ -793,8 +934,8 @@ def main() -> int:
         "notes": notes,
         "window": window,
     }
-    if prof is not None:
-        payload["profile"] = prof
+    payload["profile"] = {**prof, "files": files}
+    payload["allocations"] = alloc
     path = write_json("bench_agent", payload)
     print(f"\nwrote {path}")
     return 0

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from ._commit import Commit, EmittedEvent, ErrorInfo, Op, error_info
 from ._errors import ConfigurationError
 from ._state import MISSING
+from ._values import freeze
 
 if TYPE_CHECKING:
     from ._redact import Redactor
@@ -326,8 +327,21 @@ def check_recorder(recorder: object) -> None:
         _CHECKED.add(type(target))
 
 
+_NO_PAYLOAD: Any = object()
+"""``Dispatch.emit`` without the decoded payload: the event decodes its bytes."""
+
+
+_new_tuple = tuple.__new__
+
+
 class Dispatch:
-    """Fans events out to the hooks recorders define; empty lists cost one truth test."""
+    """Fans events out to the hooks recorders define.
+
+    The hooks are resolved once per run into a table of bound methods (a deferred
+    recorder's hook is its run queue), so firing a hook is one dict lookup and, for a hook
+    nobody defines, one truth test; the hot hooks (read, write, emit, commit) are checked
+    by the callers through the ``on_*`` flags before any event object is made.
+    """
 
     def __init__(
         self,
@@ -340,7 +354,7 @@ class Dispatch:
         self.redactor = redactor
         self.run_id = run_id
         self._log_len = log_len
-        self._hooks: dict[str, list[tuple[str, Any]]] = {h: [] for h in HOOKS}
+        hooks: dict[str, list[tuple[str, Any, bool]]] = {h: [] for h in HOOKS}
         self.queues: list[_RunQueue] = []
         for rec in recorders:
             queue = None
@@ -349,14 +363,18 @@ class Dispatch:
                 queue = _RunQueue(rec, self)
                 self.queues.append(queue)
                 target = rec.recorder
-            label = getattr(target, "name", None) or type(target).__name__
+            label = str(getattr(target, "name", None) or type(target).__name__)
             for hook in HOOKS:
                 fn = getattr(target, hook, None)
                 base = getattr(Recorder, hook)
                 if fn is not None and getattr(fn, "__func__", None) is not base:
                     # a deferred recorder's hook is its run queue: one append, no call
-                    sink = fn if queue is None else queue
-                    self._hooks[hook].append((str(label), sink))
+                    hooks[hook].append(
+                        (label, fn, False) if queue is None else (label, queue, True)
+                    )
+        self._hooks: dict[str, tuple[tuple[str, Any, bool], ...]] = {
+            hook: tuple(fns) for hook, fns in hooks.items()
+        }
         h = self._hooks
         self.on_read = bool(h["on_read"])
         self.on_write = bool(h["on_write"])
@@ -373,19 +391,25 @@ class Dispatch:
             return
         if self.redactor is not None:
             event = _redact_event(self.redactor, hook, event)
-        for label, fn in hooks:
-            if type(fn) is _RunQueue:
+        for label, fn, queued in hooks:
+            if queued:
                 fn.push(hook, event)
-            else:
-                self.call(label, hook, fn, event)
+                continue
+            try:
+                fn(event)
+            except Exception as exc:
+                self._failed(label, hook, exc)
 
     def call(self, label: str, hook: str, fn: Any, event: Any) -> None:
         try:
             fn(event)
         except Exception as exc:
-            info = error_info(exc)
-            self.failures.append(RecorderFailure(label, hook, info))
-            _log.warning("recorder %s failed in %s: %s: %s", label, hook, info[0], info[1])
+            self._failed(label, hook, exc)
+
+    def _failed(self, label: str, hook: str, exc: Exception) -> None:
+        info = error_info(exc)
+        self.failures.append(RecorderFailure(label, hook, info))
+        _log.warning("recorder %s failed in %s: %s: %s", label, hook, info[0], info[1])
 
     def flush(self) -> None:
         """Deliver everything deferred recorders have queued."""
@@ -401,11 +425,23 @@ class Dispatch:
     def write(self, scope: Scope, op: Op) -> None:
         self.fire("on_write", WriteEvent(self.run_id, scope.stage_path, self._log_len(), op))
 
-    def emit(self, scope: Scope, event: EmittedEvent) -> None:
-        self.fire(
-            "on_emit",
-            EmitEvent(self.run_id, scope.stage_path, self._log_len(), event.name, event.payload),
+    def emit(self, scope: Scope, event: EmittedEvent, owned: Any = _NO_PAYLOAD) -> None:
+        """Tell the recorders about an emit. ``owned``: the payload as decoded when it was
+        encoded (engine-owned), handed out read-only instead of decoding ``event`` again."""
+        payload = event.payload if owned is _NO_PAYLOAD else freeze(owned)
+        heard = _new_tuple(  # EmitEvent(...) without its Python-level __new__: once per emit
+            EmitEvent, (self.run_id, scope.stage_path, self._log_len(), event.name, payload)
         )
+        if self.redactor is not None:
+            heard = _redact_event(self.redactor, "on_emit", heard)
+        for label, fn, queued in self._hooks["on_emit"]:
+            if queued:
+                fn.push("on_emit", heard)
+                continue
+            try:
+                fn(heard)
+            except Exception as exc:
+                self._failed(label, "on_emit", exc)
 
 
 def _redact_event(r: Redactor, hook: str, event: Any) -> Any:

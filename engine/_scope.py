@@ -5,15 +5,27 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
+from orjson import dumps
+
 from ._commit import EmittedEvent, Op, Write
 from ._errors import MissingKeyError, StateValueError
 from ._state import DELETED, MISSING, fold_ops
-from ._values import FrozenDict, FrozenList, check_key, encode_value
+from ._values import (
+    DUMP_OPTIONS,
+    EVENT_PAYLOAD,
+    FrozenDict,
+    FrozenList,
+    check_key,
+    encode_value,
+    to_plain,
+)
 
 if TYPE_CHECKING:
     from ._context import Strand
 
 __all__ = ["Scope"]
+
+_new_tuple = tuple.__new__
 
 _T = TypeVar("_T")
 
@@ -36,7 +48,9 @@ class Scope:
 
     __slots__ = (
         "_broke",
+        "_deep",
         "_events",
+        "_latest",
         "_ops",
         "_reads",
         "_rec",
@@ -50,7 +64,9 @@ class Scope:
 
     def __init__(self, strand: Strand, stage_path: str, stage_id: str) -> None:
         self._strand = strand
-        self._store = strand.frame.store
+        self._store = store = strand.frame.store
+        self._latest = store.latest  # own keys' newest values: a read is one lookup
+        self._deep = store.reads_through  # a key it never wrote is read from a parent
         self._rec = strand.run.recorders  # read on every tracked read and write
         self.stage_path = stage_path
         self.stage_id = stage_id
@@ -92,9 +108,28 @@ class Scope:
         if rec.on_read:
             rec.read(self, key, value)
 
+    # The reads below inline ``_peek``, ``StateStore.get`` and ``_track`` (a stage makes
+    # dozens per run of a loop): a key this stage has not written is one lookup in the
+    # store's newest values (its parent's, for a key a branch never wrote).
+
+    def _committed(self, key: str) -> Any:
+        value = self._latest.get(key, MISSING)
+        if value is DELETED:
+            return MISSING
+        if value is MISSING and self._deep:
+            return self._store.get(key)
+        return value
+
     def __getitem__(self, key: str) -> Any:
-        value = self._peek(key)
-        self._track(key, value)
+        if key in self._touched:
+            value = self._peek(key)
+        else:
+            value = self._latest.get(key, MISSING)
+            if value is DELETED or (value is MISSING and self._deep):
+                value = self._committed(key)
+        self._reads[key] = None
+        if self._rec.on_read:
+            self._rec.read(self, key, value)
         if value is MISSING:
             keys = set(self._store.current()) | set(self._touched)
             present = sorted(k for k in keys if self._peek(k) is not MISSING)
@@ -107,8 +142,15 @@ class Scope:
 
     def get(self, key: str, default: Any = None) -> Any:
         """Tracked read that returns ``default`` when ``key`` is absent."""
-        value = self._peek(key)
-        self._track(key, value)
+        if key in self._touched:
+            value = self._peek(key)
+        else:
+            value = self._latest.get(key, MISSING)
+            if value is DELETED or (value is MISSING and self._deep):
+                value = self._committed(key)
+        self._reads[key] = None
+        if self._rec.on_read:
+            self._rec.read(self, key, value)
         return default if value is MISSING else value
 
     def __contains__(self, key: object) -> bool:
@@ -222,12 +264,31 @@ class Scope:
         """
         if not isinstance(name, str) or not name.isprintable():
             check_key(name, self.stage_path, "event name")
-        data, _ = encode_value(payload, name, self.stage_path, f"the payload of event {name!r}")
+        data, owned = encode_value(payload, name, self.stage_path, EVENT_PAYLOAD)
         event = EmittedEvent(name, data)
         self._events.append(event)
         rec = self._rec
+        if rec.on_emit:  # the listeners get the copy decoded at the write, never a new one
+            rec.emit(self, event, owned)
+
+    def _emit_built(self, name: str, payload: dict[str, Any]) -> None:
+        """:meth:`emit` for a payload the library built of exact JSON values only (plain
+        str, int within 64 bits, finite float, bool, None, dicts with str keys, lists and
+        frozen views: no tuple, no subclass): serialized once and not decoded back, so the
+        listeners get a read-only view of ``payload`` itself (the library keeps no other
+        handle on it). A user's payload goes through :meth:`emit`, which checks that it
+        comes back from JSON as it was."""
+        try:
+            data = dumps(payload, default=to_plain, option=DUMP_OPTIONS)
+        except TypeError:  # not JSON after all: the checked path names the part
+            self.emit(name, payload)
+            return
+        # EmittedEvent(name, data) without the Python-level __new__; data at its exact size
+        event = _new_tuple(EmittedEvent, (name, bytes(memoryview(data))))
+        self._events.append(event)
+        rec = self._rec
         if rec.on_emit:
-            rec.emit(self, event)
+            rec.emit(self, event, payload)
 
     def pause(self, payload: Any = None) -> NoReturn:
         """Pause the run here: this stage's writes commit (outcome ``paused``) and the run

@@ -75,26 +75,30 @@ class StateStore:
     has not written; its own deletes shadow the parent.
     """
 
-    __slots__ = ("_keys", "_parent")
+    __slots__ = ("_keys", "_parent", "latest")
 
     def __init__(self, parent: StateStore | None = None) -> None:
         self._keys: dict[str, _History] = {}
         self._parent = parent
+        self.latest: dict[str, Any] = {}
+        """Each own key's newest value (``DELETED`` after a delete): a scope reads an own key
+        with one lookup here (see ``Scope.__getitem__``)."""
+
+    @property
+    def reads_through(self) -> bool:
+        """Whether a key this store never wrote is read from a parent."""
+        return self._parent is not None
 
     def get(self, key: str) -> Any:
         """The current value of ``key``, or ``MISSING``."""
-        h = self._keys.get(key)
-        if h is None:
+        v = self.latest.get(key, MISSING)
+        if v is MISSING:
             return MISSING if self._parent is None else self._parent.get(key)
-        v = h.values[-1]
         return MISSING if v is DELETED else v
 
     def get_own(self, key: str) -> Any:
         """The current value of ``key`` in this store only (no parent), or ``MISSING``."""
-        h = self._keys.get(key)
-        if h is None:
-            return MISSING
-        v = h.values[-1]
+        v = self.latest.get(key, MISSING)
         return MISSING if v is DELETED else v
 
     def seed(self, key: str, value: Any, seq: int = 0) -> None:
@@ -113,6 +117,7 @@ class StateStore:
             self._push(key, seq, fold_ops(self.get(key), key_ops, in_place=True))
 
     def _push(self, key: str, seq: int, value: Any) -> None:
+        self.latest[key] = value
         h = self._keys.get(key)
         if h is None:
             self._keys[key] = _History(seq, value)

@@ -1,4 +1,5 @@
-"""State values: serialized once at the write, frozen for ever after.
+"""State values: serialized once at the write, frozen for ever after (the read-only views
+are in ``_frozen``, re-exported here).
 
 Every value written to state is encoded with orjson exactly once. The bytes go into the commit
 log; the decoded copy (owned by the engine, never by the caller) is what later reads see,
@@ -18,14 +19,17 @@ from __future__ import annotations
 import enum
 import math
 import unicodedata
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, NoReturn, TypeAlias, overload
+from collections.abc import Iterator, Mapping
+from typing import Any, NoReturn, TypeAlias
 
 import orjson
 
-from ._errors import ReadOnlyStateError, StateValueError
+from ._errors import StateValueError
+from ._frozen import FrozenDict, FrozenList, freeze, to_plain
 
 __all__ = [
+    "DUMP_OPTIONS",
+    "EVENT_PAYLOAD",
     "JSON",
     "MAX_DEPTH",
     "FrozenDict",
@@ -36,6 +40,7 @@ __all__ = [
     "freeze",
     "key_fault",
     "thaw",
+    "to_plain",
 ]
 
 JSON: TypeAlias = bool | int | float | str | list["JSON"] | dict[str, "JSON"] | None
@@ -43,198 +48,31 @@ JSON: TypeAlias = bool | int | float | str | list["JSON"] | dict[str, "JSON"] | 
 _INT_MIN = -(2**63)
 _INT_MAX = 2**64 - 1
 _PLAIN = (str, bool, type(None))
-_DUMP_OPTIONS = orjson.OPT_PASSTHROUGH_SUBCLASS
+DUMP_OPTIONS = orjson.OPT_PASSTHROUGH_SUBCLASS
 MAX_DEPTH = 254
 """The most levels of lists and dicts one value may nest: orjson refuses a 255th."""
 _KEY_CONTROLS_ALLOWED = "\t\n"
 
 
-def _read_only(what: str) -> NoReturn:
-    raise ReadOnlyStateError(
-        f"committed state is read-only: {what} would rewrite history. Build a new value and "
-        "write it back, e.g. scope['k'] = [*scope['k'], item], or use scope.append / "
-        "scope.merge; thaw(value) gives a mutable copy."
-    )
-
-
-class FrozenList(Sequence[Any]):
-    """A read-only view of the first ``length`` items of a list the engine owns.
-
-    Appends to a key extend one backing list in place and hand out views of growing length,
-    so every version of a growing list shares storage and costs O(1) to keep.
-    """
-
-    __slots__ = ("_backing", "_n")
-
-    def __init__(self, backing: list[Any], length: int | None = None) -> None:
-        self._backing = backing
-        self._n = len(backing) if length is None else length
-
-    def __len__(self) -> int:
-        return self._n
-
-    @overload
-    def __getitem__(self, index: int) -> Any: ...
-    @overload
-    def __getitem__(self, index: slice) -> FrozenList: ...
-    def __getitem__(self, index: int | slice) -> Any:
-        if isinstance(index, slice):
-            return FrozenList(self._raw()[index])
-        if index < 0:
-            index += self._n
-        if not 0 <= index < self._n:
-            raise IndexError("list index out of range")
-        return freeze(self._backing[index])
-
-    def __iter__(self) -> Iterator[Any]:
-        backing = self._backing
-        for i in range(self._n):
-            yield freeze(backing[i])
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, FrozenList):
-            other_raw: object = other._raw()
-        elif isinstance(other, list):
-            other_raw = other
-        else:
-            return NotImplemented
-        return self._raw() == other_raw
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"FrozenList({self._raw()!r})"
-
-    def __add__(self, other: Sequence[Any]) -> list[Any]:
-        return [*self, *other]
-
-    def __radd__(self, other: Sequence[Any]) -> list[Any]:
-        return [*other, *self]
-
-    def _raw(self) -> list[Any]:
-        backing = self._backing
-        return backing if self._n == len(backing) else backing[: self._n]
-
-    def at_tip(self) -> bool:
-        """True when nothing was appended to the backing list after this view."""
-        return self._n == len(self._backing)
-
-    def append(self, item: object) -> NoReturn:
-        _read_only("list.append")
-
-    def extend(self, items: object) -> NoReturn:
-        _read_only("list.extend")
-
-    def insert(self, index: int, item: object) -> NoReturn:
-        _read_only("list.insert")
-
-    def pop(self, index: int = -1) -> NoReturn:
-        _read_only("list.pop")
-
-    def remove(self, item: object) -> NoReturn:
-        _read_only("list.remove")
-
-    def sort(self, *args: object, **kwargs: object) -> NoReturn:
-        _read_only("list.sort")
-
-    def clear(self) -> NoReturn:
-        _read_only("list.clear")
-
-    def __setitem__(self, index: object, value: object) -> NoReturn:
-        _read_only("item assignment")
-
-    def __delitem__(self, index: object) -> NoReturn:
-        _read_only("item deletion")
-
-    def __iadd__(self, other: object) -> NoReturn:
-        _read_only("+=")
-
-
-class FrozenDict(Mapping[str, Any]):
-    """A read-only view of a dict the engine owns; nested values come back frozen too."""
-
-    __slots__ = ("_data",)
-
-    def __init__(self, data: dict[str, Any]) -> None:
-        self._data = data
-
-    def __getitem__(self, key: str) -> Any:
-        return freeze(self._data[key])
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._data
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, FrozenDict):
-            return self._data == other._data
-        if isinstance(other, dict):
-            return self._data == other
-        if isinstance(other, Mapping):
-            return self._data == dict(other.items())
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"FrozenDict({self._data!r})"
-
-    def __or__(self, other: Mapping[str, Any]) -> dict[str, Any]:
-        return {**{k: freeze(v) for k, v in self._data.items()}, **other}
-
-    def __setitem__(self, key: str, value: object) -> NoReturn:
-        _read_only("item assignment")
-
-    def __delitem__(self, key: str) -> NoReturn:
-        _read_only("item deletion")
-
-    def update(self, *args: object, **kwargs: object) -> NoReturn:
-        _read_only("dict.update")
-
-    def pop(self, *args: object) -> NoReturn:
-        _read_only("dict.pop")
-
-    def setdefault(self, *args: object) -> NoReturn:
-        _read_only("dict.setdefault")
-
-    def clear(self) -> NoReturn:
-        _read_only("dict.clear")
-
-    def __ior__(self, other: object) -> NoReturn:
-        _read_only("|=")
-
-
-def freeze(value: Any) -> Any:
-    """Wrap an engine-owned value in a read-only view (scalars come back as they are)."""
-    t = type(value)
-    if t is dict:
-        return FrozenDict(value)
-    if t is list:
-        return FrozenList(value)
-    return value
-
-
-def to_plain(value: Any) -> Any:
-    """orjson ``default`` hook: frozen views and plain dict/list subclasses become JSON."""
-    if isinstance(value, FrozenList):
-        return value._raw()
-    if isinstance(value, FrozenDict):
-        return value._data
-    if isinstance(value, dict):
-        return dict(value)
-    if isinstance(value, list):
-        return list(value)
-    raise TypeError(type(value).__name__)
+_SCALAR_TYPES = frozenset((str, int, float, bool, type(None)))
 
 
 def thaw(value: Any) -> Any:
-    """Return a deep, mutable, plain-JSON copy of a (possibly frozen) state value."""
-    if isinstance(value, _PLAIN) or type(value) in (int, float):
+    """Return a deep, mutable, plain-JSON copy of a (possibly frozen) state value.
+
+    A frozen view of scalars only (the engine's own decoded values: str keys, finite
+    numbers) is copied one level, which is all its copy needs; anything else goes through
+    JSON."""
+    t = type(value)
+    if t is FrozenDict:
+        data = value._data
+        if all(type(v) in _SCALAR_TYPES for v in data.values()):
+            return dict(data)
+    elif t is FrozenList:
+        raw = value._raw()
+        if all(type(v) in _SCALAR_TYPES for v in raw):
+            return list(raw)
+    elif isinstance(value, _PLAIN) or t is int or t is float:
         return value
     return orjson.loads(orjson.dumps(value, default=to_plain))
 
@@ -250,7 +88,7 @@ _TRUE, _FALSE, _NULL = b"true", b"false", b"null"
 
 def to_bytes(value: Any) -> bytes:
     """Serialize an already-accepted state value (frozen views allowed)."""
-    return _exact(orjson.dumps(value, default=to_plain, option=_DUMP_OPTIONS))
+    return _exact(orjson.dumps(value, default=to_plain, option=DUMP_OPTIONS))
 
 
 def encode_entries(
@@ -306,7 +144,7 @@ def encode_value(
         except TypeError as exc:  # a view made by hand over a list the engine never checked
             _refuse(key, stage_path, what, _problem_in(value, exc))
     try:
-        data = orjson.dumps(value, default=to_plain, option=_DUMP_OPTIONS)
+        data = orjson.dumps(value, default=to_plain, option=DUMP_OPTIONS)
     except TypeError as exc:  # orjson.JSONEncodeError is a TypeError
         _refuse(key, stage_path, what, _problem_in(value, exc))
     owned = orjson.loads(data)
@@ -357,7 +195,14 @@ def key_fault(key: str) -> str | None:
     return None
 
 
+EVENT_PAYLOAD = "\x00event payload"
+"""``what`` for an event's payload: the error names the event (``key``) when it is made,
+so an emit formats nothing on its way."""
+
+
 def _refuse(key: str, stage_path: str | None, what: str | None, problem: str) -> NoReturn:
+    if what == EVENT_PAYLOAD:
+        what = f"the payload of event {key!r}"
     where = f" in stage {stage_path!r}" if stage_path else " in the run input"
     raise StateValueError(
         f"cannot store {what or f'state key {key!r}'}{where}: {problem}. Values must be JSON "
