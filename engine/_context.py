@@ -22,6 +22,7 @@ from ._detail import Control
 from ._errors import RecoveryError, StoreWriteError
 from ._recorder import Dispatch
 from ._redact import Redactor
+from ._release import current_stop_signal
 from ._state import StateStore
 from ._typed import StateValidator
 
@@ -119,6 +120,7 @@ class RunContext:
         "root",
         "run_id",
         "sink",
+        "stop",
         "tap",
         "validators",
     )
@@ -145,6 +147,8 @@ class RunContext:
         self.resume_taken = True
         self.resume_target = ""  # the paused stage's path, without any ":resumeN"
         self.sink: Sink | None = None
+        self.stop = current_stop_signal()
+        """A worker's request to let the run go at the next stage boundary (``_release``)."""
         self.tap: CommitTap | None = None
         # time.monotonic() past which a stage that returns ends the run (timeout=): a sync
         # stage cannot be cancelled while it runs, so the deadline is checked when it returns
@@ -179,11 +183,12 @@ class RunContext:
 
     async def make_room(self) -> None:
         """Wait, without blocking the event loop, until the store's queue takes the commits
-        waiting for it (``durability="batch"`` with a full queue), and until a stream's
+        waiting for it (``durability="batch"`` with a full queue), until the group flush
+        holding them is durable (``"sync"`` shared by concurrent runs), and until a stream's
         reader has room for the commits waiting for it (``Executor.stream``)."""
         sink = self.sink
         if sink is not None and sink.waiting:
-            await anyio.to_thread.run_sync(sink.make_room, abandon_on_cancel=True)
+            await sink.room()
         tap = self.tap
         if tap is not None and tap.waiting:
             await tap.make_room()

@@ -27,6 +27,9 @@ SPAN = 1 << 32
 """Commits of one run have ids ``run_no * SPAN + seq``."""
 ROW = "id & 4294967295, " + ", ".join(ROW_FIELDS[1:])
 """The columns of a commit row, seq first (the low 32 bits of the id)."""
+GROUP_ROWS = 100
+"""Commit rows per INSERT statement in ``append_group``: one statement (one release of the
+GIL while it runs) instead of one per row, within any SQLite's limit of 999 parameters."""
 
 
 def initial_doc(initial: dict[str, bytes]) -> bytes:
@@ -73,21 +76,8 @@ class SqlRunStore:
         """Write commits of a run this store holds; a run deleted meanwhile (by another
         store object, another process) is refused, never written to."""
         with self._tx() as db:
-            base = self._run_no(db, run_id) * SPAN
-            rows = [
-                (
-                    base + c.seq,
-                    c.stage_path,
-                    c.kind,
-                    c.frame,
-                    c.outcome,
-                    c.started_at,
-                    c.ended_at,
-                    c.to_bytes(slim=True),
-                )
-                for c in commits
-            ]
-            self._write_commits(db, run_id, base // SPAN, rows)
+            run_no = self._run_no(db, run_id)
+            self._write_commits(db, run_id, run_no, commit_rows(run_no, commits))
 
     def _write_commits(
         self, db: Any, run_id: str, run_no: int, rows: Sequence[tuple[Any, ...]]
@@ -258,6 +248,52 @@ class SqlRunStore:
             if not self._delete(db, run_id):
                 raise UnknownRunError(f"no run {run_id!r} in {self!r}")
 
+    # -- group commit ----------------------------------------------------------------------
+
+    def append_group(self, items: Sequence[tuple[str, Sequence[Commit]]]) -> dict[str, Exception]:
+        """Write the commits of several runs in ONE transaction (one fsync for all of them:
+        group commit under ``durability="sync"``). A run deleted meanwhile (pruned) is left
+        out and returned with its error, and the others are written; any other failure
+        rolls the whole transaction back and raises."""
+        failed: dict[str, Exception] = {}
+        with self._tx() as db:
+            nos: dict[str, int] = {}
+            for run_id, _ in items:
+                try:
+                    nos[run_id] = self._run_no(db, run_id)
+                except UnknownRunError as exc:
+                    failed[run_id] = exc
+            live = self._live_run_nos(db, sorted(set(nos.values())))
+            rows: list[tuple[Any, ...]] = []
+            for run_id, commits in items:
+                run_no = nos.get(run_id)
+                if run_no is None:
+                    continue
+                if run_no not in live:
+                    self._run_nos.pop(run_id, None)
+                    failed[run_id] = run_deleted(run_id, self)
+                    continue
+                rows.extend(commit_rows(run_no, commits))
+            row = "(" + ", ".join([self._P] * 8) + ")"
+            for i in range(0, len(rows), GROUP_ROWS):  # one statement per GROUP_ROWS rows
+                chunk = rows[i : i + GROUP_ROWS]
+                db.execute(
+                    "INSERT INTO trackway_commits VALUES " + ", ".join([row] * len(chunk)),
+                    [value for one in chunk for value in one],
+                )
+        return failed
+
+    def _live_run_nos(self, db: Any, run_nos: Sequence[int]) -> set[int]:
+        """Which of these runs still exist, inside this transaction (which serializes
+        writers in SQLite; PostgreSQL locks the rows instead)."""
+        live: set[int] = set()
+        for i in range(0, len(run_nos), 500):  # within any SQLite's limit on parameters
+            chunk = run_nos[i : i + 500]
+            marks = ", ".join([self._P] * len(chunk))
+            cur = db.execute(f"SELECT run_no FROM trackway_runs WHERE run_no IN ({marks})", chunk)
+            live.update(int(r[0]) for r in cur.fetchall())
+        return live
+
     def _run_no(self, db: Any, run_id: str) -> int:
         no = self._run_nos.get(run_id)
         if no is None:
@@ -307,6 +343,24 @@ class SqlRunStore:
             ids,
         )
         return bool(cur.rowcount > 0)
+
+
+def commit_rows(run_no: int, commits: Sequence[Commit]) -> list[tuple[Any, ...]]:
+    """The ``trackway_commits`` rows of a run's commits (ids ``run_no * SPAN + seq``)."""
+    base = run_no * SPAN
+    return [
+        (
+            base + c.seq,
+            c.stage_path,
+            c.kind,
+            c.frame,
+            c.outcome,
+            c.started_at,
+            c.ended_at,
+            c.to_bytes(slim=True),
+        )
+        for c in commits
+    ]
 
 
 def run_deleted(run_id: str, store: object) -> UnknownRunError:

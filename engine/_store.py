@@ -16,11 +16,13 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
+import anyio.to_thread
 import orjson
 
 from ._checkpoint import Checkpoint
 from ._commit import Commit
 from ._errors import ConfigurationError, StoreError, UnknownRunError
+from ._group_commit import group_sink
 from ._paused import PausedRun, paused_run
 from ._snapshot import Snapshot
 
@@ -313,11 +315,14 @@ class MemoryStore:
 
 
 class Sink(Protocol):
-    waiting: bool
-    """Commits are waiting for room in a full queue: the run waits (without blocking the
-    event loop) in ``make_room`` before its next stage."""
+    @property
+    def waiting(self) -> bool:
+        """Commits are waiting: for room in a full queue (``"batch"``), or for the group
+        flush that makes them durable (``"sync"`` shared by concurrent runs). The run waits,
+        without blocking the event loop, in ``room()`` before its next stage."""
 
     def __call__(self, commit: Commit) -> None: ...
+    async def room(self) -> None: ...
     def make_room(self) -> None: ...
     def flush(self) -> None: ...
 
@@ -333,6 +338,9 @@ class _SyncSink:
 
     def __call__(self, commit: Commit) -> None:
         self._store.append(self._run_id, [commit])
+
+    async def room(self) -> None:
+        return None
 
     def make_room(self) -> None:
         return None
@@ -353,6 +361,9 @@ class _ExitSink:
 
     def __call__(self, commit: Commit) -> None:
         self._pending.append(commit)
+
+    async def room(self) -> None:
+        return None
 
     def make_room(self) -> None:
         return None
@@ -390,6 +401,10 @@ class _BatchSink:
                 pass
         self._overflow.append(commit)
         self.waiting = True
+
+    async def room(self) -> None:
+        """``make_room`` in a worker thread: the event loop keeps turning meanwhile."""
+        await anyio.to_thread.run_sync(self.make_room, abandon_on_cancel=True)
 
     def make_room(self) -> None:
         """Move the waiting commits into the queue as the writer frees room (blocks: call
@@ -445,6 +460,12 @@ class _BatchSink:
 
 def make_sink(store: RunStore, run_id: str, durability: Durability, queue_size: int = 1024) -> Sink:
     if durability == "sync":
+        # Concurrent runs on one store and loop share each fsync (group commit); a
+        # MemoryStore has no fsync to share, so it keeps the direct write.
+        if not isinstance(store, MemoryStore):
+            grouped = group_sink(store, run_id)
+            if grouped is not None:
+                return grouped
         return _SyncSink(store, run_id)
     if durability == "exit":
         return _ExitSink(store, run_id)

@@ -21,6 +21,7 @@ from ._cursor import ChainCursor, ParallelCursor, RootCursor, StageCursor
 from ._errors import LoopLimitError
 from ._for_each import exec_for_each, resume_for_each
 from ._parallel import exec_fork, resume_fork
+from ._release import Released
 from ._stage import Paused, resume_stage, run_stage
 from ._subflow import exec_subflow, resume_subflow
 
@@ -79,8 +80,21 @@ async def run_root(run: RunContext, cursor: RootCursor | None = None) -> str | N
         await run_chain(strand, run.chart, None if cursor is None else cursor.chain)
     except Paused as p:
         p.cursor = RootCursor(counter=counter[0], chain=p.cursor)
+        await _settle(run)  # the pause commit is durable before the run reports the pause
         raise
+    except Exception:
+        await _settle(run)  # so is a failed stage's commit before the run reports failing
+        raise
+    await _settle(run)
     return strand.broken
+
+
+async def _settle(run: RunContext) -> None:
+    """The run ends: wait (off the loop) until its last commits are durable. A timeout or
+    cancellation skips this; the run's close then writes them, blocking (``sink.flush``)."""
+    sink = run.sink
+    if sink is not None and sink.waiting:
+        await sink.room()
 
 
 async def run_chain(strand: Strand, chart: FlowChart, resume: ChainCursor | None = None) -> None:
@@ -89,6 +103,9 @@ async def run_chain(strand: Strand, chart: FlowChart, resume: ChainCursor | None
     nid: str | None = chart.root
     loops: dict[str, int] = {}
     last_yield = time()
+    sink = strand.run.sink
+    if sink is not None and sink.waiting:
+        await sink.room()  # a commit made on the way in (subflow input, a fork's opening)
     try:
         if resume is not None:
             nid = resume.node
@@ -108,6 +125,8 @@ async def run_chain(strand: Strand, chart: FlowChart, resume: ChainCursor | None
                 if strand.broken is not None:
                     return
                 nid = _follow(strand, node, node.next, loops)
+                if sink is not None and sink.waiting:
+                    await sink.room()  # the resumed node's commit, before the next node
         while nid is not None:
             node = nodes[nid]
             strand.control = strand.decision if node.branch_of is not None else strand.base_control
@@ -128,6 +147,9 @@ async def run_chain(strand: Strand, chart: FlowChart, resume: ChainCursor | None
                 await strand.run.make_room()  # a full "batch" queue or stream: wait for room
             now = time()
             if now - last_yield >= _YIELD_SECONDS:
+                stop = strand.run.stop  # a worker letting the run go: only on the main line
+                if stop is not None and stop.requested and not strand.prefix:
+                    raise Released(strand.run.run_id, stop.reason, len(strand.run.log))
                 if strand.run.recorders.queues:
                     strand.run.recorders.flush()
                 await anyio.lowlevel.checkpoint()
