@@ -68,13 +68,14 @@ from ._provider import Provider, ProviderError
 from ._result import AgentResult, result_of
 from ._stages import AgentConfig
 from ._stream import Streaming
+from ._worker_target import Workable
 
 __all__ = ["Agent"]
 
 _M = TypeVar("_M", bound=BaseModel)
 
 
-class Agent(Hooks, RunRecord, AgentSyncTwins, Streaming):
+class Agent(Hooks, RunRecord, AgentSyncTwins, Streaming, Workable):
     """An LLM agent whose every step is a commit. Build with ``Agent.create(...)``."""
 
     @staticmethod
@@ -275,6 +276,18 @@ class Agent(Hooks, RunRecord, AgentSyncTwins, Streaming):
         :class:`Paused` if the run waits for a person again. ``checkpoint`` may also be the
         paused run's id (or its checkpoint id) in the agent's store.
         """
+        return await self._drive(self._resuming(checkpoint, answer, identity, session_id, timeout))
+
+    def _resuming(
+        self,
+        checkpoint: Checkpoint | str | bytes,
+        answer: Any,
+        identity: Identity | Mapping[str, Any] | None,
+        session_id: str | None,
+        timeout: float | None,
+    ) -> Callable[[Executor], Awaitable[RunResult]]:
+        """Check a resume (the question, the caller, the answer) before anything is
+        claimed; returns how to start it on a run's executor."""
         cp = as_checkpoint(checkpoint, self._runtime.store)
         payload = cp.payload
         if not isinstance(payload, Mapping) or payload.get("kind") not in QUESTION_KINDS:
@@ -285,9 +298,7 @@ class Agent(Hooks, RunRecord, AgentSyncTwins, Streaming):
         check_same_caller(payload, identity, session_id)
         value = answer_value(payload, answer)
         # other runs may be in flight: a checkpoint is claimed once, whoever resumes it
-        return await self._drive(
-            lambda ex: ex.resume(cp, value, timeout=timeout, raise_on_error=False)
-        )
+        return lambda ex: ex.resume(cp, value, timeout=timeout, raise_on_error=False)
 
     async def abandon_pause(self) -> dict[str, Any] | None:
         """Drop the question this agent's last run waits on, on the record: the waiting call

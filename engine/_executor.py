@@ -48,6 +48,7 @@ from ._paths import StagePath
 from ._recorder import ErrorEvent, RunEndEvent, RunStartEvent, check_recorder
 from ._recovery import recovery_plan, replay_index
 from ._redact import RedactionPolicy, Redactor
+from ._release import Released
 from ._run_end import redacted_snapshot, timed_out
 from ._session import StoreSession, claim
 from ._snapshot import Snapshot
@@ -165,6 +166,7 @@ class Executor(SyncTwins):
         *,
         timeout: float | None = None,
         raise_on_error: bool = True,
+        run_id: str | None = None,
     ) -> RunResult:
         """Run the chart from ``input`` (the initial state) to its end or a pause.
 
@@ -172,8 +174,12 @@ class Executor(SyncTwins):
         chains the stage's exception as ``__cause__``), or with ``raise_on_error=False`` comes
         back as ``status="failed"`` with ``.error``. ``timeout`` (seconds) cancels the stage in
         flight, which commits as ``cancelled``, and fails the run with ``RunTimeoutError``.
+        ``run_id`` names the run (default: a new id that sorts by start time); a worker
+        starts a submitted run under the id ``store.submit`` returned.
         """
-        run = self._prepared(input)
+        if run_id is not None and (not isinstance(run_id, str) or not run_id):
+            raise ExecutorUsageError(f"run_id= takes a non-empty str, got {run_id!r}")
+        run = self._prepared(input, run_id)
         if self._session is not None:
             self._session.begin(run)
         return await self._drive(run, None, timeout, raise_on_error)
@@ -378,6 +384,13 @@ class Executor(SyncTwins):
             if timeout is None:
                 raise
             error = timed_out(run, timeout)
+        except Released:
+            # A worker let the run go between stages: every commit reaches the store and the
+            # run stays "running" there, for the next worker's recover().
+            if session is not None and sink is not None:
+                session.release(sink)
+            run.locals.close()
+            raise
         except BaseException:
             # Cancelled from outside (or KeyboardInterrupt): what committed still reaches the
             # store, the run is marked failed, and the cancellation goes on up.

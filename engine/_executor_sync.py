@@ -30,6 +30,7 @@ class SyncTwins:
             *,
             timeout: float | None = None,
             raise_on_error: bool = True,
+            run_id: str | None = None,
         ) -> RunResult: ...
 
         async def fork_from(
@@ -61,10 +62,13 @@ class SyncTwins:
         *,
         timeout: float | None = None,
         raise_on_error: bool = True,
+        run_id: str | None = None,
     ) -> RunResult:
         """``run`` for callers without an event loop (it starts one)."""
         return run_sync(
-            functools.partial(self.run, input, timeout=timeout, raise_on_error=raise_on_error),
+            functools.partial(
+                self.run, input, timeout=timeout, raise_on_error=raise_on_error, run_id=run_id
+            ),
             name="Executor.run_sync",
             twin="await executor.run(...)",
         )

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ._errors import ConfigurationError, StoreError
+from ._run_queue import QUEUE_SCHEMA, PgRunQueue
 from ._sqlstore import SqlRunStore, run_deleted
 
 _ONE_STATEMENT = 8  # up to this many commit rows: lock and insert in one statement
@@ -61,7 +62,7 @@ def _where(dsn: str) -> str:
     return f"{host}:{info.get('port') or 5432}/{info.get('dbname') or ''}"
 
 
-class PostgresStore(SqlRunStore):
+class PostgresStore(PgRunQueue, SqlRunStore):
     """A :class:`RunStore` on PostgreSQL. Claims are atomic across processes and hosts.
 
     ``dsn`` is a libpq connection string or URL. Install with ``pip install
@@ -98,6 +99,7 @@ class PostgresStore(SqlRunStore):
         try:
             with self._db.transaction():
                 self._db.execute(_SCHEMA)
+                self._db.execute(QUEUE_SCHEMA)
         except psycopg.Error as exc:
             raise self._unreachable(exc) from None
 
@@ -192,6 +194,17 @@ class PostgresStore(SqlRunStore):
     def _insert_many(self, db: Any, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
         with db.cursor() as cur:
             cur.executemany(sql, rows)
+
+    def _live_run_nos(self, db: Any, run_nos: Sequence[int]) -> set[int]:
+        """Group commit: lock the runs' rows for this transaction in one query (a concurrent
+        prune waits until it ends) and return the ones still there."""
+        if not run_nos:
+            return set()
+        cur = db.execute(
+            "SELECT run_no FROM trackway_runs WHERE run_no = ANY(%s) ORDER BY run_no FOR SHARE",
+            (list(run_nos),),
+        )
+        return {int(r[0]) for r in cur.fetchall()}
 
     def close(self) -> None:
         with self._lock:

@@ -185,6 +185,16 @@ class StoreSession:
             lambda s: s.finish_run(run.run_id, status, outcome), "finish the run", in_run=True
         )
 
+    def release(self, sink: Sink) -> None:
+        """A worker let the run go at a stage boundary: write what it committed and leave
+        the run ``running`` (never finished), so ``recover()`` continues it."""
+        try:
+            sink.flush()
+        finally:
+            closer: Callable[[], None] | None = getattr(sink, "close", None)
+            if closer is not None:
+                closer()
+
     def abandon(self, run: RunContext, sink: Sink | None) -> None:
         """The run was cancelled from outside: keep what committed, mark it failed."""
         if sink is None:

@@ -1,7 +1,8 @@
 """Every ```python block in docs/**/*.md runs, each in a fresh namespace, and prints what the
 ```text block after it says (when one follows with only prose between).
 
-A block is skipped only when its first line is the comment ``# doctest: skip``.
+A block is skipped only when its first line is the comment ``# doctest: skip``, or starts
+``# needs PostgreSQL`` and no server is named (``TRACKWAY_TEST_PG_DSN``).
 Test ids are ``<path under docs>:<line of the opening fence>``.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import re
 from pathlib import Path
 
@@ -16,6 +18,9 @@ import pytest
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 SKIP = "# doctest: skip"
+NEEDS_PG = "# needs PostgreSQL"
+"""A block whose first line starts so runs where ``TRACKWAY_TEST_PG_DSN`` names a server (as in
+CI) and is skipped elsewhere, like the other PostgreSQL tests."""
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>```+|~~~+)[ \t]*(?P<info>[^`\s]*)")
 
 
@@ -65,6 +70,8 @@ def _collect() -> list[pytest.ParameterSet]:
         for line, source, output in _blocks(path):
             first = source.lstrip("\n").split("\n", 1)[0].strip()
             marks = [pytest.mark.skip(reason="marked '# doctest: skip'")] if first == SKIP else []
+            if first.startswith(NEEDS_PG) and not os.environ.get("TRACKWAY_TEST_PG_DSN"):
+                marks = [pytest.mark.skip(reason="needs TRACKWAY_TEST_PG_DSN (.ci/postgres.sh)")]
             params.append(pytest.param(rel, line, source, output, id=f"{rel}:{line}", marks=marks))
     return params
 

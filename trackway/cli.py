@@ -1,5 +1,6 @@
 """The ``trackway`` command line: an offline demo, a look into run stores and recordings,
-resuming a paused run, and a self-contained HTML trace viewer.
+resuming a paused run, a self-contained HTML trace viewer, and workers that drive queued
+runs from PostgreSQL.
 
 Exit codes: 0 done; 1 a store, run or recording could not be read (the message names the
 file and what is wrong); 2 a usage error (a bad option, a call number the recording does not
@@ -176,6 +177,132 @@ def view(out: Out, recording: Path, output: Path, run_id: str | None) -> int:
     written = write_viewer(recording, output, run_id=run_id, out=out)
     out.line(f"wrote {written} ({written.stat().st_size:,} bytes); open it in a browser")
     return 0
+
+
+def _pg_option(fn: click.decorators.FC) -> click.decorators.FC:
+    return click.option(
+        "--store", "--db", "store", required=True, help="the postgresql:// URL of the run queue"
+    )(fn)
+
+
+@cli.command()
+@_pg_option
+@click.option(
+    "--charts",
+    "specs",
+    multiple=True,
+    required=True,
+    help="module:attr of a FlowChart, an Agent, or a dict of names to either (repeatable)",
+)
+@click.option(
+    "--lease",
+    type=click.FloatRange(min=0.5),
+    default=30.0,
+    show_default=True,
+    help="seconds a claim holds without renewal",
+)
+@click.option(
+    "--max-runs",
+    type=click.IntRange(min=1),
+    default=4,
+    show_default=True,
+    help="runs driven at once",
+)
+@click.option(
+    "--poll",
+    type=click.FloatRange(min=0.001),
+    default=0.25,
+    show_default=True,
+    help="seconds between claims when idle",
+)
+@click.option(
+    "--max-attempts",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="claims of one run before it is failed as unrecoverable",
+)
+@click.option(
+    "--idle-exit",
+    is_flag=True,
+    help="exit once no run is runnable and no other worker holds a lease",
+)
+@click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="stderr log lines",
+)
+@click.pass_obj
+def worker(
+    out: Out,
+    store: str,
+    specs: tuple[str, ...],
+    lease: float,
+    max_runs: int,
+    poll: float,
+    max_attempts: int,
+    idle_exit: bool,
+    log_format: str,
+) -> int:
+    """Claim submitted runs from a PostgreSQL store and drive them (SIGTERM: finish the
+    stages in flight, let the runs go to another worker)."""
+    from ._cli_worker import run_worker
+
+    return run_worker(
+        out,
+        store,
+        specs,
+        lease=lease,
+        max_runs=max_runs,
+        idle_exit=idle_exit,
+        poll=poll,
+        max_attempts=max_attempts,
+        log_format=log_format,
+    )
+
+
+@cli.command()
+@_pg_option
+@click.option("--all", "include_gone", is_flag=True, help="also stopped and silent workers")
+@click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table")
+@click.pass_obj
+def workers(out: Out, store: str, include_gone: bool, as_json: bool) -> int:
+    """List the live workers on a store, the runs they hold, and the queue's counts."""
+    from ._cli_worker import list_workers
+
+    return list_workers(out, store, include_gone=include_gone, as_json=as_json)
+
+
+@cli.command()
+@click.argument("name")
+@click.option(
+    "--input",
+    "value",
+    default="null",
+    callback=_json_value,
+    help="the run's input as JSON (a dict for a chart, a message for an agent)",
+)
+@_pg_option
+@click.pass_obj
+def submit(out: Out, name: str, value: object, store: str) -> int:
+    """Queue a run of the chart or agent workers registered as NAME; print its run id."""
+    from ._cli_worker import submit_run
+
+    return submit_run(out, store, name, value)
+
+
+@cli.command()
+@click.argument("checkpoint_id")
+@click.option("--value", default="null", callback=_json_value, help="the answer, as JSON")
+@_pg_option
+@click.pass_obj
+def answer(out: Out, checkpoint_id: str, value: object, store: str) -> int:
+    """Answer the question a queued run paused on; a worker resumes it."""
+    from ._cli_worker import answer_run
+
+    return answer_run(out, store, checkpoint_id, value)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,364 @@
+"""The run queue on PostgreSQL: runs submitted by name, claimed by workers under a lease.
+
+One row per submitted run in ``trackway_queue``. A row is *runnable* when it is ``queued``
+(new), ``answered`` (paused, and its answer arrived) or ``running`` with an expired lease
+(its worker died). Workers claim runnable rows with ``FOR UPDATE SKIP LOCKED`` — many
+workers never wait on each other's claims — and renew their leases while they drive. Every
+time is the database's clock (``clock_timestamp()``), so workers on hosts whose clocks
+disagree still agree on who holds what. The run itself lives in the ordinary tables: the
+queue only says who drives it and what it waits on.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, NamedTuple
+
+import orjson
+
+from ._errors import ConfigurationError, UnknownRunError
+
+__all__ = ["Claim", "PgRunQueue", "QueueEntry", "WorkerInfo", "new_worker_id"]
+
+_NOW = "EXTRACT(EPOCH FROM clock_timestamp())::float8"
+
+QUEUE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS trackway_queue (
+    run_id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    input BYTEA NOT NULL,
+    state TEXT NOT NULL,
+    submitted_at DOUBLE PRECISION NOT NULL,
+    updated_at DOUBLE PRECISION NOT NULL,
+    worker TEXT,
+    lease_until DOUBLE PRECISION,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    checkpoint_id TEXT,
+    answer BYTEA,
+    error TEXT
+);
+CREATE INDEX IF NOT EXISTS trackway_queue_open ON trackway_queue (submitted_at)
+    WHERE state IN ('queued', 'answered', 'running');
+CREATE TABLE IF NOT EXISTS trackway_workers (
+    worker_id TEXT PRIMARY KEY,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    started_at DOUBLE PRECISION NOT NULL,
+    beat_at DOUBLE PRECISION NOT NULL,
+    lease_seconds DOUBLE PRECISION NOT NULL,
+    max_runs INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    charts TEXT NOT NULL
+);
+"""
+
+SETTLED = frozenset({"done", "failed", "broken"})
+"""Queue states a run never leaves."""
+
+
+class QueueEntry(NamedTuple):
+    """A submitted run as the queue sees it (``store.queued(run_id)``, ``store.queue()``).
+
+    ``state``: ``queued`` (waiting for a worker), ``running`` (a worker holds its lease
+    until ``lease_until``), ``paused`` (waits for ``store.answer(checkpoint_id, value)``),
+    ``answered`` (waiting for a worker to resume it), or how it ended: ``done``,
+    ``failed`` (``error`` says why), ``broken``. ``attempts`` counts the claims.
+    """
+
+    run_id: str
+    name: str
+    state: str
+    submitted_at: float
+    updated_at: float
+    worker: str | None
+    lease_until: float | None
+    attempts: int
+    checkpoint_id: str | None
+    error: str | None
+
+    @property
+    def ended(self) -> bool:
+        return self.state in SETTLED
+
+
+class Claim(NamedTuple):
+    """What a worker claimed: the run, its registered name and input, and why it is
+    runnable (``was``: ``queued``, ``answered`` or ``running`` — a dead worker's)."""
+
+    run_id: str
+    name: str
+    input: Any
+    was: str
+    attempts: int
+    checkpoint_id: str | None
+    answer: bytes | None
+    """The answer's JSON (``b"null"`` for an answer of ``None``); ``None`` when unanswered."""
+
+
+class WorkerInfo(NamedTuple):
+    """A worker as it registered itself (``store.workers()``); ``live`` when its last beat
+    is within two leases, ``held`` the runs whose lease it holds now."""
+
+    worker_id: str
+    host: str
+    pid: int
+    started_at: float
+    beat_at: float
+    lease_seconds: float
+    max_runs: int
+    state: str
+    charts: tuple[str, ...]
+    live: bool
+    held: tuple[str, ...]
+
+
+def _raw(value: Any) -> bytes | None:
+    return None if value is None else bytes(value)
+
+
+def new_worker_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+def _entry(row: Sequence[Any]) -> QueueEntry:
+    return QueueEntry(*row)
+
+
+_ENTRY = (
+    "run_id, name, state, submitted_at, updated_at, worker, lease_until, attempts, "
+    "checkpoint_id, error"
+)
+
+
+class PgRunQueue:
+    """The queue's queries, mixed into :class:`PostgresStore`."""
+
+    _tx: Callable[[], AbstractContextManager[Any]]  # the store's write transaction
+
+    # -- what users call ---------------------------------------------------------------
+
+    def submit(self, name: str, input: Any = None, *, run_id: str | None = None) -> str:
+        """Queue a run of the chart or agent a worker registered as ``name``; returns its
+        run id (a worker starts the run under it). ``input`` is the run's input: a dict of
+        state keys for a chart, the message (or ``{"message": ..., "identity": ...}``) for
+        an agent; it must be JSON. Checked against the chart by the worker that claims it:
+        a refused input ends the run ``failed`` with the reason."""
+        if not isinstance(name, str) or not name:
+            raise ConfigurationError("submit(name, ...) takes the registered name, a non-empty str")
+        try:
+            doc = orjson.dumps(input)
+        except TypeError as exc:
+            raise ConfigurationError(
+                f"submit({name!r}, input): the input must be JSON (dicts, lists, str, numbers, "
+                f"bools, None): {exc}"
+            ) from None
+        from ._executor import new_run_id  # deferred: the executor imports the stores
+
+        rid = run_id or new_run_id()
+        with self._tx() as db:
+            cur = db.execute(
+                "INSERT INTO trackway_queue (run_id, name, input, state, submitted_at, "
+                f"updated_at) VALUES (%s, %s, %s, 'queued', {_NOW}, {_NOW}) "
+                "ON CONFLICT (run_id) DO NOTHING",
+                (rid, name, doc),
+            )
+            if cur.rowcount != 1:
+                raise ConfigurationError(f"run {rid!r} is already in the queue; pick another id")
+        return rid
+
+    def answer(self, checkpoint_id: str, value: Any = None) -> None:
+        """Answer the question a queued run paused on (``QueueEntry.checkpoint_id``, or the
+        ``checkpoint_id`` of ``store.paused()``); a worker claims it and resumes the run with
+        ``value``. Answering twice, or a checkpoint no queued run waits on, is refused."""
+        try:
+            doc = orjson.dumps(value)
+        except TypeError as exc:
+            raise ConfigurationError(f"answer({checkpoint_id!r}, value): not JSON: {exc}") from None
+        with self._tx() as db:
+            cur = db.execute(
+                f"UPDATE trackway_queue SET state = 'answered', answer = %s, updated_at = {_NOW} "
+                "WHERE checkpoint_id = %s AND state = 'paused'",
+                (doc, checkpoint_id),
+            )
+            if cur.rowcount == 1:
+                return
+            row = db.execute(
+                "SELECT run_id, state FROM trackway_queue WHERE checkpoint_id = %s",
+                (checkpoint_id,),
+            ).fetchone()
+        if row is None:
+            raise UnknownRunError(
+                f"no queued run waits on checkpoint {checkpoint_id!r}: store.queue() lists the "
+                "queued runs; a run not started through store.submit() is resumed with "
+                "Executor.resume (or Agent.resume)"
+            )
+        raise UnknownRunError(
+            f"run {row[0]!r} no longer waits on {checkpoint_id!r} (it is {row[1]}): it was "
+            "answered already"
+        )
+
+    def queued(self, run_id: str) -> QueueEntry:
+        """The queue's row for a submitted run."""
+        with self._tx() as db:
+            row = db.execute(
+                f"SELECT {_ENTRY} FROM trackway_queue WHERE run_id = %s", (run_id,)
+            ).fetchone()
+        if row is None:
+            raise UnknownRunError(f"no run {run_id!r} in the queue; store.queue() lists them")
+        return _entry(row)
+
+    def queue(self, states: Iterable[str] | None = None, *, limit: int = 1000) -> list[QueueEntry]:
+        """Submitted runs, oldest first; ``states`` keeps only those in these states."""
+        with self._tx() as db:
+            if states is None:
+                rows = db.execute(
+                    f"SELECT {_ENTRY} FROM trackway_queue ORDER BY submitted_at, run_id LIMIT %s",
+                    (limit,),
+                ).fetchall()
+            else:
+                rows = db.execute(
+                    f"SELECT {_ENTRY} FROM trackway_queue WHERE state = ANY(%s) "
+                    "ORDER BY submitted_at, run_id LIMIT %s",
+                    (list(states), limit),
+                ).fetchall()
+        return [_entry(r) for r in rows]
+
+    def queue_counts(self) -> dict[str, int]:
+        """How many submitted runs are in each state."""
+        with self._tx() as db:
+            rows = db.execute("SELECT state, count(*) FROM trackway_queue GROUP BY state")
+            return {str(s): int(n) for s, n in rows.fetchall()}
+
+    def workers(self, *, include_gone: bool = False) -> list[WorkerInfo]:
+        """Registered workers with the runs they hold; gone ones (stopped, or silent for two
+        leases) only with ``include_gone``."""
+        with self._tx() as db:
+            now = float(db.execute(f"SELECT {_NOW}").fetchone()[0])
+            rows = db.execute(
+                "SELECT w.worker_id, w.host, w.pid, w.started_at, w.beat_at, w.lease_seconds, "
+                "w.max_runs, w.state, w.charts, COALESCE(array_agg(q.run_id ORDER BY q.run_id) "
+                "FILTER (WHERE q.run_id IS NOT NULL), '{}') FROM trackway_workers w "
+                "LEFT JOIN trackway_queue q ON q.worker = w.worker_id AND q.state = 'running' "
+                "GROUP BY w.worker_id ORDER BY w.started_at, w.worker_id"
+            ).fetchall()
+        out = []
+        for r in rows:
+            live = r[7] != "stopped" and now - r[4] <= 2 * r[5]
+            if live or include_gone:
+                charts = tuple(orjson.loads(r[8]))
+                w_id, host, pid, started, beat, lease, max_runs, state = r[:8]
+                out.append(
+                    WorkerInfo(w_id, host, pid, started, beat, lease, max_runs, state, charts,
+                               live, tuple(r[9]))
+                )  # fmt: skip
+        return out
+
+    # -- what workers call -------------------------------------------------------------
+
+    def _queue_claim(
+        self, worker: str, lease: float, limit: int, names: Sequence[str]
+    ) -> list[Claim]:
+        """Claim up to ``limit`` runnable runs of the charts ``names``, oldest first,
+        skipping rows another worker is claiming right now."""
+        with self._tx() as db:
+            rows = db.execute(
+                "WITH picked AS (SELECT run_id, state AS was FROM trackway_queue "
+                "WHERE name = ANY(%s) AND (state IN ('queued', 'answered') "
+                f"OR (state = 'running' AND lease_until < {_NOW})) "
+                "ORDER BY submitted_at, run_id LIMIT %s FOR UPDATE SKIP LOCKED) "
+                f"UPDATE trackway_queue q SET state = 'running', worker = %s, "
+                f"lease_until = {_NOW} + %s, attempts = q.attempts + 1, updated_at = {_NOW} "
+                "FROM picked WHERE q.run_id = picked.run_id "
+                "RETURNING q.run_id, q.name, q.input, picked.was, q.attempts, "
+                "q.checkpoint_id, q.answer",
+                (list(names), limit, worker, lease),
+            ).fetchall()
+        return [Claim(r[0], r[1], orjson.loads(r[2]), r[3], r[4], r[5], _raw(r[6])) for r in rows]
+
+    def _queue_renew(self, worker: str, run_ids: Sequence[str], lease: float) -> set[str]:
+        """Extend this worker's leases; returns the runs it still holds (a lease that
+        expired and was claimed by another worker is lost), and beats for the worker."""
+        with self._tx() as db:
+            db.execute(
+                f"UPDATE trackway_workers SET beat_at = {_NOW} WHERE worker_id = %s", (worker,)
+            )
+            if not run_ids:
+                return set()
+            rows = db.execute(
+                f"UPDATE trackway_queue SET lease_until = {_NOW} + %s WHERE worker = %s "
+                "AND state = 'running' AND run_id = ANY(%s) RETURNING run_id",
+                (lease, worker, list(run_ids)),
+            ).fetchall()
+        return {r[0] for r in rows}
+
+    def _queue_settle(
+        self,
+        run_id: str,
+        worker: str,
+        state: str,
+        *,
+        checkpoint_id: str | None = None,
+        error: str | None = None,
+    ) -> bool:
+        """Record how a claimed run went (``done``/``failed``/``broken``, ``paused`` with its
+        checkpoint, or ``running`` with the lease given up so another worker continues it).
+        Only the lease holder may: returns False when this worker no longer holds it."""
+        release = state == "running"
+        with self._tx() as db:
+            cur = db.execute(
+                f"UPDATE trackway_queue SET state = %s, updated_at = {_NOW}, "
+                "worker = NULL, lease_until = %s, checkpoint_id = %s, error = %s, "
+                "answer = CASE WHEN %s = 'paused' THEN NULL ELSE answer END "
+                "WHERE run_id = %s AND worker = %s AND state = 'running'",
+                (state, 0.0 if release else None, checkpoint_id, error, state, run_id, worker),
+            )
+            return bool(cur.rowcount == 1)
+
+    def _queue_outstanding(self, worker: str, names: Sequence[str]) -> tuple[int, int]:
+        """How many runs of the charts ``names`` are runnable now, and how many other
+        workers hold under a live lease (an idle worker waits for those: their worker may
+        die)."""
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT count(*) FILTER (WHERE state IN ('queued', 'answered') "
+                f"OR (state = 'running' AND lease_until < {_NOW})), "
+                f"count(*) FILTER (WHERE state = 'running' AND lease_until >= {_NOW} "
+                "AND worker IS DISTINCT FROM %s) "
+                "FROM trackway_queue WHERE state IN ('queued', 'answered', 'running') "
+                "AND name = ANY(%s)",
+                (worker, list(names)),
+            ).fetchone()
+        return int(row[0]), int(row[1])
+
+    def _worker_register(
+        self, worker: str, lease: float, max_runs: int, charts: Sequence[str]
+    ) -> None:
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO trackway_workers VALUES "
+                f"(%s, %s, %s, {_NOW}, {_NOW}, %s, %s, 'running', %s) "
+                "ON CONFLICT (worker_id) DO UPDATE SET beat_at = excluded.beat_at, "
+                "state = 'running'",
+                (worker, socket.gethostname(), os.getpid(), lease, max_runs,
+                 orjson.dumps(list(charts)).decode()),
+            )  # fmt: skip
+
+    def _worker_state(self, worker: str, state: str) -> None:
+        with self._tx() as db:
+            db.execute(
+                f"UPDATE trackway_workers SET state = %s, beat_at = {_NOW} WHERE worker_id = %s",
+                (state, worker),
+            )
+
+    def _queue_forget_workers(self, older_than: float) -> int:
+        """Drop stopped or silent worker rows whose last beat is older than ``older_than``
+        seconds."""
+        with self._tx() as db:
+            cur = db.execute(
+                f"DELETE FROM trackway_workers WHERE beat_at < {_NOW} - %s", (older_than,)
+            )
+            return int(cur.rowcount)

@@ -1,0 +1,67 @@
+"""What a worker drives: a registered chart (here) or agent (``trackway.agent``), seen
+through one small interface — start a run under a given id, resume it with an answer,
+recover it from its log — each reporting how the run went as an :class:`WorkOutcome`."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Protocol, runtime_checkable
+
+from ._chart import FlowChart
+from ._executor import Executor, RunResult
+from ._recovery import RECOVERABLE_FAILURES
+from ._store import Durability, RunStore
+
+__all__ = ["ChartTarget", "WorkOutcome", "WorkTarget"]
+
+
+class WorkOutcome(NamedTuple):
+    """How one drive of a run went: ``status`` is ``done``, ``broken``, ``failed`` or
+    ``paused`` (``checkpoint_id`` says on what); ``retry`` marks a failure from outside the
+    run (its store, a cancellation) that another attempt continues from the log."""
+
+    status: str
+    checkpoint_id: str | None = None
+    error: str | None = None
+    retry: bool = False
+
+    @classmethod
+    def of(cls, result: RunResult) -> WorkOutcome:
+        """An engine result as an outcome."""
+        if result.status == "paused":
+            assert result.checkpoint is not None
+            return cls("paused", result.checkpoint.checkpoint_id)
+        if result.error is not None:
+            kind = type(result.error).__name__
+            return cls("failed", None, f"{kind}: {result.error}", kind in RECOVERABLE_FAILURES)
+        return cls(result.status)
+
+
+@runtime_checkable
+class WorkTarget(Protocol):
+    """A chart or agent a worker runs by name (``Agent.work_target(store)`` makes one)."""
+
+    chart_id: str
+
+    async def start(self, run_id: str, input: Any) -> WorkOutcome: ...
+    async def resume(self, checkpoint_id: str, answer: Any) -> WorkOutcome: ...
+    async def recover(self, run_id: str) -> WorkOutcome: ...
+
+
+class ChartTarget:
+    """A chart driven by a worker: an :class:`Executor` on the worker's store."""
+
+    def __init__(self, chart: FlowChart, store: RunStore, durability: Durability = "sync"):
+        self.chart_id = chart.id
+        self._executor = Executor(chart, store=store, durability=durability)
+
+    async def start(self, run_id: str, input: Any) -> WorkOutcome:
+        result = await self._executor.run(input, run_id=run_id, raise_on_error=False)
+        return WorkOutcome.of(result)
+
+    async def resume(self, checkpoint_id: str, answer: Any) -> WorkOutcome:
+        result = await self._executor.resume(checkpoint_id, answer, raise_on_error=False)
+        return WorkOutcome.of(result)
+
+    async def recover(self, run_id: str) -> WorkOutcome:
+        result = await self._executor.recover(run_id, raise_on_error=False)
+        return WorkOutcome.of(result)

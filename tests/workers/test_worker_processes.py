@@ -1,0 +1,206 @@
+"""Worker processes on the real PostgreSQL: three ``trackway worker`` processes drive 300
+runs (some pause and are answered, some fail) and every run ends exactly once; then workers
+are SIGKILLed mid-run twenty times and every run still completes, its log exactly the log of
+an uninterrupted run."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trackway import PostgresStore
+
+from .charts import STAGES
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
+ROOT = Path(__file__).resolve().parents[2]
+EXPECTED_PATHS = [f"s{n}#{n - 1}" for n in range(1, STAGES + 1)]
+TOTAL = sum(range(1, STAGES + 1))
+
+
+class Pool:
+    """Worker processes started with the command line, their logs in files."""
+
+    def __init__(self, dsn: str, logs: Path, *extra: str) -> None:
+        self.dsn = dsn
+        self.logs = logs
+        self.extra = extra
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def start(self) -> subprocess.Popen[bytes]:
+        n = len(self.procs)
+        with (self.logs / f"worker-{n}.jsonl").open("wb") as err:  # the child keeps its own
+            proc = self._popen(err)
+        self.procs.append(proc)
+        return proc
+
+    def _popen(self, err: Any) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "trackway.cli", "worker", "--store", self.dsn,
+             "--charts", "tests.workers.charts:CHARTS", "--log-format", "json", *self.extra],
+            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )  # fmt: skip
+
+    def live(self) -> list[subprocess.Popen[bytes]]:
+        return [p for p in self.procs if p.poll() is None]
+
+    def stop_all(self, timeout: float = 30) -> list[int]:
+        for p in self.live():
+            p.send_signal(signal.SIGTERM)
+        return [p.wait(timeout) for p in self.procs]
+
+    def kill_all(self) -> None:
+        for p in self.live():
+            p.kill()
+            p.wait()
+
+    def events(self) -> list[dict[str, Any]]:
+        out = []
+        for f in sorted(self.logs.glob("worker-*.jsonl")):
+            for line in f.read_text().splitlines():
+                if line.startswith("{"):
+                    out.append(json.loads(line))
+        return out
+
+
+def _wait_until(
+    done: Any, timeout: float, what: str, every: Any = None, store_state: Any = str
+) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        if every is not None:
+            every()
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}: {store_state()}")
+        time.sleep(0.05)
+
+
+def _log_is_whole(store: PostgresStore, run_id: str) -> list[str]:
+    """The run's stage paths, after checking its commits are numbered 1..n with no gap."""
+    history = store.history(run_id)
+    assert [m.seq for m in history] == list(range(1, len(history) + 1)), run_id
+    return [m.stage_path for m in history]
+
+
+def test_three_workers_drive_300_runs_each_ending_exactly_once(
+    store: PostgresStore, pg_dsn: str, tmp_path: Path
+) -> None:
+    kinds: dict[str, tuple[str, int]] = {}
+    for i in range(300):
+        if i % 10 == 3:
+            rid = store.submit("steps", {"seed": i, "fail_at": i % STAGES + 1})
+            kinds[rid] = ("fails", i % STAGES + 1)
+        elif i % 10 == 7:
+            rid = store.submit("approval", {"seed": i})
+            kinds[rid] = ("asks", i)
+        else:
+            rid = store.submit("steps", {"seed": i})
+            kinds[rid] = ("steps", i)
+    pool = Pool(pg_dsn, tmp_path, "--lease", "5", "--max-runs", "8", "--poll", "0.02")
+    for _ in range(3):
+        pool.start()
+    answered: set[str] = set()
+    terminated = False
+
+    def answer_pauses() -> None:
+        nonlocal terminated
+        for entry in store.queue(["paused"]):
+            if entry.run_id not in answered:
+                store.answer(entry.checkpoint_id or "", f"ok-{kinds[entry.run_id][1]}")
+                answered.add(entry.run_id)
+        counts = store.queue_counts()
+        if not terminated and counts.get("done", 0) >= 100:
+            first = pool.procs[0]  # SIGTERM one mid-way: it lets its runs go, exits 0
+            first.send_signal(signal.SIGTERM)
+            assert first.wait(30) == 0
+            pool.start()
+            terminated = True
+
+    try:
+        _wait_until(
+            lambda: sum(store.queue_counts().get(s, 0) for s in ("done", "failed")) == 300,
+            180, "300 runs to end", answer_pauses,
+        )  # fmt: skip
+        assert pool.stop_all() == [0, 0, 0, 0]
+    finally:
+        pool.kill_all()
+    assert terminated and store.queue_counts() == {"done": 270, "failed": 30}
+    ended = Counter(
+        e["run_id"] for e in pool.events()
+        if e["event"] == "settled" and e["state"] in ("done", "failed")
+    )  # fmt: skip
+    assert set(ended) == set(kinds) and set(ended.values()) == {1}  # each ends exactly once
+    for rid, (kind, n) in kinds.items():
+        entry = store.queued(rid)
+        snap = store.load(rid)
+        paths = _log_is_whole(store, rid)
+        if kind == "steps":
+            assert (entry.state, snap.status) == ("done", "done")
+            assert paths == EXPECTED_PATHS and snap.state["total"] == TOTAL
+        elif kind == "fails":
+            assert (entry.state, snap.status) == ("failed", "failed")
+            assert f"stage {n} fails on purpose" in (entry.error or "")
+            assert paths[: n - 1] == EXPECTED_PATHS[: n - 1] and len(paths) == n
+        else:
+            assert (entry.state, snap.status) == ("done", "done")
+            assert snap.state["done"] == f"answer=ok-{n}"
+    by_worker = Counter(e["worker"] for e in pool.events() if e["event"] == "claimed")
+    assert len(by_worker) == 4 and min(by_worker.values()) > 0  # every worker took a share
+
+
+def test_twenty_sigkills_mid_run_and_every_run_completes_whole(
+    store: PostgresStore, pg_dsn: str, tmp_path: Path
+) -> None:
+    runs = [store.submit("steps", {"seed": i, "delay": 0.01}) for i in range(60)]
+    pool = Pool(
+        pg_dsn, tmp_path, "--lease", "1", "--max-runs", "4", "--poll", "0.02",
+        "--max-attempts", "30",
+    )  # fmt: skip
+    for _ in range(3):
+        pool.start()
+    rng = random.Random(18)
+    killed = 0
+    try:
+        _wait_until(lambda: store.queue_counts().get("running", 0) > 0, 60, "a first claim")
+        while killed < 20:
+            time.sleep(rng.uniform(0.1, 0.4))
+            held = [w for w in store.workers() if w.held]
+            victims = [p for p in pool.live() if any(w.pid == p.pid for w in held)]
+            if not victims:
+                if store.queue_counts().get("done", 0) == len(runs):
+                    break
+                continue
+            rng.choice(victims).kill()  # mid-run: it holds a lease
+            killed += 1
+            pool.start()
+        _wait_until(
+            lambda: sum(store.queue_counts().get(s, 0) for s in ("done", "failed")) == len(runs),
+            120, "every run", store_state=lambda: (store.queue_counts(), store.workers()),
+        )  # fmt: skip
+        survivors = pool.live()
+        pool.stop_all()
+        assert [p.returncode for p in survivors] == [0, 0, 0]
+    finally:
+        pool.kill_all()
+    assert killed == 20
+    recovered = 0
+    for rid in runs:
+        entry = store.queued(rid)
+        snap = store.load(rid)
+        assert (entry.state, snap.status) == ("done", "done")
+        assert _log_is_whole(store, rid) == EXPECTED_PATHS  # nothing twice, nothing skipped
+        assert snap.state["total"] == TOTAL and snap.state["seed"] == runs.index(rid)
+        recovered += entry.attempts > 1
+    assert recovered >= 10  # the kills landed mid-run, and their runs were continued
