@@ -41,8 +41,23 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from ._branch_builders import DeciderBuilder, SelectorBuilder
+    from ._ray_runner import RayRunner
 
 __all__ = ["ChartBuilder", "flow_chart"]
+
+
+def _check_runner(runner: object, owner: str) -> RayRunner | None:
+    """``runner=`` of a fork or for-each: ``None`` (here) or ``ray_runner()``."""
+    if runner is None:
+        return None
+    from ._ray_runner import RayRunner
+
+    if not isinstance(runner, RayRunner):
+        raise ChartBuildError(
+            f"{owner}: runner= takes ray_runner() (from trackway import ray_runner) or None, "
+            f"got {runner!r}"
+        )
+    return runner
 
 
 def _slug(name: str) -> str:
@@ -258,11 +273,13 @@ class ChartBuilder:
         id: str | None = None,
         description: str | None = None,
         merge: MergePolicy = "error_on_conflict",
+        runner: RayRunner | None = None,
     ) -> ChartBuilder:
         """Run every branch in parallel, each on its own view of state, then merge them.
 
         A branch is a stage function, a chart, or ``(display_name, fn_or_chart)``. Writes are
         merged in declaration order by ``merge``; the merge is its own commit.
+        ``runner=ray_runner()`` runs each branch as a Ray task, with the same log.
         """
         self._guard()
         nid = self._new_id(name, id, f"fork {name!r}")
@@ -281,6 +298,7 @@ class ChartBuilder:
                 description=description,
                 parallel=tuple(parallel),
                 merge=check_merge(merge, owner),
+                runner=_check_runner(runner, owner),
             )
         )
         return self
@@ -344,12 +362,15 @@ class ChartBuilder:
         result_key: str = "result",
         overflow: Literal["error", "truncate"] = "error",
         concurrency: int | None = None,
+        runner: RayRunner | None = None,
     ) -> ChartBuilder:
         """Run ``branch`` once per item, in parallel, and write the results to ``into``.
 
         Each branch sees the state plus ``item`` and ``index``; its result is what it wrote to
         ``result_key``. More than ``max_branches`` items is an error, or with
         ``overflow="truncate"`` the extra items are dropped and the drop is recorded.
+        ``runner=ray_runner()`` runs each branch as a Ray task (at most ``concurrency`` at a
+        time); the results and the log are those of the same run here.
         """
         self._guard()
         nid = self._new_id(name, id, f"parallel_for_each {name!r}")
@@ -384,6 +405,7 @@ class ChartBuilder:
                 overflow=overflow,
                 concurrency=concurrency,
                 result_key=result_key,
+                runner=_check_runner(runner, owner),
             )
         )
         return self

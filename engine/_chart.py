@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     import networkx as nx
     from pydantic import BaseModel
 
+    from ._ray_runner import RayRunner
     from ._scope import Scope
 
 __all__ = [
@@ -107,6 +108,8 @@ class Node:
     overflow: Literal["error", "truncate"] = "error"
     concurrency: int | None = None
     result_key: str = "result"
+    runner: RayRunner | None = None
+    """Fork and for-each: where the branches run (``ray_runner()``); ``None``: here."""
 
 
 @dataclass(frozen=True, eq=False)

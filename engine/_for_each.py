@@ -95,6 +95,7 @@ async def _run(
             seeds,
             node.concurrency,
             None if resume is None else resume.branches,
+            runner=node.runner,
         )
     except Paused as p:
         p.cursor = ForEachCursor(

@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from time import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -27,6 +27,9 @@ from ._paths import join
 from ._stage import Paused, resume_stage, run_stage, validate_writes
 from ._state import StateStore
 from ._values import to_bytes
+
+if TYPE_CHECKING:
+    from ._ray_runner import RayRunner
 
 __all__ = [
     "exec_fork",
@@ -80,14 +83,21 @@ async def run_parallel(
     limit: int | None = None,
     resume: Mapping[str, BranchState] | None = None,
     chooser: str | None = None,
+    runner: RayRunner | None = None,
 ) -> list[BranchResult]:
     """Run branches concurrently on isolated frames; hand their commits up in order.
 
     If some branches pause, the others still finish; then :class:`Paused` carries, per
     branch, its counter and where it paused (``None``: done). Resuming rebuilds every
-    branch's frame from the log and runs only the paused ones.
+    branch's frame from the log and runs only the paused ones. With a ``runner`` each
+    branch runs as a Ray task (``_ray_runner``), except when resuming or recovering, which
+    take the branches' commits from the log here.
     """
     run = strand.run
+    if runner is not None and resume is None and run.replay is None:
+        from ._ray_branches import run_on_ray
+
+        return await run_on_ray(runner, strand, pairs, base_path, seeds, limit, chooser)
     frames: list[Frame] = []
     prior: list[list[Commit]] = []
     before: list[Commit]
@@ -222,6 +232,7 @@ async def exec_parallel(
             base_path,
             resume=None if resume is None else resume.branches,
             chooser=base_path if node.kind == "selector" else None,
+            runner=node.runner,
         )
     except Paused as p:
         p.cursor = ParallelCursor(

@@ -54,9 +54,9 @@ def test_make_demo_on_a_fresh_clone_installs_the_package_alone_with_progress(tmp
 
 
 @needs_make
-def test_make_test_installs_the_dev_and_docs_extras_after_make_demo(tmp_path):
+def test_make_test_installs_the_dev_docs_and_ray_extras_after_make_demo(tmp_path):
     (install,) = _dry_run("test", tmp_path / "venv", ".installed-base")
-    assert "'.[dev,docs]'" in install
+    assert "'.[dev,docs,ray]'" in install  # the Ray fan-out tests run under make test
 
 
 @needs_make
