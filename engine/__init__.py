@@ -77,6 +77,9 @@ from ._paths import Segment as Segment
 from ._paths import StagePath as StagePath
 from ._paused import PausedRun as PausedRun
 from ._postgres import PostgresStore as PostgresStore
+from ._ray_runner import RayBranchError as RayBranchError
+from ._ray_runner import RayRunner as RayRunner
+from ._ray_runner import ray_runner as ray_runner
 from ._recorder import DecisionEvent as DecisionEvent
 from ._recorder import Deferred as Deferred
 from ._recorder import EmitEvent as EmitEvent
@@ -96,6 +99,8 @@ from ._recorder import WriteEvent as WriteEvent
 from ._recorder import deferred as deferred
 from ._redact import RedactionPolicy as RedactionPolicy
 from ._retry import Retry as Retry
+from ._run_queue import QueueEntry as QueueEntry
+from ._run_queue import WorkerInfo as WorkerInfo
 from ._scope import Scope as Scope
 from ._snapshot import SNAPSHOT_FORMAT as SNAPSHOT_FORMAT
 from ._snapshot import Snapshot as Snapshot
@@ -112,6 +117,10 @@ from ._sync import run_sync as run_sync
 from ._values import FrozenDict as FrozenDict
 from ._values import FrozenList as FrozenList
 from ._values import thaw as thaw
+from ._worker import Worker as Worker
+from ._worker import WorkerReport as WorkerReport
+from ._worker_target import WorkOutcome as WorkOutcome
+from ._worker_target import WorkTarget as WorkTarget
 
 __all__ = [
     "CHECKPOINT_FORMAT",
@@ -171,6 +180,9 @@ __all__ = [
     "PauseEvent",
     "PausedRun",
     "PostgresStore",
+    "QueueEntry",
+    "RayBranchError",
+    "RayRunner",
     "ReadEvent",
     "ReadOnlyStateError",
     "Recorder",
@@ -211,6 +223,11 @@ __all__ = [
     "TrackwayWarning",
     "UnknownBranchError",
     "UnknownRunError",
+    "WorkOutcome",
+    "WorkTarget",
+    "Worker",
+    "WorkerInfo",
+    "WorkerReport",
     "WriteEvent",
     "causal_chain",
     "check_document",
@@ -218,6 +235,7 @@ __all__ = [
     "deferred",
     "flow_chart",
     "load_document",
+    "ray_runner",
     "register_causal_profile",
     "run_sync",
     "select",

@@ -205,6 +205,9 @@ if _typing.TYPE_CHECKING:
     from trackway.engine import PausedRun as PausedRun
     from trackway.engine import PauseEvent as PauseEvent
     from trackway.engine import PostgresStore as PostgresStore
+    from trackway.engine import QueueEntry as QueueEntry
+    from trackway.engine import RayBranchError as RayBranchError
+    from trackway.engine import RayRunner as RayRunner
     from trackway.engine import ReadEvent as ReadEvent
     from trackway.engine import ReadOnlyStateError as ReadOnlyStateError
     from trackway.engine import Recorder as Recorder
@@ -245,6 +248,11 @@ if _typing.TYPE_CHECKING:
     from trackway.engine import TrackwayWarning as TrackwayWarning
     from trackway.engine import UnknownBranchError as UnknownBranchError
     from trackway.engine import UnknownRunError as UnknownRunError
+    from trackway.engine import Worker as Worker
+    from trackway.engine import WorkerInfo as WorkerInfo
+    from trackway.engine import WorkerReport as WorkerReport
+    from trackway.engine import WorkOutcome as WorkOutcome
+    from trackway.engine import WorkTarget as WorkTarget
     from trackway.engine import WriteEvent as WriteEvent
     from trackway.engine import causal_chain as causal_chain
     from trackway.engine import check_document as check_document
@@ -252,6 +260,7 @@ if _typing.TYPE_CHECKING:
     from trackway.engine import deferred as deferred
     from trackway.engine import flow_chart as flow_chart
     from trackway.engine import load_document as load_document
+    from trackway.engine import ray_runner as ray_runner
     from trackway.engine import register_causal_profile as register_causal_profile
     from trackway.engine import run_sync as run_sync
     from trackway.engine import select as select
@@ -443,6 +452,9 @@ __all__ = [
     "ProviderRateLimitError",
     "ProviderRequestError",
     "ProviderResponseError",
+    "QueueEntry",
+    "RayBranchError",
+    "RayRunner",
     "ReadEvent",
     "ReadOnlyStateError",
     "Recorder",
@@ -508,6 +520,11 @@ __all__ = [
     "WindowPlan",
     "WindowStrategy",
     "WindowVisit",
+    "WorkOutcome",
+    "WorkTarget",
+    "Worker",
+    "WorkerInfo",
+    "WorkerReport",
     "WriteEvent",
     "__version__",
     "absent",
@@ -540,6 +557,7 @@ __all__ = [
     "mock",
     "openai",
     "period_verdict",
+    "ray_runner",
     "read_declared",
     "receipts",
     "register_causal_profile",
