@@ -144,7 +144,8 @@ async def run_chain(strand: Strand, chart: FlowChart, resume: ChainCursor | None
             nid = _follow(strand, node, nxt, loops) if node.loop else nxt
             sink, tap = strand.run.sink, strand.run.tap
             if (sink is not None and sink.waiting) or (tap is not None and tap.waiting):
-                await strand.run.make_room()  # a full "batch" queue or stream: wait for room
+                await strand.run.make_room()  # a group flush, a full queue or stream: wait
+                last_yield = time()  # it waited: the loop ran the other tasks meanwhile
             now = time()
             if now - last_yield >= _YIELD_SECONDS:
                 stop = strand.run.stop  # a worker letting the run go: only on the main line
