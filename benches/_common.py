@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import cProfile
 import datetime as _dt
 import gc
@@ -14,7 +15,7 @@ import pstats
 import statistics
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -197,3 +198,23 @@ def print_targets(targets: Sequence[Mapping[str, Any]]) -> None:
         ["target", "measured", "threshold", "result"],
         [[t["target"], f"{t['measured']:,.2f}", t["threshold"], t["pass"]] for t in targets],
     )
+
+
+@contextlib.contextmanager
+def pg_schema(base: str) -> Iterator[str]:
+    """A DSN on ``base``'s server whose search_path is a new schema, dropped afterwards: a
+    bench's tables never meet another's."""
+    import uuid
+    from urllib.parse import quote
+
+    import psycopg
+
+    name = f"bench_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(base, autocommit=True) as db:
+        db.execute(f"CREATE SCHEMA {name}")
+    sep = "&" if "?" in base else "?"
+    try:
+        yield f"{base}{sep}options={quote(f'-csearch_path={name}')}"
+    finally:
+        with psycopg.connect(base, autocommit=True) as db:
+            db.execute(f"DROP SCHEMA {name} CASCADE")

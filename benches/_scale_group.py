@@ -24,14 +24,13 @@ import os
 import statistics
 import tempfile
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import anyio
+from _common import pg_schema
 
 from trackway import Executor, FlowChart, PostgresStore, RunStore, SqliteStore, flow_chart
 from trackway.engine import _group_commit
@@ -78,19 +77,12 @@ def _sqlite() -> Iterator[RunStore]:
 
 @contextmanager
 def _postgres(base: str) -> Iterator[RunStore]:
-    import psycopg
-
-    name = f"bench_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(base, autocommit=True) as db:
-        db.execute(f"CREATE SCHEMA {name}")
-    sep = "&" if "?" in base else "?"
-    store = PostgresStore(f"{base}{sep}options={quote(f'-csearch_path={name}')}")
-    try:
-        yield store
-    finally:
-        store.close()
-        with psycopg.connect(base, autocommit=True) as db:
-            db.execute(f"DROP SCHEMA {name} CASCADE")
+    with pg_schema(base) as dsn:
+        store = PostgresStore(dsn)
+        try:
+            yield store
+        finally:
+            store.close()
 
 
 def _cell(opened: Callable[[], Any], runs: int, stages: int, grouped: bool) -> dict[str, float]:

@@ -14,30 +14,13 @@ import statistics
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+
+from _common import pg_schema
 
 ROOT = Path(__file__).resolve().parents[1]
 PG_ENV = "TRACKWAY_TEST_PG_DSN"
-
-
-@contextmanager
-def _schema(dsn: str) -> Iterator[str]:
-    import psycopg
-
-    name = f"bench_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(dsn, autocommit=True) as db:
-        db.execute(f"CREATE SCHEMA {name}")
-    sep = "&" if "?" in dsn else "?"
-    try:
-        yield f"{dsn}{sep}options={quote(f'-csearch_path={name}')}"
-    finally:
-        with psycopg.connect(dsn, autocommit=True) as db:
-            db.execute(f"DROP SCHEMA {name} CASCADE")
 
 
 def _workers(dsn: str, n: int, *extra: str) -> list[subprocess.Popen[bytes]]:
@@ -84,7 +67,7 @@ def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
 def _throughput(base: str, n: int, runs: int) -> dict[str, Any]:
     from trackway import PostgresStore
 
-    with _schema(base) as dsn:
+    with pg_schema(base) as dsn:
         store = PostgresStore(dsn)
         procs = _workers(dsn, n, "--max-runs", "4", "--poll", "0.01")
         try:
@@ -115,7 +98,7 @@ def _claim_latency(base: str, poll: float, samples: int) -> list[float]:
     """Seconds from submit to the run's first stage, one run at a time, one idle worker."""
     from trackway import PostgresStore
 
-    with _schema(base) as dsn:
+    with pg_schema(base) as dsn:
         store = PostgresStore(dsn)
         procs = _workers(dsn, 1, "--poll", str(poll))
         out = []
@@ -138,7 +121,7 @@ def _recovery(base: str, lease: float, samples: int) -> list[float]:
     from trackway import PostgresStore
 
     out = []
-    with _schema(base) as dsn:
+    with pg_schema(base) as dsn:
         store = PostgresStore(dsn)
         procs = _workers(
             dsn, 2, "--lease", str(lease), "--poll", "0.01", "--max-attempts", str(samples + 2)

@@ -97,6 +97,14 @@ async def _settle(run: RunContext) -> None:
         await sink.room()
 
 
+def _check_stop(strand: Strand) -> None:
+    """A worker letting the run go (``_release``): checked on the run's main line only,
+    where the walker waits or yields anyway, so a stage costs nothing more."""
+    stop = strand.run.stop
+    if stop is not None and stop.requested and not strand.prefix:
+        raise Released(strand.run.run_id, stop.reason, len(strand.run.log))
+
+
 async def run_chain(strand: Strand, chart: FlowChart, resume: ChainCursor | None = None) -> None:
     """Walk one chart in a flat loop: no recursion per step, so loops never grow the stack."""
     nodes = chart.nodes
@@ -145,12 +153,11 @@ async def run_chain(strand: Strand, chart: FlowChart, resume: ChainCursor | None
             sink, tap = strand.run.sink, strand.run.tap
             if (sink is not None and sink.waiting) or (tap is not None and tap.waiting):
                 await strand.run.make_room()  # a group flush, a full queue or stream: wait
+                _check_stop(strand)
                 last_yield = time()  # it waited: the loop ran the other tasks meanwhile
             now = time()
             if now - last_yield >= _YIELD_SECONDS:
-                stop = strand.run.stop  # a worker letting the run go: only on the main line
-                if stop is not None and stop.requested and not strand.prefix:
-                    raise Released(strand.run.run_id, stop.reason, len(strand.run.log))
+                _check_stop(strand)
                 if strand.run.recorders.queues:
                     strand.run.recorders.flush()
                 await anyio.lowlevel.checkpoint()

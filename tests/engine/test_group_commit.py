@@ -17,9 +17,8 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Iterator, Sequence
-from contextlib import closing, contextmanager
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ import anyio.lowlevel
 import pytest
 
 from tests.backends import current_backend, run_async
+from tests.pg import pg_schema
 from trackway import (
     Commit,
     Executor,
@@ -79,27 +79,6 @@ class SpyPostgres(Spy, PostgresStore):
         self.groups = []
 
 
-@contextmanager
-def pg_schema() -> Iterator[str]:
-    """A libpq conninfo whose tables live in a new schema, dropped afterwards (the shared
-    server's other users never see them)."""
-    if not PG_DSN:
-        if os.environ.get("CI"):
-            pytest.fail("CI must provide TRACKWAY_TEST_PG_DSN (.ci/run starts PostgreSQL)")
-        pytest.skip("no PostgreSQL: set TRACKWAY_TEST_PG_DSN (see .ci/postgres.sh)")
-    import psycopg
-    from psycopg.conninfo import make_conninfo
-
-    name = f"gc_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(PG_DSN, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {name}")
-    try:
-        yield make_conninfo(PG_DSN, options=f"-csearch_path={name}")
-    finally:
-        with psycopg.connect(PG_DSN, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA {name} CASCADE")
-
-
 @pytest.fixture(params=["sqlite", "postgres"])
 def kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
@@ -113,7 +92,7 @@ def spy(kind: str, tmp_path: Path) -> Iterator[Any]:
         yield store
         store.close()
         return
-    with pg_schema() as dsn:
+    with pg_schema("gc") as dsn:
         store = SpyPostgres(dsn)
         store.dsn = dsn
         yield store
@@ -566,7 +545,7 @@ def test_sigkill_loses_no_acknowledged_commit_sqlite(tmp_path: Path, seed: int) 
 
 
 def test_sigkill_loses_no_acknowledged_commit_postgres() -> None:
-    with pg_schema() as dsn:
+    with pg_schema("gc") as dsn:
         PostgresStore(dsn).close()  # the tables, before the child and its runs start
         acked = kill_child(f"pg:{dsn}", 3 + len(current_backend()))
         store = PostgresStore(dsn)

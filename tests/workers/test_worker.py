@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -29,6 +30,29 @@ def _worker(store: PostgresStore, **kw: Any) -> Worker:
     kw.setdefault("lease_seconds", 2.0)
     kw.setdefault("poll_interval", 0.02)
     return Worker(store, CHARTS, **kw)
+
+
+def _run_until(
+    worker: Worker, ready: Callable[[], bool], then: Callable[[], Any] = lambda: None
+) -> Any:
+    """Drive ``worker`` in a task until ``ready()`` holds (polled: the store is another
+    process's view), call ``then()``, stop the worker; returns its report."""
+
+    async def main() -> Any:
+        out: list[Any] = []
+
+        async def drive() -> None:
+            out.append(await worker.run())
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(drive)
+            while not ready():  # noqa: ASYNC110 - polling
+                await anyio.sleep(0.005)
+            then()
+            worker.stop()
+        return out[0]
+
+    return run_async(main)
 
 
 def _paths(store: PostgresStore, run_id: str) -> list[str]:
@@ -112,21 +136,8 @@ def test_a_dead_workers_run_is_picked_up_after_its_lease(store: PostgresStore) -
 def test_stop_lets_runs_go_between_stages_and_another_worker_finishes(store: PostgresStore) -> None:
     runs = [store.submit("steps", {"seed": i, "delay": 0.01}) for i in range(3)]
     first = _worker(store, max_concurrent_runs=3)
-
-    async def main() -> Any:
-        async with anyio.create_task_group() as tg:
-            reports: list[Any] = []
-
-            async def drive() -> None:
-                reports.append(await first.run())
-
-            tg.start_soon(drive)
-            while sum(len(store.history(r)) if _began(store, r) else 0 for r in runs) < 6:  # noqa: ASYNC110 - polling
-                await anyio.sleep(0.005)
-            first.stop()
-        return reports[0]
-
-    report = run_async(main)
+    done = lambda: sum(len(store.history(r)) if _began(store, r) else 0 for r in runs) >= 6  # noqa: E731
+    report = _run_until(first, done)
     assert report.released == 3 and report.done == 0
     for rid in runs:
         entry = store.queued(rid)
@@ -169,7 +180,7 @@ def test_a_lost_lease_lets_the_run_go_and_records_nothing(
     t = threading.Thread(target=steal)
     t.start()
     with caplog.at_level(logging.INFO, logger="trackway.worker"):
-        report = _run_until_idle(worker)
+        report = _run_until(worker, lambda: t.is_alive() is False and not worker.active)
     t.join()
     assert report.done == 0
     entry = store.queued(rid)
@@ -177,24 +188,6 @@ def test_a_lost_lease_lets_the_run_go_and_records_nothing(
     assert len(store.history(rid)) < STAGES
     assert any(getattr(r, "event", "") == "lease_lost" for r in caplog.records)
     thief.close()
-
-
-def _run_until_idle(worker: Worker) -> Any:
-    async def main() -> Any:
-        async with anyio.create_task_group() as tg:
-            out: list[Any] = []
-
-            async def drive() -> None:
-                out.append(await worker.run())
-
-            tg.start_soon(drive)
-            await anyio.sleep(0.05)
-            while worker.active:  # noqa: ASYNC110 - polling
-                await anyio.sleep(0.02)
-            worker.stop()
-        return out[0]
-
-    return run_async(main)
 
 
 def test_a_run_that_keeps_killing_its_workers_is_given_up(store: PostgresStore) -> None:
@@ -212,16 +205,7 @@ def test_workers_lists_live_workers_and_their_leases(store: PostgresStore) -> No
     rid = store.submit("steps", {"delay": 0.03})
     worker = _worker(store, lease_seconds=1.0)
     seen: list[Any] = []
-
-    async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(worker.run)
-            while not worker.active:  # noqa: ASYNC110 - polling
-                await anyio.sleep(0.01)
-            seen.extend(store.workers())
-            worker.stop()
-
-    run_async(main)
+    _run_until(worker, lambda: bool(worker.active), lambda: seen.extend(store.workers()))
     (info,) = seen
     assert info.worker_id == worker.worker_id and info.live and info.held == (rid,)
     assert info.charts == ("approval", "steps") and info.max_runs == 4
