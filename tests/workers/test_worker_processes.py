@@ -157,7 +157,8 @@ def test_three_workers_drive_300_runs_each_ending_exactly_once(
             assert (entry.state, snap.status) == ("done", "done")
             assert snap.state["done"] == f"answer=ok-{n}"
     by_worker = Counter(e["worker"] for e in pool.events() if e["event"] == "claimed")
-    assert len(by_worker) == 4 and min(by_worker.values()) > 0  # every worker took a share
+    # the three first workers each took a share (the replacement may find nothing left)
+    assert len(by_worker) >= 3 and min(by_worker.values()) > 0
 
 
 def test_twenty_sigkills_mid_run_and_every_run_completes_whole(
