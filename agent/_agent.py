@@ -6,10 +6,10 @@ mounted only when configured. Every model request is assembled from committed st
 so it can be rebuilt from the log (``served_at``).
 
 ``Agent`` is one object with one state machine (idle, running, paused); this module holds
-that machine (running, resuming, the sync twins). The parts with seams of their own live
-beside it: reading the last run's record (``_agent_record``), listeners, recorders and tool
-sessions (``_agent_hooks``), the builder (``_builder``), input and caller checks
-(``_inputs``), the stages (``_stages``, ``_dispatch``).
+that machine. The parts with seams of their own live beside it: the last run's record
+(``_agent_record``), listeners, recorders and tool sessions (``_agent_hooks``), the sync
+twins (``_agent_sync``), being driven by a worker (``_worker_target``), the builder
+(``_builder``), input and caller checks (``_inputs``), the stages (``_stages``, ``_dispatch``).
 """
 
 from __future__ import annotations
@@ -286,8 +286,7 @@ class Agent(Hooks, RunRecord, AgentSyncTwins, Streaming, Workable):
         session_id: str | None,
         timeout: float | None,
     ) -> Callable[[Executor], Awaitable[RunResult]]:
-        """Check a resume (the question, the caller, the answer) before anything is
-        claimed; returns how to start it on a run's executor."""
+        """Check a resume (question, caller, answer) before any claim; how to start it."""
         cp = as_checkpoint(checkpoint, self._runtime.store)
         payload = cp.payload
         if not isinstance(payload, Mapping) or payload.get("kind") not in QUESTION_KINDS:
@@ -296,8 +295,7 @@ class Agent(Hooks, RunRecord, AgentSyncTwins, Streaming, Workable):
                 f"payload is {payload!r}); resume a chart's own pause with Executor.resume"
             )
         check_same_caller(payload, identity, session_id)
-        value = answer_value(payload, answer)
-        # other runs may be in flight: a checkpoint is claimed once, whoever resumes it
+        value = answer_value(payload, answer)  # (claimed once, whoever resumes it)
         return lambda ex: ex.resume(cp, value, timeout=timeout, raise_on_error=False)
 
     async def abandon_pause(self) -> dict[str, Any] | None:
