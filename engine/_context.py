@@ -14,7 +14,6 @@ from time import time
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
-import anyio.to_thread
 
 from ._chart import FlowChart
 from ._commit import Commit, CommitKind, ErrorInfo, Outcome, Write, error_info

@@ -252,9 +252,20 @@ class PgRunQueue:
                 charts = tuple(orjson.loads(r[8]))
                 w_id, host, pid, started, beat, lease, max_runs, state = r[:8]
                 out.append(
-                    WorkerInfo(w_id, host, pid, started, beat, lease, max_runs, state, charts,
-                               live, tuple(r[9]))
-                )  # fmt: skip
+                    WorkerInfo(
+                        w_id,
+                        host,
+                        pid,
+                        started,
+                        beat,
+                        lease,
+                        max_runs,
+                        state,
+                        charts,
+                        live,
+                        tuple(r[9]),
+                    )
+                )
         return out
 
     # -- what workers call -------------------------------------------------------------
@@ -343,9 +354,15 @@ class PgRunQueue:
                 f"(%s, %s, %s, {_NOW}, {_NOW}, %s, %s, 'running', %s) "
                 "ON CONFLICT (worker_id) DO UPDATE SET beat_at = excluded.beat_at, "
                 "state = 'running'",
-                (worker, socket.gethostname(), os.getpid(), lease, max_runs,
-                 orjson.dumps(list(charts)).decode()),
-            )  # fmt: skip
+                (
+                    worker,
+                    socket.gethostname(),
+                    os.getpid(),
+                    lease,
+                    max_runs,
+                    orjson.dumps(list(charts)).decode(),
+                ),
+            )
 
     def _worker_state(self, worker: str, state: str) -> None:
         with self._tx() as db:
@@ -353,12 +370,3 @@ class PgRunQueue:
                 f"UPDATE trackway_workers SET state = %s, beat_at = {_NOW} WHERE worker_id = %s",
                 (state, worker),
             )
-
-    def _queue_forget_workers(self, older_than: float) -> int:
-        """Drop stopped or silent worker rows whose last beat is older than ``older_than``
-        seconds."""
-        with self._tx() as db:
-            cur = db.execute(
-                f"DELETE FROM trackway_workers WHERE beat_at < {_NOW} - %s", (older_than,)
-            )
-            return int(cur.rowcount)

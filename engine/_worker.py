@@ -122,8 +122,9 @@ class Worker:
         # the scope of the runs (a second signal cancels it)
         self._wake: anyio.Event | None = None
         self._runs_scope: anyio.CancelScope | None = None
-        self._counts = dict.fromkeys(("claimed", "done", "failed", "broken", "paused",
-                                      "released"), 0)  # fmt: skip
+        self._counts = dict.fromkeys(
+            ("claimed", "done", "failed", "broken", "paused", "released"), 0
+        )
 
     def __repr__(self) -> str:
         return f"<Worker {self.worker_id} charts={self._names} runs={len(self._active)}>"
@@ -166,14 +167,22 @@ class Worker:
                 self.worker_id, self.lease_seconds, self.max_concurrent_runs, self._names
             )
         )
-        _log(logging.INFO, "started", f"worker {self.worker_id} started", self,
-             charts=self._names, lease_seconds=self.lease_seconds,
-             max_concurrent_runs=self.max_concurrent_runs)  # fmt: skip
+        _log(
+            logging.INFO,
+            "started",
+            f"worker {self.worker_id} started",
+            self,
+            charts=self._names,
+            lease_seconds=self.lease_seconds,
+            max_concurrent_runs=self.max_concurrent_runs,
+        )
         done = threading.Event()
         renewer = threading.Thread(
-            target=self._renew_leases, args=(done,), name=f"trackway-lease-{self.worker_id}",
+            target=self._renew_leases,
+            args=(done,),
+            name=f"trackway-lease-{self.worker_id}",
             daemon=True,
-        )  # fmt: skip
+        )
         renewer.start()
         try:
             async with anyio.create_task_group() as outer:
@@ -216,8 +225,13 @@ class Worker:
                 except StoreError as exc:  # the database is away: wait, then ask again
                     failures += 1
                     pause = min(5.0, self.poll_interval * 2**failures)
-                    _log(logging.WARNING, "claim_failed", f"could not claim ({exc}); trying "
-                         f"again in {pause:.2f} s", self, attempt=failures)  # fmt: skip
+                    _log(
+                        logging.WARNING,
+                        "claim_failed",
+                        f"could not claim ({exc}); trying again in {pause:.2f} s",
+                        self,
+                        attempt=failures,
+                    )
                     await anyio.sleep(pause)
                     continue
                 for claim in claims:
@@ -235,8 +249,13 @@ class Worker:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async for signum in signals:
                 if self._stopping:
-                    _log(logging.WARNING, "cancelled", "second signal: cancelling the runs "
-                         "still going (each is continued by another worker)", self)  # fmt: skip
+                    _log(
+                        logging.WARNING,
+                        "cancelled",
+                        "second signal: cancelling the runs "
+                        "still going (each is continued by another worker)",
+                        self,
+                    )
                     if self._runs_scope is not None:
                         self._runs_scope.cancel()
                     return
@@ -254,8 +273,13 @@ class Worker:
             try:
                 self.store._queue_settle(run_id, self.worker_id, "running", error=None)
             except Exception as exc:  # the lease expires on its own
-                _log(logging.WARNING, "release_failed", f"could not release {run_id}: {exc}",
-                     self, run_id=run_id)  # fmt: skip
+                _log(
+                    logging.WARNING,
+                    "release_failed",
+                    f"could not release {run_id}: {exc}",
+                    self,
+                    run_id=run_id,
+                )
         try:
             self.store._worker_state(self.worker_id, "stopped")
         except Exception as exc:
@@ -274,8 +298,13 @@ class Worker:
                 continue
             for run_id, sig in held.items():
                 if run_id not in kept and not sig.requested:
-                    _log(logging.ERROR, "lease_lost", f"lost the lease of {run_id}: letting "
-                         "it go", self, run_id=run_id)  # fmt: skip
+                    _log(
+                        logging.ERROR,
+                        "lease_lost",
+                        f"lost the lease of {run_id}: letting it go",
+                        self,
+                        run_id=run_id,
+                    )
                     sig.request("its lease was lost")
 
     # -- one claim -------------------------------------------------------------------------
@@ -286,28 +315,52 @@ class Worker:
         if self._stopping:
             sig.request("the worker is stopping")
         self._counts["claimed"] += 1
-        _log(logging.INFO, "claimed", f"claimed {claim.run_id} ({claim.name}, {claim.was})",
-             self, run_id=claim.run_id, chart=claim.name, was=claim.was,
-             attempt=claim.attempts)  # fmt: skip
+        _log(
+            logging.INFO,
+            "claimed",
+            f"claimed {claim.run_id} ({claim.name}, {claim.was})",
+            self,
+            run_id=claim.run_id,
+            chart=claim.name,
+            was=claim.was,
+            attempt=claim.attempts,
+        )
         target = self._targets[claim.name]
         try:
             if claim.attempts > self.max_attempts:
-                outcome = WorkOutcome("failed", None, (
-                    f"gave up after {claim.attempts - 1} attempts: each worker that claimed "
-                    "it died or let it go before it ended"))  # fmt: skip
+                outcome = WorkOutcome(
+                    "failed",
+                    None,
+                    (
+                        f"gave up after {claim.attempts - 1} attempts: each worker that claimed "
+                        "it died or let it go before it ended"
+                    ),
+                )
             else:
                 with driving_with(sig):
                     outcome = await self._attempt(target, claim)
         except Released as exc:
             outcome = WorkOutcome("running", None, None, retry=True)
             reason = exc.reason
-            _log(logging.INFO, "released", f"let {claim.run_id} go after commit {exc.commits}: "
-                 f"{reason}", self, run_id=claim.run_id, commits=exc.commits)  # fmt: skip
+            _log(
+                logging.INFO,
+                "released",
+                f"let {claim.run_id} go after commit {exc.commits}: {reason}",
+                self,
+                run_id=claim.run_id,
+                commits=exc.commits,
+            )
         except Exception as exc:
             retry = isinstance(exc, StoreError) or type(exc).__name__ in RECOVERABLE_FAILURES
             outcome = WorkOutcome("failed", None, f"{type(exc).__name__}: {exc}", retry)
-            _log(logging.ERROR, "error", f"{claim.run_id}: {type(exc).__name__}: {exc}", self,
-                 run_id=claim.run_id, exc_info=exc)  # fmt: skip
+            _log(
+                logging.ERROR,
+                "error",
+                f"{claim.run_id}: {type(exc).__name__}: {exc}",
+                self,
+                run_id=claim.run_id,
+                exc_info=exc,
+            )
         # (cancelled: the run stays in _active, and _leave gives its lease up)
         with self._lock:
             self._active.pop(claim.run_id, None)
@@ -319,23 +372,44 @@ class Worker:
         state = "running" if outcome.retry else outcome.status
         try:
             kept = self.store._queue_settle(
-                claim.run_id, self.worker_id, state,
-                checkpoint_id=outcome.checkpoint_id, error=outcome.error,
-            )  # fmt: skip
+                claim.run_id,
+                self.worker_id,
+                state,
+                checkpoint_id=outcome.checkpoint_id,
+                error=outcome.error,
+            )
         except Exception as exc:
-            _log(logging.ERROR, "settle_failed", f"could not record how {claim.run_id} went "
-                 f"({exc}); its lease expires and another worker finds out from its log", self,
-                 run_id=claim.run_id)  # fmt: skip
+            _log(
+                logging.ERROR,
+                "settle_failed",
+                f"could not record how {claim.run_id} went "
+                f"({exc}); its lease expires and another worker finds out from its log",
+                self,
+                run_id=claim.run_id,
+            )
             return
         if not kept:
-            _log(logging.WARNING, "lease_lost", f"{claim.run_id}: the lease was lost before "
-                 "the outcome was recorded; the worker holding it now records its own", self,
-                 run_id=claim.run_id)  # fmt: skip
+            _log(
+                logging.WARNING,
+                "lease_lost",
+                f"{claim.run_id}: the lease was lost before "
+                "the outcome was recorded; the worker holding it now records its own",
+                self,
+                run_id=claim.run_id,
+            )
             return
         key = "released" if outcome.retry else outcome.status
         self._counts[key] = self._counts.get(key, 0) + 1
-        _log(logging.INFO, "settled", f"{claim.run_id}: {state}", self, run_id=claim.run_id,
-             state=state, checkpoint_id=outcome.checkpoint_id, error=outcome.error)  # fmt: skip
+        _log(
+            logging.INFO,
+            "settled",
+            f"{claim.run_id}: {state}",
+            self,
+            run_id=claim.run_id,
+            state=state,
+            checkpoint_id=outcome.checkpoint_id,
+            error=outcome.error,
+        )
 
     async def _attempt(self, target: WorkTarget, claim: Claim) -> WorkOutcome:
         if claim.was == "queued":
@@ -375,8 +449,9 @@ class Worker:
             return WorkOutcome(status)
         error = snapshot.error
         if status == "failed" and (error is None or error.type not in RECOVERABLE_FAILURES):
-            return WorkOutcome("failed", None, None if error is None else f"{error.type}: "
-                           f"{error.message}")  # fmt: skip
+            return WorkOutcome(
+                "failed", None, None if error is None else f"{error.type}: {error.message}"
+            )
         if status == "paused":
             checkpoint_id = f"{run_id}@{len(snapshot)}"
             held = self.store.checkpoint_claim(checkpoint_id)
@@ -407,5 +482,9 @@ def _log(level: int, event: str, message: str, worker: Worker, **fields: Any) ->
     """One structured log line: ``event`` and ``fields`` ride on the record (``trackway
     worker --log-format json`` prints them as one JSON object per line)."""
     exc_info = fields.pop("exc_info", None)
-    log.log(level, message, exc_info=exc_info,
-            extra={"event": event, "worker": worker.worker_id, "fields": fields})  # fmt: skip
+    log.log(
+        level,
+        message,
+        exc_info=exc_info,
+        extra={"event": event, "worker": worker.worker_id, "fields": fields},
+    )

@@ -9,7 +9,7 @@ it needs, nothing more — ``from trackway import flow_chart`` never loads the a
 its HTTP client. The explicit re-exports below are read by type checkers and readers only.
 
 Why this module is over 500 lines and not split: some 60 lines are code; the rest is two
-lists of the same ~245 public names (the type checkers' imports and ``__all__``), one per
+lists of the same ~255 public names (the type checkers' imports and ``__all__``), one per
 line as ruff keeps them, checked against the layers by ``tests/test_exports.py``. Splitting
 a list across modules would only hide which names the facade has.
 """

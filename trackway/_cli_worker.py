@@ -102,9 +102,13 @@ def run_worker(
             assert isinstance(store, PostgresStore)
             try:
                 worker = Worker(
-                    store, charts, lease_seconds=lease, max_concurrent_runs=max_runs,
-                    poll_interval=poll, max_attempts=max_attempts,
-                )  # fmt: skip
+                    store,
+                    charts,
+                    lease_seconds=lease,
+                    max_concurrent_runs=max_runs,
+                    poll_interval=poll,
+                    max_attempts=max_attempts,
+                )
             except TrackwayError as exc:
                 raise CommandFailed(str(exc), EXIT_USAGE) from None
             report = worker.run_sync(idle_exit=idle_exit, handle_signals=True)
@@ -130,15 +134,30 @@ def list_workers(out: Out, where: str, *, include_gone: bool, as_json: bool) -> 
         return 0
     now = time.time()
     out.table(
-        [("worker", "left"), ("state", "left"), ("runs", "right"), ("max", "right"),
-         ("last beat", "right"), ("lease", "right"), ("started", "left"), ("charts", "left")],
         [
-            (w.worker_id, w.state if w.live else f"{w.state} (gone)", len(w.held), w.max_runs,
-             f"{now - w.beat_at:.1f} s ago", f"{w.lease_seconds:g} s", when(w.started_at),
-             ", ".join(w.charts))
+            ("worker", "left"),
+            ("state", "left"),
+            ("runs", "right"),
+            ("max", "right"),
+            ("last beat", "right"),
+            ("lease", "right"),
+            ("started", "left"),
+            ("charts", "left"),
+        ],
+        [
+            (
+                w.worker_id,
+                w.state if w.live else f"{w.state} (gone)",
+                len(w.held),
+                w.max_runs,
+                f"{now - w.beat_at:.1f} s ago",
+                f"{w.lease_seconds:g} s",
+                when(w.started_at),
+                ", ".join(w.charts),
+            )
             for w in workers
         ],
-    )  # fmt: skip
+    )
     for w in workers:
         for run_id in w.held:
             out.line(f"  {w.worker_id} holds {run_id}")

@@ -25,7 +25,7 @@ from trackway.agent import (
     summarize_oldest,
     token_budget,
 )
-from trackway.engine import Snapshot, thaw
+from trackway.engine import Snapshot, SqliteStore, thaw
 from trackway.tools import (
     absent,
     allow,
@@ -116,6 +116,8 @@ features = st.fixed_dictionaries(
         "cost": st.sampled_from([None, "warn", "halt"]),
         # async lookups run at once, this many at a time (None: the sync tool, in order)
         "parallel": st.sampled_from([None, 1, 2, 4]),
+        # the run kept in a SQLite store: what a worker, recover() and `trackway show` read
+        "stored": st.booleans(),
     }
 )
 
@@ -254,10 +256,12 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     if feature["findings"] or feature["cost"] or feature["window"]:
         replies = with_ledgers(replies, feature)
     provider = mock(replies=replies)
+    store = SqliteStore(tmp_path_factory.mktemp("db") / "runs.db") if feature["stored"] else None
     builder = (
         Agent.create(
             provider=provider,
             model="m-1",
+            store=store,
             max_iterations=max_iterations,
             temperature=temperature,
             wrap_up_at_max_iterations=wrap,
@@ -299,6 +303,10 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     agent = builder.build()
     agent.run_sync("first question")
     assert_law(agent, provider)
+    if store is not None:  # the stored log serves the same requests as the live one
+        kept = store.load(agent.snapshot().run_id)
+        for k, receipt in enumerate(receipts(agent), start=1):
+            assert served_at(kept, k).hash == receipt["request_hash"]
     for request in provider.requests:  # record-only words are never served
         assert MARK.encode() not in request.canonical_json()
     assert MARK.encode() not in orjson.dumps(thaw(agent.snapshot().state["history"]))

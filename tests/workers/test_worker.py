@@ -78,12 +78,13 @@ def test_runs_paused_and_failing_runs_settle(store: PostgresStore) -> None:
     assert entry.state == "failed" and "input" in (entry.error or "")
     waiting = store.queued(asks)
     assert waiting.state == "paused" and waiting.checkpoint_id == f"{asks}@2"
+    assert not waiting.ended  # a pause is not an end
     store.answer(waiting.checkpoint_id, "yes")
     with pytest.raises(UnknownRunError, match="answered already"):
         store.answer(waiting.checkpoint_id, "again")
     again = _worker(store).run_sync(idle_exit=True)
     assert (again.claimed, again.done) == (1, 1)
-    assert store.queued(asks).state == "done"
+    assert store.queued(asks).state == "done" and store.queued(asks).ended
     assert store.load(asks).state["done"] == "answer=yes"
     assert store.queue_counts() == {"done": 7, "failed": 2}
 
