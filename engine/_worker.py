@@ -25,6 +25,8 @@ from typing import Any, NamedTuple, cast
 
 import anyio
 import orjson
+from anyio import TASK_STATUS_IGNORED
+from anyio.abc import TaskStatus
 
 from ._chart import FlowChart
 from ._errors import (
@@ -167,15 +169,6 @@ class Worker:
                 self.worker_id, self.lease_seconds, self.max_concurrent_runs, self._names
             )
         )
-        _log(
-            logging.INFO,
-            "started",
-            f"worker {self.worker_id} started",
-            self,
-            charts=self._names,
-            lease_seconds=self.lease_seconds,
-            max_concurrent_runs=self.max_concurrent_runs,
-        )
         done = threading.Event()
         renewer = threading.Thread(
             target=self._renew_leases,
@@ -186,8 +179,17 @@ class Worker:
         renewer.start()
         try:
             async with anyio.create_task_group() as outer:
-                if handle_signals:
-                    outer.start_soon(self._on_signals)
+                if handle_signals:  # listening before the first claim: no run held unheard
+                    await outer.start(self._on_signals)
+                _log(
+                    logging.INFO,
+                    "started",
+                    f"worker {self.worker_id} started",
+                    self,
+                    charts=self._names,
+                    lease_seconds=self.lease_seconds,
+                    max_concurrent_runs=self.max_concurrent_runs,
+                )
                 try:
                     await self._claim_loop(idle_exit)
                 finally:
@@ -245,8 +247,9 @@ class Worker:
                     await wake.wait()
                 self._wake = wake = anyio.Event()
 
-    async def _on_signals(self) -> None:
+    async def _on_signals(self, *, task_status: TaskStatus[None] = TASK_STATUS_IGNORED) -> None:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            task_status.started()
             async for signum in signals:
                 if self._stopping:
                     _log(

@@ -201,20 +201,30 @@ def rich_chart() -> FlowChart:
 
 
 def counting_chart(
-    stages: int, acked: dict[int, int], victim: int = -1, at: int = -1, late: int = 1 << 30
+    stages: int,
+    acked: dict[int, int],
+    victim: int = -1,
+    at: int = -1,
+    late: int = 1 << 30,
+    until: Any = None,
 ) -> FlowChart:
     """A loop of ``stages`` stages; each records, as it starts, that the commit before it
     was acknowledged. Run ``victim``'s stage ``at`` writes MARKER; runs from ``late`` on
-    start 0.1 s after the others."""
+    hold their first stage until ``until()`` is true (polled; at most 30 s)."""
 
-    def late_run(k: int) -> bool:
-        return k >= late
+    async def hold() -> None:
+        deadline = time.monotonic() + 30
+        while not until() and time.monotonic() < deadline:  # noqa: ASYNC110 (set by the writer thread)
+            await anyio.sleep(0.002)
 
     async def step(s: Any) -> None:
         i = s["i"]
         if i:
             acked[s["k"]] = i
-        await anyio.sleep(0.1 if late_run(s["k"]) and i == 0 else 0)  # let the other runs in
+        if i == 0 and s["k"] >= late:
+            await hold()
+        else:
+            await anyio.lowlevel.checkpoint()
         if s["k"] == victim and i + 1 == at:
             s["mark"] = MARKER
         s["i"] = i + 1
@@ -357,8 +367,12 @@ def test_a_store_fault_mid_flush_fails_only_the_runs_in_that_flush(spy: Any) -> 
     inject_fault(spy)
     acked: dict[int, int] = {}
     stages, victim = 30, 7
-    executor = Executor(counting_chart(stages, acked, victim, at=5, late=10), store=spy)
-    results = run_async(run_all, executor, _inputs(20))
+
+    def faulted() -> bool:  # the late runs start once the faulty flush has been written
+        return any(isinstance(out, Exception) for _, out in spy.groups)
+
+    chart = counting_chart(stages, acked, victim, at=5, late=10, until=faulted)
+    results = run_async(run_all, Executor(chart, store=spy), _inputs(20))
 
     failing = [(ids, out) for ids, out in spy.groups if isinstance(out, Exception)]
     assert len(failing) == 1, "exactly one transaction held the faulty commit"
@@ -366,7 +380,7 @@ def test_a_store_fault_mid_flush_fails_only_the_runs_in_that_flush(spy: Any) -> 
     failed = {r.run_id for r in results if r.status == "failed"}
     assert failed == set(ids)  # every run of that flush, and no other
     assert results[victim].run_id in failed
-    assert len(failed) <= 10  # the late runs were not in that flush: they all went on
+    assert len(failed) <= 10  # the late runs were held until that flush: they all went on
     for k, r in enumerate(results):
         if r.run_id in failed:
             assert isinstance(r.error, StoreWriteError)

@@ -45,6 +45,16 @@ class Pool:
         self.procs.append(proc)
         return proc
 
+    def wait_started(self, timeout: float = 60) -> None:
+        """Wait for each live worker's ``started`` line: from then on it handles SIGTERM (a
+        signal during its imports would end it with -15, before it claimed anything)."""
+        deadline = time.monotonic() + timeout
+        for n, proc in enumerate(self.procs):
+            log = self.logs / f"worker-{n}.jsonl"
+            while proc.poll() is None and b'"event": "started"' not in log.read_bytes():
+                assert time.monotonic() < deadline, f"worker {n} did not start: {log.read_text()}"
+                time.sleep(0.01)
+
     def _popen(self, err: Any) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
             [sys.executable, "-m", "trackway.cli", "worker", "--store", self.dsn,
@@ -57,6 +67,7 @@ class Pool:
         return [p for p in self.procs if p.poll() is None]
 
     def stop_all(self, timeout: float = 30) -> list[int]:
+        self.wait_started()
         for p in self.live():
             p.send_signal(signal.SIGTERM)
         return [p.wait(timeout) for p in self.procs]
@@ -123,6 +134,7 @@ def test_three_workers_drive_300_runs_each_ending_exactly_once(
         counts = store.queue_counts()
         if not terminated and counts.get("done", 0) >= 100:
             first = pool.procs[0]  # SIGTERM one mid-way: it lets its runs go, exits 0
+            pool.wait_started()
             first.send_signal(signal.SIGTERM)
             assert first.wait(30) == 0
             pool.start()
