@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,13 +29,13 @@ CREATE TABLE IF NOT EXISTS trackway_runs (
 );
 """
 
-_SCHEMA = (
-    _RUNS
-    + """
--- One row per commit, keyed by run_no * 2^32 + seq: ordered per run with no extra index and
--- no run id repeated per row, so storage stays close to the bytes written.
+_COMMITS = """
+-- One row per commit, found by id = run_no * 2^32 + seq (unique index; no run id repeated per
+-- row). The rows themselves lie in the order they were written (the rowid), so the commits of
+-- concurrent runs that one group transaction writes share a few pages: clustered by id, each
+-- run's last page was written again in every group (schema 3, ~2x the bytes per fsync).
 CREATE TABLE IF NOT EXISTS trackway_commits (
-    id INTEGER PRIMARY KEY,
+    id INTEGER NOT NULL UNIQUE,
     stage_path TEXT NOT NULL,
     kind TEXT NOT NULL,
     frame TEXT NOT NULL,
@@ -43,6 +44,12 @@ CREATE TABLE IF NOT EXISTS trackway_commits (
     ended_at REAL NOT NULL,
     doc BLOB NOT NULL
 );
+"""
+
+_SCHEMA = (
+    _RUNS
+    + _COMMITS
+    + """
 -- Saved checkpoints and claims (the answer a claim resumed with, for recovery).
 CREATE TABLE IF NOT EXISTS trackway_checkpoints (
     checkpoint_id TEXT PRIMARY KEY,
@@ -52,7 +59,16 @@ CREATE TABLE IF NOT EXISTS trackway_checkpoints (
 ) WITHOUT ROWID;
 """
 )
-SCHEMA_VERSION = 3  # PRAGMA user_version
+SCHEMA_VERSION = 4  # PRAGMA user_version
+# 3 -> 4: commits in written order, found through a unique index on id (see _COMMITS)
+_TO_4 = (
+    "ALTER TABLE trackway_commits RENAME TO trackway_commits_v3;"
+    + _COMMITS
+    + """
+INSERT INTO trackway_commits SELECT * FROM trackway_commits_v3 ORDER BY id;
+DROP TABLE trackway_commits_v3;
+"""
+)
 _MIGRATIONS = {
     # 2 -> 3: run numbers never reused (AUTOINCREMENT, above the highest ever given out),
     # claims keep their answer
@@ -62,9 +78,12 @@ _MIGRATIONS = {
 INSERT INTO trackway_runs SELECT * FROM trackway_runs_v2;
 DROP TABLE trackway_runs_v2;
 ALTER TABLE trackway_checkpoints ADD COLUMN answer BLOB;
-""",
+"""
+    + _TO_4,
+    3: _TO_4,
 }
 _TABLES = {"trackway_runs", "trackway_commits", "trackway_checkpoints"}
+_LIVE_KEPT = 10_000  # run numbers remembered as live at most (then asked again)
 PAGE_SIZE = 8192  # ~1 KB commit documents pack 7 to a page (3 on 4 KB pages)
 
 
@@ -93,6 +112,8 @@ class SqliteStore(SqlRunStore):
             raise ConfigurationError("synchronous must be 'FULL' or 'NORMAL'")
         self._lock = threading.Lock()
         self._run_nos: dict[str, int] = {}
+        self._live: set[int] = set()  # run numbers known to exist (see _live_run_nos)
+        self._live_version = -1
         where = repr(str(self.path))
         if read_only and not self.path.is_file():
             raise StoreError(f"no SQLite store at {where}: the file does not exist")
@@ -199,3 +220,24 @@ class SqliteStore(SqlRunStore):
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+    # -- group commit ----------------------------------------------------------------------
+
+    def _live_run_nos(self, db: Any, run_nos: Sequence[int]) -> set[int]:
+        """Which of these runs still exist, asking the file only about runs not already
+        known to: the answer holds while ``PRAGMA data_version`` says no other connection
+        wrote (a prune elsewhere) and this store deleted nothing (``_delete`` forgets it).
+        Saves a query per group transaction (~150 µs for 100 runs)."""
+        version = db.execute("PRAGMA data_version").fetchone()[0]
+        live = self._live
+        if version != self._live_version or len(live) > _LIVE_KEPT:
+            live.clear()
+            self._live_version = version
+        unknown = [n for n in run_nos if n not in live]
+        if unknown:
+            live.update(super()._live_run_nos(db, unknown))
+        return {n for n in run_nos if n in live}
+
+    def _delete(self, db: Any, run_id: str) -> bool:
+        self._live.clear()
+        return super()._delete(db, run_id)

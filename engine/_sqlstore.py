@@ -261,8 +261,8 @@ class SqlRunStore:
             for run_id, _ in items:
                 try:
                     nos[run_id] = self._run_no(db, run_id)
-                except UnknownRunError as exc:
-                    failed[run_id] = exc
+                except UnknownRunError:  # begun, so deleted since (by this store object)
+                    failed[run_id] = run_deleted(run_id, self)
             live = self._live_run_nos(db, sorted(set(nos.values())))
             rows: list[tuple[Any, ...]] = []
             for run_id, commits in items:

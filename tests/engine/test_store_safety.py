@@ -119,8 +119,58 @@ def test_a_version_2_sqlite_store_is_migrated_keeping_its_runs(tmp_path):
     store.close()
     with closing(sqlite3.connect(path)) as db:
         numbers = dict(db.execute("SELECT run_id, run_no FROM trackway_runs").fetchall())
-        assert db.execute("PRAGMA user_version").fetchone() == (3,)
+        assert db.execute("PRAGMA user_version").fetchone() == (4,)
     assert numbers == {"run-old": 7, new: 8}
+
+
+def _commit_table_keyed_by_id(db: sqlite3.Connection) -> bool:
+    """Schema 3: ``id`` is the table's key (rows clustered per run); 4: a unique index."""
+    columns = db.execute("PRAGMA table_info(trackway_commits)").fetchall()
+    return any(row[1] == "id" and row[5] for row in columns)
+
+
+def test_a_version_3_sqlite_store_is_migrated_keeping_every_commit(tmp_path):
+    path = tmp_path / "v3.db"
+
+    def a(s: Any) -> None:
+        s["n"] = s.get("n", 0) + 1
+
+    def b(s: Any) -> None:
+        s["m"] = [s["n"], "x" * 50]
+
+    chart = flow_chart("A", a, id="a").then("B", b, id="b").build()
+    store = SqliteStore(path)
+    ids = [Executor(chart, store=store).run_sync({"n": n}).run_id for n in range(5)]
+    before = {rid: store.load(rid) for rid in ids}
+    store.close()
+    with closing(sqlite3.connect(path)) as db:  # the same rows in schema 3's layout
+        assert not _commit_table_keyed_by_id(db)
+        db.executescript(
+            """
+            BEGIN;
+            ALTER TABLE trackway_commits RENAME TO c4;
+            CREATE TABLE trackway_commits (id INTEGER PRIMARY KEY, stage_path TEXT NOT NULL,
+                kind TEXT NOT NULL, frame TEXT NOT NULL, outcome TEXT NOT NULL,
+                started_at REAL NOT NULL, ended_at REAL NOT NULL, doc BLOB NOT NULL);
+            INSERT INTO trackway_commits SELECT * FROM c4;
+            DROP TABLE c4;
+            PRAGMA user_version = 3;
+            COMMIT;
+            """
+        )
+        assert _commit_table_keyed_by_id(db)
+    old = SqliteStore(path, read_only=True)  # a look changes nothing and reads schema 3
+    assert {rid: old.load(rid) for rid in ids} == before
+    old.close()
+    store = SqliteStore(path)
+    assert {rid: store.load(rid) for rid in ids} == before
+    more = Executor(chart, store=store).run_sync({"n": 9})
+    assert store.load(more.run_id) == more.snapshot
+    store.close()
+    with closing(sqlite3.connect(path)) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (4,)
+        assert not _commit_table_keyed_by_id(db)
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
 
 
 @pytest.mark.skipif(not PG_DSN, reason="TRACKWAY_TEST_PG_DSN is not set")
