@@ -3,12 +3,16 @@
 Under ``"sync"`` a commit is durable before its run's next stage starts. With one run per
 (store, event loop) that stays a direct write on the loop (no latency added). With several,
 a run's commit joins a queue and the run waits (the sink's ``waiting``, then ``room()``
-before its next stage). A run that waits while no flush is pending *leads* one: a worker
-thread that, once it holds the write lock (the flush before it is durable), takes everything
-queued and writes it in ONE transaction (``append_group`` where the store has it). The loop
-keeps running the other runs meanwhile; their commits queue for the next flush. A commit is
-acknowledged (its run goes on) only once the flush holding it is durable, so the guarantee
-is ``"sync"``'s, with the fsync amortized over every run that joined.
+before its next stage). A run that waits while no flush is pending *leads* one: it lets the
+runs woken with it queue their commits, then writes everything queued in ONE transaction
+(``append_group`` where the store has it). Where it writes depends on the loop: if every run
+sharing the committer now waits for this flush (the usual lockstep of many runs), the loop
+writes it itself, as a lone run does, since nothing could run meanwhile and two thread
+hand-offs are saved; if a run is still going (a model call, a sleep), a worker thread writes
+it once it holds the write lock, and the loop goes on with that run while the new commits
+queue for the next flush. A commit is acknowledged (its run goes on) only once the flush
+holding it is durable, so the guarantee is ``"sync"``'s, with the fsync amortized over every
+run that joined.
 
 A failed flush fails exactly the runs whose commits it held (with the store's error, as a
 :class:`StoreWriteError`); a run deleted meanwhile fails alone (``append_group`` reports it
@@ -87,11 +91,12 @@ class _Flush:
     it holds the write lock (so it carries everything that queued while the flush before it
     was writing). The worker thread sets ``finished``; the leader sets ``done`` on the loop."""
 
-    __slots__ = ("done", "finished")
+    __slots__ = ("done", "finished", "size")
 
     def __init__(self) -> None:
         self.done = anyio.Event()
         self.finished = threading.Event()
+        self.size = 0  # the runs it took
 
 
 class _Committer:
@@ -102,7 +107,7 @@ class _Committer:
     transaction starts the moment the last one is durable, whatever the loop is doing.
     """
 
-    __slots__ = ("lock", "pending", "queue", "store", "users", "write_lock")
+    __slots__ = ("lock", "pending", "queue", "store", "users", "write_lock", "writing")
 
     def __init__(self, store: RunStore) -> None:
         self.store = store
@@ -111,6 +116,7 @@ class _Committer:
         self.write_lock = threading.Lock()  # one group transaction at a time
         self.queue: dict[GroupSink, list[Commit]] = {}
         self.pending: _Flush | None = None
+        self.writing: _Flush | None = None  # the flush whose transaction is under way
 
     async def settle(self, sink: GroupSink, target: int) -> None:
         """Wait until ``sink``'s commits up to ``target`` are durable (or failed): wait for
@@ -131,41 +137,73 @@ class _Committer:
                 await flush.done.wait()
 
     async def _lead(self, flush: _Flush) -> None:
-        """Run ``flush`` in a worker thread. Shielded: once started, a flush always finishes
-        and reports, whoever is cancelled."""
+        """Write ``flush``: first let the runs woken with this one queue their commits; if
+        then every run sharing this committer waits for it, write it here on the loop, as a
+        lone run does (nothing could run meanwhile, and two thread hand-offs are saved),
+        else in a worker thread while the loop goes on. Shielded: once started, a flush
+        always finishes and reports, whoever is cancelled."""
         try:
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(self._write, flush)
+                await anyio.lowlevel.checkpoint()
+                while True:
+                    with self.lock:
+                        writing = self.writing
+                        held = 0 if writing is None else writing.size
+                        everyone = len(self.queue) + held == self.users
+                    if not everyone:  # a run is still going: the loop must stay free for it
+                        await anyio.to_thread.run_sync(self._write, flush)
+                        return
+                    if writing is None:
+                        break
+                    # every other run waits for the flush being written: wait with them (not
+                    # blocking the loop), let them queue, and write all of it here in one go
+                    await writing.done.wait()
+                    await anyio.lowlevel.checkpoint()
+                if not self.write_lock.acquire(blocking=False):  # a thread's flush just began
+                    await anyio.to_thread.run_sync(self._write, flush)
+                    return
+                try:
+                    self._write_held(flush)
+                finally:
+                    self.write_lock.release()
         finally:
             flush.done.set()
 
     def _write(self, flush: _Flush) -> None:
         """In a worker thread: take the queue once the write lock is ours, write it in one
-        transaction, publish each run's outcome, then set ``finished``."""
+        transaction, publish each run's outcome."""
+        with self.write_lock:
+            self._write_held(flush)
+
+    def _write_held(self, flush: _Flush) -> None:
+        """With the write lock held: take the queue, write it in one transaction, publish
+        each run's outcome, then set ``finished``."""
         try:
-            with self.write_lock:
-                with self.lock:
-                    if self.pending is flush:
-                        self.pending = None  # runs queuing from now on start the next flush
-                    items = [(s, cs) for s, cs in self.queue.items() if s.error is None]
-                    self.queue = {}
-                    for s, _ in items:
-                        s.holder = flush
+            with self.lock:
+                if self.pending is flush:
+                    self.pending = None  # runs queuing from now on start the next flush
+                items = [(s, cs) for s, cs in self.queue.items() if s.error is None]
+                self.queue = {}
+                for s, _ in items:
+                    s.holder = flush
                 if not items:
                     return
-                try:
-                    failed = append_group(self.store, [(s.run_id, cs) for s, cs in items])
-                except Exception as exc:  # the whole transaction failed: every run in it fails
-                    failed = {s.run_id: exc for s, _ in items}
-                with self.lock:
-                    for sink, commits in items:
-                        err = failed.get(sink.run_id)
-                        if err is None:
-                            sink.durable += len(commits)
-                        else:
-                            sink.fail(err, commits[0])
-                        sink.holder = None
-                STATS.add(sum(len(cs) for _, cs in items))
+                flush.size = len(items)
+                self.writing = flush
+            try:
+                failed = append_group(self.store, [(s.run_id, cs) for s, cs in items])
+            except Exception as exc:  # the whole transaction failed: every run in it fails
+                failed = {s.run_id: exc for s, _ in items}
+            with self.lock:
+                for sink, commits in items:
+                    err = failed.get(sink.run_id)
+                    if err is None:
+                        sink.durable += len(commits)
+                    else:
+                        sink.fail(err, commits[0])
+                    sink.holder = None
+                self.writing = None
+            STATS.add(sum(len(cs) for _, cs in items))
         finally:
             flush.finished.set()
 

@@ -341,19 +341,79 @@ class Delegating:
         return getattr(self._inner, name)
 
 
-def test_a_store_without_append_group_gets_one_append_per_run_off_the_loop(
+def test_a_store_without_append_group_gets_one_append_per_run_in_each_flush(
     tmp_path: Path,
 ) -> None:
     inner = SqliteStore(tmp_path / "runs.db")
     store = Delegating(inner)
     acked: dict[int, int] = {}
+    flushes = _group_commit.STATS.flushes
     results = run_async(run_all, Executor(counting_chart(10, acked), store=store), _inputs(12))
-    loop_thread = threading.get_ident()  # run_async runs the loop on this thread
     assert {r.status for r in results} == {"broken"}
-    assert any(t != loop_thread for t in store.appends)  # flushed from a worker thread
+    assert _group_commit.STATS.flushes - flushes < len(store.appends) / 2  # runs shared them
     for r in results:
         assert inner.load(r.run_id) == r.snapshot
     inner.close()
+
+
+class WhereSpy(SpySqlite):
+    """Notes, for every group transaction, the thread that wrote it and whether every run
+    sharing the committer had queued commits in it."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.where: list[tuple[int, bool]] = []
+
+    def append_group(self, items: Sequence[tuple[str, Sequence[Commit]]]) -> dict[str, Exception]:
+        try:  # the committers are known on the loop only
+            committer = _group_commit._COMMITTERS.get({}).get(id(self))
+        except Exception:
+            committer = None
+        everyone = committer is not None and len(items) == committer.users
+        self.where.append((threading.get_ident(), everyone))
+        return super().append_group(items)
+
+
+def test_a_flush_is_written_on_the_loop_only_when_every_run_waits_for_it(
+    tmp_path: Path,
+) -> None:
+    """When every run sharing the store waits for the flush, the loop writes it itself (as a
+    lone run does: nothing could run meanwhile); while one run is still busy (here asleep in
+    a stage), a worker thread writes it and the loop goes on with that run."""
+    store = WhereSpy(tmp_path / "runs.db")
+    loop_thread = threading.get_ident()  # run_async runs the loop on this thread
+
+    arrived = [0]
+    met: list[anyio.Event] = []
+
+    async def step(s: Any) -> None:
+        i = s["i"]
+        if i == 0:  # every run has begun before the first commit: lockstep from there on
+            arrived[0] += 1
+            if arrived[0] == 12:
+                met[0].set()
+            await met[0].wait()
+        if s["k"] == 11 and i == 5:  # run 11 sleeps while the others flush their last stages
+            await anyio.sleep(0.3)
+        s["i"] = i + 1
+        if i + 1 == 10:
+            s.break_("counted")
+
+    chart = flow_chart("Step", step, id="step").loop_to("step").build()
+
+    async def main() -> list[RunResult]:
+        met.append(anyio.Event())
+        return await run_all(Executor(chart, store=store), _inputs(12))
+
+    results = run_async(main)
+    assert {r.status for r in results} == {"broken"}
+    for r in results:
+        assert store.load(r.run_id) == r.snapshot
+    on_loop = [everyone for thread, everyone in store.where if thread == loop_thread]
+    off_loop = [everyone for thread, everyone in store.where if thread != loop_thread]
+    assert on_loop and all(on_loop)  # the lockstep flushes: written by the loop
+    assert off_loop  # while run 0 slept: by a worker thread
+    store.close()
 
 
 def _inputs(n: int) -> list[dict[str, Any]]:
@@ -394,13 +454,20 @@ def test_a_store_fault_mid_flush_fails_only_the_runs_in_that_flush(spy: Any) -> 
             assert acked[k] == stages - 1
 
 
-def test_a_run_deleted_while_it_runs_fails_alone_and_its_flush_mates_go_on(spy: Any) -> None:
+@pytest.mark.parametrize("by", ["another store", "the same store"])
+def test_a_run_deleted_while_it_runs_fails_alone_and_its_flush_mates_go_on(
+    spy: Any, by: str
+) -> None:
     """Every run meets at stage 3, so their commits share one transaction; the victim has
-    deleted itself (as a prune by another store object would) just before."""
+    deleted itself just before, as a prune by another store object (another connection)
+    or by the store the runs write to would."""
     runs, victim = 12, 4
     arrived = [0]
     met: list[anyio.Event] = []
     other: Any = SqliteStore(spy.path) if isinstance(spy, SqliteStore) else PostgresStore(spy.dsn)
+    if by == "the same store":
+        other.close()
+        other = spy
 
     async def step(s: Any) -> None:
         i = s["i"] + 1
@@ -422,7 +489,8 @@ def test_a_run_deleted_while_it_runs_fails_alone_and_its_flush_mates_go_on(spy: 
         return await run_all(Executor(chart, store=spy), _inputs(runs))
 
     results = run_async(main)
-    other.close()
+    if other is not spy:
+        other.close()
 
     gone = results[victim]
     assert gone.status == "failed" and isinstance(gone.error, StoreWriteError)
