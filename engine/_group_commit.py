@@ -89,7 +89,8 @@ def append_group(
 class _Flush:
     """One group transaction: started by a leader on the loop, it takes the queue only once
     it holds the write lock (so it carries everything that queued while the flush before it
-    was writing). The worker thread sets ``finished``; the leader sets ``done`` on the loop."""
+    was writing). Its writer (the loop or a worker thread) sets ``finished``; the leader sets
+    ``done`` on the loop."""
 
     __slots__ = ("done", "finished", "size")
 
@@ -102,9 +103,10 @@ class _Flush:
 class _Committer:
     """The group committer of one store on one event loop.
 
-    At most two flushes exist at a time: one writing, and one *pending* (its worker thread
-    waiting for the write lock), which every run that queues meanwhile joins. So the next
-    transaction starts the moment the last one is durable, whatever the loop is doing.
+    At most two flushes exist at a time: one writing (``writing``), and one *pending*, which
+    every run that queues meanwhile joins. A pending flush written by a worker thread starts
+    the moment the one before it is durable, whatever the loop is doing; one the loop writes
+    (every run waits for it) first waits, without blocking the loop, for the one before it.
     """
 
     __slots__ = ("lock", "pending", "queue", "store", "users", "write_lock", "writing")
