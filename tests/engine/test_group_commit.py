@@ -27,16 +27,13 @@ from trackway import (
 )
 from trackway.engine import _group_commit
 
-from .group_commit_support import (  # noqa: F401 (the fixtures)
-    MARKER,
+from .group_commit_support import (  # noqa: F401 (fixtures)
     SpySqlite,
     counting_chart,
-    inject_fault,
     inputs_of,
     kind_fixture,
     rich_chart,
     run_all,
-    seqs,
     shape,
     spy_fixture,
 )

@@ -21,17 +21,13 @@ from trackway import (
     flow_chart,
 )
 
-from .group_commit_support import (  # noqa: F401 (the fixtures)
-    MARKER,
-    SpySqlite,
+from .group_commit_support import (  # noqa: F401 (fixtures)
     counting_chart,
     inject_fault,
     inputs_of,
     kind_fixture,
-    rich_chart,
     run_all,
     seqs,
-    shape,
     spy_fixture,
 )
 
