@@ -27,6 +27,8 @@ __all__ = [
     "apply_configured",
     "emit",
     "emit_built",
+    "extend_built",
+    "set_built",
 ]
 
 
@@ -145,3 +147,22 @@ def emit_built(scope: Scope, name: str, payload: dict[str, Any]) -> None:
         scope._emit_built(name, payload)
     else:
         scope.emit(name, payload)
+
+
+def set_built(scope: Scope, key: str, value: Any) -> None:
+    """``scope[key] = value`` for a value the loop built of plain JSON only and hands over
+    (``Scope._set_built``: serialized once, not decoded back); a scope-like stand-in takes
+    the checked path."""
+    if type(scope) is Scope:
+        scope._set_built(key, value)
+    else:
+        scope[key] = value
+
+
+def extend_built(scope: Scope, key: str, items: list[Any]) -> None:
+    """``scope.extend(key, items)`` for items the loop built of plain JSON only and hands
+    over (``Scope._extend_built``)."""
+    if type(scope) is Scope:
+        scope._extend_built(key, items)
+    else:
+        scope.extend(key, items)

@@ -16,7 +16,7 @@ from trackway.tools._outcome import argument_errors, unparsed
 
 from ._arg_check import checks as _checks
 from ._arguments import arguments_question, filled
-from ._config import AgentConfig, emit_built
+from ._config import AgentConfig, emit_built, extend_built
 from ._config import emit as _emit
 from ._coverage import coverage_row
 from ._findings import file_declaration, peel, served_ids
@@ -100,8 +100,8 @@ class Batch:
             self.coverage.append(declared)
 
     def flush(self, scope: Scope) -> None:
-        if self.messages:
-            scope.extend("history", self.messages)
+        if self.messages:  # built here of str fields and the committed calls: plain JSON
+            extend_built(scope, "history", self.messages)
         if self.rows:
             scope.extend("tool_results", self.rows)
         if self.coverage:

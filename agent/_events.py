@@ -25,6 +25,7 @@ class EventBus(Recorder):
 
     def __init__(self) -> None:
         self._listeners: dict[str, list[Listener]] = {}
+        self._wanted: dict[str, bool] = {}  # by event name; emptied when listeners change
 
     def on(self, pattern: str, fn: Listener) -> Callable[[], None]:
         """Call ``fn(event)`` for events matching ``pattern``; returns an unsubscribe."""
@@ -33,6 +34,7 @@ class EventBus(Recorder):
         if not callable(fn):
             raise ConfigurationError("on(pattern, fn): fn must be callable")
         self._listeners.setdefault(pattern, []).append(fn)
+        self._wanted.clear()
         return lambda: self.off(pattern, fn)
 
     def once(self, pattern: str, fn: Listener) -> Callable[[], None]:
@@ -47,6 +49,7 @@ class EventBus(Recorder):
 
     def off(self, pattern: str, fn: Listener | None = None) -> None:
         """Remove ``fn`` (or every listener) from ``pattern``."""
+        self._wanted.clear()
         if fn is None:
             self._listeners.pop(pattern, None)
             return
@@ -59,11 +62,24 @@ class EventBus(Recorder):
     def remove_all(self) -> None:
         """Drop every listener on every pattern."""
         self._listeners.clear()
+        self._wanted.clear()
 
     def listener_count(self, pattern: str | None = None) -> int:
         if pattern is None:
             return sum(len(v) for v in self._listeners.values())
         return len(self._listeners.get(pattern, ()))
+
+    def wants_emit(self, name: str) -> bool:
+        """Whether a listener matches events called ``name``: the engine makes no event
+        object for one nobody listens to."""
+        wanted = self._wanted.get(name)
+        if wanted is None:
+            listeners = self._listeners
+            domain = name.split(".", 1)[0] + ".*"
+            wanted = self._wanted[name] = bool(
+                listeners.get(name) or listeners.get(domain) or listeners.get("*")
+            )
+        return wanted
 
     def on_emit(self, event: EmitEvent) -> None:
         listeners = self._listeners

@@ -76,6 +76,13 @@ def _as_response(reply: Reply, n: int, *, checked: bool = False) -> LLMResponse:
     )
 
 
+def _prebuilt(reply: Reply, n: int) -> LLMResponse | None:
+    try:
+        return _as_response(reply, n, checked=True)
+    except Exception:  # raised again, at the call that uses this reply
+        return None
+
+
 class MockProvider:
     """Answers from a script (``replies``, in order) or a function of each request.
 
@@ -95,6 +102,9 @@ class MockProvider:
         self._replies = list(replies) if replies is not None else None
         for n, reply in enumerate(self._replies or ()):
             _check_reply(reply, n)
+        # each scripted reply validated once, here at the edge it enters by; one that does
+        # not validate is kept as given and fails when the run asks for it, as it always did
+        self._built = [_prebuilt(reply, n) for n, reply in enumerate(self._replies or ())]
         self._respond = respond
         self._stream = stream
         self.requests: list[LLMRequest] = []
@@ -111,7 +121,8 @@ class MockProvider:
                 f"every call it served) but the script has {len(self._replies)}; add replies, "
                 "or check max_iterations"
             )
-        return _as_response(self._replies[n], n, checked=True)
+        built = self._built[n]
+        return built if built is not None else _as_response(self._replies[n], n, checked=True)
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         return self._next(request)

@@ -14,10 +14,17 @@ from trackway.engine import Scope
 
 from ._config import AgentConfig
 from ._findings import AnswerHoldback
-from ._messages import LLMResponse, StreamDelta
+from ._messages import LLMResponse, StreamDelta, ToolCall, Usage
 from ._provider import ProviderResponseError
 
-__all__ = ["PROVIDER_KEYS", "REQUEST_KEYS", "StateView", "call_model", "output_error"]
+__all__ = [
+    "PROVIDER_KEYS",
+    "REQUEST_KEYS",
+    "StateView",
+    "answer_record",
+    "call_model",
+    "output_error",
+]
 
 
 class StateView(Mapping[str, Any]):
@@ -92,3 +99,37 @@ def output_error(model: type[BaseModel], content: str) -> str | None:
         loc = ".".join(str(p) for p in first["loc"])
         return f"{loc + ': ' if loc else ''}{first['msg']}"
     return None
+
+
+def answer_record(response: LLMResponse) -> dict[str, Any]:
+    """``response.model_dump(mode="json", exclude_none=True)``, what ``call-llm`` commits,
+    built directly when every call's arguments are str, int, bool or None (a float or a
+    nested value takes pydantic's JSON-mode dump, which writes NaN as null)."""
+    if type(response) is not LLMResponse:
+        return response.model_dump(mode="json", exclude_none=True)
+    fields = response.__dict__
+    calls = []
+    for call in fields["tool_calls"]:
+        args = call.__dict__["args"]
+        if type(call) is not ToolCall or not _scalar_args(args):
+            return response.model_dump(mode="json", exclude_none=True)
+        calls.append({"id": call.id, "name": call.name, "args": dict(args)})
+    out: dict[str, Any] = {"content": fields["content"], "tool_calls": calls}
+    usage = fields["usage"]
+    if usage is not None:
+        if type(usage) is not Usage:
+            return response.model_dump(mode="json", exclude_none=True)
+        out["usage"] = {k: v for k, v in usage.__dict__.items() if v is not None}
+    if fields["stop_reason"] is not None:
+        out["stop_reason"] = fields["stop_reason"]
+    if fields["model"] is not None:
+        out["model"] = fields["model"]
+    return out
+
+
+def _scalar_args(args: dict[str, Any]) -> bool:
+    for value in args.values():
+        kind = type(value)
+        if kind is not str and kind is not int and kind is not bool and value is not None:
+            return False
+    return True

@@ -308,8 +308,8 @@ def assemble(state: Mapping[str, Any], cache: MessageCache | None = None) -> Ass
     )
 
 
-def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
-    return all(x is y for x, y in zip(a, b, strict=True))
+def _same(a: tuple[Any, Any, Any], b: tuple[Any, Any, Any]) -> bool:
+    return a[0] is b[0] and a[1] is b[1] and a[2] is b[2]
 
 
 def _upto(items: list[Message], n: int) -> tuple[Message, ...]:
@@ -348,20 +348,30 @@ def _message(entry: Any) -> tuple[Message, bytes]:
     if fields is None:
         message = Message.model_validate(thaw(entry))
         return message, canonical_json(message.model_dump(mode="json", exclude_none=True))
-    wire = {k: v for k, v in fields.items() if v is not None}
     calls = fields["tool_calls"]
+    # the entry as the request serializes it, unless it holds a None or a call without args
+    wire = entry
+    if "content" not in entry or None in entry.values():
+        wire = {k: v for k, v in fields.items() if v is not None}
     if calls is not None:
-        wire["tool_calls"] = [
-            {"id": c["id"], "name": c["name"], "args": c.get("args", _EMPTY)} for c in calls
-        ]
-        fields["tool_calls"] = tuple(
-            _trusted(
-                ToolCall,
-                {"id": c["id"], "name": c["name"], "args": _copy(c.get("args", _EMPTY))},
-                c,
-            )
-            for c in calls
-        )
+        built = []
+        for c in calls:
+            args = c.get("args")
+            if args is None:
+                args = _EMPTY
+                if wire is entry:
+                    wire = {k: v for k, v in fields.items() if v is not None}
+            call = _new(ToolCall)
+            _set(call, "__dict__", {"id": c["id"], "name": c["name"], "args": _copy(args)})
+            _set(call, "__pydantic_fields_set__", set(c))
+            _set(call, "__pydantic_extra__", None)
+            _set(call, "__pydantic_private__", None)
+            built.append(call)
+        if wire is not entry:
+            wire["tool_calls"] = [
+                {"id": c["id"], "name": c["name"], "args": c.get("args", _EMPTY)} for c in calls
+            ]
+        fields["tool_calls"] = tuple(built)
     return _trusted(Message, fields, entry), canonical_json(wire)
 
 
@@ -382,18 +392,21 @@ def _trusted_fields(entry: Any) -> dict[str, Any] | None:
     writes, exactly as validation would make them; ``None`` for anything else."""
     if type(entry) is not dict or not _MESSAGE_KEYS.issuperset(entry):
         return None
-    role = entry.get("role")
-    content = entry.get("content", "")
+    get = entry.get
+    role = get("role")
+    content = get("content", "")
     if role not in _ROLES or type(content) is not str:
         return None
-    for key in ("tool_call_id", "name"):
-        value = entry.get(key)
-        if value is not None and type(value) is not str:
-            return None
-    origin = entry.get("origin")
+    call_id = get("tool_call_id")
+    name = get("name")
+    if (call_id is not None and type(call_id) is not str) or (
+        name is not None and type(name) is not str
+    ):
+        return None
+    origin = get("origin")
     if origin is not None and origin != "library":
         return None
-    calls = entry.get("tool_calls")
+    calls = get("tool_calls")
     if calls is not None:
         if type(calls) is not list:
             return None
@@ -410,8 +423,8 @@ def _trusted_fields(entry: Any) -> dict[str, Any] | None:
         "role": role,
         "content": content,
         "tool_calls": calls,
-        "tool_call_id": entry.get("tool_call_id"),
-        "name": entry.get("name"),
+        "tool_call_id": call_id,
+        "name": name,
         "origin": origin,
     }
 

@@ -48,6 +48,8 @@ def served(
     """The outcome of a value ``execute`` returned: its status, the text the model reads,
     the effects and coverage it declared; a value JSON cannot hold exactly is a failure."""
     status, effects, statement = "success", (), None
+    if type(result) is str:  # plain text: neither a declared result nor an envelope
+        return _measured(cfg, tool, scope, call, iteration, _text_outcome(tool, result))
     declared = read_declared(tool.name, result)
     if declared is None:
         try:
@@ -81,6 +83,12 @@ def served(
     undeclared = {"period": "undeclared"} if owed else None  # owes a period and said none
     done = Outcome(status, text, effects, undeclared, statement)
     return _measured(cfg, tool, scope, call, iteration, done)
+
+
+def _text_outcome(tool: Tool, text: str) -> Outcome:
+    """What :func:`served` makes of a plain str result."""
+    undeclared = None if tool.period is None else {"period": "undeclared"}
+    return Outcome("success", text, (), undeclared, None)
 
 
 def _finite(value: Any) -> bool:

@@ -18,7 +18,15 @@ from trackway.engine import Decision, Scope, StagePath, thaw
 from trackway.tools import Identity
 from trackway.tools._providers import offered_tools
 
-from ._config import CONFIGURABLE, CURRENT_SCOPE, AgentConfig, apply_configured, emit_built
+from ._config import (
+    CONFIGURABLE,
+    CURRENT_SCOPE,
+    AgentConfig,
+    apply_configured,
+    emit_built,
+    extend_built,
+    set_built,
+)
 from ._config import emit as _emit
 from ._cost import account, halted
 from ._coverage import answer_limits, with_limits
@@ -31,7 +39,14 @@ from ._findings import (
     served_ids,
     strip_answer,
 )
-from ._model_call import PROVIDER_KEYS, REQUEST_KEYS, StateView, call_model, output_error
+from ._model_call import (
+    PROVIDER_KEYS,
+    REQUEST_KEYS,
+    StateView,
+    answer_record,
+    call_model,
+    output_error,
+)
 from ._person import outcome_of
 from ._request import MessageCache, assemble, receipt_for
 from ._tool_ids import call_repairs, unique_calls
@@ -180,8 +195,9 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         if repairs:
             receipt["tool_call_repairs"] = repairs
             _emit(scope, "agent.tool_calls_repaired", {"k": k, "repairs": repairs})
-        scope.append("receipts", receipt)
-        scope["response"] = response.model_dump(mode="json", exclude_none=True)
+        extend_built(scope, "receipts", [receipt])
+        # a JSON-mode dump is plain JSON (NaN as null, tuples as lists): handed over as is
+        set_built(scope, "response", answer_record(response))
         # the sum of what providers reported; a call that reported nothing has usage None in
         # its receipt and is not counted as zero (RunUsage.unreported_calls)
         tick = account(scope, k, assembled.request.model, usage)

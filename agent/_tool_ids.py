@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from trackway.engine import thaw
+from trackway.engine._values import FrozenList
 
 from ._messages import ToolCall
 from ._payload import UNPARSED_ARGUMENTS, parse_arguments
@@ -49,15 +50,21 @@ def _parsed(args: dict[str, Any]) -> dict[str, Any]:
 
 
 def unique_calls(raw_calls: Sequence[Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The calls of a committed ``response`` with one id each, and the repairs made.
+    """The calls of a committed ``response`` with one id each, and the repairs made. Calls
+    that need no repair are the committed dicts themselves: read them, never change them.
 
     A pure function of the recorded answer: ``call-llm`` commits the answer as the model
     gave it and files the repairs in its receipt, and the stages that act on the calls
     apply it again, so a replay of the recorded answer repeats them exactly.
     """
-    calls = thaw(raw_calls) if raw_calls else []
+    if not raw_calls:
+        return [], []
+    # the committed calls are shared read-only, never copied
+    frozen = type(raw_calls) is FrozenList
+    calls = list(raw_calls._raw()) if frozen else thaw(raw_calls)
     if len(calls) < 2 or len({c["id"] for c in calls}) == len(calls):
         return calls, []
+    calls = thaw(calls)
     fixed, repairs = _unique([ToolCall.model_validate(c) for c in calls])
     return [c.model_dump(mode="json", exclude_none=True) for c in fixed], repairs
 

@@ -16,6 +16,7 @@ from trackway.engine import Scope, thaw
 from trackway.tools import Identity, Tool, ToolContext
 from trackway.tools._assume import Filling
 from trackway.tools._coverage_items import DeclarationRefused
+from trackway.tools._define import built_context
 from trackway.tools._outcome import RecordedOutcome
 
 from ._arguments import filled, noted
@@ -40,14 +41,20 @@ def context(
     """What a gate or a tool knows about the call (``extra``: the call's cancel scope and
     progress channel)."""
     identity = scope.get("identity")
-    return ToolContext(
-        call_id=call["id"],
-        tool_name=tool.name,
-        run_id=scope.run_id,
-        iteration=iteration,
-        identity=None if identity is None else Identity.model_validate(thaw(identity)),
-        session_id=scope.get("session_id"),
-        **extra,
+    return built_context(
+        {
+            "call_id": call["id"],
+            "tool_name": tool.name,
+            "run_id": scope.run_id,
+            "iteration": iteration,
+            "extras": {},
+            "identity": None if identity is None else Identity.model_validate(thaw(identity)),
+            "session_id": scope.get("session_id"),
+            "cancel_scope": extra.get("cancel_scope"),
+            "on_progress": extra.get("on_progress"),
+            "on_session": extra.get("on_session"),
+            "on_run": extra.get("on_run"),
+        }
     )
 
 
@@ -183,7 +190,7 @@ async def _execute(
     )
     try:
         result = tool.execute(args, ctx)
-        if inspect.isawaitable(result):
+        if type(result) is not str and inspect.isawaitable(result):
             with cancel_scope:
                 result = await result
     except DeclarationRefused as exc:  # a helper that cannot honour its declaration
@@ -217,7 +224,8 @@ async def _execute(
         effects = tuple(row.get("effects", ()))
         recorded = Outcome(row["status"], result.content, effects, flags, result.declared)
         return recorded._replace(runs=result.runs), True
-    return served(cfg, tool, scope, call, iteration, result)._replace(runs=runs), False
+    done = served(cfg, tool, scope, call, iteration, result)
+    return (done._replace(runs=runs) if runs else done), False
 
 
 _CANCEL_SCOPE = "agent-cancel-scope-type"

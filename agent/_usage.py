@@ -9,10 +9,12 @@ is known to be complete only when that count is 0.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict
+
+from trackway.engine._values import encode_value
 
 __all__ = ["RunUsage", "run_usage", "safe_url", "usage_reported", "via"]
 
@@ -84,7 +86,14 @@ def via(provider: object, streamed: bool) -> dict[str, Any] | None:
     describe = getattr(provider, "describe_call", None)
     if callable(describe):
         described = describe(streamed)
-        return dict(described) if isinstance(described, dict) else None
+        if not isinstance(described, dict):
+            return None
+        # the provider's own dict, checked and copied once as state values are: the
+        # receipt holding it is then plain JSON (see ``call-llm``)
+        return cast(
+            "dict[str, Any]",
+            encode_value(described, "via", "call-llm", "what describe_call() returned")[1],
+        )
     out: dict[str, Any] = {"provider": str(getattr(provider, "name", type(provider).__name__))}
     base_url = getattr(provider, "base_url", None)
     if isinstance(base_url, str):

@@ -25,6 +25,8 @@ from ._release import current_stop_signal
 from ._state import StateStore
 from ._typed import StateValidator
 
+_new_tuple = tuple.__new__
+
 if TYPE_CHECKING:
     from ._store import Sink
     from ._stream import CommitTap
@@ -260,23 +262,26 @@ class Frame:
             self.local_seq += 1
             if ops:
                 self.store.apply(self.local_seq, ops)
-        commit = Commit(
-            seq,
-            run.run_id,
-            path,
-            stage_id,
-            stage_name,
-            kind,
-            self.name,
-            started,
-            time(),
-            ops,
-            reads,
-            outcome,
-            error,
-            detail,
-            events,
-            attempts,
+        commit = _new_tuple(  # Commit(...) without its Python-level __new__: once a stage
+            Commit,
+            (
+                seq,
+                run.run_id,
+                path,
+                stage_id,
+                stage_name,
+                kind,
+                self.name,
+                started,
+                time(),
+                ops,
+                reads,
+                outcome,
+                error,
+                detail,
+                events,
+                attempts,
+            ),
         )
         if self.buffer is None:
             run.append(commit)

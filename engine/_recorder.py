@@ -183,7 +183,12 @@ class RecorderFailure(NamedTuple):
 
 
 class Recorder:
-    """Optional base class: every hook is a no-op; override the ones you need."""
+    """Optional base class: every hook is a no-op; override the ones you need.
+
+    A recorder with ``on_emit`` may also define ``wants_emit(name) -> bool``: when every
+    recorder that hears emits says no for an event's name, the engine builds no
+    :class:`EmitEvent` for it (the event is still in its commit, as every event is).
+    """
 
     def on_run_start(self, event: RunStartEvent) -> None: ...
     def on_stage_start(self, event: StageStartEvent) -> None: ...
@@ -376,6 +381,15 @@ class Dispatch:
             hook: tuple(fns) for hook, fns in hooks.items()
         }
         h = self._hooks
+        # whether an emit may be skipped: each recorder that hears emits says, by name, if it
+        # wants one (``wants_emit``); None when one of them wants every emit
+        wants = []
+        for rec in recorders:
+            target = rec.recorder if isinstance(rec, Deferred) else rec
+            fn = getattr(target, "on_emit", None)
+            if fn is not None and getattr(fn, "__func__", None) is not Recorder.on_emit:
+                wants.append(getattr(target, "wants_emit", None))
+        self._wants: tuple[Any, ...] | None = None if None in wants else tuple(wants)
         self.on_read = bool(h["on_read"])
         self.on_write = bool(h["on_write"])
         self.on_emit = bool(h["on_emit"])
@@ -428,6 +442,14 @@ class Dispatch:
     def emit(self, scope: Scope, event: EmittedEvent, owned: Any = _NO_PAYLOAD) -> None:
         """Tell the recorders about an emit. ``owned``: the payload as decoded when it was
         encoded (engine-owned), handed out read-only instead of decoding ``event`` again."""
+        wants = self._wants
+        if wants is not None:
+            name = event[0]
+            for want in wants:
+                if want(name):
+                    break
+            else:
+                return  # nobody wants it: no event object is made
         payload = event.payload if owned is _NO_PAYLOAD else freeze(owned)
         heard = _new_tuple(  # EmitEvent(...) without its Python-level __new__: once per emit
             EmitEvent, (self.run_id, scope.stage_path, self._log_len(), event.name, payload)

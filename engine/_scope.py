@@ -227,6 +227,39 @@ class Scope:
             validator.check_append(key, data, self.stage_path)
         self._stage(("append", key, data, owned))
 
+    def _set_built(self, key: str, value: Any) -> None:
+        """``scope[key] = value`` for a value the library built of plain JSON only (str, int
+        within 64 bits, finite float, bool, None, lists, dicts with str keys: no tuple, no
+        frozen view, no subclass) and hands over: serialized once and not decoded back, so
+        later reads see ``value`` itself, read-only (the library keeps no other handle on
+        it). Anything orjson refuses takes the checked path, which names the problem."""
+        try:
+            data = bytes(memoryview(dumps(value, option=DUMP_OPTIONS)))
+        except TypeError:
+            self[key] = value
+            return
+        validator = self._strand.validator
+        if validator is not None:
+            validator.check_set(key, data, self.stage_path)
+        self._stage(("set", key, data, value))
+
+    def _extend_built(self, key: str, items: list[Any]) -> None:
+        """:meth:`extend` for items the library built and hands over, as :meth:`_set_built`
+        says (``items`` is the list the log keeps)."""
+        try:
+            data = bytes(memoryview(dumps(items, option=DUMP_OPTIONS)))
+        except TypeError:
+            self._append(key, list(items))
+            return
+        current = self._peek(key)
+        if current is not MISSING and type(current) is not FrozenList:
+            self._append(key, list(items))  # the checked path says what is wrong
+            return
+        validator = self._strand.validator
+        if validator is not None:
+            validator.check_append(key, data, self.stage_path)
+        self._stage(("append", key, data, items))
+
     def merge(self, key: str, values: Mapping[str, Any]) -> None:
         """Shallow-merge ``values`` into the dict at ``key`` (a new dict if absent).
 

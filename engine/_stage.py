@@ -18,6 +18,7 @@ from ._chart import ResumeFn, is_async_callable
 from ._commit import Commit, CommitKind, ErrorInfo, Outcome, Write
 from ._context import Frame, RunContext, Strand, error_info
 from ._cursor import ControlRef, StageCursor
+from ._decide import Decision, Selection
 from ._detail import FailedAttempt, as_detail
 from ._errors import RecoveryError, RunError, StageContractError, StageError
 from ._paths import join, resumed
@@ -37,6 +38,10 @@ __all__ = ["Interpret", "Paused", "resume_stage", "run_stage", "validate_writes"
 
 Interpret = Callable[[Any], tuple[list[str], Any, RunError | None]]
 """How a decider or selector reads its function's result: (chosen keys, detail, problem)."""
+
+
+_NEVER_AWAITED = frozenset((str, dict, list, tuple, int, float, bool, Decision, Selection))
+"""Exact types a stage function returns that are never awaitable: no ABC check for them."""
 
 
 class Paused(Exception):
@@ -134,7 +139,11 @@ async def run_stage(
         scope = Scope(strand, path, stage_id)
         try:
             result = fn(scope)
-            if is_async or (result is not None and inspect.isawaitable(result)):
+            if is_async or (
+                result is not None
+                and type(result) not in _NEVER_AWAITED
+                and inspect.isawaitable(result)
+            ):
                 result = await result
             chosen: list[str] = []
             problem: RunError | None = None

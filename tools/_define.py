@@ -75,6 +75,15 @@ class ToolContext:
         self.on_session(fn, scope, key)
 
 
+def built_context(fields: dict[str, Any]) -> ToolContext:
+    """A :class:`ToolContext` of ``fields`` the agent built itself (every field, each
+    already of its type), without the frozen dataclass's per-field checks and setattrs: one
+    per tool call on the agent's hot path."""
+    ctx = object.__new__(ToolContext)
+    object.__setattr__(ctx, "__dict__", fields)
+    return ctx
+
+
 @dataclass(frozen=True)
 class Tool:
     """A tool the model may call. ``execute(args, ctx)`` may be ``def`` or ``async def``."""
