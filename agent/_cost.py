@@ -112,7 +112,8 @@ def _priced(
 def account(scope: Scope, k: int, model: str, usage: Mapping[str, Any] | None) -> dict[str, Any]:
     """Add call ``k``'s usage (and cost, when priced) to the ledgers; returns the
     ``cost.tick`` payload."""
-    totals = dict(thaw(scope.get("usage_total", {"input_tokens": 0, "output_tokens": 0})))
+    current = scope.get("usage_total")
+    totals = {"input_tokens": 0, "output_tokens": 0} if current is None else dict(thaw(current))
     if usage:
         for key in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
             if usage.get(key) is not None:

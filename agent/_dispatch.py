@@ -38,12 +38,13 @@ class Batch:
     (``history``), one row per call (``tool_results``) and one per coverage statement
     (``coverage_declared``), written together."""
 
-    __slots__ = ("coverage", "iteration", "messages", "rows", "runs")
+    __slots__ = ("coverage", "iteration", "messages", "plain_rows", "rows", "runs")
 
     def __init__(self, iteration: int) -> None:
         self.iteration = iteration
         self.messages: list[dict[str, Any]] = []
         self.rows: list[dict[str, Any]] = []
+        self.plain_rows = True  # no row holds effects or flags (values a tool or rule gave)
         self.coverage: list[dict[str, Any]] = []
         self.runs: list[dict[str, Any]] = []
 
@@ -79,8 +80,10 @@ class Batch:
         }
         if done.effects:
             row["effects"] = list(done.effects)
+            self.plain_rows = False
         if done.flags:
             row.update(done.flags)
+            self.plain_rows = False
             error = done.flags.get("error")
             if error is not None:  # a replay serves the recorded flag: the same event
                 _emit(
@@ -102,13 +105,16 @@ class Batch:
     def flush(self, scope: Scope) -> None:
         if self.messages:  # built here of str fields and the committed calls: plain JSON
             extend_built(scope, "history", self.messages)
-        if self.rows:
+        if self.rows and self.plain_rows:  # ids and names the model gave, counts, statuses
+            extend_built(scope, "tool_results", self.rows)
+        elif self.rows:
             scope.extend("tool_results", self.rows)
         if self.coverage:
             scope.extend("coverage_declared", self.coverage)
         if self.runs:
             scope.extend("tool_runs", self.runs)
         self.messages, self.rows, self.coverage, self.runs = [], [], [], []
+        self.plain_rows = True
 
 
 async def dispatch(
@@ -147,7 +153,9 @@ async def dispatch(
                 {"id": call["id"], "name": call["name"], "args": call.get("args", {})},
             )
         tool, refused = _found(cfg, scope, call)
-        filling = None if tool is None or refused else filled(tool, call, given)
+        filling = (
+            None if tool is None or refused or not tool.ask_or_assume else filled(tool, call, given)
+        )
         asked = None
         if filling is not None and filling.asks:  # asked before any check or gate runs
             assert tool is not None
@@ -156,11 +164,19 @@ async def dispatch(
         if tool is not None and refused is None and asked is None:
             refused = _invalid(cfg, scope, call, tool, args)
         decision = None
-        if tool is not None and refused is None and asked is None:
+        gated = tool is not None and (tool.gate is not None or cfg.gate is not None)
+        if gated and refused is None and asked is None:
+            assert tool is not None
             decision = await _gated(cfg, tool, scope, call, iteration, args)
         if decision is not None and decision.kind == "ask":
             asked = {"kind": "check_in", "question": decision.text, "gate": True}
-        elif tool is not None and refused is None and decision is None and asked is None:
+        elif (
+            tool is not None
+            and refused is None
+            and decision is None
+            and asked is None
+            and (tool.asks is not None or tool.name in cfg.check_ins)
+        ):
             asked = question_for(tool, call, cfg.check_ins)
         if asked is not None:
             await ready.settle(batch)  # the calls before this one, run and written in order
@@ -242,7 +258,7 @@ def _found(
     a tool that does not exist or was not offered, or arguments a provider could not read
     as a JSON object (never run, in any mode)."""
     tool = cfg.tools.get(call["name"])
-    offered = list(cfg.tools)
+    offered: list[str] = []
     if cfg.providers:  # only what this model call was offered may run
         offered = [spec["name"] for spec in scope.get("tools", ())]
         if tool is not None and tool.name not in offered:
@@ -251,6 +267,8 @@ def _found(
                 f"Error: {tool.name} was not offered for this call, so it was not run. "
                 f"Available tools: {names}."
             )
+    else:
+        offered = list(cfg.tools)
     if tool is None:
         names = ", ".join(offered) or "none"
         return None, f"Error: there is no tool named {call['name']!r}. Available tools: {names}."

@@ -19,13 +19,20 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from trackway.engine import thaw
+from trackway.engine import Scope, thaw
 from trackway.engine._values import FrozenList
 
 from ._messages import LLMRequest, Message, ToolCall, ToolSpec, canonical_json, sha256
 from ._window import standing_in_message
 
-__all__ = ["Assembled", "MessageCache", "assemble", "receipt_for", "ticket_text"]
+__all__ = [
+    "Assembled",
+    "MessageCache",
+    "args_copy",
+    "assemble",
+    "receipt_for",
+    "ticket_text",
+]
 
 
 class MessageCache:
@@ -265,10 +272,11 @@ def _frame_of(settings_value: Any, system: Any, tools_state: Any) -> _Frame:
     )
 
 
-def assemble(state: Mapping[str, Any], cache: MessageCache | None = None) -> Assembled:
+def assemble(state: Mapping[str, Any] | Scope, cache: MessageCache | None = None) -> Assembled:
     """The request for the next model call, from state alone (pure: no clock, no config).
 
-    The hashes are of the request's canonical JSON (sorted keys), built from pieces so that
+    ``state`` is committed state, or the stage's scope (its reads tracked). The hashes are
+    of the request's canonical JSON (sorted keys), built from pieces so that
     they equal ``sha256(request.canonical_json())`` without serializing the whole request.
     The settings were made plain JSON when ``seed`` committed them (floats as floats, ``stop``
     as a list), so their bytes here are the bytes the request model dumps. With a ``cache``
@@ -362,7 +370,7 @@ def _message(entry: Any) -> tuple[Message, bytes]:
                 if wire is entry:
                     wire = {k: v for k, v in fields.items() if v is not None}
             call = _new(ToolCall)
-            _set(call, "__dict__", {"id": c["id"], "name": c["name"], "args": _copy(args)})
+            _set(call, "__dict__", {"id": c["id"], "name": c["name"], "args": args_copy(args)})
             _set(call, "__pydantic_fields_set__", set(c))
             _set(call, "__pydantic_extra__", None)
             _set(call, "__pydantic_private__", None)
@@ -378,8 +386,9 @@ def _message(entry: Any) -> tuple[Message, bytes]:
 _EMPTY: dict[str, Any] = {}
 
 
-def _copy(args: dict[str, Any]) -> dict[str, Any]:
-    """A plain copy of a call's arguments (never the engine's own dict)."""
+def args_copy(args: dict[str, Any]) -> dict[str, Any]:
+    """A plain copy of a committed call's arguments (plain JSON, never the engine's own
+    dict): one level when they hold no list or dict."""
     for value in args.values():
         if type(value) is dict or type(value) is list:
             copied: dict[str, Any] = orjson.loads(orjson.dumps(args))

@@ -41,7 +41,6 @@ from ._findings import (
 )
 from ._model_call import (
     PROVIDER_KEYS,
-    REQUEST_KEYS,
     StateView,
     answer_record,
     call_model,
@@ -71,6 +70,7 @@ WRAP_UP_PROMPT = (
 
 def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
     """The stage functions of one agent, closed over its configuration."""
+    vias: dict[bool, tuple[object, dict[str, Any] | None]] = {}  # by streamed: see call_llm
 
     def seed(scope: Scope) -> None:
         message = scope["message"]
@@ -174,11 +174,10 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             _emit(scope, "tools.offered", {"iteration": scope["iteration"], "names": names})
 
     async def call_llm(scope: Scope) -> None:
-        state = StateView(scope, REQUEST_KEYS)
         # one cache per run and per mounted copy of the chart; it dies with the run
         mount = StagePath.parent_of(scope.stage_path)  # the key only: no parse
         cache = scope.run_local(("agent-messages", id(cfg), mount), MessageCache)
-        assembled = assemble(state, cache)
+        assembled = assemble(scope, cache)  # reads REQUEST_KEYS, each tracked
         k = len(scope.get("receipts", [])) + 1
         iteration = scope["iteration"]
         emit_built(scope, "agent.iteration_start", {"iteration": iteration})
@@ -189,7 +188,14 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         repairs = call_repairs(response.tool_calls)
         usage = None if response.usage is None else response.usage.model_dump(exclude_none=True)
         receipt = receipt_for(k, assembled, usage, response.stop_reason)
-        described = via(cfg.provider, streamed)
+        provider = cfg.provider
+        known = vias.get(streamed)
+        if known is not None and known[0] is provider:
+            described = known[1]  # shared read-only by the receipts, as committed values are
+        else:
+            described = via(provider, streamed)
+            if not callable(getattr(provider, "describe_call", None)):  # the same every call
+                vias[streamed] = (provider, described)
         if described is not None:
             receipt["via"] = described
         if repairs:

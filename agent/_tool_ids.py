@@ -60,8 +60,7 @@ def unique_calls(raw_calls: Sequence[Any]) -> tuple[list[dict[str, Any]], list[d
     if not raw_calls:
         return [], []
     # the committed calls are shared read-only, never copied
-    frozen = type(raw_calls) is FrozenList
-    calls = list(raw_calls._raw()) if frozen else thaw(raw_calls)
+    calls = list(raw_calls._raw()) if isinstance(raw_calls, FrozenList) else thaw(raw_calls)
     if len(calls) < 2 or len({c["id"] for c in calls}) == len(calls):
         return calls, []
     calls = thaw(calls)

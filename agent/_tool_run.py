@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -25,6 +26,7 @@ from ._config import emit as _emit
 from ._findings import peel
 from ._nudge import nudged
 from ._parallel_calls import run_together
+from ._request import args_copy
 from ._served import ROW_FLAGS, Outcome, served
 
 if TYPE_CHECKING:
@@ -82,8 +84,9 @@ class Ready:
         replayed: list[list[bool]] = [[] for _ in jobs]
         # A sync tool blocks the event loop: running it "at once" would only reorder calls,
         # so an answer's calls run together only when every one of their tools is async.
-        limit = cfg.parallel_tool_calls if all(j[2].is_async for j in jobs) else 1
-        together = limit > 1 and len(jobs) > 1  # else each runs on the stage's scope
+        limit = cfg.parallel_tool_calls
+        # else each runs on the stage's scope
+        together = len(jobs) > 1 and limit > 1 and all(j[2].is_async for j in jobs)
         if together:
 
             def job(n: int) -> Any:
@@ -130,9 +133,9 @@ async def run_one(
     tool = tool if tool is not None else cfg.tools[call["name"]]
     if cfg.findings:
         call = peel(call)[0]
-    if filling is None:
+    if filling is None and tool.ask_or_assume:
         filling = filled(tool, call, answered)
-    args = thaw(call.get("args") or {}) if filling is None else filling.args
+    args = _args_of(call) if filling is None else filling.args
     token = CURRENT_SCOPE.set(scope)
     try:
         done, replayed = await _execute(cfg, tool, scope, call, iteration, args)
@@ -172,7 +175,9 @@ async def _execute(
         await sessions.close(sessions.due(), "idle", emit)
 
     def on_session(fn: Any, session_scope: str, key: str | None) -> None:
-        sessions.register(ctx, fn, session_scope, key, emit)
+        held = context_ref()  # alive: it is the context whose on_teardown called this
+        assert held is not None
+        sessions.register(held, fn, session_scope, key, emit)
 
     inner: list[dict[str, Any]] = []
     # the call's own scope, entered around the await only: nothing else can be cancelled
@@ -188,6 +193,9 @@ async def _execute(
         on_session=on_session,
         on_run=inner.append,
     )
+    # a weak reference: the context holds on_session, so a strong one would make a cycle
+    # (the call's scope and everything it holds left for the garbage collector)
+    context_ref = weakref.ref(ctx)
     try:
         result = tool.execute(args, ctx)
         if type(result) is not str and inspect.isawaitable(result):
@@ -226,6 +234,12 @@ async def _execute(
         return recorded._replace(runs=result.runs), True
     done = served(cfg, tool, scope, call, iteration, result)
     return (done._replace(runs=runs) if runs else done), False
+
+
+def _args_of(call: Mapping[str, Any]) -> dict[str, Any]:
+    """The tool's own copy of a call's arguments."""
+    args = call.get("args") or {}
+    return args_copy(args) if type(args) is dict else thaw(args)
 
 
 _CANCEL_SCOPE = "agent-cancel-scope-type"

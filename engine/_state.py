@@ -105,16 +105,22 @@ class StateStore:
         self._push(key, seq, value)
 
     def apply(self, seq: int, ops: Sequence[Write]) -> None:
-        """Apply one commit's writes (grouped per key, in first-touch order)."""
-        if len(ops) == 1:
-            key = ops[0][1]
-            self._push(key, seq, fold_ops(self.get(key), ops, in_place=True))
-            return
-        grouped: dict[str, list[Write]] = {}
+        """Apply one commit's writes in order (a key written twice keeps one version for
+        ``seq``: its last)."""
+        latest = self.latest
         for op in ops:
-            grouped.setdefault(op[1], []).append(op)
-        for key, key_ops in grouped.items():
-            self._push(key, seq, fold_ops(self.get(key), key_ops, in_place=True))
+            kind, key, _, raw = op
+            current = latest.get(key, MISSING)
+            if current is MISSING or current is DELETED:
+                current = self.get(key)
+            if kind == "set":  # a fresh backing list: see fold_ops
+                value = FrozenList(list(raw)) if type(raw) is list else freeze(raw)
+            elif kind == "append" and type(current) is FrozenList and current.at_tip():
+                current._backing.extend(raw)
+                value = FrozenList(current._backing)
+            else:
+                value = fold_ops(current, (op,), in_place=True)
+            self._push(key, seq, value)
 
     def _push(self, key: str, seq: int, value: Any) -> None:
         self.latest[key] = value
