@@ -75,7 +75,7 @@ class MessageCache:
             self._req = hashlib.sha256(prefix + b"[" + b",".join(self.bytes))
         start = len(self.messages)
         if type(history) is FrozenList:  # the engine's own decoded entries: read, not copied
-            entries: Sequence[Any] = history._backing[start : len(history)]
+            entries: Sequence[Any] = history._backing[start : history._n]
         else:
             entries = history[start:]
         for entry in entries:
@@ -311,8 +311,16 @@ def assemble(state: Mapping[str, Any] | Scope, cache: MessageCache | None = None
     fields = dict(frame.fields)
     fields["messages"] = messages
     request = _trusted(LLMRequest, fields, _REQUEST_FIELDS)
-    return Assembled(
-        request, request_hash, messages_hash, frame.tools_hash, frame.tool_hashes, frame.system_hash
+    return _new_tuple(  # Assembled(...) without its Python-level __new__
+        Assembled,
+        (
+            request,
+            request_hash,
+            messages_hash,
+            frame.tools_hash,
+            frame.tool_hashes,
+            frame.system_hash,
+        ),
     )
 
 
@@ -329,6 +337,7 @@ _MESSAGE_KEYS = frozenset(Message.model_fields)
 _CALL_KEYS = frozenset(ToolCall.model_fields)
 _ROLES = frozenset(("user", "assistant", "tool"))
 _new = object.__new__
+_new_tuple = tuple.__new__
 _set = object.__setattr__
 
 
@@ -338,10 +347,24 @@ def _trusted(cls: type[Any], fields: dict[str, Any], given: Any) -> Any:
     per-field pass, for values the library built or checked itself."""
     instance = _new(cls)
     _set(instance, "__dict__", fields)
-    _set(instance, "__pydantic_fields_set__", set(given))
+    _set(instance, "__pydantic_fields_set__", _fields_set(given))
     _set(instance, "__pydantic_extra__", None)
     _set(instance, "__pydantic_private__", None)
     return instance
+
+
+_FIELDS_SETS: dict[tuple[str, ...], set[str]] = {}
+
+
+def _fields_set(given: Any) -> set[str]:
+    """One set per shape of set fields, shared by the instances of that shape: a frozen
+    model never changes it (``model_copy`` copies it first), and the run keeps no set per
+    message for the garbage collector to walk."""
+    key = tuple(given)
+    known = _FIELDS_SETS.get(key)
+    if known is None:
+        known = _FIELDS_SETS[key] = set(key)
+    return known
 
 
 def _message(entry: Any) -> tuple[Message, bytes]:
@@ -352,6 +375,18 @@ def _message(entry: Any) -> tuple[Message, bytes]:
     arguments it holds. An entry of any shape but the one the library writes (plain str
     fields, known keys, ``tool_calls`` a list of ``{id, name, args}``) is validated, raising
     what validation raises."""
+    if type(entry) is dict and tuple(entry) == _TOOL_RESULT_KEYS:  # a tool result, as written
+        role, content, call_id, name = entry.values()
+        if role == "tool" and type(content) is str and type(call_id) is str and type(name) is str:
+            result = {
+                "role": role,
+                "content": content,
+                "tool_calls": None,
+                "tool_call_id": call_id,
+                "name": name,
+                "origin": None,
+            }
+            return _trusted(Message, result, _TOOL_RESULT_KEYS), canonical_json(entry)
     fields = _trusted_fields(entry)
     if fields is None:
         message = Message.model_validate(thaw(entry))
@@ -371,7 +406,7 @@ def _message(entry: Any) -> tuple[Message, bytes]:
                     wire = {k: v for k, v in fields.items() if v is not None}
             call = _new(ToolCall)
             _set(call, "__dict__", {"id": c["id"], "name": c["name"], "args": args_copy(args)})
-            _set(call, "__pydantic_fields_set__", set(c))
+            _set(call, "__pydantic_fields_set__", _fields_set(c))
             _set(call, "__pydantic_extra__", None)
             _set(call, "__pydantic_private__", None)
             built.append(call)
@@ -384,6 +419,7 @@ def _message(entry: Any) -> tuple[Message, bytes]:
 
 
 _EMPTY: dict[str, Any] = {}
+_TOOL_RESULT_KEYS = ("role", "content", "tool_call_id", "name")
 
 
 def args_copy(args: dict[str, Any]) -> dict[str, Any]:

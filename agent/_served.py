@@ -22,6 +22,8 @@ from ._nudge import NUDGE_LATER, nudged
 
 __all__ = ["ROW_FLAGS", "Outcome", "served"]
 
+_new_tuple = tuple.__new__
+
 
 class Outcome(NamedTuple):
     """What one call came to: its status, what the model reads, any declared effects, flags
@@ -88,7 +90,7 @@ def served(
 def _text_outcome(tool: Tool, text: str) -> Outcome:
     """What :func:`served` makes of a plain str result."""
     undeclared = None if tool.period is None else {"period": "undeclared"}
-    return Outcome("success", text, (), undeclared, None)
+    return _new_tuple(Outcome, ("success", text, (), undeclared, None, ()))
 
 
 def _finite(value: Any) -> bool:

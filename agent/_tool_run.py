@@ -171,7 +171,7 @@ async def _execute(
         _emit(scope, name, payload)
 
     sessions = cfg.sessions
-    if len(sessions):  # the lazy sweep: idle and evicted sessions close before a call
+    if sessions._live:  # the lazy sweep: idle and evicted sessions close before a call
         await sessions.close(sessions.due(), "idle", emit)
 
     def on_session(fn: Any, session_scope: str, key: str | None) -> None:
@@ -217,7 +217,7 @@ async def _execute(
             result.text,
             exc_info=exc,
         )
-    if len(sessions):
+    if sessions._live:
         await sessions.close(sessions.due(call_id=call["id"]), "call_end", emit)
     runs = tuple(inner)
     if isinstance(result, _Failed):

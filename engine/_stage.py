@@ -211,9 +211,20 @@ async def run_stage(
         detail = {**(detail or {}), "failed_attempts": failed}
     if scope._broke is not None:
         detail = {**(detail or {}), "break": scope._broke}
-    outcome: Outcome = "ok" if problem is None else "error"
-    error = None if problem is None else error_info(problem)
-    _commit_scope(frame, scope, name, kind, started, outcome, error, detail, attempt)
+    frame.record(  # _commit_scope, inlined on the path every stage takes
+        path,
+        stage_id,
+        name,
+        kind,
+        started,
+        tuple(scope._ops),
+        tuple(scope._reads),
+        "ok" if problem is None else "error",
+        None if problem is None else error_info(problem),
+        detail,
+        tuple(scope._events),
+        attempt,
+    )
     if interpret is not None and rec.stage_hooks:
         evidence = detail.get("decision") if isinstance(detail, dict) else None
         rec.fire("on_decision", DecisionEvent(run.run_id, path, len(run.log), chosen, evidence))
