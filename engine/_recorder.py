@@ -29,7 +29,7 @@ import difflib
 import inspect
 import logging
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from ._commit import Commit, EmittedEvent, ErrorInfo, Op, error_info
@@ -383,13 +383,19 @@ class Dispatch:
         h = self._hooks
         # whether an emit may be skipped: each recorder that hears emits says, by name, if it
         # wants one (``wants_emit``); None when one of them wants every emit
-        wants = []
+        wants: list[Callable[[str], bool] | None] = []
         for rec in recorders:
             target = rec.recorder if isinstance(rec, Deferred) else rec
             fn = getattr(target, "on_emit", None)
             if fn is not None and getattr(fn, "__func__", None) is not Recorder.on_emit:
                 wants.append(getattr(target, "wants_emit", None))
-        self._wants: tuple[Any, ...] | None = None if None in wants else tuple(wants)
+        self.emit_wanted: Callable[[str], bool] | None = None  # None: every emit is wanted
+        if None not in wants:
+            if len(wants) == 1:
+                self.emit_wanted = wants[0]
+            else:
+                filters = [w for w in wants if w is not None]
+                self.emit_wanted = lambda name: any(want(name) for want in filters)
         self.on_read = bool(h["on_read"])
         self.on_write = bool(h["on_write"])
         self.on_emit = bool(h["on_emit"])
@@ -440,16 +446,9 @@ class Dispatch:
         self.fire("on_write", WriteEvent(self.run_id, scope.stage_path, self._log_len(), op))
 
     def emit(self, scope: Scope, event: EmittedEvent, owned: Any = _NO_PAYLOAD) -> None:
-        """Tell the recorders about an emit. ``owned``: the payload as decoded when it was
-        encoded (engine-owned), handed out read-only instead of decoding ``event`` again."""
-        wants = self._wants
-        if wants is not None:
-            name = event[0]
-            for want in wants:
-                if want(name):
-                    break
-            else:
-                return  # nobody wants it: no event object is made
+        """Tell the recorders about an emit the scope found wanted (``emit_wanted``).
+        ``owned``: the payload as decoded when it was encoded (engine-owned), handed out
+        read-only instead of decoding ``event`` again."""
         payload = event.payload if owned is _NO_PAYLOAD else freeze(owned)
         heard = _new_tuple(  # EmitEvent(...) without its Python-level __new__: once per emit
             EmitEvent, (self.run_id, scope.stage_path, self._log_len(), event.name, payload)

@@ -301,7 +301,9 @@ class Scope:
         event = EmittedEvent(name, data)
         self._events.append(event)
         rec = self._rec
-        if rec.on_emit:  # the listeners get the copy decoded at the write, never a new one
+        # the listeners get the copy decoded at the write, never a new one; an emit nobody
+        # wants (``Recorder.wants_emit``) makes no event object
+        if rec.on_emit and (rec.emit_wanted is None or rec.emit_wanted(name)):
             rec.emit(self, event, owned)
 
     def _emit_built(self, name: str, payload: dict[str, Any]) -> None:
@@ -320,7 +322,7 @@ class Scope:
         event = _new_tuple(EmittedEvent, (name, bytes(memoryview(data))))
         self._events.append(event)
         rec = self._rec
-        if rec.on_emit:
+        if rec.on_emit and (rec.emit_wanted is None or rec.emit_wanted(name)):
             rec.emit(self, event, payload)
 
     def pause(self, payload: Any = None) -> NoReturn:

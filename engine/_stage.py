@@ -236,7 +236,8 @@ async def run_stage(
         raise problem
     if scope._broke is not None:
         strand.broken = scope._broke
-    _stage_end(run, path, "ok", started)
+    if rec.stage_hooks:
+        _stage_end(run, path, "ok", started)
     if run.deadline is not None and monotonic() > run.deadline:
         # It ran past timeout= without yielding (a sync stage cannot be cancelled): its
         # commit stands, and the run ends here as timed out rather than going on.
