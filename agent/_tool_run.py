@@ -24,9 +24,9 @@ from ._arguments import filled, noted
 from ._config import CURRENT_SCOPE, AgentConfig
 from ._config import emit as _emit
 from ._findings import peel
+from ._history_messages import args_copy
 from ._nudge import nudged
 from ._parallel_calls import run_together
-from ._request import args_copy
 from ._served import ROW_FLAGS, Outcome, served
 
 if TYPE_CHECKING:
@@ -159,26 +159,11 @@ async def _execute(
     """Run the tool on its own copy of ``args`` (the recorded call must not change); every
     failure becomes a result the model can read and act on. The flag: a replayed outcome."""
     result: Any = None
-
-    def progress(payload: Any) -> None:
-        event = {"id": call["id"], "name": tool.name, "iteration": iteration}
-        try:
-            scope.emit("stream.tool_progress", {**event, "payload": payload})
-        except Exception as exc:  # never raises into the tool: the record says what was lost
-            scope.emit("stream.tool_progress", {**event, "dropped": type(exc).__name__})
-
-    def emit(name: str, payload: dict[str, Any]) -> None:
-        _emit(scope, name, payload)
-
+    hooks = _CallHooks(scope, call, tool.name, iteration, cfg.sessions)
+    emit = hooks.emit
     sessions = cfg.sessions
     if sessions._live:  # the lazy sweep: idle and evicted sessions close before a call
         await sessions.close(sessions.due(), "idle", emit)
-
-    def on_session(fn: Any, session_scope: str, key: str | None) -> None:
-        held = context_ref()  # alive: it is the context whose on_teardown called this
-        assert held is not None
-        sessions.register(held, fn, session_scope, key, emit)
-
     inner: list[dict[str, Any]] = []
     # the call's own scope, entered around the await only: nothing else can be cancelled
     # (a sync tool runs to its end), so a sync call pays for none
@@ -189,13 +174,13 @@ async def _execute(
         call,
         iteration,
         cancel_scope=cancel_scope,
-        on_progress=progress,
-        on_session=on_session,
+        on_progress=hooks.progress,
+        on_session=hooks.on_session,
         on_run=inner.append,
     )
     # a weak reference: the context holds on_session, so a strong one would make a cycle
     # (the call's scope and everything it holds left for the garbage collector)
-    context_ref = weakref.ref(ctx)
+    hooks.context = weakref.ref(ctx)
     try:
         result = tool.execute(args, ctx)
         if type(result) is not str and inspect.isawaitable(result):
@@ -240,6 +225,37 @@ def _args_of(call: Mapping[str, Any]) -> dict[str, Any]:
     """The tool's own copy of a call's arguments."""
     args = call.get("args") or {}
     return args_copy(args) if type(args) is dict else thaw(args)
+
+
+class _CallHooks:
+    """What a tool's context calls back into while the call runs: progress events, the
+    agent's events and its session registrations (one object per call, not three
+    closures)."""
+
+    __slots__ = ("call", "context", "iteration", "name", "scope", "sessions")
+
+    def __init__(
+        self, scope: Scope, call: Mapping[str, Any], name: str, iteration: int, sessions: Any
+    ) -> None:
+        self.scope, self.call, self.name, self.iteration = scope, call, name, iteration
+        self.sessions = sessions
+        self.context: weakref.ref[ToolContext] | None = None
+
+    def progress(self, payload: Any) -> None:
+        event = {"id": self.call["id"], "name": self.name, "iteration": self.iteration}
+        try:
+            self.scope.emit("stream.tool_progress", {**event, "payload": payload})
+        except Exception as exc:  # never raises into the tool: the record says what was lost
+            self.scope.emit("stream.tool_progress", {**event, "dropped": type(exc).__name__})
+
+    def emit(self, name: str, payload: dict[str, Any]) -> None:
+        _emit(self.scope, name, payload)
+
+    def on_session(self, fn: Any, session_scope: str, key: str | None) -> None:
+        # alive: it is the context whose on_teardown called this
+        held = None if self.context is None else self.context()
+        assert held is not None
+        self.sessions.register(held, fn, session_scope, key, self.emit)
 
 
 _CANCEL_SCOPE = "agent-cancel-scope-type"

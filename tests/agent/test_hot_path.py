@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 from trackway import Agent, Executor, flow_chart, mock
 from trackway.agent._arg_check import quick_check
+from trackway.agent._history_messages import message_of as _message
 from trackway.agent._messages import Message, canonical_json
-from trackway.agent._request import _message
 from trackway.engine import Recorder, StateValueError, thaw
 from trackway.engine._values import FrozenDict
 
