@@ -65,6 +65,7 @@ from trackway.tools import define_tool  # noqa: E402
 
 TURNS = (10, 50, 100, 200)
 REPEATS = 3
+TW_REPEATS = 9  # a trackway run costs milliseconds: more of them steady its median on a noisy VM
 WARM_TURNS = 10  # turns of the untimed warm-up run before each measured cell
 SLOW_RUN_S = 2.0  # a peer run slower than this is not repeated (the cell is one run)
 SYSTEM = "Answer briefly."
@@ -445,9 +446,12 @@ def _available(module: str) -> str | None:
 
 
 def measure(factory: Callable[[int], Runner], turns: int, *, peer: bool) -> dict[str, Any]:
-    """One untimed warm-up run at WARM_TURNS, then the median of REPEATS runs."""
+    """One untimed warm-up run at WARM_TURNS, then the median of REPEATS runs (TW_REPEATS
+    for trackway's own cells, which cost milliseconds)."""
     factory(WARM_TURNS)()
-    return median_runs(factory(turns), REPEATS, adaptive_s=SLOW_RUN_S if peer else None)
+    if not peer:
+        return median_runs(factory(turns), TW_REPEATS if REPEATS > 1 else 1)
+    return median_runs(factory(turns), REPEATS, adaptive_s=SLOW_RUN_S)
 
 
 def run_cells(peers: list[str], sizes: tuple[int, ...]) -> list[dict[str, Any]]:
@@ -880,7 +884,9 @@ def main() -> int:
         f"gets the same system prompt and one tool `{TOOL_NAME}(key: str) -> {TOOL_RESULT!r}`.",
         "Times are wall clock around the run call only (agent, script and tool built "
         "beforehand; a fresh agent per run). Each cell: one untimed warm-up run at "
-        f"{WARM_TURNS} turns, then the median of {REPEATS} runs with gc.collect() before each.",
+        f"{WARM_TURNS} turns, then the median of {REPEATS} runs with gc.collect() before each "
+        f"({TW_REPEATS if REPEATS > 1 else 1} for trackway, whose runs take milliseconds: "
+        "this VM's speed drifts by ±40% over minutes, and more runs steady the median).",
         f"* = one run only: a peer run slower than {SLOW_RUN_S:g} s is not repeated.",
         f"The {sizes[0]}-turn cells carry each framework's fixed cost per run (event loop "
         "start, setup stages or nodes, the final answer), so growth by µs/turn can read below "
