@@ -86,8 +86,10 @@ def _prebuilt(reply: Reply, n: int) -> LLMResponse | None:
 class MockProvider:
     """Answers from a script (``replies``, in order) or a function of each request.
 
-    ``requests`` keeps every request it was handed: a tap for tests. With ``stream=True`` it
-    also streams each answer word by word.
+    ``requests`` keeps every request it was handed: a tap for tests (``keep_requests=False``
+    keeps none: each request holds the whole conversation, so keeping them all costs
+    memory quadratic in a long run's length). With ``stream=True`` it also streams each
+    answer word by word.
     """
 
     def __init__(
@@ -97,8 +99,11 @@ class MockProvider:
         *,
         stream: bool = False,
         name: str = "mock",
+        keep_requests: bool = True,
     ) -> None:
         self.name = name
+        self.keep_requests = keep_requests
+        self.calls = 0  # requests handed to it, kept or not
         self._replies = list(replies) if replies is not None else None
         for n, reply in enumerate(self._replies or ()):
             _check_reply(reply, n)
@@ -110,8 +115,10 @@ class MockProvider:
         self.requests: list[LLMRequest] = []
 
     def _next(self, request: LLMRequest) -> LLMResponse:
-        n = len(self.requests)
-        self.requests.append(request)
+        n = self.calls
+        self.calls = n + 1
+        if self.keep_requests:
+            self.requests.append(request)
         if self._respond is not None:
             return _as_response(self._respond(request), n)
         assert self._replies is not None
@@ -146,11 +153,17 @@ def mock(
     replies: Sequence[Reply] | None = None,
     respond: Callable[[LLMRequest], Reply] | None = None,
     stream: bool = False,
+    keep_requests: bool = True,
 ) -> MockProvider:
-    """A scripted provider: one ``reply`` for every call, ``replies`` in order, or ``respond``."""
+    """A scripted provider: one ``reply`` for every call, ``replies`` in order, or ``respond``.
+    ``keep_requests=False``: ``provider.requests`` stays empty (``provider.calls`` counts)."""
     given = sum(x is not None for x in (reply, replies, respond))
     if given != 1:
         raise ProviderConfigError("mock() takes exactly one of reply=, replies= or respond=")
     if reply is not None:
-        return MockProvider(respond=lambda _request: reply, stream=stream)
-    return MockProvider(replies=replies, respond=respond, stream=stream)
+        return MockProvider(
+            respond=lambda _request: reply, stream=stream, keep_requests=keep_requests
+        )
+    return MockProvider(
+        replies=replies, respond=respond, stream=stream, keep_requests=keep_requests
+    )

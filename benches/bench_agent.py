@@ -153,10 +153,12 @@ def _tw_agent(turns: int, stamps: list[float] | None = None, *, window: str | No
         for i in range(turns)
     ]
     script.append(_answer(turns))
+    # keep_requests=False: the scripted model keeps no request, as the peers' scripted models
+    # keep none (each request holds the conversation: keeping all is O(turns²) memory)
     if window == "token_budget":
-        provider = mock(respond=_usage_reporting(script))
+        provider = mock(respond=_usage_reporting(script), keep_requests=False)
     else:
-        provider = mock(replies=script)
+        provider = mock(replies=script, keep_requests=False)
     builder = (
         Agent.create(provider=provider, model="scripted", max_iterations=turns + 1, stream=False)
         .system(SYSTEM)
@@ -892,7 +894,8 @@ def main() -> int:
         "start, setup stages or nodes, the final answer), so growth by µs/turn can read below "
         "1; trackway's first/last-tenth growth and the marginal column show how the cost of a "
         "turn itself changes as the history grows.",
-        "trackway: Agent.create(provider=mock(replies=...), max_iterations=turns + 1, "
+        "trackway: Agent.create(provider=mock(replies=..., keep_requests=False), "
+        "max_iterations=turns + 1, "
         "stream=False), run_sync (a fresh anyio event loop per run). A listener on "
         "agent.iteration_start takes the timestamps (about 1 µs per turn).",
         "LangGraph: langgraph.prebuilt.create_react_agent, no checkpointer, a BaseChatModel "

@@ -7,7 +7,8 @@
 - A tool's context built without the dataclass checks has every field and equals the one
   the constructor makes.
 - A run makes no reference cycle: nothing it leaves is garbage only the collector finds.
-- A scripted reply that does not validate still fails at the call that uses it.
+- A scripted reply that does not validate still fails at the call that uses it; a mock
+  that keeps no requests still counts them.
 """
 
 from __future__ import annotations
@@ -180,3 +181,13 @@ def test_a_scripted_reply_that_does_not_validate_fails_at_its_call() -> None:
     )
     with pytest.raises(Exception, match="args"):
         agent.run_sync("go")
+
+
+def test_a_mock_that_keeps_no_requests_still_counts_them() -> None:
+    provider = mock(replies=["a", "b"], keep_requests=False)
+    agent = Agent.create(provider=provider, model="m").build()
+    assert agent.run_sync("one") == "a" and agent.run_sync("two") == "b"
+    assert provider.requests == [] and provider.calls == 2
+    kept = mock(replies=["a"])
+    Agent.create(provider=kept, model="m").build().run_sync("one")
+    assert len(kept.requests) == 1 and kept.calls == 1
