@@ -26,7 +26,6 @@ __all__ = [
     "AgentConfig",
     "apply_configured",
     "emit",
-    "emit_built",
     "extend_built",
     "set_built",
 ]
@@ -136,17 +135,6 @@ def apply_configured(cfg: AgentConfig, chosen: Mapping[str, Any], settings: dict
 def emit(scope: Scope, name: str, payload: Any) -> None:
     """An agent event: in the stage's commit, heard by listeners."""
     scope.emit(name, payload)
-
-
-def emit_built(scope: Scope, name: str, payload: dict[str, Any]) -> None:
-    """:func:`emit` for a payload of the loop's own events, built here of exact JSON values
-    only (committed values, literals, counts, pydantic dumps of ints and str): serialized
-    once, not decoded back (``Scope._emit_built``). Anything else, and any scope-like
-    stand-in (a concurrent call's held scope), takes :func:`emit`."""
-    if type(scope) is Scope:
-        scope._emit_built(name, payload)
-    else:
-        scope.emit(name, payload)
 
 
 def set_built(scope: Scope, key: str, value: Any) -> None:

@@ -16,7 +16,7 @@ from trackway.tools._outcome import argument_errors, unparsed
 
 from ._arg_check import checks as _checks
 from ._arguments import arguments_question, filled
-from ._config import AgentConfig, emit_built, extend_built
+from ._config import AgentConfig, extend_built
 from ._config import emit as _emit
 from ._coverage import coverage_row
 from ._findings import file_declaration, peel, served_ids
@@ -52,8 +52,7 @@ class Batch:
         self, scope: Scope, call: Mapping[str, Any], done: Outcome, *, announce: bool = True
     ) -> None:
         if announce:
-            emit_built(
-                scope,
+            scope._emit_built(
                 "stream.tool_end",
                 {
                     "id": call["id"],
@@ -147,8 +146,7 @@ async def dispatch(
                     name=call["name"],
                 )
         if given is None:
-            emit_built(
-                scope,
+            scope._emit_built(
                 "stream.tool_start",
                 {"id": call["id"], "name": call["name"], "args": call.get("args", {})},
             )
@@ -212,7 +210,7 @@ async def dispatch(
     if scope.get("pending_question") is not None:
         del scope["pending_question"]
     scope["iteration"] = iteration + 1
-    emit_built(scope, "agent.iteration_end", {"iteration": iteration, "tool_calls": len(calls)})
+    scope._emit_built("agent.iteration_end", {"iteration": iteration, "tool_calls": len(calls)})
 
 
 async def _gated(

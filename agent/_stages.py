@@ -23,7 +23,6 @@ from ._config import (
     CURRENT_SCOPE,
     AgentConfig,
     apply_configured,
-    emit_built,
     extend_built,
     set_built,
 )
@@ -180,8 +179,9 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         assembled = assemble(scope, cache)  # reads REQUEST_KEYS, each tracked
         k = len(scope.get("receipts", [])) + 1
         iteration = scope["iteration"]
-        emit_built(scope, "agent.iteration_start", {"iteration": iteration})
-        emit_built(scope, "stream.llm_start", {"k": k, "model": assembled.request.model})
+        built = scope._emit_built  # the loop's own events: exact JSON, encoded once
+        built("agent.iteration_start", {"iteration": iteration})
+        built("stream.llm_start", {"k": k, "model": assembled.request.model})
         response, streamed = await call_model(cfg, scope, assembled.request)
         # the answer is committed as the model gave it; the calls are acted on with one id
         # each (unique_calls, applied again by every stage that reads them)
@@ -207,8 +207,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         # the sum of what providers reported; a call that reported nothing has usage None in
         # its receipt and is not counted as zero (RunUsage.unreported_calls)
         tick = account(scope, k, assembled.request.model, usage)
-        emit_built(
-            scope,
+        built(
             "stream.llm_end",
             {
                 "k": k,
@@ -217,7 +216,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
                 "stop_reason": response.stop_reason,
             },
         )
-        emit_built(scope, "cost.tick", tick)
+        built("cost.tick", tick)
 
     def route(scope: Scope) -> Decision:
         response = scope["response"]

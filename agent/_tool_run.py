@@ -97,10 +97,11 @@ class Ready:
 
             ran = await run_together(scope, [job(n) for n in range(len(jobs))], limit)
         else:  # one after another, as calls always ran: their events emitted as they came
-            ran = [
-                (await run_one(cfg, scope, call, iteration, tool, given, fill, replayed[n]), [])
-                for n, (_, call, tool, given, fill) in enumerate(jobs)
-            ]
+            ran = []
+            none_held: list[tuple[str, Any]] = []
+            for n, (_, call, tool, given, fill) in enumerate(jobs):
+                done = await run_one(cfg, scope, call, iteration, tool, given, fill, replayed[n])
+                ran.append((done, none_held))
         n = 0  # the jobs are in slot order
         for call, outcome in self.slots:
             if outcome is None:
