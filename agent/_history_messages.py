@@ -100,12 +100,8 @@ def message_of(entry: Any) -> tuple[Message, bytes]:
                 args = _EMPTY
                 if wire is entry:
                     wire = {k: v for k, v in fields.items() if v is not None}
-            call = _new(ToolCall)
-            _set(call, "__dict__", {"id": c["id"], "name": c["name"], "args": args_copy(args)})
-            _set(call, "__pydantic_fields_set__", _fields_set(c))
-            _set(call, "__pydantic_extra__", None)
-            _set(call, "__pydantic_private__", None)
-            built.append(call)
+            copied = {"id": c["id"], "name": c["name"], "args": args_copy(args)}
+            built.append(trusted(ToolCall, copied, c))
         if wire is not entry:
             wire["tool_calls"] = [
                 {"id": c["id"], "name": c["name"], "args": c.get("args", _EMPTY)} for c in calls
@@ -134,12 +130,8 @@ def _asked_calls(entry: dict[str, Any]) -> tuple[ToolCall, ...] | None:
         call_id, name, args = c.values()
         if type(call_id) is not str or type(name) is not str or type(args) is not dict:
             return None
-        call = _new(ToolCall)
-        _set(call, "__dict__", {"id": call_id, "name": name, "args": args_copy(args)})
-        _set(call, "__pydantic_fields_set__", _fields_set(_CALL_SHAPE))
-        _set(call, "__pydantic_extra__", None)
-        _set(call, "__pydantic_private__", None)
-        built.append(call)
+        copied = {"id": call_id, "name": name, "args": args_copy(args)}
+        built.append(trusted(ToolCall, copied, _CALL_SHAPE))
     return tuple(built)
 
 
