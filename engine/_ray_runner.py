@@ -264,15 +264,26 @@ async def drive(
                 ended[i] = True
                 if done(i, value, lost) and (stop is None or i < stop):
                     stop = i
-                    for other, j in list(refs.items()):
-                        if j > i:
-                            ray.cancel(other)
-                            del refs[other]
+                    later = [other for other, j in refs.items() if j > i]
+                    _cancel(ray, later)
+                    for other in later:
+                        del refs[other]
             if stop is not None and all(ended[:stop]):
                 return
     finally:
-        for ref in refs:  # cancelled, failed or stopped: nothing outstanding is left running
-            ray.cancel(ref)
+        _cancel(ray, list(refs))  # cancelled, failed or stopped: nothing left running
+
+
+def _cancel(ray: Any, refs: list[Any]) -> None:
+    """Cancel the tasks of ``refs`` that have not ended yet. One that has is left alone:
+    Ray's core worker can abort the whole driver when a cancel races the reply of a task
+    that is completing ("Tried to complete task that was not pending"), so the window is
+    kept to the tasks still running."""
+    if not refs:
+        return
+    _ended, running = ray.wait(refs, num_returns=len(refs), timeout=0)
+    for ref in running:
+        ray.cancel(ref)
 
 
 def unshippable(
