@@ -107,19 +107,17 @@ class StateStore:
     def apply(self, seq: int, ops: Sequence[Write]) -> None:
         """Apply one commit's writes in order (a key written twice keeps one version for
         ``seq``: its last)."""
-        latest = self.latest
         for op in ops:
             kind, key, _, raw = op
-            current = latest.get(key, MISSING)
-            if current is MISSING or current is DELETED:
-                current = self.get(key)
-            if kind == "set":  # a fresh backing list: see fold_ops
+            if kind == "set":  # no need of the current value; a fresh backing list (fold_ops)
                 value = FrozenList(list(raw)) if type(raw) is list else freeze(raw)
-            elif kind == "append" and type(current) is FrozenList and current.at_tip():
-                current._backing.extend(raw)
-                value = FrozenList(current._backing)
             else:
-                value = fold_ops(current, (op,), in_place=True)
+                current = self.get(key)
+                if kind == "append" and type(current) is FrozenList and current.at_tip():
+                    current._backing.extend(raw)
+                    value = FrozenList(current._backing)
+                else:
+                    value = fold_ops(current, (op,), in_place=True)
             self._push(key, seq, value)
 
     def _push(self, key: str, seq: int, value: Any) -> None:

@@ -152,6 +152,11 @@ tool_call = st.one_of(
     st.builds(lambda q: {"name": "report", "args": {"q": q}}, texts),
     st.builds(lambda q: {"name": "logs", "args": {"q": q}}, texts),  # window left out
     st.builds(lambda q: {"name": "logs", "args": {"q": q, "window": "1h"}}, texts),
+    # arguments a model may send beyond the scalars: floats and nested values, committed
+    # through pydantic's JSON-mode dump rather than the direct answer record
+    st.builds(
+        lambda q: {"name": "lookup", "args": {"q": q, "n": 1.5, "deep": [{"x": None}]}}, texts
+    ),
     st.just({"name": "lookup", "args": {"q": "boom"}}),  # the tool raises
     st.just({"name": "lookup", "args": {"wrong": 1}}),  # bad arguments
     st.just({"name": "missing", "args": {}}),  # an unknown tool
