@@ -11,36 +11,42 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+from pydantic import BaseModel
 
 from trackway.engine import thaw
 
 from ._messages import Message, ToolCall, canonical_json
 
-__all__ = ["args_copy", "message_of", "trusted"]
+__all__ = ["args_copy", "fields_set", "message_of", "trusted"]
 
 _MESSAGE_KEYS = frozenset(Message.model_fields)
 _CALL_KEYS = frozenset(ToolCall.model_fields)
 _ROLES = frozenset(("user", "assistant", "tool"))
 _new = object.__new__
-_set = object.__setattr__
+# the slots of every pydantic model, set through their descriptors (no attribute lookup)
+_set_dict = BaseModel.__dict__["__dict__"].__set__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
-def trusted(cls: type[Any], fields: dict[str, Any], given: Any) -> Any:
+def trusted(cls: type[Any], fields: dict[str, Any], fields_set: set[str]) -> Any:
     """An instance of the pydantic model ``cls`` holding ``fields`` as they are (every field
-    present, already of its type), ``given`` its set fields: ``model_construct`` without its
-    per-field pass, for values the library built or checked itself."""
+    present, already of its type), ``fields_set`` its set fields (from :func:`fields_set`):
+    ``model_construct`` without its per-field pass, for values the library built or checked
+    itself."""
     instance = _new(cls)
-    _set(instance, "__dict__", fields)
-    _set(instance, "__pydantic_fields_set__", _fields_set(given))
-    _set(instance, "__pydantic_extra__", None)
-    _set(instance, "__pydantic_private__", None)
+    _set_dict(instance, fields)
+    _set_fields_set(instance, fields_set)
+    _set_extra(instance, None)
+    _set_private(instance, None)
     return instance
 
 
 _FIELDS_SETS: dict[tuple[str, ...], set[str]] = {}
 
 
-def _fields_set(given: Any) -> set[str]:
+def fields_set(given: Any) -> set[str]:
     """One set per shape of set fields, shared by the instances of that shape: a frozen
     model never changes it (``model_copy`` copies it first), and the run keeps no set per
     message for the garbage collector to walk."""
@@ -70,7 +76,7 @@ def message_of(entry: Any) -> tuple[Message, bytes]:
                 "name": name,
                 "origin": None,
             }
-            return trusted(Message, result, _TOOL_RESULT_KEYS), canonical_json(entry)
+            return trusted(Message, result, _TOOL_RESULT_SET), canonical_json(entry)
     if type(entry) is dict and tuple(entry) == _ASKING_KEYS:  # calls, as the loop writes them
         asked = _asked_calls(entry)
         if asked is not None:
@@ -82,7 +88,7 @@ def message_of(entry: Any) -> tuple[Message, bytes]:
                 "name": None,
                 "origin": None,
             }
-            return trusted(Message, result, _ASKING_KEYS), canonical_json(entry)
+            return trusted(Message, result, _ASKING_SET), canonical_json(entry)
     fields = _trusted_fields(entry)
     if fields is None:
         message = Message.model_validate(thaw(entry))
@@ -101,19 +107,22 @@ def message_of(entry: Any) -> tuple[Message, bytes]:
                 if wire is entry:
                     wire = {k: v for k, v in fields.items() if v is not None}
             copied = {"id": c["id"], "name": c["name"], "args": args_copy(args)}
-            built.append(trusted(ToolCall, copied, c))
+            built.append(trusted(ToolCall, copied, fields_set(c)))
         if wire is not entry:
             wire["tool_calls"] = [
                 {"id": c["id"], "name": c["name"], "args": c.get("args", _EMPTY)} for c in calls
             ]
         fields["tool_calls"] = tuple(built)
-    return trusted(Message, fields, entry), canonical_json(wire)
+    return trusted(Message, fields, fields_set(entry)), canonical_json(wire)
 
 
 _EMPTY: dict[str, Any] = {}
 _TOOL_RESULT_KEYS = ("role", "content", "tool_call_id", "name")
 _ASKING_KEYS = ("role", "content", "tool_calls")
 _CALL_SHAPE = ("id", "name", "args")
+_TOOL_RESULT_SET = fields_set(_TOOL_RESULT_KEYS)
+_ASKING_SET = fields_set(_ASKING_KEYS)
+_CALL_SET = fields_set(_CALL_SHAPE)
 
 
 def _asked_calls(entry: dict[str, Any]) -> tuple[ToolCall, ...] | None:
@@ -131,7 +140,7 @@ def _asked_calls(entry: dict[str, Any]) -> tuple[ToolCall, ...] | None:
         if type(call_id) is not str or type(name) is not str or type(args) is not dict:
             return None
         copied = {"id": call_id, "name": name, "args": args_copy(args)}
-        built.append(trusted(ToolCall, copied, _CALL_SHAPE))
+        built.append(trusted(ToolCall, copied, _CALL_SET))
     return tuple(built)
 
 

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 from trackway.engine import Scope, thaw
 from trackway.engine._values import FrozenList
 
-from ._history_messages import message_of, trusted
+from ._history_messages import fields_set, message_of, trusted
 from ._messages import LLMRequest, Message, ToolSpec, canonical_json, sha256
 from ._window import standing_in_message
 
@@ -330,7 +330,7 @@ def _upto(items: list[Message], n: int) -> tuple[Message, ...]:
     return tuple(items) if n == len(items) else tuple(items[:n])
 
 
-_REQUEST_FIELDS = frozenset(LLMRequest.model_fields)
+_REQUEST_FIELDS = fields_set(LLMRequest.model_fields)
 _new_tuple = tuple.__new__
 
 

@@ -38,10 +38,17 @@ __all__ = ["Ready", "context", "run_one"]
 
 
 def context(
-    tool: Tool, scope: Scope, call: Mapping[str, Any], iteration: int, **extra: Any
+    tool: Tool,
+    scope: Scope,
+    call: Mapping[str, Any],
+    iteration: int,
+    cancel_scope: Any = None,
+    on_progress: Any = None,
+    on_session: Any = None,
+    on_run: Any = None,
 ) -> ToolContext:
-    """What a gate or a tool knows about the call (``extra``: the call's cancel scope and
-    progress channel)."""
+    """What a gate or a tool knows about the call (the rest: the call's cancel scope,
+    progress channel and hooks, when it runs)."""
     identity = scope.get("identity")
     return built_context(
         {
@@ -52,10 +59,10 @@ def context(
             "extras": {},
             "identity": None if identity is None else Identity.model_validate(thaw(identity)),
             "session_id": scope.get("session_id"),
-            "cancel_scope": extra.get("cancel_scope"),
-            "on_progress": extra.get("on_progress"),
-            "on_session": extra.get("on_session"),
-            "on_run": extra.get("on_run"),
+            "cancel_scope": cancel_scope,
+            "on_progress": on_progress,
+            "on_session": on_session,
+            "on_run": on_run,
         }
     )
 
@@ -81,27 +88,33 @@ class Ready:
 
     async def settle(self, batch: Batch) -> None:
         cfg, iteration, scope, jobs = self.cfg, self.iteration, self.scope, self.jobs
-        replayed: list[list[bool]] = [[] for _ in jobs]
         # A sync tool blocks the event loop: running it "at once" would only reorder calls,
         # so an answer's calls run together only when every one of their tools is async.
         limit = cfg.parallel_tool_calls
-        # else each runs on the stage's scope
-        together = len(jobs) > 1 and limit > 1 and all(j[2].is_async for j in jobs)
-        if together:
+        if len(jobs) > 1 and limit > 1 and all(j[2].is_async for j in jobs):
+            await self._settle_together(batch, limit)
+            return
+        # one after another, as calls always ran (their events emitted as they came), then
+        # every outcome added in call order
+        slots = self.slots
+        for at, call, tool, given, fill in jobs:
+            slots[at] = (call, await run_one(cfg, scope, call, iteration, tool, given, fill))
+        for call, outcome in slots:
+            assert outcome is not None
+            batch.add(scope, call, outcome)
+        self.slots, self.jobs = [], []
 
-            def job(n: int) -> Any:
-                _, call, tool, given, filling = jobs[n]
-                return lambda sc: run_one(
-                    cfg, sc, call, iteration, tool, given, filling, replayed[n]
-                )
+    async def _settle_together(self, batch: Batch, limit: int) -> None:
+        """The calls run at once (every tool async), then added to the batch in call order,
+        each with its own events and the nudge judged in call order."""
+        cfg, iteration, scope, jobs = self.cfg, self.iteration, self.scope, self.jobs
+        replayed: list[list[bool]] = [[] for _ in jobs]
 
-            ran = await run_together(scope, [job(n) for n in range(len(jobs))], limit)
-        else:  # one after another, as calls always ran: their events emitted as they came
-            ran = []
-            none_held: list[tuple[str, Any]] = []
-            for n, (_, call, tool, given, fill) in enumerate(jobs):
-                done = await run_one(cfg, scope, call, iteration, tool, given, fill, replayed[n])
-                ran.append((done, none_held))
+        def job(n: int) -> Any:
+            _, call, tool, given, filling = jobs[n]
+            return lambda sc: run_one(cfg, sc, call, iteration, tool, given, filling, replayed[n])
+
+        ran = await run_together(scope, [job(n) for n in range(len(jobs))], limit)
         n = 0  # the jobs are in slot order
         for call, outcome in self.slots:
             if outcome is None:
@@ -111,7 +124,7 @@ class Ready:
                 flags = replayed[n]
                 n += 1
                 fresh = not (flags and flags[0])  # a replay serves the nudge as recorded
-                if together and fresh and cfg.repeated_call_nudge and outcome.status == "success":
+                if fresh and cfg.repeated_call_nudge and outcome.status == "success":
                     outcome = nudged(scope, call, outcome)  # judged in call order
             batch.add(scope, call, outcome)
         self.slots, self.jobs = [], []

@@ -234,7 +234,7 @@ class Scope:
         later reads see ``value`` itself, read-only (the library keeps no other handle on
         it). Anything orjson refuses takes the checked path, which names the problem."""
         try:
-            data = bytes(memoryview(dumps(value, option=DUMP_OPTIONS)))
+            data = b"%b" % dumps(value, option=DUMP_OPTIONS)  # exact size: see _values._exact
         except TypeError:
             self[key] = value
             return
@@ -247,7 +247,7 @@ class Scope:
         """:meth:`extend` for items the library built and hands over, as :meth:`_set_built`
         says (``items`` is the list the log keeps)."""
         try:
-            data = bytes(memoryview(dumps(items, option=DUMP_OPTIONS)))
+            data = b"%b" % dumps(items, option=DUMP_OPTIONS)
         except TypeError:
             self._append(key, list(items))
             return
@@ -319,7 +319,7 @@ class Scope:
             self.emit(name, payload)
             return
         # EmittedEvent(name, data) without the Python-level __new__; data at its exact size
-        event = _new_tuple(EmittedEvent, (name, bytes(memoryview(data))))
+        event = _new_tuple(EmittedEvent, (name, b"%b" % data))
         self._events.append(event)
         rec = self._rec
         if rec.on_emit and (rec.emit_wanted is None or rec.emit_wanted(name)):

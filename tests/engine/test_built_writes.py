@@ -153,3 +153,30 @@ def test_a_key_written_several_times_in_one_commit_keeps_one_folded_version() ->
     assert thaw(snapshot.state) == {"l": [0, 1, 2], "d": {"a": 1, "b": 2}}
     assert thaw(snapshot.state_at(1)) == thaw(snapshot.state)
     assert thaw(snapshot.state_at(0)) == {}
+
+
+def test_built_writes_and_events_keep_their_bytes_at_exact_size() -> None:
+    # orjson's output keeps a 4 KB working buffer; a commit keeps its bytes for the whole
+    # run, so each built write and event must hold only its own size (measured, not sizeof)
+    import tracemalloc
+
+    text = "b" * 100
+
+    def stage(scope: Any) -> None:
+        scope._set_built("v", {"a": text})
+        scope._extend_built("l", [{"a": text}])
+        scope._emit_built("e", {"a": text})
+
+    builder = flow_chart("S0", stage)
+    for i in range(1, 40):
+        builder = builder.then(f"S{i}", stage)
+    executor = Executor(builder.build())
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        result = executor.run_sync({})
+        held = (tracemalloc.get_traced_memory()[0] - before) / 40
+    finally:
+        tracemalloc.stop()
+    assert len(result.snapshot.commits) == 40
+    assert held < 3 * 4096, held  # three raw encodings per stage would hold 12 KB and more
