@@ -27,7 +27,6 @@ __all__ = [
     "apply_configured",
     "emit",
     "extend_built",
-    "set_built",
 ]
 
 
@@ -135,16 +134,6 @@ def apply_configured(cfg: AgentConfig, chosen: Mapping[str, Any], settings: dict
 def emit(scope: Scope, name: str, payload: Any) -> None:
     """An agent event: in the stage's commit, heard by listeners."""
     scope.emit(name, payload)
-
-
-def set_built(scope: Scope, key: str, value: Any) -> None:
-    """``scope[key] = value`` for a value the loop built of plain JSON only and hands over
-    (``Scope._set_built``: serialized once, not decoded back); a scope-like stand-in takes
-    the checked path."""
-    if type(scope) is Scope:
-        scope._set_built(key, value)
-    else:
-        scope[key] = value
 
 
 def extend_built(scope: Scope, key: str, items: list[Any]) -> None:

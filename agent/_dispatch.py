@@ -256,7 +256,7 @@ def _found(
     a tool that does not exist or was not offered, or arguments a provider could not read
     as a JSON object (never run, in any mode)."""
     tool = cfg.tools.get(call["name"])
-    offered: list[str] = []
+    offered: list[str] | None = None
     if cfg.providers:  # only what this model call was offered may run
         offered = [spec["name"] for spec in scope.get("tools", ())]
         if tool is not None and tool.name not in offered:
@@ -265,10 +265,8 @@ def _found(
                 f"Error: {tool.name} was not offered for this call, so it was not run. "
                 f"Available tools: {names}."
             )
-    else:
-        offered = list(cfg.tools)
     if tool is None:
-        names = ", ".join(offered) or "none"
+        names = ", ".join(list(cfg.tools) if offered is None else offered) or "none"
         return None, f"Error: there is no tool named {call['name']!r}. Available tools: {names}."
     args = call.get("args") or {}
     if unparsed(args):

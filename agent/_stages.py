@@ -23,8 +23,6 @@ from ._config import (
     CURRENT_SCOPE,
     AgentConfig,
     apply_configured,
-    extend_built,
-    set_built,
 )
 from ._config import emit as _emit
 from ._cost import account, halted
@@ -182,13 +180,16 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         built = scope._emit_built  # the loop's own events: exact JSON, encoded once
         built("agent.iteration_start", {"iteration": iteration})
         built("stream.llm_start", {"k": k, "model": assembled.request.model})
-        response, streamed = await call_model(cfg, scope, assembled.request)
+        provider = cfg.provider
+        if cfg.stream and getattr(provider, "stream", None) is not None:
+            response, streamed = await call_model(cfg, scope, assembled.request)
+        else:  # call_model's plain path, without its coroutine
+            response, streamed = await provider.complete(assembled.request), False
         # the answer is committed as the model gave it; the calls are acted on with one id
         # each (unique_calls, applied again by every stage that reads them)
-        repairs = call_repairs(response.tool_calls)
+        repairs = call_repairs(response.tool_calls) if len(response.tool_calls) > 1 else None
         usage = None if response.usage is None else response.usage.model_dump(exclude_none=True)
         receipt = receipt_for(k, assembled, usage, response.stop_reason)
-        provider = cfg.provider
         known = vias.get(streamed)
         if known is not None and known[0] is provider:
             described = known[1]  # shared read-only by the receipts, as committed values are
@@ -201,9 +202,9 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         if repairs:
             receipt["tool_call_repairs"] = repairs
             _emit(scope, "agent.tool_calls_repaired", {"k": k, "repairs": repairs})
-        extend_built(scope, "receipts", [receipt])
+        scope._extend_built("receipts", [receipt])
         # a JSON-mode dump is plain JSON (NaN as null, tuples as lists): handed over as is
-        set_built(scope, "response", answer_record(response))
+        scope._set_built("response", answer_record(response))
         # the sum of what providers reported; a call that reported nothing has usage None in
         # its receipt and is not counted as zero (RunUsage.unreported_calls)
         tick = account(scope, k, assembled.request.model, usage)

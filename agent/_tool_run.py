@@ -195,9 +195,11 @@ async def _execute(
     # a weak reference: the context holds on_session, so a strong one would make a cycle
     # (the call's scope and everything it holds left for the garbage collector)
     hooks.context = weakref.ref(ctx)
+    awaited = False  # a scope never entered caught no cancel: not asked below
     try:
         result = tool.execute(args, ctx)
         if type(result) is not str and inspect.isawaitable(result):
+            awaited = True
             with cancel_scope:
                 result = await result
     except DeclarationRefused as exc:  # a helper that cannot honour its declaration
@@ -222,7 +224,7 @@ async def _execute(
     if isinstance(result, _Failed):
         flags = None if result.error is None else {"error": result.error}
         return Outcome("failure", result.text, (), flags, runs=runs), False
-    if cancel_scope.cancelled_caught:
+    if awaited and cancel_scope.cancelled_caught:
         cancelled = f"Error: {tool.name} was cancelled before it returned a result."
         return Outcome("failure", cancelled, runs=runs), False
     if isinstance(result, RecordedOutcome):  # a replay: served as recorded, nothing redone

@@ -106,21 +106,11 @@ class StagePath:
         return _parse(text)
 
     # The grammar on plain strings, for readers that see every event (recorders): the same
-    # answers as parsing, without building a StagePath.
-    @staticmethod
-    def join(prefix: str, name: str, index: int | None = None) -> str:
-        """Format a child path (see :func:`join`)."""
-        return join(prefix, name, index)
-
-    @staticmethod
-    def parent_of(path: str) -> str:
-        """Everything before the last ``/`` (``""`` for a top-level path)."""
-        return parent_of(path)
-
-    @staticmethod
-    def depth_of(path: str) -> int:
-        """How many mounts and branches a path is nested in (0 at the top level)."""
-        return depth_of(path)
+    # answers as parsing, without building a StagePath. The functions themselves, so a
+    # call is one frame.
+    join = staticmethod(join)
+    parent_of = staticmethod(parent_of)
+    depth_of = staticmethod(depth_of)
 
     @staticmethod
     def prefix_of(path: str) -> str:

@@ -114,7 +114,10 @@ async def run_stage(
     rec = run.recorders
     frame = strand.frame
     if path is None:
-        path = join(strand.prefix, stage_id, strand.next_index())
+        counter = strand.counter  # strand.next_index() and join(), inlined: once a stage
+        index = counter[0]
+        counter[0] = index + 1
+        path = f"{strand.prefix}{stage_id}#{index}"
         replay = run.replay
         if replay is not None:
             committed = replay.take(path)

@@ -75,19 +75,16 @@ class StateStore:
     has not written; its own deletes shadow the parent.
     """
 
-    __slots__ = ("_keys", "_parent", "latest")
+    __slots__ = ("_keys", "_parent", "latest", "reads_through")
 
     def __init__(self, parent: StateStore | None = None) -> None:
         self._keys: dict[str, _History] = {}
         self._parent = parent
+        self.reads_through = parent is not None
+        """Whether a key this store never wrote is read from a parent."""
         self.latest: dict[str, Any] = {}
         """Each own key's newest value (``DELETED`` after a delete): a scope reads an own key
         with one lookup here (see ``Scope.__getitem__``)."""
-
-    @property
-    def reads_through(self) -> bool:
-        """Whether a key this store never wrote is read from a parent."""
-        return self._parent is not None
 
     def get(self, key: str) -> Any:
         """The current value of ``key``, or ``MISSING``."""
