@@ -28,7 +28,7 @@ import sys
 import tempfile
 import tracemalloc
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -456,17 +456,58 @@ def measure(factory: Callable[[int], Runner], turns: int, *, peer: bool) -> dict
     return median_runs(factory(turns), REPEATS, adaptive_s=SLOW_RUN_S)
 
 
+def _medians(samples: list[Mapping[str, float]]) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        key: statistics.median(s[key] for s in samples) for key in samples[0] if key != "_"
+    }
+    out["repeats"] = len(samples)
+    return out
+
+
+def measure_row(turns: int, peers: list[str]) -> dict[str, Any]:
+    """trackway and the peers at ``turns``, interleaved: each of REPEATS rounds runs
+    trackway TW_REPEATS / REPEATS times, then every peer once, so a change in this VM's
+    speed between rounds bills both sides of a ratio alike. A peer's ``ratio`` is the median
+    over rounds of its run / that round's trackway median (a peer run slower than
+    SLOW_RUN_S is not repeated: its one ratio is against the first round)."""
+    runners = {"trackway": tw_turns(turns), **{name: PEERS[name][2](turns) for name in peers}}
+    tw_turns(WARM_TURNS)()
+    for name in peers:
+        PEERS[name][2](WARM_TURNS)()
+    rounds = REPEATS
+    per_round = max(1, TW_REPEATS // REPEATS) if REPEATS > 1 else 1
+    samples: dict[str, list[Mapping[str, float]]] = {name: [] for name in runners}
+    ratios: dict[str, list[float]] = {name: [] for name in peers}
+    done: set[str] = set()
+    for _ in range(rounds):
+        ours = []
+        for _ in range(per_round):
+            fresh_heap()
+            ours.append(runners["trackway"]())
+        samples["trackway"] += ours
+        base = statistics.median(s["us_per_turn"] for s in ours)
+        for name in peers:
+            if name in done:
+                continue
+            fresh_heap()
+            got = runners[name]()
+            samples[name].append(got)
+            ratios[name].append(got["us_per_turn"] / base)
+            if got.get("total_s", 0.0) > SLOW_RUN_S:
+                done.add(name)
+    row: dict[str, Any] = {"turns": turns}
+    for name, kept in samples.items():
+        row[name] = _medians(kept)
+    for name in peers:
+        row[name]["ratio"] = statistics.median(ratios[name])
+    return row
+
+
 def run_cells(peers: list[str], sizes: tuple[int, ...]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for turns in sizes:
         print(f"  {turns} turns ...", end="", flush=True)
-        row: dict[str, Any] = {"turns": turns, "trackway": measure(tw_turns, turns, peer=False)}
-        for name in peers:
-            cell = measure(PEERS[name][2], turns, peer=True)
-            cell["ratio"] = cell["us_per_turn"] / row["trackway"]["us_per_turn"]
-            row[name] = cell
-            print(f" {name}", end="", flush=True)
-        rows.append(row)
+        rows.append(measure_row(turns, peers))
         print(" done", flush=True)
     return rows
 
@@ -782,8 +823,8 @@ def print_report(
             line += [_cell(row[name], "us_per_turn"), f"{row[name]['ratio']:,.1f}×"]
         table.append(line)
     print_table(
-        f"µs per tool turn (run time / turns; median of {REPEATS}, * = one run). "
-        "peer/tw = peer time / trackway time",
+        f"µs per tool turn (run time / turns; median of the runs, * = one run). "
+        f"peer/tw = median over {REPEATS} interleaved rounds of peer time / trackway time",
         headers,
         table,
     )
@@ -885,10 +926,13 @@ def main() -> int:
         "the last reply is the final answer (so N turns = N + 1 model calls). Every framework "
         f"gets the same system prompt and one tool `{TOOL_NAME}(key: str) -> {TOOL_RESULT!r}`.",
         "Times are wall clock around the run call only (agent, script and tool built "
-        "beforehand; a fresh agent per run). Each cell: one untimed warm-up run at "
-        f"{WARM_TURNS} turns, then the median of {REPEATS} runs with gc.collect() before each "
-        f"({TW_REPEATS if REPEATS > 1 else 1} for trackway, whose runs take milliseconds: "
-        "this VM's speed drifts by ±40% over minutes, and more runs steady the median).",
+        "beforehand; a fresh agent per run). Each size: one untimed warm-up run at "
+        f"{WARM_TURNS} turns per framework, then {REPEATS} interleaved rounds, gc.collect() "
+        f"before each run: a round runs trackway {max(1, TW_REPEATS // REPEATS)} times (its "
+        "runs take milliseconds) and every peer once. A cell is the median over its runs; "
+        "peer/tw is the median over rounds of the peer's run / that round's trackway median, "
+        "so both sides of a ratio run in the same minute (this VM's speed drifts by ±40% over "
+        "minutes).",
         f"* = one run only: a peer run slower than {SLOW_RUN_S:g} s is not repeated.",
         f"The {sizes[0]}-turn cells carry each framework's fixed cost per run (event loop "
         "start, setup stages or nodes, the final answer), so growth by µs/turn can read below "
