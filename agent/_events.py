@@ -25,7 +25,13 @@ class EventBus(Recorder):
 
     def __init__(self) -> None:
         self._listeners: dict[str, list[Listener]] = {}
-        self._wanted: dict[str, bool] = {}  # by event name; emptied when listeners change
+        # by event name, worked out on first use; emptied (never replaced) when listeners
+        # change, so the engine may hold its lookup
+        self._wanted = _Wanted(self._listeners)
+        self.wants_emit: Callable[[str], bool] = self._wanted.__getitem__
+        """Whether a listener matches events called ``name``: the engine makes no event
+        object for one nobody listens to. A dict lookup, not a call into Python, once the
+        name was seen."""
 
     def on(self, pattern: str, fn: Listener) -> Callable[[], None]:
         """Call ``fn(event)`` for events matching ``pattern``; returns an unsubscribe."""
@@ -69,18 +75,6 @@ class EventBus(Recorder):
             return sum(len(v) for v in self._listeners.values())
         return len(self._listeners.get(pattern, ()))
 
-    def wants_emit(self, name: str) -> bool:
-        """Whether a listener matches events called ``name``: the engine makes no event
-        object for one nobody listens to."""
-        wanted = self._wanted.get(name)
-        if wanted is None:
-            listeners = self._listeners
-            domain = name.split(".", 1)[0] + ".*"
-            wanted = self._wanted[name] = bool(
-                listeners.get(name) or listeners.get(domain) or listeners.get("*")
-            )
-        return wanted
-
     def on_emit(self, event: EmitEvent) -> None:
         listeners = self._listeners
         if not listeners:
@@ -102,3 +96,19 @@ class EventBus(Recorder):
                     failure = failure or exc
         if failure is not None:
             raise failure  # the engine keeps it on snapshot.recorder_failures
+
+
+class _Wanted(dict[str, bool]):
+    """Whether a listener matches an event name, by name, filled on first lookup."""
+
+    def __init__(self, listeners: dict[str, list[Listener]]) -> None:
+        super().__init__()
+        self._listeners = listeners
+
+    def __missing__(self, name: str) -> bool:
+        listeners = self._listeners
+        domain = name.split(".", 1)[0] + ".*"
+        wanted = self[name] = bool(
+            listeners.get(name) or listeners.get(domain) or listeners.get("*")
+        )
+        return wanted

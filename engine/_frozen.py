@@ -13,7 +13,7 @@ from typing import Any, NoReturn, overload
 
 from ._errors import ReadOnlyStateError
 
-__all__ = ["FrozenDict", "FrozenList", "freeze", "to_plain"]
+__all__ = ["FrozenDict", "FrozenList", "freeze", "list_view", "to_plain"]
 
 
 _ABSENT: Any = object()
@@ -188,10 +188,24 @@ def freeze(value: Any) -> Any:
     """Wrap an engine-owned value in a read-only view (scalars come back as they are)."""
     t = type(value)
     if t is dict:
-        return FrozenDict(value)
+        view: Any = _new(FrozenDict)  # FrozenDict(value) without its __init__ frame
+        view._data = value
+        return view
     if t is list:
-        return FrozenList(value)
+        return list_view(value, len(value))
     return value
+
+
+def list_view(backing: list[Any], length: int) -> FrozenList:
+    """``FrozenList(backing, length)`` without its ``__init__`` frame: a read of a list
+    and every append make one (the engine's hot path)."""
+    view = _new(FrozenList)
+    view._backing = backing
+    view._n = length
+    return view
+
+
+_new = object.__new__
 
 
 def to_plain(value: Any) -> Any:

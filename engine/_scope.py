@@ -251,7 +251,12 @@ class Scope:
         except TypeError:
             self._append(key, list(items))
             return
-        current = self._peek(key)
+        if key in self._touched:
+            current = self._peek(key)
+        else:  # _peek inlined, as the reads above inline it
+            current = self._latest.get(key, MISSING)
+            if current is DELETED or (current is MISSING and self._deep):
+                current = self._committed(key)
         if current is not MISSING and type(current) is not FrozenList:
             self._append(key, list(items))  # the checked path says what is wrong
             return

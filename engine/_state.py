@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final
 
 from ._commit import Write
+from ._frozen import list_view
 from ._values import FrozenDict, FrozenList, freeze
 
 __all__ = ["DELETED", "MISSING", "StateStore", "fold_ops"]
@@ -107,12 +108,12 @@ class StateStore:
         for op in ops:
             kind, key, _, raw = op
             if kind == "set":  # no need of the current value; a fresh backing list (fold_ops)
-                value = FrozenList(list(raw)) if type(raw) is list else freeze(raw)
+                value = list_view(list(raw), len(raw)) if type(raw) is list else freeze(raw)
             else:
                 current = self.get(key)
                 if kind == "append" and type(current) is FrozenList and current.at_tip():
                     current._backing.extend(raw)
-                    value = FrozenList(current._backing)
+                    value = list_view(current._backing, len(current._backing))
                 else:
                     value = fold_ops(current, (op,), in_place=True)
             self._push(key, seq, value)

@@ -221,3 +221,38 @@ def test_a_sync_tool_gets_a_cancel_scope_entered_only_for_an_await() -> None:
     assert isinstance(seen[0].cancel_scope, anyio.CancelScope)
     read = agent.snapshot().state["history"][2]["content"]
     assert read == "Error: t was cancelled before it returned a result."
+
+
+def test_a_listener_added_during_a_run_hears_names_already_looked_up() -> None:
+    from trackway.tools import define_tool
+
+    # the engine keeps the event bus's lookup by name: a listener added (or removed) mid-run
+    # must still change what is heard from the next emit on
+    replies: list[Any] = [
+        {"tool_calls": [{"id": f"c{i}", "name": "lookup", "args": {"key": "k"}}]} for i in range(4)
+    ]
+    agent = (
+        Agent.create(provider=mock(replies=[*replies, "done"]), model="m", max_iterations=10)
+        .tool(
+            define_tool(
+                name="lookup",
+                description="Look up.",
+                input_schema={"type": "object", "properties": {"key": {"type": "string"}}},
+                execute=lambda args, ctx: "ok",
+            )
+        )
+        .build()
+    )
+    late: list[int] = []
+    stop: list[Any] = []
+
+    def on_end(event: Any) -> None:  # heard from the first call on: adds, then removes
+        k = event.payload["k"]
+        if k == 2:
+            stop.append(agent.on("stream.llm_start", lambda e: late.append(e.payload["k"])))
+        if k == 4:
+            stop[0]()
+
+    agent.on("stream.llm_end", on_end)
+    assert agent.run_sync("go") == "done"
+    assert late == [3, 4]  # llm_start of calls 1 and 2 came before it was added; 5 after
