@@ -80,16 +80,18 @@ class EventBus(Recorder):
         if not listeners:
             return
         name = event.name
-        domain = name.split(".", 1)[0] + ".*"
-        if name not in listeners and domain not in listeners and "*" not in listeners:
+        if not self._wanted[name]:
             return  # nobody listens to this event: nothing to build
         if "/" in event.stage_path and isinstance(event.payload, Mapping):
             member = member_of(event.stage_path)  # a composition member's event says whose
             if member:
                 event = event._replace(payload={**event.payload, "member": member})
         failure: Exception | None = None
-        for pattern in (name, domain, "*"):
-            for fn in list(listeners.get(pattern, ())):
+        for pattern in (name, name.split(".", 1)[0] + ".*", "*"):
+            fns = listeners.get(pattern)
+            if not fns:
+                continue
+            for fn in list(fns):  # a listener may add or remove listeners
                 try:
                     fn(event)
                 except Exception as exc:  # the other listeners still hear the event
