@@ -32,6 +32,7 @@ class EventBus(Recorder):
         """Whether a listener matches events called ``name``: the engine makes no event
         object for one nobody listens to. A dict lookup, not a call into Python, once the
         name was seen."""
+        self._patterns: dict[str, tuple[str, str, str]] = {}  # by name: its own, domain, *
 
     def on(self, pattern: str, fn: Listener) -> Callable[[], None]:
         """Call ``fn(event)`` for events matching ``pattern``; returns an unsubscribe."""
@@ -87,7 +88,10 @@ class EventBus(Recorder):
             if member:
                 event = event._replace(payload={**event.payload, "member": member})
         failure: Exception | None = None
-        for pattern in (name, name.split(".", 1)[0] + ".*", "*"):
+        patterns = self._patterns.get(name)
+        if patterns is None:  # the patterns an event name answers to never change
+            patterns = self._patterns[name] = (name, name.split(".", 1)[0] + ".*", "*")
+        for pattern in patterns:
             fns = listeners.get(pattern)
             if not fns:
                 continue
