@@ -143,6 +143,9 @@ async def awake(fn: Callable[..., Awaitable[Any]], *args: Any) -> Any:
 
 
 _LINGER = 0.02
+_GRACE = 0.5
+"""Seconds the tasks after a failed one get to end before those still running are
+cancelled (see :func:`_cancel`)."""
 _REMOTES: dict[Callable[..., Any], Any] = {}
 _TRAVELS = False
 _VAR_HOMES: dict[int, tuple[str, str]] = {}
@@ -265,23 +268,27 @@ async def drive(
                 if done(i, value, lost) and (stop is None or i < stop):
                     stop = i
                     later = [other for other, j in refs.items() if j > i]
-                    _cancel(ray, later)
                     for other in later:
                         del refs[other]
+                    if later:  # most are about to end: let them, then cancel the rest
+                        await anyio.to_thread.run_sync(
+                            _cancel, ray, later, _GRACE, abandon_on_cancel=True
+                        )
             if stop is not None and all(ended[:stop]):
                 return
     finally:
         _cancel(ray, list(refs))  # cancelled, failed or stopped: nothing left running
 
 
-def _cancel(ray: Any, refs: list[Any]) -> None:
-    """Cancel the tasks of ``refs`` that have not ended yet. One that has is left alone:
-    Ray's core worker can abort the whole driver when a cancel races the reply of a task
-    that is completing ("Tried to complete task that was not pending"), so the window is
-    kept to the tasks still running."""
+def _cancel(ray: Any, refs: list[Any], grace: float = 0.0) -> None:
+    """Cancel the tasks of ``refs`` that have not ended within ``grace`` seconds. One that
+    has is left alone: Ray's core worker can abort the whole driver when a cancel races the
+    reply of a task that is completing ("Tried to complete task that was not pending"; seen
+    in CI on a failing fork, whose later branches were ending as they were cancelled), so
+    the window is kept to the tasks still running after the grace."""
     if not refs:
         return
-    _ended, running = ray.wait(refs, num_returns=len(refs), timeout=0)
+    _ended, running = ray.wait(refs, num_returns=len(refs), timeout=grace)
     for ref in running:
         ray.cancel(ref)
 
