@@ -32,7 +32,6 @@ class EventBus(Recorder):
         """Whether a listener matches events called ``name``: the engine makes no event
         object for one nobody listens to. A dict lookup, not a call into Python, once the
         name was seen."""
-        self._patterns: dict[str, tuple[str, str, str]] = {}  # by name: its own, domain, *
 
     def on(self, pattern: str, fn: Listener) -> Callable[[], None]:
         """Call ``fn(event)`` for events matching ``pattern``; returns an unsubscribe."""
@@ -88,10 +87,7 @@ class EventBus(Recorder):
             if member:
                 event = event._replace(payload={**event.payload, "member": member})
         failure: Exception | None = None
-        patterns = self._patterns.get(name)
-        if patterns is None:  # the patterns an event name answers to never change
-            patterns = self._patterns[name] = (name, name.split(".", 1)[0] + ".*", "*")
-        for pattern in patterns:
+        for pattern in _PATTERNS.get(name) or _patterns_of(name):
             fns = listeners.get(pattern)
             if not fns:
                 continue
@@ -113,8 +109,17 @@ class _Wanted(dict[str, bool]):
 
     def __missing__(self, name: str) -> bool:
         listeners = self._listeners
-        domain = name.split(".", 1)[0] + ".*"
-        wanted = self[name] = bool(
-            listeners.get(name) or listeners.get(domain) or listeners.get("*")
-        )
+        wanted = self[name] = any(listeners.get(p) for p in _patterns_of(name))
         return wanted
+
+
+_PATTERNS: dict[str, tuple[str, str, str]] = {}
+
+
+def _patterns_of(name: str) -> tuple[str, str, str]:
+    """The patterns an event called ``name`` answers to: its own, its domain's, ``*``
+    (worked out once per name: they never change)."""
+    patterns = _PATTERNS.get(name)
+    if patterns is None:
+        patterns = _PATTERNS[name] = (name, name.split(".", 1)[0] + ".*", "*")
+    return patterns

@@ -23,7 +23,6 @@ _MESSAGE_KEYS = frozenset(Message.model_fields)
 _CALL_KEYS = frozenset(ToolCall.model_fields)
 _ROLES = frozenset(("user", "assistant", "tool"))
 _new = object.__new__
-_dumps, _SORTED = orjson.dumps, orjson.OPT_SORT_KEYS  # canonical_json, inlined below
 # the slots of every pydantic model, set through their descriptors (no attribute lookup)
 _set_dict = BaseModel.__dict__["__dict__"].__set__
 _set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
@@ -77,7 +76,7 @@ def message_of(entry: Any) -> tuple[Message, bytes]:
                 "name": name,
                 "origin": None,
             }
-            return trusted(Message, result, _TOOL_RESULT_SET), _dumps(entry, option=_SORTED)
+            return trusted(Message, result, _TOOL_RESULT_SET), canonical_json(entry)
     if type(entry) is dict and tuple(entry) == _ASKING_KEYS:  # calls, as the loop writes them
         asked = _asked_calls(entry)
         if asked is not None:
@@ -89,7 +88,7 @@ def message_of(entry: Any) -> tuple[Message, bytes]:
                 "name": None,
                 "origin": None,
             }
-            return trusted(Message, result, _ASKING_SET), _dumps(entry, option=_SORTED)
+            return trusted(Message, result, _ASKING_SET), canonical_json(entry)
     fields = _trusted_fields(entry)
     if fields is None:
         message = Message.model_validate(thaw(entry))

@@ -22,8 +22,9 @@ __all__ = [
     "REQUEST_KEYS",
     "StateView",
     "answer_record",
-    "call_model",
     "output_error",
+    "stream_model",
+    "streams",
 ]
 
 
@@ -64,31 +65,36 @@ PROVIDER_KEYS = (
 """What a tool provider may read to decide its offer."""
 
 
-async def call_model(cfg: AgentConfig, scope: Scope, request: Any) -> tuple[LLMResponse, bool]:
-    """The provider's answer to ``request``, and whether it was streamed."""
-    stream = getattr(cfg.provider, "stream", None)
-    if cfg.stream and stream is not None:
-        final: LLMResponse | None = None
-        pieces = stream(request)
-        held = AnswerHoldback() if cfg.findings else None  # notes never reach the stream
-        async with aclosing(pieces):  # closed here if the run stops mid-stream
-            async for piece in pieces:
-                if isinstance(piece, StreamDelta):
-                    text = piece.text if held is None or not piece.text else held.feed(piece.text)
-                    if text:
-                        scope.emit("stream.token", {"text": text})
-                else:
-                    final = piece
-        if held is not None and (tail := held.finish()):
-            scope.emit("stream.token", {"text": tail})
-        if final is None:
-            name = getattr(cfg.provider, "name", type(cfg.provider).__name__)
-            raise ProviderResponseError(
-                f"provider {name!r} ended a stream without its final response; the stream was "
-                "cut short (the server or the connection dropped it): retry the call"
-            )
-        return final, True
-    return await cfg.provider.complete(request), False
+def streams(cfg: AgentConfig) -> bool:
+    """Whether a call is streamed: the agent asks for it and the provider can."""
+    return cfg.stream and getattr(cfg.provider, "stream", None) is not None
+
+
+async def stream_model(cfg: AgentConfig, scope: Scope, request: Any) -> LLMResponse:
+    """The provider's answer to ``request``, streamed (:func:`streams`): the tokens are
+    emitted as they come, notes held back from them under ``.findings()``. A call that
+    is not streamed is ``await cfg.provider.complete(request)``."""
+    final: LLMResponse | None = None
+    stream: Any = getattr(cfg.provider, "stream", None)  # there is one: see streams()
+    pieces = stream(request)
+    held = AnswerHoldback() if cfg.findings else None  # notes never reach the stream
+    async with aclosing(pieces):  # closed here if the run stops mid-stream
+        async for piece in pieces:
+            if isinstance(piece, StreamDelta):
+                text = piece.text if held is None or not piece.text else held.feed(piece.text)
+                if text:
+                    scope.emit("stream.token", {"text": text})
+            else:
+                final = piece
+    if held is not None and (tail := held.finish()):
+        scope.emit("stream.token", {"text": tail})
+    if final is None:
+        name = getattr(cfg.provider, "name", type(cfg.provider).__name__)
+        raise ProviderResponseError(
+            f"provider {name!r} ended a stream without its final response; the stream was "
+            "cut short (the server or the connection dropped it): retry the call"
+        )
+    return final
 
 
 def output_error(model: type[BaseModel], content: str) -> str | None:

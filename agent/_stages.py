@@ -40,8 +40,9 @@ from ._model_call import (
     PROVIDER_KEYS,
     StateView,
     answer_record,
-    call_model,
     output_error,
+    stream_model,
+    streams,
 )
 from ._person import outcome_of
 from ._request import MessageCache, assemble, receipt_for
@@ -181,10 +182,11 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         built("agent.iteration_start", {"iteration": iteration})
         built("stream.llm_start", {"k": k, "model": assembled.request.model})
         provider = cfg.provider
-        if cfg.stream and getattr(provider, "stream", None) is not None:
-            response, streamed = await call_model(cfg, scope, assembled.request)
-        else:  # call_model's plain path, without its coroutine
-            response, streamed = await provider.complete(assembled.request), False
+        streamed = streams(cfg)
+        if streamed:
+            response = await stream_model(cfg, scope, assembled.request)
+        else:
+            response = await provider.complete(assembled.request)
         # the answer is committed as the model gave it; the calls are acted on with one id
         # each (unique_calls, applied again by every stage that reads them)
         repairs = call_repairs(response.tool_calls) if len(response.tool_calls) > 1 else None

@@ -118,6 +118,8 @@ features = st.fixed_dictionaries(
         "parallel": st.sampled_from([None, 1, 2, 4]),
         # the run kept in a SQLite store: what a worker, recover() and `trackway show` read
         "stored": st.booleans(),
+        # streamed (the provider's stream()) or not (complete(), called by call-llm itself)
+        "stream": st.booleans(),
     }
 )
 
@@ -276,6 +278,7 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
             pricing_table={"m-1": {"input": 1.0, "output": 2.0}} if feature["cost"] else None,
             cost_budget=(0.0005, feature["cost"]) if feature["cost"] else None,
             max_parallel_tool_calls=feature["parallel"] or 4,
+            stream=feature["stream"],
             **options,
         )
         .system("Be exact.")
