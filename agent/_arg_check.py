@@ -18,7 +18,7 @@ import jsonschema
 
 from trackway.engine import thaw
 
-__all__ = ["checks", "quick_check"]
+__all__ = ["ArgChecks", "quick_check"]
 
 _ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$comment"})
 """Keywords that never make an instance invalid."""
@@ -91,12 +91,24 @@ def quick_check(schema: Mapping[str, Any]) -> Callable[[Any], bool] | None:
     return check
 
 
-def checks(tool: Any) -> tuple[Callable[[Any], bool] | None, jsonschema.Validator]:
+class ArgChecks:
     """A tool's argument checks, built once per agent: the quick yes for a simple schema
-    (``None`` for any other) and the validator that decides everything else."""
-    schema = dict(tool.input_schema)
-    try:
-        quick = quick_check(thaw(schema))
-    except TypeError:  # a schema of mapping types JSON does not know: the validator alone
-        quick = None
-    return quick, jsonschema.Draft202012Validator(schema)
+    (``None`` for any other) and the validator that decides everything else, built the
+    first time a call is not plainly valid (building one costs more than many quick checks,
+    and most agents never need it)."""
+
+    __slots__ = ("_schema", "_validator", "quick")
+
+    def __init__(self, tool: Any) -> None:
+        self._schema = schema = dict(tool.input_schema)
+        try:
+            self.quick: Callable[[Any], bool] | None = quick_check(thaw(schema))
+        except TypeError:  # a schema of mapping types JSON does not know: the validator alone
+            self.quick = None
+        self._validator: jsonschema.Validator | None = None
+
+    @property
+    def validator(self) -> jsonschema.Validator:
+        if self._validator is None:
+            self._validator = jsonschema.Draft202012Validator(self._schema)
+        return self._validator

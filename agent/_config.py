@@ -16,6 +16,7 @@ from trackway.tools import Tool, ToolContext
 from trackway.tools._providers import ToolProvider
 from trackway.tools._sessions import ToolSessions
 
+from ._arg_check import ArgChecks
 from ._errors import AgentBuildError
 from ._options import REQUEST_OPTIONS, check_request_options, check_tool_choice
 from ._provider import Provider
@@ -47,8 +48,8 @@ class AgentConfig:
     output_retries: int
     wrap_up: bool
     stream: bool
-    validators: dict[str, Any] = field(default_factory=dict)
-    """One argument validator per tool (part of the definition, not of a run)."""
+    validators: dict[str, ArgChecks] = field(default_factory=dict)
+    """One tool's argument checks per tool name (part of the definition, not of a run)."""
     arg_validation: str = "enforce"
     """``tool_arg_validation``: ``"enforce"``, ``"warn"`` or ``"off"``."""
     max_tool_result_chars: int | None = None

@@ -14,7 +14,7 @@ from trackway.tools import Tool
 from trackway.tools._gate import GateDecision, gate_decision
 from trackway.tools._outcome import argument_errors, unparsed
 
-from ._arg_check import checks as _checks
+from ._arg_check import ArgChecks
 from ._arguments import arguments_question, filled
 from ._config import AgentConfig, extend_built
 from ._config import emit as _emit
@@ -291,12 +291,13 @@ def _invalid(
     failing path, ``"warn"`` runs and emits ``validation.args_invalid``, ``"off"`` skips."""
     if cfg.arg_validation == "off":
         return None
-    quick, validator = cfg.validators.get(tool.name) or cfg.validators.setdefault(
-        tool.name, _checks(tool)
-    )
+    checks = cfg.validators.get(tool.name)
+    if checks is None:
+        checks = cfg.validators[tool.name] = ArgChecks(tool)
+    quick = checks.quick
     if quick is not None and quick(args):  # plainly valid (the validator would agree)
         return None
-    errors = argument_errors(validator, thaw(args))
+    errors = argument_errors(checks.validator, thaw(args))
     if not errors:
         return None
     enforced = cfg.arg_validation == "enforce"

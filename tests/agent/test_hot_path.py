@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trackway import Agent, Executor, flow_chart, mock
+from trackway import Agent, Executor, flow_chart, mock, tool
 from trackway.agent._arg_check import quick_check
 from trackway.agent._history_messages import message_of as _message
 from trackway.agent._messages import Message, canonical_json
@@ -71,6 +71,30 @@ def test_schemas_with_other_keywords_get_no_quick_check() -> None:
     assert quick_check({"type": "object", "minProperties": 1}) is None
     assert quick_check({"type": "array"}) is None
     assert quick_check({"type": "object", "properties": {"k": {"type": ["a", "b"]}}}) is None
+
+
+def test_the_full_validator_is_built_only_for_a_call_the_quick_check_cannot_pass() -> None:
+    @tool
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return "v"
+
+    replies: list[Any] = [
+        {"tool_calls": [{"id": "c1", "name": "lookup", "args": {"key": "k"}}]},
+        "first",
+        {"tool_calls": [{"id": "c2", "name": "lookup", "args": {"key": 3}}]},
+        "second",
+    ]
+    agent = Agent.create(provider=mock(replies=replies), model="m").tool(lookup).build()
+    assert agent.run_sync("go") == "first"
+    checks = agent._cfg.validators["lookup"]
+    assert checks.quick is not None and checks._validator is None  # plainly valid: no build
+    assert agent.run_sync("go") == "second"
+    assert checks._validator is not None
+    (refused,) = [m for m in agent.snapshot().state["history"] if m["role"] == "tool"]
+    assert refused["content"].startswith(
+        'Error: invalid arguments for lookup: key: expected type "string", got 3.'
+    )
 
 
 ENTRIES: list[dict[str, Any]] = [
