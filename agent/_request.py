@@ -78,11 +78,11 @@ class MessageCache:
             entries = history[start:]
         for entry in entries:
             message, piece = message_of(entry)
-            sep = b"," if self.bytes else b""
+            chunk = b"," + piece if self.bytes else piece
             self.messages.append(message)
             self.bytes.append(piece)
-            self._msg.update(sep + piece)
-            self._req.update(sep + piece)
+            self._msg.update(chunk)
+            self._req.update(chunk)
 
     def overlaid(
         self, n: int, prefix: bytes, suffix: bytes, overlay: _Overlay

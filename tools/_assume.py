@@ -281,8 +281,13 @@ def _quote(value: Any) -> str:
     return text if len(text) <= _QUOTE_MAX else text[: _QUOTE_MAX - 1] + "…"
 
 
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
 def _copy(value: Any) -> Any:
     """A deep copy that turns read-only mappings into dicts (``deepcopy`` refuses them)."""
+    if type(value) in _ATOMS:  # deepcopy returns these as they are, at a call's cost
+        return value
     if isinstance(value, Mapping):
         return {key: _copy(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
