@@ -4,7 +4,7 @@ machine's speed does not move.
 ``bench_agent.py`` times the same scripted loop by the clock, and on a shared VM its cells
 drift by ±40% over minutes, unevenly across frameworks (a memory-bound run slows more than a
 compute-bound one). Counting instructions instead gives the same number run after run (about
-±1.5%, from timers that fire by wall time), so a change to the hot path can be judged in one
+±2%, from timers that fire by wall time), so a change to the hot path can be judged in one
 run, and a cost that grows with the history shows as growth in instructions.
 
 How a cell is counted: two child processes run under callgrind. Both import the bench, warm
@@ -26,7 +26,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
 from _common import dist_version, print_table, print_targets, write_json
@@ -36,7 +36,6 @@ RATIO_TURNS = 100
 callgrind, and every framework is counted at the same size)."""
 GROWTH_TURNS = (50, 100, 200)
 """trackway's sizes for the marginal cost of a turn early and late in a run."""
-PEERS = {"langgraph": "LangGraph", "pydantic_ai": "pydantic-ai"}
 _COLLECTED = re.compile(rb"Collected\s*:\s*(\d+)")
 
 
@@ -84,20 +83,21 @@ def _count(name: str, runs: int, turns: int) -> int:
 
 
 def count_runs(cells: Sequence[tuple[str, int]], jobs: int) -> dict[tuple[str, int], int]:
-    """Instructions of one run per ``(framework, turns)`` cell, children run ``jobs`` at once."""
+    """Instructions of one run per ``(framework, turns)`` cell, children run ``jobs`` at once
+    (a line as each child ends: the whole takes minutes)."""
     work = [(name, runs, turns) for name, turns in cells for runs in (1, 2)]
+    counts: dict[tuple[str, int, int], int] = {}
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        counts = dict(zip(work, pool.map(lambda w: _count(*w), work), strict=True))
+        futures = {pool.submit(_count, *w): w for w in work}
+        for done in as_completed(futures):
+            key = futures[done]
+            counts[key] = done.result()
+            print(
+                f"  {key[0]}, {key[1]} run(s) of {key[2]} turns: {counts[key]:,} instructions "
+                f"({len(counts)} of {len(work)})",
+                flush=True,
+            )
     return {(n, turns): counts[(n, 2, turns)] - counts[(n, 1, turns)] for n, turns in cells}
-
-
-def _available(name: str) -> str | None:
-    probe = {"langgraph": "langgraph.prebuilt", "pydantic_ai": "pydantic_ai.models.function"}
-    try:
-        __import__(probe[name])
-    except ImportError as exc:
-        return f"{type(exc).__name__}: {exc}"
-    return None
 
 
 def main() -> int:
@@ -117,15 +117,18 @@ def main() -> int:
         print(f"bench_instructions: skipped, {why}")
         write_json("bench_instructions", {"skipped": why, "targets": []})
         return 0
+    import bench_agent as agent_bench  # its peers, probed as it probes them
+
+    labels = {name: entry[0] for name, entry in agent_bench.PEERS.items()}
     sizes = (50, 100) if args.quick else GROWTH_TURNS
     peers: list[str] = []
     if not args.no_peers and not args.quick:
-        for name, label in PEERS.items():
-            why = _available(name)
+        for name, (label, probe, _factory) in agent_bench.PEERS.items():
+            why = agent_bench._available(probe)
             if why is None:
                 peers.append(name)
             else:
-                notes.append(f"{label} is skipped: its import failed ({why}).")
+                notes.append(f"{label} is skipped: `import {probe}` failed ({why}).")
     cells = [("trackway", n) for n in sizes] + [(name, RATIO_TURNS) for name in peers]
     jobs = max(1, min(len(cells) * 2, os.cpu_count() or 1))
     print(f"bench_instructions: {len(cells) * 2} callgrind children, {jobs} at a time", flush=True)
@@ -166,7 +169,7 @@ def main() -> int:
     for name in peers:
         targets.append(
             {
-                "target": f"{PEERS[name]}/trackway instructions per turn, {RATIO_TURNS} turns",
+                "target": f"{labels[name]}/trackway instructions per turn, {RATIO_TURNS} turns",
                 "measured": per_run[(name, RATIO_TURNS)] / RATIO_TURNS / ours,
                 "threshold": "reported",
                 "pass": None,
@@ -178,7 +181,7 @@ def main() -> int:
         ["framework", "turns", "instructions/run", "instructions/turn", f"×tw @{RATIO_TURNS}"],
         [
             [
-                PEERS.get(r["framework"], r["framework"]),
+                labels.get(r["framework"], r["framework"]),
                 r["turns"],
                 r["instructions_per_run"],
                 r["instructions_per_turn"],
@@ -198,14 +201,15 @@ def main() -> int:
         "Instructions are not time. On the 2-core VM LangGraph's turn ran at between a half "
         "and three quarters of trackway's instructions per nanosecond (it walks a growing "
         "heap), so its clock ratio in bench_agent.py reads higher than the ratio here.",
-        "Children run with PYTHONHASHSEED=0; counts still move by about ±1.5% between runs "
+        "Children run with PYTHONHASHSEED=0; counts still move by about ±2% between runs "
         "(timers that fire by wall time, such as the walker's yield every 5 ms).",
     ]
     for note in notes:
         print(f"- {note}")
     versions = {"trackway": dist_version("trackway"), "valgrind": _valgrind_version()}
-    for dist in ("langgraph", "pydantic-ai-slim"):
-        versions[dist] = dist_version(dist)
+    for name in peers:
+        for dist in agent_bench.PEER_DISTS[name]:
+            versions[dist] = dist_version(dist)
     payload = {
         "versions": versions,
         "config": {"ratio_turns": RATIO_TURNS, "growth_turns": sizes, "peers": peers},
