@@ -3,9 +3,10 @@ machine's speed does not move.
 
 ``bench_agent.py`` times the same scripted loop by the clock, and on a shared VM its cells
 drift by ±40% over minutes, unevenly across frameworks (a memory-bound run slows more than a
-compute-bound one). Counting instructions instead gives the same number run after run (about
-±2%, from timers that fire by wall time), so a change to the hot path can be judged in one
-run, and a cost that grows with the history shows as growth in instructions.
+compute-bound one). Counting instructions instead gives the same number run after run (two
+runs agreed to 0.05% at 50 and 100 turns and to 2% at 200, with the walker's wall-time yield
+switched off in the children: see ``child``), so a change to the hot path can be judged in
+one run, and a cost that grows with the history shows as growth in instructions.
 
 How a cell is counted: two child processes run under callgrind. Both import the bench, warm
 the framework up with a 10-turn run, build two scripted runs of N turns, collect garbage, run
@@ -51,6 +52,13 @@ def _runner(name: str, turns: int) -> Callable[[], object]:
 
 def child(name: str, runs: int, turns: int) -> None:
     """What one callgrind child runs (see the module docstring)."""
+    from trackway.engine import _walker
+
+    # The walker yields to the event loop after every 5 ms of wall time: natively about once
+    # in 40 turns, but callgrind runs ~50× slower, and slower still on a busy machine, so the
+    # yields would multiply with the machine's load (~4% of a turn with two children at once).
+    # Counted without them, the count no longer follows the machine's load.
+    _walker._YIELD_SECONDS = float("inf")
     _runner(name, 10)()
     first, second = _runner(name, turns), _runner(name, turns)
     gc.collect()
@@ -201,8 +209,10 @@ def main() -> int:
         "Instructions are not time. On the 2-core VM LangGraph's turn ran at between a half "
         "and three quarters of trackway's instructions per nanosecond (it walks a growing "
         "heap), so its clock ratio in bench_agent.py reads higher than the ratio here.",
-        "Children run with PYTHONHASHSEED=0; counts still move by about ±2% between runs "
-        "(timers that fire by wall time, such as the walker's yield every 5 ms).",
+        "Children run with PYTHONHASHSEED=0 and without the walker's yield to the event loop "
+        "every 5 ms of wall time (natively about once in 40 turns; under callgrind it would "
+        "fire ~50 times as often, more on a busy machine). Two runs of the bench agreed to 0.05% "
+        "at 50 and 100 turns and to 2% at 200 turns.",
     ]
     for note in notes:
         print(f"- {note}")
