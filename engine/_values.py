@@ -32,6 +32,7 @@ __all__ = [
     "EVENT_PAYLOAD",
     "JSON",
     "MAX_DEPTH",
+    "SCALAR_TYPES",
     "FrozenDict",
     "FrozenList",
     "check_key",
@@ -54,7 +55,8 @@ MAX_DEPTH = 254
 _KEY_CONTROLS_ALLOWED = "\t\n"
 
 
-_SCALAR_TYPES = frozenset((str, int, float, bool, type(None)))
+SCALAR_TYPES = frozenset((str, int, float, bool, type(None)))
+"""The Python types of JSON's scalars, exactly (no subclass): copied as they are."""
 
 
 def thaw(value: Any) -> Any:
@@ -67,11 +69,11 @@ def thaw(value: Any) -> Any:
     t = type(value)
     if t is FrozenDict:
         data = value._data
-        if all(type(v) in _SCALAR_TYPES for v in data.values()):
+        if all(type(v) in SCALAR_TYPES for v in data.values()):
             return dict(data)
     elif t is FrozenList:
         raw = value._raw()
-        if all(type(v) in _SCALAR_TYPES for v in raw):
+        if all(type(v) in SCALAR_TYPES for v in raw):
             return list(raw)
     elif t is dict:
         if _json_exact_flat(value):

@@ -14,6 +14,8 @@ from typing import Any, NamedTuple
 import jsonschema
 import orjson
 
+from trackway.engine._values import SCALAR_TYPES as _PYTHON_SCALARS
+
 from ._errors import ToolDefinitionError
 
 __all__ = ["Filling", "asked_answer", "assumed_note", "check_rules", "fill", "served_schema"]
@@ -281,12 +283,9 @@ def _quote(value: Any) -> str:
     return text if len(text) <= _QUOTE_MAX else text[: _QUOTE_MAX - 1] + "…"
 
 
-_ATOMS = frozenset({str, int, float, bool, type(None)})
-
-
 def _copy(value: Any) -> Any:
     """A deep copy that turns read-only mappings into dicts (``deepcopy`` refuses them)."""
-    if type(value) in _ATOMS:  # deepcopy returns these as they are, at a call's cost
+    if type(value) in _PYTHON_SCALARS:  # deepcopy returns these as they are, at a call's cost
         return value
     if isinstance(value, Mapping):
         return {key: _copy(item) for key, item in value.items()}
