@@ -4,16 +4,16 @@ The calls of one answer that need nobody (no question, no refusal) and whose too
 ``async`` run concurrently, at most ``max_parallel_tool_calls`` at a time (a sync tool
 blocks the event loop, so with one in the batch they run one after another, in call order).
 What they leave on the record does not depend on which finished first: each call's events
-(progress, sessions, filled arguments) are held and emitted in call order once all are done,
-the repeated-call nudge is judged in call order, and their messages and rows are written in
-call order in the one commit of the batch — so a replay, which runs no tool, writes the same
-bytes.
+(progress, sessions, filled arguments) are held (``Scope._hold_emits``) and emitted in call
+order once all are done, the repeated-call nudge is judged in call order, and their messages
+and rows are written in call order in the one commit of the batch — so a replay, which runs
+no tool, writes the same bytes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from typing import Any
 
 import anyio
 
@@ -25,53 +25,33 @@ from ._served import Outcome
 __all__ = ["run_together"]
 
 
-class _Held:
-    """The scope as one concurrent call sees it: reads go to the stage's scope, events are
-    held until the batch is done (then emitted in call order)."""
-
-    def __init__(self, scope: Scope) -> None:
-        self._scope = scope
-        self.events: list[tuple[str, Any]] = []
-
-    def emit(self, name: str, payload: Any = None) -> None:
-        self.events.append((name, payload))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._scope, name)
-
-    def __getitem__(self, key: str) -> Any:
-        return self._scope[key]
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._scope
-
-
 Job = Callable[[Scope], Awaitable[Outcome]]
 
 
 async def run_together(
     scope: Scope, jobs: list[Job], limit: int
-) -> list[tuple[Outcome, list[tuple[str, Any]]]]:
+) -> list[tuple[Outcome, list[tuple[object, Any]]]]:
     """Run ``jobs`` (each a call, given the scope it sees) at most ``limit`` at a time; each
     outcome, in job order, with the events it held (``[]`` when the jobs ran one after
     another on the stage's own scope, their events emitted as they came). The caller emits
     the held events and judges the nudge in job order."""
     if len(jobs) == 1 or limit == 1:
         return [(await job(scope), []) for job in jobs]  # as calls always ran
-    held = [_Held(scope) for _ in jobs]
+    held: list[list[tuple[object, Any]]] = [[] for _ in jobs]
     outcomes: list[Outcome | None] = [None] * len(jobs)
     gate = anyio.Semaphore(limit)
 
-    async def one(i: int) -> None:
+    async def one(i: int) -> None:  # a task of its own: what it sets is its own
         async with gate:
             NUDGE_LATER.set(True)
-            outcomes[i] = await jobs[i](cast(Scope, held[i]))
+            held[i] = scope._hold_emits()
+            outcomes[i] = await jobs[i](scope)
 
     async with anyio.create_task_group() as group:
         for i in range(len(jobs)):
             group.start_soon(one, i)
-    done: list[tuple[Outcome, list[tuple[str, Any]]]] = []
+    done: list[tuple[Outcome, list[tuple[object, Any]]]] = []
     for outcome, box in zip(outcomes, held, strict=True):
         assert outcome is not None
-        done.append((outcome, box.events))
+        done.append((outcome, box))
     return done

@@ -49,7 +49,8 @@ def served(
 ) -> Outcome:
     """The outcome of a value ``execute`` returned: its status, the text the model reads,
     the effects and coverage it declared; a value JSON cannot hold exactly is a failure."""
-    status, effects, statement = "success", (), None
+    status, statement = "success", None
+    effects: tuple[Any, ...] = ()  # not tuple[()]: a compiled build holds a local to its type
     if type(result) is str:  # plain text: neither a declared result nor an envelope
         return _measured(cfg, tool, scope, call, iteration, _text_outcome(tool, result))
     declared = read_declared(tool.name, result)

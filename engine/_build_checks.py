@@ -54,7 +54,7 @@ def check_callable(fn: Any, what: str, expected: str, arity: int | None = None) 
             "generator and its body never runs; remove the yield and return a value instead "
             "(async def without yield is fine)"
         )
-    if arity is not None:
+    if arity is not None and not _code_stand_in(fn):
         try:
             signature = inspect.signature(fn)
         except (TypeError, ValueError):
@@ -68,6 +68,13 @@ def check_callable(fn: Any, what: str, expected: str, arity: int | None = None) 
                     f"{what}: {_label(fn)}{signature} cannot be called with {arity} "
                     f"positional {took}; it is called as {expected}"
                 ) from None
+
+
+def _code_stand_in(fn: Any) -> bool:
+    """Whether ``fn`` is compiled but carries a ``__code__`` of no parameters: mypyc gives its
+    async functions one so that ``inspect`` knows them as coroutine functions, and a
+    signature read from it would refuse every argument."""
+    return not inspect.isfunction(fn) and not inspect.ismethod(fn) and hasattr(fn, "__code__")
 
 
 def _label(fn: Any) -> str:

@@ -18,7 +18,7 @@ import anyio
 from ._chart import FlowChart
 from ._commit import Commit, CommitKind, ErrorInfo, Outcome, Write, error_info
 from ._detail import Control
-from ._errors import RecoveryError, StoreWriteError
+from ._errors import RecoveryError, StoreWriteError, caused_by
 from ._recorder import Dispatch
 from ._redact import Redactor
 from ._release import current_stop_signal
@@ -204,11 +204,12 @@ class RunContext:
             try:
                 self.sink(commit)
             except Exception as exc:
-                raise StoreWriteError(
+                failed = StoreWriteError(
                     f"the store could not take commit {commit.seq} ({commit.stage_path}): "
                     f"{type(exc).__name__}: {exc}",
                     stage_path=commit.stage_path,
-                ) from exc
+                )
+                raise caused_by(failed, exc) from exc
         if self.recorders.on_commit:
             self.recorders.fire("on_commit", commit)
 

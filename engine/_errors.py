@@ -39,7 +39,7 @@ apart; the other layers add their subtrees (``trackway.tools``: ``ToolError``;
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     from ._snapshot import Snapshot
@@ -269,3 +269,14 @@ class UnknownRunError(StoreError, LookupError):
 
 class StoreWriteError(StoreError, RunError):
     """The store failed while a run was writing to it; the run ended ``failed``."""
+
+
+_E = TypeVar("_E", bound=BaseException)
+
+
+def caused_by(err: _E, cause: BaseException | None) -> _E:
+    """``err`` with ``cause`` as its ``__cause__`` (``None`` hides the context), as ``raise
+    err from cause`` sets it. Compiled modules (docs/compiled.md) drop a ``from`` clause, so
+    their raises chain through this too; in pure Python the ``from`` does the same again."""
+    err.__cause__ = cause
+    return err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from orjson import dumps
@@ -28,6 +29,12 @@ __all__ = ["Scope"]
 _new_tuple = tuple.__new__
 
 _T = TypeVar("_T")
+
+_HELD: ContextVar[tuple[Scope, list[tuple[object, Any]]] | None] = ContextVar(
+    "trackway_held_emits", default=None
+)
+"""The scope whose emits the current task holds, and the list they go to: see
+:meth:`Scope._hold_emits`."""
 
 
 class PauseSignal(BaseException):
@@ -175,45 +182,50 @@ class Scope:
         if rec.on_write:
             rec.write(self, Op._make(op))
 
-    def _encode(self, key: object, value: Any) -> tuple[bytes, Any]:
+    # The writes take their key as ``object`` and refuse a non-str one with a
+    # StateValueError that names it: a compiled build (docs/compiled.md) checks a ``str``
+    # parameter itself, with a TypeError that names neither the key nor the stage.
+
+    def _encode(self, key: object, value: Any) -> tuple[str, bytes, Any]:
         if type(key) is not str:
             raise StateValueError(
                 f"state keys are str; stage {self.stage_path!r} wrote the key {key!r}",
                 key=repr(key),
                 stage_path=self.stage_path,
             )
-        return encode_value(value, key, self.stage_path)
+        data, owned = encode_value(value, key, self.stage_path)
+        return key, data, owned
 
-    def __setitem__(self, key: str, value: Any) -> None:
-        data, owned = self._encode(key, value)
+    def __setitem__(self, key: object, value: Any) -> None:
+        key, data, owned = self._encode(key, value)
         validator = self._strand.validator
         if validator is not None:
             validator.check_set(key, data, self.stage_path)
         self._stage(("set", key, data, owned))
 
-    def __delitem__(self, key: str) -> None:
-        self._encode(key, None)
+    def __delitem__(self, key: object) -> None:
+        key = self._encode(key, None)[0]
         if self._strand.validator is not None:
             self._strand.validator.check_delete(key, self.stage_path)
         self._stage(("delete", key, b"null", None))
 
-    def append(self, key: str, item: Any) -> None:
+    def append(self, key: object, item: Any) -> None:
         """Append one item to the list at ``key`` (a new list if absent). Logs the item only."""
         self._append(key, [item])
 
-    def extend(self, key: str, items: Iterable[Any]) -> None:
+    def extend(self, key: object, items: Iterable[Any]) -> None:
         """Append several items to the list at ``key``. Logs the new items only."""
         if isinstance(items, (str, bytes, Mapping)):
             raise StateValueError(
                 f"scope.extend({key!r}, ...) in stage {self.stage_path!r} needs a list of items, "
                 f"not a {type(items).__name__}; use scope.append for a single item",
-                key=key,
+                key=key if type(key) is str else repr(key),
                 stage_path=self.stage_path,
             )
         self._append(key, list(items))
 
-    def _append(self, key: str, items: list[Any]) -> None:
-        data, owned = self._encode(key, items)
+    def _append(self, key: object, items: list[Any]) -> None:
+        key, data, owned = self._encode(key, items)
         current = self._peek(key)
         if current is not MISSING and not isinstance(current, FrozenList):
             raise StateValueError(
@@ -265,7 +277,7 @@ class Scope:
             validator.check_append(key, data, self.stage_path)
         self._stage(("append", key, data, items))
 
-    def merge(self, key: str, values: Mapping[str, Any]) -> None:
+    def merge(self, key: object, values: Mapping[str, Any]) -> None:
         """Shallow-merge ``values`` into the dict at ``key`` (a new dict if absent).
 
         Logs only the merged entries; building the new version copies that one dict.
@@ -274,10 +286,10 @@ class Scope:
             raise StateValueError(
                 f"scope.merge({key!r}, ...) in stage {self.stage_path!r} needs a mapping, "
                 f"got {type(values).__name__}",
-                key=key,
+                key=key if type(key) is str else repr(key),
                 stage_path=self.stage_path,
             )
-        data, owned = self._encode(key, values if type(values) is dict else dict(values))
+        key, data, owned = self._encode(key, values if type(values) is dict else dict(values))
         current = self._peek(key)
         if current is not MISSING and not isinstance(current, FrozenDict):
             raise StateValueError(
@@ -294,14 +306,18 @@ class Scope:
 
     # -- events and control --------------------------------------------------------------
 
-    def emit(self, name: str, payload: Any = None) -> None:
+    def emit(self, name: object, payload: Any = None) -> None:
         """Record a named user event in this stage's commit and tell the recorders.
 
         ``name`` follows the rules of state keys (a str without control characters other
         than tab and newline); ``payload`` those of state values.
         """
+        held = _HELD.get()
+        if held is not None and held[0] is self:
+            held[1].append((name, payload))
+            return
         if not isinstance(name, str) or not name.isprintable():
-            check_key(name, self.stage_path, "event name")
+            name = check_key(name, self.stage_path, "event name")
         data, owned = encode_value(payload, name, self.stage_path, EVENT_PAYLOAD)
         event = EmittedEvent(name, data)
         self._events.append(event)
@@ -310,6 +326,16 @@ class Scope:
         # wants (``Recorder.wants_emit``) makes no event object
         if rec.on_emit and (rec.emit_wanted is None or rec.emit_wanted(name)):
             rec.emit(self, event, owned)
+
+    def _hold_emits(self) -> list[tuple[object, Any]]:
+        """From here to the end of the current task (a context of its own), this scope's
+        :meth:`emit` calls are held in the list returned, unchecked and unheard, for the
+        caller to emit in an order of its choosing: the agent's concurrent tool calls, each a
+        task, emit in call order once all are done. Other scopes (a run nested in the task)
+        and other tasks emit as usual."""
+        held: list[tuple[object, Any]] = []
+        _HELD.set((self, held))
+        return held
 
     def _emit_built(self, name: str, payload: dict[str, Any]) -> None:
         """:meth:`emit` for a payload the library built of exact JSON values only (plain
@@ -338,7 +364,7 @@ class Scope:
         data, owned = encode_value(payload, "pause", self.stage_path, "the pause payload")
         raise PauseSignal(data, owned)
 
-    def break_(self, reason: str | None = None) -> None:
+    def break_(self, reason: object = None) -> None:
         """End the chart this stage runs in once this stage commits (the first reason wins).
 
         ``reason`` is a str or None; anything else raises :class:`StateValueError`.

@@ -20,7 +20,7 @@ from ._context import Frame, RunContext, Strand, error_info
 from ._cursor import ControlRef, StageCursor
 from ._decide import Decision, Selection
 from ._detail import FailedAttempt, as_detail
-from ._errors import RecoveryError, RunError, StageContractError, StageError
+from ._errors import RecoveryError, RunError, StageContractError, StageError, caused_by
 from ._paths import join, resumed
 from ._recorder import (
     DecisionEvent,
@@ -163,7 +163,7 @@ async def run_stage(
                 _commit_scope(
                     frame, scope, name, kind, started, "error", run.error_info(exc), None, attempt
                 )
-                raise StageError(str(exc), stage_path=path) from None
+                raise caused_by(StageError(str(exc), stage_path=path), None) from None
             control = strand.control
             cursor = StageCursor(
                 path=path if leaf is None else leaf.path,
@@ -183,7 +183,7 @@ async def run_stage(
                 )
                 rec.fire("on_pause", PauseEvent(run.run_id, path, len(run.log), heard))
             _stage_end(run, path, "paused", started)
-            raise Paused(cursor, sig.data, path) from None
+            raise caused_by(Paused(cursor, sig.data, path), None) from None
         except run.cancelled_exc:
             info = ErrorInfo("Cancelled", "cancelled")
             _commit_scope(frame, scope, name, kind, started, "cancelled", info, detail, attempt)
@@ -205,7 +205,7 @@ async def run_stage(
             err = StageError(
                 f"stage {name!r} ({path}) raised {info.type}: {info.message}", stage_path=path
             )
-            raise err from exc
+            raise caused_by(err, exc) from exc
         except BaseException as exc:  # KeyboardInterrupt and the like: record, then let go
             info = run.error_info(exc)
             _commit_scope(frame, scope, name, kind, started, "error", info, detail, attempt)
@@ -350,7 +350,7 @@ async def _recovered(
     pending = next((d["break"] for s in steps if "break" in (d := as_detail(s.detail))), None)
     detail = as_detail(last.detail)
     if last.outcome != "ok":  # paused (or its resume was stopped): it waits again
-        paused = next(s for s in reversed(steps) if s.outcome == "paused")
+        paused = next(s for s in steps[::-1] if s.outcome == "paused")
         payload = as_detail(paused.detail).get("pause")
         control = as_detail(committed.detail).get("control")
         at = StageCursor(

@@ -68,6 +68,16 @@ class _History:
         self.seqs = [seq]
         self.values = [value]
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # a compiled class is unpickled by calling __init__ with no arguments: rebuild it
+        return (_history, (self.seqs, self.values))
+
+
+def _history(seqs: list[int], values: list[Any]) -> _History:
+    history = _History(seqs[0], values[0])
+    history.seqs, history.values = seqs, values
+    return history
+
 
 class StateStore:
     """The state of one frame, with every version of every key kept.

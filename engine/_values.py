@@ -179,10 +179,10 @@ def encode_value(
     return _exact(data), owned
 
 
-def check_key(key: object, stage_path: str | None, what: str = "state key") -> None:
+def check_key(key: object, stage_path: str | None, what: str = "state key") -> str:
     """Refuse a state key (or an event name) the log and its stores cannot hold: see
-    :func:`key_fault`. Callers skip it for printable keys (``key.isprintable()``): this is
-    the slow path."""
+    :func:`key_fault`; else return it. Callers skip it for printable keys
+    (``key.isprintable()``): this is the slow path."""
     where = f" in stage {stage_path!r}" if stage_path else " in the run input"
     if not isinstance(key, str):
         raise StateValueError(
@@ -196,6 +196,7 @@ def check_key(key: object, stage_path: str | None, what: str = "state key") -> N
         raise StateValueError(
             f"cannot use {what} {key!r}{where}: {fault}", key=key, stage_path=stage_path
         )
+    return key
 
 
 def key_fault(key: str) -> str | None:

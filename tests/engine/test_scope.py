@@ -133,6 +133,42 @@ def test_emit_is_kept_in_the_commit():
     assert event.name == "progress" and event.payload == {"pct": 50}
 
 
+def test_held_emits_wait_for_the_caller_and_other_scopes_emit_as_usual():
+    """What the agent's concurrent tool calls rely on (Scope._hold_emits): in a task that
+    holds its scope's emits, they are neither recorded nor checked until the caller emits
+    them; the task's other scopes (a run nested in it) and the other tasks are not held."""
+    import anyio
+
+    inner = flow_chart("Inner", lambda s: s.emit("inner", 1)).build()
+    held: list[list[tuple[object, object]]] = []
+    nested: list[object] = []
+
+    async def stage(s):
+        async def holding():
+            box = s._hold_emits()
+            s.emit("late", {"n": 1})
+            s.emit(3, "unchecked until emitted")
+            nested.append(await Executor(inner).run())
+            held.append(box)
+
+        async def plain():
+            s.emit("early", 2)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(holding)
+            group.start_soon(plain)
+        s.emit("after", 3)  # the stage's own context holds nothing
+        name, payload = held[0][0]
+        s.emit(name, payload)
+
+    result = run_one(stage)
+    events = [(e.name, e.payload) for e in result.snapshot.history()[0].events]
+    assert events == [("early", 2), ("after", 3), ("late", {"n": 1})]
+    assert held[0] == [("late", {"n": 1}), (3, "unchecked until emitted")]
+    (event,) = nested[0].snapshot.history()[0].events
+    assert (event.name, event.payload) == ("inner", 1)
+
+
 class Loan(BaseModel):
     amount: int
     tags: list[str] = []
