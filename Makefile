@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 SOURCES := pyproject.toml $(wildcard engine/*.py recorders/*.py tools/*.py agent/*.py trackway/*.py trackway/*/*.py trackway/_viewer.*)
 EDITABLE := --config-settings editable_mode=strict
 
-.PHONY: demo test lint typecheck docs bench venv clean
+.PHONY: demo test test-compiled compiled lint typecheck docs bench bench-pure venv clean
 
 $(BIN)/python:
 	@echo "creating $(VENV) with $(PY)"
@@ -50,6 +50,28 @@ typecheck: $(STAMP)
 test: lint typecheck
 	$(BIN)/pytest --cov --cov-report=term
 
+# The compiled build (docs/compiled.md): setup.py compiles the hot path with mypyc into a
+# wheel (pip installs mypy into the build's own environment), unpacked into build/compiled.
+# Put first on PYTHONPATH, that tree is what `import trackway` finds; the editable install
+# stays pure, so `make test` measures coverage on the sources.
+COMPILED := build/compiled
+COMPILED_STAMP := $(COMPILED)/.built
+ON_COMPILED := PYTHONPATH=$(CURDIR)/$(COMPILED):$(CURDIR)
+
+$(COMPILED_STAMP): $(STAMP) setup.py $(SOURCES)
+	@echo "compiling the hot path with mypyc into $(COMPILED) (a few minutes)"
+	rm -rf build/wheels $(COMPILED)
+	TRACKWAY_COMPILE=1 $(BIN)/pip wheel -q --no-deps -w build/wheels .
+	$(BIN)/python -m zipfile -e build/wheels/trackway-*.whl $(COMPILED)
+	touch $@
+
+compiled: $(COMPILED_STAMP)
+
+# The engine, recorder, tool and agent suites again, on the compiled build: what mypyc
+# compiles must behave as the sources do (no coverage: it cannot see compiled code).
+test-compiled: $(COMPILED_STAMP)
+	$(ON_COMPILED) TRACKWAY_EXPECT_COMPILED=1 $(BIN)/pytest -p no:cov tests/engine tests/agent tests/recorders tests/tools
+
 # The documentation site (mkdocs.yml) into site/, the API reference generated from the
 # docstrings. --strict: any warning fails the build (a broken link or anchor, a page missing
 # from the nav, a docstring mkdocstrings cannot render); tests/test_docs_site.py runs the same
@@ -57,7 +79,13 @@ test: lint typecheck
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
-bench: $(STAMP)
+# The benches run on the compiled build (each says which build it measured); bench-pure on
+# the sources.
+bench: $(STAMP) $(COMPILED_STAMP)
+	$(BIN)/pip install -q -e '.[dev,bench]' $(EDITABLE)
+	$(ON_COMPILED) $(BIN)/python benches/run_all.py
+
+bench-pure: $(STAMP)
 	$(BIN)/pip install -q -e '.[dev,bench]' $(EDITABLE)
 	$(BIN)/python benches/run_all.py
 

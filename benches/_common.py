@@ -134,16 +134,33 @@ def machine_info() -> dict[str, Any]:
     }
 
 
+def trackway_build() -> dict[str, Any]:
+    """Which trackway build this process imports: ``compiled`` (with its compiled modules:
+    ``make bench`` runs on that build, docs/compiled.md) or ``pure``."""
+    from trackway import compiled_modules
+
+    modules = compiled_modules()
+    return {"build": "compiled" if modules else "pure", "compiled_modules": list(modules)}
+
+
 def write_json(name: str, payload: Mapping[str, Any]) -> Path:
-    """Write ``payload`` to ``benches/results/<name>.json`` (the directory is gitignored)."""
+    """Write ``payload`` to ``benches/results/<name>.json`` (the directory is gitignored),
+    with the machine and the trackway build it was measured on; say the build."""
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     path = RESULTS_DIR / f"{name}.json"
+    build = trackway_build()
     doc = {
         "bench": name,
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "machine": machine_info(),
+        "trackway_build": build,
         **payload,
     }
+    count = len(build["compiled_modules"])
+    print(
+        f"measured on the {build['build']} build of trackway"
+        + (f" ({count} modules compiled)" if count else "")
+    )
     path.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
     return path
 

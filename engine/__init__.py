@@ -23,6 +23,7 @@ from ._commit import CommitDoc as CommitDoc
 from ._commit import EmittedEvent as EmittedEvent
 from ._commit import ErrorInfo as ErrorInfo
 from ._commit import Op as Op
+from ._compiled import compiled_modules as compiled_modules
 from ._decide import OPERATORS as OPERATORS
 from ._decide import Decision as Decision
 from ._decide import Rule as Rule
@@ -231,6 +232,7 @@ __all__ = [
     "WriteEvent",
     "causal_chain",
     "check_document",
+    "compiled_modules",
     "decide",
     "deferred",
     "flow_chart",

@@ -256,6 +256,7 @@ if _typing.TYPE_CHECKING:
     from trackway.engine import WriteEvent as WriteEvent
     from trackway.engine import causal_chain as causal_chain
     from trackway.engine import check_document as check_document
+    from trackway.engine import compiled_modules as compiled_modules
     from trackway.engine import decide as decide
     from trackway.engine import deferred as deferred
     from trackway.engine import flow_chart as flow_chart
@@ -537,6 +538,7 @@ __all__ = [
     "canonical_notes",
     "causal_chain",
     "check_document",
+    "compiled_modules",
     "conversation_redaction",
     "coverage",
     "decide",
