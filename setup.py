@@ -40,6 +40,7 @@ COMPILED = (
     "trackway/engine/_stage.py",
     "trackway/engine/_walker.py",
     "trackway/engine/_context.py",
+    "trackway/engine/_values.py",
     "trackway/agent/_dispatch.py",
     "trackway/agent/_tool_run.py",
     "trackway/agent/_request.py",
@@ -48,6 +49,7 @@ COMPILED = (
     "trackway/agent/_nudge.py",
     "trackway/agent/_model_call.py",
     "trackway/agent/_cost.py",
+    "trackway/agent/_tool_ids.py",
 )
 
 MYPY_REQUIREMENT = "mypy>=2.4,<3"

@@ -24,7 +24,7 @@ from typing import Any, NoReturn, TypeAlias
 
 import orjson
 
-from ._errors import StateValueError
+from ._errors import StateValueError, caused_by
 from ._frozen import FrozenDict, FrozenList, freeze, to_plain
 
 __all__ = [
@@ -231,13 +231,14 @@ def _refuse(key: str, stage_path: str | None, what: str | None, problem: str) ->
     if what == EVENT_PAYLOAD:
         what = f"the payload of event {key!r}"
     where = f" in stage {stage_path!r}" if stage_path else " in the run input"
-    raise StateValueError(
+    refused = StateValueError(
         f"cannot store {what or f'state key {key!r}'}{where}: {problem}. Values must be JSON "
         "(dict with str keys, list, str, int within 64 bits, finite float, bool, None); "
         "convert first, e.g. list(a_tuple), str(a_datetime), model.model_dump(mode='json').",
         key=key,
         stage_path=stage_path,
-    ) from None
+    )
+    raise caused_by(refused, None) from None
 
 
 def _problem_in(value: Any, exc: Exception) -> str:
