@@ -56,7 +56,7 @@ test: lint typecheck
 # stays pure, so `make test` measures coverage on the sources.
 COMPILED := build/compiled
 COMPILED_STAMP := $(COMPILED)/.built
-ON_COMPILED := PYTHONPATH=$(CURDIR)/$(COMPILED):$(CURDIR)
+ON_COMPILED := PYTHONPATH=$(CURDIR)/$(COMPILED)
 
 $(COMPILED_STAMP): $(STAMP) setup.py $(SOURCES)
 	@echo "compiling the hot path with mypyc into $(COMPILED) (a few minutes)"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +23,9 @@ from setuptools import setup
 ROOT = Path(__file__).resolve().parent
 STAGING = ROOT / "build" / "mypyc-src"
 
-# The package's folders, as pyproject.toml's [tool.setuptools.package-dir] maps them.
-PACKAGE_DIRS = {
-    "trackway": "trackway",
-    "trackway/engine": "engine",
-    "trackway/recorders": "recorders",
-    "trackway/tools": "tools",
-    "trackway/agent": "agent",
-    "trackway/testing": "trackway/testing",
-}
+# Each package (dotted) and its folder, as pyproject.toml maps them.
+with open(ROOT / "pyproject.toml", "rb") as _project:
+    PACKAGE_DIRS: dict[str, str] = tomllib.load(_project)["tool"]["setuptools"]["package-dir"]
 
 # The modules a tool-calling turn spends its time in (benches/bench_instructions.py counts
 # them). Each must keep to what mypyc compiles faithfully: docs/compiled.md lists the rules.
@@ -68,7 +63,7 @@ def _stage_sources() -> None:
     """Copy every package module into ``build/mypyc-src`` at its module path."""
     shutil.rmtree(STAGING, ignore_errors=True)
     for package, folder in PACKAGE_DIRS.items():
-        target = STAGING / package
+        target = STAGING.joinpath(*package.split("."))
         target.mkdir(parents=True, exist_ok=True)
         for source in sorted((ROOT / folder).glob("*.py")):
             shutil.copy2(source, target / source.name)

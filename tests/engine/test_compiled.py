@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import os
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -34,10 +35,11 @@ def test_the_build_under_test_is_the_one_expected():
 
 
 def test_every_module_named_for_compiling_exists():
+    with open(ROOT / "pyproject.toml", "rb") as project:
+        folders = tomllib.load(project)["tool"]["setuptools"]["package-dir"]
     for name in _setup_list():
-        folder = {"engine": "engine", "agent": "agent", "tools": "tools", "recorders": "recorders"}
-        _, layer, module = name.split(".")
-        assert (ROOT / folder[layer] / f"{module}.py").is_file(), name
+        package, module = name.rsplit(".", 1)
+        assert (ROOT / folders[package] / f"{module}.py").is_file(), name
 
 
 class _CompiledAsync:
