@@ -52,6 +52,7 @@ from ._errors import DocumentError as DocumentError
 from ._errors import ExecutorUsageError as ExecutorUsageError
 from ._errors import ForgedCheckpointError as ForgedCheckpointError
 from ._errors import InputValidationError as InputValidationError
+from ._errors import LeaseLostError as LeaseLostError
 from ._errors import LoopLimitError as LoopLimitError
 from ._errors import MergeConflictError as MergeConflictError
 from ._errors import MissingKeyError as MissingKeyError
@@ -166,6 +167,7 @@ __all__ = [
     "FrozenDict",
     "FrozenList",
     "InputValidationError",
+    "LeaseLostError",
     "LoopLimitError",
     "MemoryStore",
     "MergeConflictError",

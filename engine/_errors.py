@@ -34,6 +34,7 @@ apart; the other layers add their subtrees (``trackway.tools``: ``ToolError``;
     │   └── StoreWriteError      the store failed under a running run (also a StoreError)
     └── StoreError               a store failed: unreachable, not writable, damaged
         ├── UnknownRunError      no such run or checkpoint in the store      (LookupError too)
+        ├── LeaseLostError       a worker's write of a run whose lease it lost was refused
         └── StoreWriteError
 """
 
@@ -55,6 +56,7 @@ __all__ = [
     "ExecutorUsageError",
     "ForgedCheckpointError",
     "InputValidationError",
+    "LeaseLostError",
     "LoopLimitError",
     "MergeConflictError",
     "MissingKeyError",
@@ -269,6 +271,11 @@ class UnknownRunError(StoreError, LookupError):
 
 class StoreWriteError(StoreError, RunError):
     """The store failed while a run was writing to it; the run ended ``failed``."""
+
+
+class LeaseLostError(StoreError):
+    """A worker tried to write a run whose lease it no longer holds (it ran out, and another
+    worker claimed the run): the write was refused, so the new holder's record stands."""
 
 
 _E = TypeVar("_E", bound=BaseException)

@@ -95,6 +95,7 @@ class PostgresStore(PgRunQueue, SqlRunStore):
         """How often this store opened its connection again after losing it."""
         self._lock = threading.Lock()
         self._run_nos: dict[str, int] = {}
+        self._fences: dict[str, str] = {}
         self._db = self._connect()
         try:
             with self._db.transaction():

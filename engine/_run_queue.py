@@ -1,12 +1,20 @@
 """The run queue on PostgreSQL: runs submitted by name, claimed by workers under a lease.
 
 One row per submitted run in ``trackway_queue``. A row is *runnable* when it is ``queued``
-(new), ``answered`` (paused, and its answer arrived) or ``running`` with an expired lease
-(its worker died). Workers claim runnable rows with ``FOR UPDATE SKIP LOCKED`` — many
-workers never wait on each other's claims — and renew their leases while they drive. Every
-time is the database's clock (``clock_timestamp()``), so workers on hosts whose clocks
-disagree still agree on who holds what. The run itself lives in the ordinary tables: the
-queue only says who drives it and what it waits on.
+(new), ``answered`` (paused, and its answer arrived), ``running`` and let go (its worker
+stopped, ``worker`` is NULL), or ``running`` with an expired lease (its worker died: a
+*suspect*). Workers claim runnable rows with ``FOR UPDATE SKIP LOCKED`` — many workers never
+wait on each other's claims — and renew their leases while they drive. Every time is the
+database's clock (``clock_timestamp()``), so workers on hosts whose clocks disagree still
+agree on who holds what. The run itself lives in the ordinary tables: the queue only says
+who drives it and what it waits on.
+
+Each claim gets a fresh ``lease_token``. A worker's store checks the token inside every
+transaction that writes the run (:meth:`PgRunQueue._hold_leases`), so a worker that wakes
+after losing its lease can change nothing. A suspect is claimed *solo*: by an idle worker
+that takes nothing else until it ends. Only a solo claim whose worker died counts as an
+attempt, so a run that kills its worker is charged alone, never the runs that happened to
+share its worker, and a pause, an answer or a refused answer never counts.
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ from __future__ import annotations
 import os
 import socket
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, NamedTuple
 
@@ -41,6 +49,9 @@ CREATE TABLE IF NOT EXISTS trackway_queue (
     answer BYTEA,
     error TEXT
 );
+ALTER TABLE trackway_queue ADD COLUMN IF NOT EXISTS claims INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE trackway_queue ADD COLUMN IF NOT EXISTS lease_token TEXT;
+ALTER TABLE trackway_queue ADD COLUMN IF NOT EXISTS solo BOOLEAN NOT NULL DEFAULT FALSE;
 CREATE INDEX IF NOT EXISTS trackway_queue_open ON trackway_queue (submitted_at)
     WHERE state IN ('queued', 'answered', 'running');
 CREATE TABLE IF NOT EXISTS trackway_workers (
@@ -66,7 +77,9 @@ class QueueEntry(NamedTuple):
     ``state``: ``queued`` (waiting for a worker), ``running`` (a worker holds its lease
     until ``lease_until``), ``paused`` (waits for ``store.answer(checkpoint_id, value)``),
     ``answered`` (waiting for a worker to resume it), or how it ended: ``done``,
-    ``failed`` (``error`` says why), ``broken``. ``attempts`` counts the claims.
+    ``failed`` (``error`` says why), ``broken``. ``attempts`` counts the claims whose worker
+    died while driving the run alone (what ``max_attempts`` bounds; a recorded pause starts
+    it again from 0); ``claims`` counts every claim.
     """
 
     run_id: str
@@ -79,6 +92,7 @@ class QueueEntry(NamedTuple):
     attempts: int
     checkpoint_id: str | None
     error: str | None
+    claims: int
 
     @property
     def ended(self) -> bool:
@@ -87,7 +101,10 @@ class QueueEntry(NamedTuple):
 
 class Claim(NamedTuple):
     """What a worker claimed: the run, its registered name and input, and why it is
-    runnable (``was``: ``queued``, ``answered`` or ``running`` — a dead worker's)."""
+    runnable (``was``: ``queued``, ``answered`` or ``running`` — let go, or a dead
+    worker's). ``token`` fences every write of this claim; ``solo``: the worker drives this
+    run alone (a dead worker's run is claimed so, to learn whether it is the one that kills
+    its workers)."""
 
     run_id: str
     name: str
@@ -97,6 +114,8 @@ class Claim(NamedTuple):
     checkpoint_id: str | None
     answer: bytes | None
     """The answer's JSON (``b"null"`` for an answer of ``None``); ``None`` when unanswered."""
+    token: str = ""
+    solo: bool = False
 
 
 class WorkerInfo(NamedTuple):
@@ -128,9 +147,21 @@ def _entry(row: Sequence[Any]) -> QueueEntry:
     return QueueEntry(*row)
 
 
+def _claim(r: Sequence[Any]) -> Claim:
+    return Claim(r[0], r[1], orjson.loads(r[2]), r[3], r[4], r[5], _raw(r[6]), r[7], r[8])
+
+
 _ENTRY = (
     "run_id, name, state, submitted_at, updated_at, worker, lease_until, attempts, "
-    "checkpoint_id, error"
+    "checkpoint_id, error, claims"
+)
+_FRESH = "(state IN ('queued', 'answered') OR (state = 'running' AND worker IS NULL))"
+"""Runnable rows no worker died holding: new, answered, or let go."""
+_SUSPECT = f"(state = 'running' AND worker IS NOT NULL AND lease_until < {_NOW})"
+"""Runnable rows whose worker died (or froze) holding them: claimed solo."""
+_CLAIMED = (
+    "RETURNING q.run_id, q.name, q.input, picked.was, q.attempts, q.checkpoint_id, q.answer, "
+    "q.lease_token, q.solo"
 )
 
 
@@ -138,6 +169,7 @@ class PgRunQueue:
     """The queue's queries, mixed into :class:`PostgresStore`."""
 
     _tx: Callable[[], AbstractContextManager[Any]]  # the store's write transaction
+    _fences: dict[str, str]  # run id -> the lease token its writes must hold
 
     # -- what users call ---------------------------------------------------------------
 
@@ -271,45 +303,70 @@ class PgRunQueue:
     # -- what workers call -------------------------------------------------------------
 
     def _queue_claim(
-        self, worker: str, lease: float, limit: int, names: Sequence[str]
+        self, worker: str, lease: float, limit: int, names: Sequence[str], *, idle: bool = True
     ) -> list[Claim]:
-        """Claim up to ``limit`` runnable runs of the charts ``names``, oldest first,
-        skipping rows another worker is claiming right now."""
+        """Claim runnable runs of the charts ``names``, oldest first, skipping rows another
+        worker is claiming right now. An ``idle`` worker (it drives nothing) first takes one
+        suspect alone; a busy worker takes nothing while a suspect waits (it drains, so the
+        suspect is never starved), else up to ``limit`` fresh runs. A claim of one run by a
+        worker that drives one run at most (``limit == 1`` and idle) is solo too."""
         with self._tx() as db:
+            if idle:
+                rows = db.execute(
+                    "WITH picked AS (SELECT run_id, state AS was FROM trackway_queue "
+                    f"WHERE name = ANY(%s) AND {_SUSPECT} ORDER BY submitted_at, run_id "
+                    "LIMIT 1 FOR UPDATE SKIP LOCKED) "
+                    "UPDATE trackway_queue q SET worker = %s, "
+                    f"lease_until = {_NOW} + %s, updated_at = {_NOW}, claims = q.claims + 1, "
+                    "attempts = q.attempts + CASE WHEN q.solo THEN 1 ELSE 0 END, solo = TRUE, "
+                    "lease_token = gen_random_uuid()::text "
+                    f"FROM picked WHERE q.run_id = picked.run_id {_CLAIMED}",
+                    (list(names), worker, lease),
+                ).fetchall()
+                if rows:
+                    return [_claim(r) for r in rows]
+            else:
+                waiting = db.execute(
+                    f"SELECT EXISTS (SELECT 1 FROM trackway_queue WHERE name = ANY(%s) "
+                    f"AND {_SUSPECT})",
+                    (list(names),),
+                ).fetchone()
+                if waiting[0]:
+                    return []
             rows = db.execute(
                 "WITH picked AS (SELECT run_id, state AS was FROM trackway_queue "
-                "WHERE name = ANY(%s) AND (state IN ('queued', 'answered') "
-                f"OR (state = 'running' AND lease_until < {_NOW})) "
+                f"WHERE name = ANY(%s) AND {_FRESH} "
                 "ORDER BY submitted_at, run_id LIMIT %s FOR UPDATE SKIP LOCKED) "
                 f"UPDATE trackway_queue q SET state = 'running', worker = %s, "
-                f"lease_until = {_NOW} + %s, attempts = q.attempts + 1, updated_at = {_NOW} "
-                "FROM picked WHERE q.run_id = picked.run_id "
-                "RETURNING q.run_id, q.name, q.input, picked.was, q.attempts, "
-                "q.checkpoint_id, q.answer",
-                (list(names), limit, worker, lease),
+                f"lease_until = {_NOW} + %s, updated_at = {_NOW}, claims = q.claims + 1, "
+                "solo = %s, lease_token = gen_random_uuid()::text "
+                f"FROM picked WHERE q.run_id = picked.run_id {_CLAIMED}",
+                (list(names), limit, worker, lease, idle and limit == 1),
             ).fetchall()
-        return [Claim(r[0], r[1], orjson.loads(r[2]), r[3], r[4], r[5], _raw(r[6])) for r in rows]
+        return [_claim(r) for r in rows]
 
-    def _queue_renew(self, worker: str, run_ids: Sequence[str], lease: float) -> set[str]:
-        """Extend this worker's leases; returns the runs it still holds (a lease that
-        expired and was claimed by another worker is lost), and beats for the worker."""
+    def _queue_renew(self, worker: str, held: Mapping[str, str], lease: float) -> set[str]:
+        """Extend this worker's leases (``held``: run id to lease token); returns the runs
+        it still holds (a lease that expired and was claimed by another worker is lost),
+        and beats for the worker."""
         with self._tx() as db:
             db.execute(
                 f"UPDATE trackway_workers SET beat_at = {_NOW} WHERE worker_id = %s", (worker,)
             )
-            if not run_ids:
+            if not held:
                 return set()
             rows = db.execute(
-                f"UPDATE trackway_queue SET lease_until = {_NOW} + %s WHERE worker = %s "
-                "AND state = 'running' AND run_id = ANY(%s) RETURNING run_id",
-                (lease, worker, list(run_ids)),
+                f"UPDATE trackway_queue SET lease_until = {_NOW} + %s WHERE state = 'running' "
+                "AND (run_id, lease_token) IN (SELECT * FROM unnest(%s::text[], %s::text[])) "
+                "RETURNING run_id",
+                (lease, list(held), list(held.values())),
             ).fetchall()
         return {r[0] for r in rows}
 
     def _queue_settle(
         self,
         run_id: str,
-        worker: str,
+        token: str,
         state: str,
         *,
         checkpoint_id: str | None = None,
@@ -317,17 +374,54 @@ class PgRunQueue:
     ) -> bool:
         """Record how a claimed run went (``done``/``failed``/``broken``, ``paused`` with its
         checkpoint, or ``running`` with the lease given up so another worker continues it).
-        Only the lease holder may: returns False when this worker no longer holds it."""
+        Only the holder of the lease ``token`` may: returns False when it no longer holds
+        it. A recorded pause starts ``attempts`` again: the run got that far."""
         release = state == "running"
         with self._tx() as db:
             cur = db.execute(
                 f"UPDATE trackway_queue SET state = %s, updated_at = {_NOW}, "
                 "worker = NULL, lease_until = %s, checkpoint_id = %s, error = %s, "
+                "lease_token = NULL, solo = FALSE, "
+                "attempts = CASE WHEN %s = 'paused' THEN 0 ELSE attempts END, "
                 "answer = CASE WHEN %s = 'paused' THEN NULL ELSE answer END "
-                "WHERE run_id = %s AND worker = %s AND state = 'running'",
-                (state, 0.0 if release else None, checkpoint_id, error, state, run_id, worker),
+                "WHERE run_id = %s AND lease_token = %s AND state = 'running'",
+                (
+                    state,
+                    0.0 if release else None,
+                    checkpoint_id,
+                    error,
+                    state,
+                    state,
+                    run_id,
+                    token,
+                ),
             )
             return bool(cur.rowcount == 1)
+
+    # -- fencing: a worker's writes hold its lease ------------------------------------------
+
+    def _fence(self, run_id: str, token: str) -> None:
+        """From now on, every write of ``run_id`` through this store object must hold the
+        lease ``token``, checked in the write's own transaction."""
+        self._fences[run_id] = token
+
+    def _unfence(self, run_id: str) -> None:
+        self._fences.pop(run_id, None)
+
+    def _hold_leases(self, db: Any, run_ids: Iterable[str]) -> set[str]:
+        """Of the fenced runs among ``run_ids``, the ones whose lease this store object no
+        longer holds. The ones it holds are locked (``FOR SHARE``) until the transaction
+        ends, so no other worker can claim them before this write commits."""
+        fences = self._fences
+        pairs = {r: fences[r] for r in run_ids if r in fences}
+        if not pairs:
+            return set()
+        rows = db.execute(
+            "SELECT run_id FROM trackway_queue WHERE state = 'running' AND (run_id, lease_token) "
+            "IN (SELECT * FROM unnest(%s::text[], %s::text[])) FOR SHARE",
+            (list(pairs), list(pairs.values())),
+        ).fetchall()
+        return set(pairs) - {r[0] for r in rows}
 
     def _queue_outstanding(self, worker: str, names: Sequence[str]) -> tuple[int, int]:
         """How many runs of the charts ``names`` are runnable now, and how many other

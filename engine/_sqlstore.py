@@ -8,20 +8,21 @@ parameter placeholder ``_P`` and, if its connection has no ``executemany``, ``_i
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
+from types import MappingProxyType
 from typing import Any
 
 import orjson
 
 from ._checkpoint import Checkpoint
 from ._commit import ROW_FIELDS, Commit
-from ._errors import StoreError, UnknownRunError
+from ._errors import LeaseLostError, StoreError, UnknownRunError
 from ._paused import PausedRun, paused_run
 from ._snapshot import Snapshot
 from ._store import CheckpointClaim, CommitMeta, RunInfo, select_prunable, snapshot_from_rows
 
-__all__ = ["SqlRunStore", "initial_doc", "initial_from_doc", "run_deleted"]
+__all__ = ["SqlRunStore", "initial_doc", "initial_from_doc", "lease_lost", "run_deleted"]
 
 SPAN = 1 << 32
 """Commits of one run have ids ``run_no * SPAN + seq``."""
@@ -45,6 +46,8 @@ class SqlRunStore:
 
     _P = "?"
     _run_nos: dict[str, int]
+    _fences: Mapping[str, str] = MappingProxyType({})
+    """Runs whose writes must hold a worker's lease, with its token (see ``_run_queue``)."""
 
     # -- what a dialect provides -----------------------------------------------------------
 
@@ -59,12 +62,26 @@ class SqlRunStore:
     def _insert_many(self, db: Any, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
         db.executemany(sql, rows)
 
+    def _hold_leases(self, db: Any, run_ids: Iterable[str]) -> set[str]:
+        """Of the fenced runs among ``run_ids``, those whose lease is lost (a store with a
+        run queue checks; others fence nothing)."""
+        return set()
+
+    # -- fencing ---------------------------------------------------------------------------
+
+    def _check_lease(self, db: Any, run_id: str) -> None:
+        """Refuse this transaction's write of ``run_id`` if it is fenced by a lease this
+        store object no longer holds; checked inside the write's own transaction."""
+        if run_id in self._fences and self._hold_leases(db, (run_id,)):
+            raise lease_lost(run_id)
+
     # -- runs and commits ------------------------------------------------------------------
 
     def begin_run(self, run_id: str, chart_id: str, initial: dict[str, bytes]) -> None:
         p = self._P
         self._run_nos.pop(run_id, None)  # a run deleted elsewhere and begun again: a new number
         with self._tx() as db:
+            self._check_lease(db, run_id)
             db.execute(
                 "INSERT INTO trackway_runs (run_id, chart_id, status, started_at, initial) "
                 f"VALUES ({p}, {p}, 'running', {p}, {p}) ON CONFLICT (run_id) DO UPDATE SET "
@@ -76,6 +93,7 @@ class SqlRunStore:
         """Write commits of a run this store holds; a run deleted meanwhile (by another
         store object, another process) is refused, never written to."""
         with self._tx() as db:
+            self._check_lease(db, run_id)
             run_no = self._run_no(db, run_id)
             self._write_commits(db, run_id, run_no, commit_rows(run_no, commits))
 
@@ -91,6 +109,7 @@ class SqlRunStore:
     def finish_run(self, run_id: str, status: str, outcome: Any = None) -> None:
         p = self._P
         with self._tx() as db:
+            self._check_lease(db, run_id)
             cur = db.execute(
                 f"UPDATE trackway_runs SET status = {p}, ended_at = {p}, outcome = {p} "
                 f"WHERE run_id = {p}",
@@ -176,6 +195,7 @@ class SqlRunStore:
     def save_checkpoint(self, checkpoint: Checkpoint) -> None:
         p = self._P
         with self._tx() as db:
+            self._check_lease(db, checkpoint.run_id)
             db.execute(
                 f"INSERT INTO trackway_checkpoints (checkpoint_id, doc) VALUES ({p}, {p}) "
                 "ON CONFLICT (checkpoint_id) DO UPDATE SET doc = excluded.doc",
@@ -188,6 +208,7 @@ class SqlRunStore:
         change nothing."""
         p = self._P
         with self._tx() as db:
+            self._check_lease(db, checkpoint_id.rpartition("@")[0])
             cur = db.execute(
                 "INSERT INTO trackway_checkpoints (checkpoint_id, claimed_at, answer) "
                 f"VALUES ({p}, {p}, {p}) ON CONFLICT (checkpoint_id) DO UPDATE SET "
@@ -257,8 +278,13 @@ class SqlRunStore:
         rolls the whole transaction back and raises."""
         failed: dict[str, Exception] = {}
         with self._tx() as db:
+            if self._fences:  # a worker's runs whose lease was lost are left out
+                for run_id in self._hold_leases(db, [run_id for run_id, _ in items]):
+                    failed[run_id] = lease_lost(run_id)
             nos: dict[str, int] = {}
             for run_id, _ in items:
+                if run_id in failed:
+                    continue
                 try:
                     nos[run_id] = self._run_no(db, run_id)
                 except UnknownRunError:  # begun, so deleted since (by this store object)
@@ -361,6 +387,13 @@ def commit_rows(run_no: int, commits: Sequence[Commit]) -> list[tuple[Any, ...]]
         )
         for c in commits
     ]
+
+
+def lease_lost(run_id: str) -> LeaseLostError:
+    return LeaseLostError(
+        f"run {run_id!r}: this worker's lease on it was lost (it ran out, and another worker "
+        "claimed the run), so this write was refused and the new holder's record stands"
+    )
 
 
 def run_deleted(run_id: str, store: object) -> UnknownRunError:

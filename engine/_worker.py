@@ -4,10 +4,13 @@ Any number of workers (``trackway worker``, or :class:`Worker` in Python) share 
 Each claims runnable runs — new, answered after a pause, or left by a dead worker — under a
 lease it renews from a thread of its own while it drives them (so a stage that blocks the
 event loop cannot cost the lease). A run is driven by one worker at a time: the claim is
-``FOR UPDATE SKIP LOCKED``, the lease says who holds it, and a commit's key (run, seq) can be
-written once, so even a worker that lost its lease without knowing cannot duplicate a commit.
+``FOR UPDATE SKIP LOCKED``, the lease says who holds it, and every write the worker makes
+for the run checks the claim's lease token in its own transaction, so a worker that lost its
+lease without knowing (frozen past it) can change nothing, not even how the run ended.
 A run whose worker died is continued by another with ``recover()`` from its log: nothing that
-committed runs again, nothing that did not is skipped.
+committed runs again, nothing that did not is skipped. It is continued *solo* (its worker
+takes nothing else meanwhile), and only a solo claim whose worker died counts as an
+attempt: a run that kills its worker is failed after ``max_attempts``, alone.
 
 Stopping (``stop()``, SIGTERM under ``trackway worker``): no new claims; each run finishes
 its stage in flight, writes its commits and is let go with its lease expired, so another
@@ -16,6 +19,7 @@ worker continues it at once. A second signal cancels what is still running.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import threading
@@ -70,8 +74,9 @@ class Worker:
     without renewal (renewed every third of it; a dead worker's runs are picked up that long
     after its last renewal). ``max_concurrent_runs``: runs this worker drives at once.
     ``max_attempts``: claims of one run before it is failed as unrecoverable (a run that
-    kills its worker every time must not kill them all). ``poll_interval``: how often an idle
-    worker asks for work.
+    kills its worker every time must not kill them all; only claims that died driving the
+    run alone count, never a pause, an answer or a refused answer). ``poll_interval``: how
+    often an idle worker asks for work.
     """
 
     def __init__(
@@ -118,6 +123,8 @@ class Worker:
         self._targets = {name: _target(name, c, store, durability) for name, c in charts.items()}
         self._names = sorted(self._targets)
         self._active: dict[str, StopSignal] = {}
+        self._tokens: dict[str, str] = {}  # run id -> the lease token of its claim
+        self._solo: str | None = None  # the run driven alone, if any: claim nothing meanwhile
         self._lock = threading.Lock()
         self._stopping = False
         # made in run(): set when a run ends or a signal arrives (claim again now), and
@@ -215,9 +222,13 @@ class Worker:
                 free = self.max_concurrent_runs - len(self._active)
                 claims: list[Claim] = []
                 try:
-                    if free > 0:
+                    if free > 0 and self._solo is None:
                         claims = store._queue_claim(
-                            self.worker_id, self.lease_seconds, free, self._names
+                            self.worker_id,
+                            self.lease_seconds,
+                            free,
+                            self._names,
+                            idle=not self._active,
                         )
                     if not claims and idle_exit and not self._active:
                         runnable, held = store._queue_outstanding(self.worker_id, self._names)
@@ -239,6 +250,10 @@ class Worker:
                 for claim in claims:
                     with self._lock:
                         self._active[claim.run_id] = StopSignal()
+                        self._tokens[claim.run_id] = claim.token
+                    store._fence(claim.run_id, claim.token)
+                    if claim.solo and self.max_concurrent_runs > 1:
+                        self._solo = claim.run_id
                     runs.start_soon(self._drive, claim)
                 if claims:
                     await anyio.lowlevel.checkpoint()
@@ -271,10 +286,10 @@ class Worker:
     def _leave(self) -> None:
         """Give up every lease still held (a cancelled worker) and sign off."""
         with self._lock:
-            left = list(self._active)
-        for run_id in left:
+            left = {run_id: self._tokens[run_id] for run_id in self._active}
+        for run_id, token in left.items():
             try:
-                self.store._queue_settle(run_id, self.worker_id, "running", error=None)
+                self.store._queue_settle(run_id, token, "running", error=None)
             except Exception as exc:  # the lease expires on its own
                 _log(
                     logging.WARNING,
@@ -294,8 +309,9 @@ class Worker:
         while not done.wait(self.lease_seconds / 3):
             with self._lock:
                 held = dict(self._active)
+                tokens = {run_id: self._tokens[run_id] for run_id in held}
             try:
-                kept = self.store._queue_renew(self.worker_id, list(held), self.lease_seconds)
+                kept = self.store._queue_renew(self.worker_id, tokens, self.lease_seconds)
             except Exception as exc:
                 _log(logging.WARNING, "renew_failed", f"lease renewal failed: {exc}", self)
                 continue
@@ -327,18 +343,12 @@ class Worker:
             chart=claim.name,
             was=claim.was,
             attempt=claim.attempts,
+            solo=claim.solo,
         )
         target = self._targets[claim.name]
         try:
-            if claim.attempts > self.max_attempts:
-                outcome = WorkOutcome(
-                    "failed",
-                    None,
-                    (
-                        f"gave up after {claim.attempts - 1} attempts: each worker that claimed "
-                        "it died or let it go before it ended"
-                    ),
-                )
+            if claim.attempts >= self.max_attempts:
+                outcome = self._give_up(claim)
             else:
                 with driving_with(sig):
                     outcome = await self._attempt(target, claim)
@@ -367,16 +377,36 @@ class Worker:
         # (cancelled: the run stays in _active, and _leave gives its lease up)
         with self._lock:
             self._active.pop(claim.run_id, None)
-        self._settle(claim, outcome)
+        try:
+            self._settle(claim, outcome)
+        finally:
+            with self._lock:
+                self._tokens.pop(claim.run_id, None)
+            self.store._unfence(claim.run_id)
+            if self._solo == claim.run_id:
+                self._solo = None
         if self._wake is not None:
             self._wake.set()
+
+    def _give_up(self, claim: Claim) -> WorkOutcome:
+        """Fail a run whose workers died driving it alone ``max_attempts`` times, in the
+        queue and in its own record (under this claim's lease), so neither says running."""
+        reason = (
+            f"gave up after {claim.attempts} attempts: each worker that claimed it alone died "
+            "(or lost its lease) before the run ended"
+        )
+        outcome = {"error": ["UnrecoverableRunError", reason], "break_reason": None}
+        # (its workers may have died before the run began: then there is no record to end)
+        with contextlib.suppress(UnknownRunError):
+            self.store.finish_run(claim.run_id, "failed", {**outcome, "recorder_failures": []})
+        return WorkOutcome("failed", None, reason)
 
     def _settle(self, claim: Claim, outcome: WorkOutcome) -> None:
         state = "running" if outcome.retry else outcome.status
         try:
             kept = self.store._queue_settle(
                 claim.run_id,
-                self.worker_id,
+                claim.token,
                 state,
                 checkpoint_id=outcome.checkpoint_id,
                 error=outcome.error,

@@ -190,6 +190,7 @@ if _typing.TYPE_CHECKING:
     from trackway.engine import FrozenDict as FrozenDict
     from trackway.engine import FrozenList as FrozenList
     from trackway.engine import InputValidationError as InputValidationError
+    from trackway.engine import LeaseLostError as LeaseLostError
     from trackway.engine import LoopLimitError as LoopLimitError
     from trackway.engine import MemoryStore as MemoryStore
     from trackway.engine import MergeConflictError as MergeConflictError
@@ -414,6 +415,7 @@ __all__ = [
     "LLMCall",
     "LLMRequest",
     "LLMResponse",
+    "LeaseLostError",
     "Loop",
     "LoopLimitError",
     "McpCallError",

@@ -8,6 +8,7 @@ pauses at its second stage and takes the answer on resume.
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -58,3 +59,42 @@ def approval_chart() -> FlowChart:
 STEPS = steps_chart()
 APPROVAL = approval_chart()
 CHARTS = {"steps": STEPS, "approval": APPROVAL}
+
+
+QUESTIONS = 6
+
+
+def _question(n: int) -> Any:
+    def stage(scope: Any) -> None:
+        scope.pause({"question": f"question {n}?"})
+
+    def take(scope: Any, value: Any) -> None:
+        scope[f"a{n}"] = value
+
+    return stage, take
+
+
+def questions_chart() -> FlowChart:
+    """Pauses ``QUESTIONS`` times; each answer lands in ``a<n>``."""
+    ask, take = _question(1)
+    builder = flow_chart("Ask 1", ask, id="q1", on_resume=take)
+    for n in range(2, QUESTIONS + 1):
+        ask, take = _question(n)
+        builder = builder.then(f"Ask {n}", ask, id=f"q{n}", on_resume=take)
+    return builder.build()
+
+
+def _poison(scope: Any) -> None:
+    """Kills the process driving it (as a segfault or the OOM killer would), once the runs
+    claimed with it are under way."""
+    time.sleep(scope.get("delay", 0.3))
+    os._exit(17)
+
+
+def poison_chart() -> FlowChart:
+    return flow_chart("Prepare", _step(1), id="prepare").then("Die", _poison, id="die").build()
+
+
+QUESTIONS_CHART = questions_chart()
+CHARTS["questions"] = QUESTIONS_CHART
+CHARTS["poison"] = poison_chart()

@@ -19,7 +19,7 @@ from trackway.engine import ConfigurationError, UnknownRunError, Worker
 from trackway.engine._release import Released, StopSignal, driving_with
 from trackway.tools import ask_human
 
-from .charts import CHARTS, STAGES, STEPS
+from .charts import CHARTS, QUESTIONS, STAGES, STEPS
 
 pytestmark = pytest.mark.usefixtures("async_backend")
 
@@ -129,7 +129,9 @@ def test_a_dead_workers_run_is_picked_up_after_its_lease(store: PostgresStore) -
     assert time.monotonic() - started >= 0.3  # it waited for the leases
     assert report.claimed == 2 and report.done == 2
     for rid in (never_began, mid_run):
-        assert store.queued(rid).state == "done" and store.queued(rid).attempts == 2
+        entry = store.queued(rid)
+        # each ghost claimed alone and "died": one attempt charged, two claims in all
+        assert (entry.state, entry.attempts, entry.claims) == ("done", 1, 2)
         assert _paths(store, rid) == EXPECTED_PATHS
     assert second.run_id == mid_run
 
@@ -174,7 +176,8 @@ def test_a_lost_lease_lets_the_run_go_and_records_nothing(
             time.sleep(0.01)
         with thief._tx() as db:
             db.execute(
-                "UPDATE trackway_queue SET worker = 'thief', lease_until = 1e12 WHERE run_id = %s",
+                "UPDATE trackway_queue SET worker = 'thief', lease_until = 1e12, "
+                "lease_token = 'thief-token' WHERE run_id = %s",
                 (rid,),
             )
 
@@ -209,7 +212,7 @@ def test_workers_lists_live_workers_and_their_leases(store: PostgresStore) -> No
     _run_until(worker, lambda: bool(worker.active), lambda: seen.extend(store.workers()))
     (info,) = seen
     assert info.worker_id == worker.worker_id and info.live and info.held == (rid,)
-    assert info.charts == ("approval", "steps") and info.max_runs == 4
+    assert info.charts == tuple(sorted(CHARTS)) and info.max_runs == 4
     assert store.workers() == []
     (gone,) = store.workers(include_gone=True)
     assert gone.state == "stopped" and not gone.live
@@ -305,3 +308,45 @@ def test_a_worker_rides_out_a_database_outage(
     assert any(getattr(r, "event", "") == "claim_failed" for r in caplog.records)
     assert report.done == 1 and store.queued(rid).state == "done"
     own.close()
+
+
+def test_pauses_answered_do_not_count_as_attempts(store: PostgresStore) -> None:
+    """A run that asks more questions than max_attempts, each answered, ends done: resuming
+    with an answer is progress, not a crash (issue 30)."""
+    rid = store.submit("questions", {})
+    worker = _worker(store, max_attempts=2)
+    for n in range(1, QUESTIONS + 1):
+        assert worker.run_sync(idle_exit=True).paused == 1
+        entry = store.queued(rid)
+        assert entry.state == "paused" and entry.attempts == 0, entry
+        store.answer(entry.checkpoint_id or "", f"answer {n}")
+    assert worker.run_sync(idle_exit=True).done == 1
+    entry = store.queued(rid)
+    assert (entry.state, entry.attempts, entry.claims) == ("done", 0, QUESTIONS + 1)
+    state = store.load(rid).state
+    assert [state[f"a{n}"] for n in range(1, QUESTIONS + 1)] == [
+        f"answer {n}" for n in range(1, QUESTIONS + 1)
+    ]
+
+
+def test_refused_answers_do_not_count_as_attempts(store: PostgresStore) -> None:
+    """Four mistyped answers, each refused before the checkpoint is used, then a good one:
+    the run ends done, not "gave up after 5 attempts"."""
+    agent = (
+        Agent.create(provider=mock(respond=_respond), model="m", name="desk")
+        .tool(ask_human())
+        .build()
+    )
+    rid = store.submit("desk", "Please help")
+    worker = Worker(store, {"desk": agent}, lease_seconds=2.0, poll_interval=0.02, max_attempts=2)
+    assert worker.run_sync(idle_exit=True).paused == 1
+    for _ in range(4):
+        store.answer(store.queued(rid).checkpoint_id or "", 12)  # not text: refused
+        assert worker.run_sync(idle_exit=True).paused == 1
+        entry = store.queued(rid)
+        assert entry.state == "paused" and "answer refused" in (entry.error or "")
+        assert entry.attempts == 0
+    store.answer(store.queued(rid).checkpoint_id or "", "order 42")
+    assert worker.run_sync(idle_exit=True).done == 1
+    assert store.queued(rid).state == "done"
+    assert store.load(rid).state["final_answer"] == "Noted: order 42"

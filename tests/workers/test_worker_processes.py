@@ -5,6 +5,7 @@ an uninterrupted run."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 
 from trackway import PostgresStore
+from trackway.engine import UnknownRunError
 
 from .charts import STAGES
 
@@ -215,5 +217,93 @@ def test_twenty_sigkills_mid_run_and_every_run_completes_whole(
         assert (entry.state, snap.status) == ("done", "done")
         assert _log_is_whole(store, rid) == EXPECTED_PATHS  # nothing twice, nothing skipped
         assert snap.state["total"] == TOTAL and snap.state["seed"] == runs.index(rid)
-        recovered += entry.attempts > 1
+        recovered += entry.claims > 1
     assert recovered >= 10  # the kills landed mid-run, and their runs were continued
+
+
+def _wait_event(pool: Pool, event: str, timeout: float, **fields: Any) -> dict[str, Any]:
+    """The first structured log line of ``event`` (with ``fields``) any worker wrote."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for e in pool.events():
+            if e["event"] == event and all(e.get(k) == v for k, v in fields.items()):
+                return e
+        assert time.monotonic() < deadline, f"no {event} {fields}: {pool.events()[-5:]}"
+        time.sleep(0.05)
+
+
+def test_a_frozen_worker_that_wakes_past_its_lease_changes_nothing(
+    store: PostgresStore, pg_dsn: str, tmp_path: Path
+) -> None:
+    """SIGSTOP a worker mid-stage past its lease; another worker finishes the run; SIGCONT
+    the first: its late commit, its run ending and its queue outcome are all refused, so the
+    store and the queue both say done, over a whole log (issue 30)."""
+    rid = store.submit("steps", {"seed": 5, "delay": 0.4})
+    pool = Pool(pg_dsn, tmp_path, "--lease", "1", "--max-runs", "1", "--poll", "0.02")
+    frozen = pool.start()
+    try:
+        _wait_until(lambda: _began_with(store, rid, 2), 60, "the first worker's second commit")
+        frozen.send_signal(signal.SIGSTOP)  # mid-stage: the third stage sleeps 0.4 s
+        time.sleep(1.5)  # past its lease
+        pool.start()
+        _wait_until(lambda: store.queued(rid).state == "done", 60, "the second worker")
+        assert store.load(rid).status == "done"
+        frozen.send_signal(signal.SIGCONT)
+        # it wakes, ends its stage, and every write it tries is refused
+        _wait_event(pool, "lease_lost", 30, run_id=rid)
+        time.sleep(0.5)
+        assert pool.stop_all() == [0, 0]
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            frozen.send_signal(signal.SIGCONT)
+        pool.kill_all()
+    entry = store.queued(rid)
+    snap = store.load(rid)
+    assert (entry.state, snap.status) == ("done", "done"), (entry, snap.error)
+    assert _log_is_whole(store, rid) == EXPECTED_PATHS
+    assert snap.state["total"] == TOTAL
+
+
+def _began_with(store: PostgresStore, run_id: str, commits: int) -> bool:
+    try:
+        return len(store.history(run_id)) >= commits
+    except UnknownRunError:
+        return False
+
+
+def test_a_poison_run_is_charged_alone_and_its_neighbours_finish(
+    store: PostgresStore, pg_dsn: str, tmp_path: Path
+) -> None:
+    """A run that kills its worker every time is failed after max_attempts; the runs claimed
+    in the same batch are not charged for its deaths: they finish, and their run rows say
+    done (issue 30)."""
+    poison = store.submit("poison", {"delay": 0.3})
+    neighbours = [store.submit("steps", {"seed": i, "delay": 0.05}) for i in range(3)]
+    pool = Pool(
+        pg_dsn, tmp_path, "--lease", "1", "--max-runs", "4", "--poll", "0.02",
+        "--max-attempts", "3",
+    )  # fmt: skip
+    pool.start()
+    try:
+        _wait_until(
+            lambda: all(store.queued(r).ended for r in (poison, *neighbours)),
+            120,
+            "every run to end",
+            every=lambda: pool.live() or pool.start(),
+            store_state=lambda: store.queue(),
+        )
+        pool.stop_all()
+    finally:
+        pool.kill_all()
+    deaths = sum(p.returncode == 17 for p in pool.procs)
+    assert deaths >= 4  # one in the first batch, then each claim of the poison alone
+    entry = store.queued(poison)
+    assert entry.state == "failed" and "gave up after 3 attempts" in (entry.error or "")
+    snap = store.load(poison)
+    assert snap.status == "failed" and snap.error is not None
+    assert "gave up after 3 attempts" in snap.error.message
+    for rid in neighbours:
+        entry = store.queued(rid)
+        assert (entry.state, entry.attempts) == ("done", 0), entry
+        assert store.load(rid).status == "done"
+        assert _log_is_whole(store, rid) == EXPECTED_PATHS
