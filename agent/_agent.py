@@ -287,7 +287,8 @@ class Agent(Hooks, RunRecord, AgentSyncTwins, Streaming, Workable):
         timeout: float | None,
     ) -> Callable[[Executor], Awaitable[RunResult]]:
         """Check a resume (question, caller, answer) before any claim; how to start it."""
-        cp = as_checkpoint(checkpoint, self._runtime.store)
+        runtime = self._runtime
+        cp = as_checkpoint(checkpoint, runtime.store, opened=runtime.redact is not None)
         payload = cp.payload
         if not isinstance(payload, Mapping) or payload.get("kind") not in QUESTION_KINDS:
             raise InvalidAnswerError(

@@ -75,16 +75,17 @@ def checkpointed(kind: type[ProviderError]) -> type[ProviderError]:
 
 
 def as_checkpoint(
-    checkpoint: Checkpoint | str | bytes, store: RunStore | None = None
+    checkpoint: Checkpoint | str | bytes, store: RunStore | None = None, *, opened: bool = False
 ) -> Checkpoint:
     """A checkpoint given as the object, as its JSON, or by the paused run's id (or
-    checkpoint id) in the agent's ``store`` (read as the engine reads it)."""
+    checkpoint id) in the agent's ``store`` (read as the engine reads it; ``opened``: a
+    redacted agent takes the real copy a store with a seal keeps sealed)."""
     if not isinstance(checkpoint, (Checkpoint, str, bytes)):
         raise InvalidAnswerError(
             f"resume() takes the Paused outcome's checkpoint (or its JSON), or the paused run's "
             f"id, got {type(checkpoint).__name__}"
         )
-    return engine_checkpoint(checkpoint, store)
+    return engine_checkpoint(checkpoint, store, opened=opened)
 
 
 def check_same_caller(payload: Mapping[str, Any], identity: Any, session_id: Any) -> None:

@@ -63,6 +63,8 @@ from ._errors import ReadOnlyStateError as ReadOnlyStateError
 from ._errors import RecoveryError as RecoveryError
 from ._errors import RunError as RunError
 from ._errors import RunTimeoutError as RunTimeoutError
+from ._errors import SealError as SealError
+from ._errors import SealRequiredError as SealRequiredError
 from ._errors import StageContractError as StageContractError
 from ._errors import StageError as StageError
 from ._errors import StateValidationError as StateValidationError
@@ -104,6 +106,7 @@ from ._retry import Retry as Retry
 from ._run_queue import QueueEntry as QueueEntry
 from ._run_queue import WorkerInfo as WorkerInfo
 from ._scope import Scope as Scope
+from ._seal import Seal as Seal
 from ._snapshot import SNAPSHOT_FORMAT as SNAPSHOT_FORMAT
 from ._snapshot import Snapshot as Snapshot
 from ._snapshot import StateDiff as StateDiff
@@ -206,6 +209,9 @@ __all__ = [
     "RunStream",
     "RunTimeoutError",
     "Scope",
+    "Seal",
+    "SealError",
+    "SealRequiredError",
     "Segment",
     "Selection",
     "SelectorBuilder",

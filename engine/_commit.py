@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple, NotRequired, TypeAlias
 
@@ -161,6 +162,9 @@ class Commit(NamedTuple):
     the shapes are named in :class:`~trackway.engine.CommitDetail`."""
     events: tuple[EmittedEvent, ...] = ()
     attempts: int = 1
+    sealed: bytes | None = None
+    """Store-only: the real commit, sealed, when a redaction policy changed this one and the
+    store has a seal (written in its document, never in snapshots or recordings)."""
 
     @property
     def ops(self) -> tuple[Op, ...]:
@@ -228,6 +232,8 @@ class Commit(NamedTuple):
             ]
         if self.attempts != 1:
             doc["attempts"] = self.attempts
+        if self.sealed is not None:
+            doc["sealed"] = base64.b64encode(self.sealed).decode()
         return orjson.dumps(doc, default=to_plain)
 
     @classmethod

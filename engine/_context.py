@@ -196,13 +196,18 @@ class RunContext:
 
     def append(self, commit: Commit) -> None:
         self.log.append(commit)  # the live log keeps real values (resume needs them)
-        if self.redactor is not None:
-            commit = self.redactor.commit(commit)  # the one funnel to retained surfaces
+        stored = commit
+        redactor = self.redactor
+        if redactor is not None:
+            retained = redactor.commit(commit)  # the one funnel to retained surfaces
+            # a store with a seal keeps the real commit sealed in the redacted one's row
+            stored = retained if retained is commit else redactor.stored(commit, retained)
+            commit = retained
         if self.tap is not None:
             self.tap(commit)
         if self.sink is not None:
             try:
-                self.sink(commit)
+                self.sink(stored)
             except Exception as exc:
                 failed = StoreWriteError(
                     f"the store could not take commit {commit.seq} ({commit.stage_path}): "
@@ -282,6 +287,7 @@ class Frame:
                 detail,
                 events,
                 attempts,
+                None,  # sealed: set only on the store's copy (Redactor.stored)
             ),
         )
         if self.buffer is None:

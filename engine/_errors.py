@@ -6,6 +6,7 @@ apart; the other layers add their subtrees (``trackway.tools``: ``ToolError``;
 
     TrackwayError
     ├── ConfigurationError       an option a library object cannot take     (ValueError too)
+    │   └── SealRequiredError    a hidden value would rest in clear: give the store a seal
     ├── ChartBuildError          a malformed chart, raised by the builder or build()
     ├── ExecutorUsageError       run_sync inside an event loop, bad executor options
     ├── InputValidationError     the run input fails the chart's input schema
@@ -35,6 +36,7 @@ apart; the other layers add their subtrees (``trackway.tools``: ``ToolError``;
     └── StoreError               a store failed: unreachable, not writable, damaged
         ├── UnknownRunError      no such run or checkpoint in the store      (LookupError too)
         ├── LeaseLostError       a worker's write of a run whose lease it lost was refused
+        ├── SealError            a sealed value cannot be opened (no seal, another key, altered)
         └── StoreWriteError
 """
 
@@ -67,6 +69,8 @@ __all__ = [
     "RecoveryError",
     "RunError",
     "RunTimeoutError",
+    "SealError",
+    "SealRequiredError",
     "StageContractError",
     "StageError",
     "StateValidationError",
@@ -271,6 +275,16 @@ class UnknownRunError(StoreError, LookupError):
 
 class StoreWriteError(StoreError, RunError):
     """The store failed while a run was writing to it; the run ended ``failed``."""
+
+
+class SealError(StoreError):
+    """A sealed value could not be opened: the store was given no seal, the value was sealed
+    under another key, or it was altered or moved to another row."""
+
+
+class SealRequiredError(ConfigurationError):
+    """A value a redaction policy hides would rest in clear: the store that takes it (a
+    submit, an answer, a worker's store) needs ``seal=Seal(key)``."""
 
 
 class LeaseLostError(StoreError):

@@ -50,6 +50,7 @@ from ._recovery import recovery_plan, replay_index
 from ._redact import RedactionPolicy, Redactor
 from ._release import Released
 from ._run_end import redacted_snapshot, timed_out
+from ._seal import Seal
 from ._session import StoreSession, claim
 from ._snapshot import Snapshot
 from ._stage import Paused
@@ -153,6 +154,10 @@ class Executor(SyncTwins):
         self._session = (
             None if store is None else StoreSession(store, chart.id, durability, queue_size)
         )
+        seal = getattr(store, "seal", None)
+        self._seal: Seal | None = seal if isinstance(seal, Seal) else None
+        """The store's seal: under a policy, real values are kept sealed beside redacted
+        ones, so runs resume by id and recover (``_seal``)."""
 
     def __repr__(self) -> str:
         store = type(self.store).__name__ if self.store is not None else None
@@ -263,7 +268,7 @@ class Executor(SyncTwins):
         run id (the checkpoint it waits on now) or a checkpoint id (``store.paused()`` lists
         both).
         """
-        cp = as_checkpoint(checkpoint, self.store)
+        cp = as_checkpoint(checkpoint, self.store, opened=self.redact is not None)
         if cp.redacted or cp.cursor is None:
             raise CheckpointError(
                 f"checkpoint {cp.checkpoint_id} is a masked copy (a store keeps masked "
@@ -274,10 +279,12 @@ class Executor(SyncTwins):
         check_chart(cp, self.chart)
         data, owned = encode_value(value, "resume value", cp.paused_at)
         snapshot = trusted_log(cp, self._session, self._key, self.allow_unsigned_checkpoints)
-        kept_answer = (
-            data if self.redact is None or not self.redact.pauses else to_bytes(self.redact.marker)
-        )
-        claim(self.store, cp, kept_answer)  # the store keeps the answer, redacted if asked
+        kept_answer, sealed = data, None
+        if self.redact is not None and self.redact.pauses:  # redacted, and sealed if it can
+            kept_answer = to_bytes(self.redact.marker)
+            if self._seal is not None:
+                sealed = self._seal.seal(data, f"answer:{cp.checkpoint_id}")
+        claim(self.store, cp, kept_answer, sealed)  # the store keeps the answer
         run = self._continued(cp.run_id, snapshot)
         run.resume_value = freeze(owned)
         run.resume_taken = False
@@ -303,18 +310,26 @@ class Executor(SyncTwins):
         """
         if self._session is None:
             raise ExecutorUsageError("recover() needs the run's store: Executor(chart, store=...)")
-        if self.redact is not None:
+        opened = self.redact is not None
+        if opened and self._seal is None:
             raise ExecutorUsageError(
-                "recover() cannot continue a run under a redaction policy: the store holds its "
-                "redacted values only. Pause-and-resume keeps real values in the checkpoint."
+                "recover() cannot continue a run under a redaction policy from a store that "
+                "holds its redacted values only: give the store a seal "
+                "(SqliteStore(path, seal=Seal(key)) or PostgresStore(dsn, seal=Seal(key))), "
+                "which keeps the real values sealed beside the redacted ones"
             )
         session = self._session
-        snapshot = session.call(lambda s: s.load(run_id), f"load run {run_id!r}")
+        snapshot = session.call(
+            lambda s: s._load(run_id, opened=True) if opened else s.load(run_id),  # type: ignore[attr-defined]
+            f"load run {run_id!r}",
+        )
         if snapshot.chart_id != self.chart.id:
             raise RecoveryError(
                 f"run {run_id!r} was made by chart {snapshot.chart_id!r}, not {self.chart.id!r}"
             )
-        pending = session.call(lambda s: recovery_plan(s, snapshot), "read the run's claims")
+        pending = session.call(
+            lambda s: recovery_plan(s, snapshot, opened=opened), "read the run's claims"
+        )
         run = self._continued(run_id, snapshot)
         run.replay = replay_index(snapshot.commits)
         if pending is not None:  # a resume claimed its answer and died before using it
@@ -336,7 +351,7 @@ class Executor(SyncTwins):
         return run
 
     def _context(self, run_id: str) -> RunContext:
-        redactor = Redactor(self.redact) if self.redact is not None else None
+        redactor = Redactor(self.redact, self._seal) if self.redact is not None else None
         return RunContext(run_id, self.chart, self.recorders, self.max_iterations, redactor)
 
     def _continued(self, run_id: str, snapshot: Snapshot) -> RunContext:

@@ -48,13 +48,17 @@ def is_reference(checkpoint: str | bytes) -> bool:
     return isinstance(checkpoint, str) and not checkpoint.lstrip().startswith("{")
 
 
-def checkpoint_in_store(store: RunStore | None, ref: str, *, call: str = "resume") -> Checkpoint:
+def checkpoint_in_store(
+    store: RunStore | None, ref: str, *, call: str = "resume", opened: bool = False
+) -> Checkpoint:
     """The checkpoint ``ref`` names in ``store``: ``<run id>@<n>`` is a checkpoint id; anything
     else is a run id, resolved to the checkpoint its run waits on now.
 
     Raises :class:`ExecutorUsageError` without a store, :class:`UnknownRunError` when the
     store holds no such run or checkpoint or the run is not paused, and
     :class:`CheckpointClaimedError` when the run's last checkpoint was already resumed.
+    ``opened``: a resume under a redaction policy, which takes the real checkpoint a store
+    with a seal keeps sealed beside the masked one.
     """
     if store is None:
         raise ExecutorUsageError(
@@ -64,7 +68,7 @@ def checkpoint_in_store(store: RunStore | None, ref: str, *, call: str = "resume
         )
     if "@" in ref:
         try:
-            return store.load_checkpoint(ref)
+            return _kept(store, ref, opened)
         except UnknownRunError:
             raise UnknownRunError(
                 f"no checkpoint {ref!r} in {store!r}; store.paused() lists the runs waiting to "
@@ -89,4 +93,13 @@ def checkpoint_in_store(store: RunStore | None, ref: str, *, call: str = "resume
             f"run {ref!r} was already resumed from its checkpoint {checkpoint_id}; a checkpoint "
             "resumes once (if the resume's process died, Executor.recover continues the run)"
         )
+    return _kept(store, checkpoint_id, opened)
+
+
+def _kept(store: RunStore, checkpoint_id: str, opened: bool) -> Checkpoint:
+    """The store's checkpoint; ``opened``: its sealed real copy when it keeps one."""
+    if opened and getattr(store, "seal", None) is not None:
+        real: Checkpoint | None = store._opened_checkpoint(checkpoint_id)  # type: ignore[attr-defined]
+        if real is not None:
+            return real
     return store.load_checkpoint(checkpoint_id)

@@ -10,7 +10,8 @@ from typing import Any
 
 from ._errors import ConfigurationError, StoreError
 from ._run_queue import QUEUE_SCHEMA, PgRunQueue
-from ._sqlstore import SqlRunStore, run_deleted
+from ._seal import Seal
+from ._sqlstore import SqlRunStore, check_seal, run_deleted
 
 _ONE_STATEMENT = 8  # up to this many commit rows: lock and insert in one statement
 _ROW = "(%s::bigint, %s::text, %s::text, %s::text, %s::text, %s::float8, %s::float8, %s::bytea)"
@@ -47,6 +48,10 @@ CREATE TABLE IF NOT EXISTS trackway_checkpoints (
     answer BYTEA
 );
 ALTER TABLE trackway_checkpoints ADD COLUMN IF NOT EXISTS answer BYTEA;
+-- sealed copies of what a redaction policy hides (a store given seal=Seal(key))
+ALTER TABLE trackway_runs ADD COLUMN IF NOT EXISTS sealed BYTEA;
+ALTER TABLE trackway_checkpoints ADD COLUMN IF NOT EXISTS sealed BYTEA;
+ALTER TABLE trackway_checkpoints ADD COLUMN IF NOT EXISTS sealed_answer BYTEA;
 """
 
 
@@ -69,13 +74,21 @@ class PostgresStore(PgRunQueue, SqlRunStore):
     'trackway[postgres]'``. A dropped connection is opened again before the next
     transaction (up to ``reconnect_attempts`` tries, waiting 0.1 s, 0.2 s, 0.4 s, ...); the
     call whose transaction it broke fails with :class:`StoreError` and is never retried
-    blindly (its writes may or may not have committed; a run's log tells which).
+    blindly (its writes may or may not have committed; a run's log tells which). ``seal``:
+    a :class:`Seal` that keeps what a redaction policy hides sealed beside its redacted rows
+    and seals the queue's inputs and answers, so workers can resume and recover redacted
+    runs while no table holds a hidden value in clear.
     """
 
     _P = "%s"
 
     def __init__(
-        self, dsn: str, *, connect_timeout: float = 10.0, reconnect_attempts: int = 5
+        self,
+        dsn: str,
+        *,
+        connect_timeout: float = 10.0,
+        reconnect_attempts: int = 5,
+        seal: Seal | None = None,
     ) -> None:
         try:
             import psycopg
@@ -87,6 +100,7 @@ class PostgresStore(PgRunQueue, SqlRunStore):
             raise ConfigurationError("reconnect_attempts must be an int >= 0")
         if reconnect_attempts < 0:
             raise ConfigurationError("reconnect_attempts must be an int >= 0")
+        self.seal = check_seal(seal)
         self.where = _where(dsn)
         self._dsn = dsn
         self._connect_timeout = max(1, int(connect_timeout))

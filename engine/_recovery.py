@@ -38,12 +38,13 @@ class Pending(NamedTuple):
     value: Any
 
 
-def recovery_plan(store: RunStore, snapshot: Snapshot) -> Pending | None:
+def recovery_plan(store: RunStore, snapshot: Snapshot, *, opened: bool = False) -> Pending | None:
     """Check that the run can be recovered, and find an answer its crash left unused.
 
     Refused (:class:`RecoveryError`): runs that ended by themselves (``done``, ``broken``,
     ``failed`` by anything but their store or a cancellation), and paused runs whose
-    checkpoint is still waiting to be resumed.
+    checkpoint is still waiting to be resumed. ``opened``: under a redaction policy, the
+    answer a claim kept is the real one the store's seal opens.
     """
     run_id = snapshot.run_id
     status = snapshot.status
@@ -68,9 +69,12 @@ def recovery_plan(store: RunStore, snapshot: Snapshot) -> Pending | None:
             f"run {run_id!r} is paused and its checkpoint {checkpoint_id} is waiting: resume it "
             f"(store.load_checkpoint({checkpoint_id!r})) instead of recovering"
         )
-    if claim.answer is None:
+    answer = claim.answer
+    if opened:  # under a redaction policy the real answer is the sealed one
+        answer = store._opened_answer(checkpoint_id) or answer  # type: ignore[attr-defined]
+    if answer is None:
         return None
-    return Pending(claim.paused_at, orjson.loads(claim.answer))
+    return Pending(claim.paused_at, orjson.loads(answer))
 
 
 def replay_index(commits: tuple[Commit, ...]) -> Replay:

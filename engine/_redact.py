@@ -19,6 +19,7 @@ from typing import Any
 from ._commit import Commit, EmittedEvent, ErrorInfo, Write
 from ._detail import CommitDetail, Condition, DecisionEvidence, RuleEvidence
 from ._errors import ConfigurationError
+from ._seal import Seal
 from ._values import FrozenDict, FrozenList, thaw, to_bytes
 
 __all__ = ["MARKER", "RedactionPolicy", "Redactor"]
@@ -62,10 +63,12 @@ class RedactionPolicy:
 
 
 class Redactor:
-    """Applies a :class:`RedactionPolicy`; verdicts per key are cached."""
+    """Applies a :class:`RedactionPolicy`; verdicts per key are cached. ``seal``: the run's
+    store seals the real values beside the redacted ones (``trackway.engine._seal``)."""
 
-    def __init__(self, policy: RedactionPolicy) -> None:
+    def __init__(self, policy: RedactionPolicy, seal: Seal | None = None) -> None:
         self.policy = policy
+        self.seal = seal
         self.marker = policy.marker
         self._marker_bytes = to_bytes(policy.marker)
         self._keys = set(policy.keys)
@@ -180,6 +183,21 @@ class Redactor:
 
     def item_hidden(self, stage_path: str) -> bool:
         return any(stage_path.startswith(p) for p in self._item_frames)
+
+    # -- sealed copies ---------------------------------------------------------------------
+
+    def for_store(self, real: Commit) -> Commit:
+        """What the store keeps of ``real`` (redacted; sealed beside, with a seal)."""
+        retained = self.commit(real)
+        return retained if retained is real else self.stored(real, retained)
+
+    def stored(self, real: Commit, retained: Commit) -> Commit:
+        """What the store keeps of a commit the policy changed: the redacted commit, with the
+        real one sealed in it when the store has a seal."""
+        if self.seal is None:
+            return retained
+        place = f"commit:{real.run_id}:{real.seq}"
+        return retained._replace(sealed=self.seal.seal(real.to_bytes(slim=True), place))
 
     # -- records -------------------------------------------------------------------------
 

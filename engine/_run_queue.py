@@ -28,7 +28,8 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from ._errors import ConfigurationError, UnknownRunError
+from ._errors import ConfigurationError, SealError, SealRequiredError, UnknownRunError
+from ._seal import Seal, is_sealed
 
 __all__ = ["Claim", "PgRunQueue", "QueueEntry", "WorkerInfo", "new_worker_id"]
 
@@ -65,6 +66,8 @@ CREATE TABLE IF NOT EXISTS trackway_workers (
     state TEXT NOT NULL,
     charts TEXT NOT NULL
 );
+-- the names whose runs a redaction policy covers: submitted and answered sealed only
+ALTER TABLE trackway_workers ADD COLUMN IF NOT EXISTS redacting TEXT[] NOT NULL DEFAULT '{}';
 """
 
 SETTLED = frozenset({"done", "failed", "broken"})
@@ -108,12 +111,14 @@ class Claim(NamedTuple):
 
     run_id: str
     name: str
-    input: Any
+    input_doc: bytes
+    """The input's JSON, or sealed (``PgRunQueue._queue_input`` opens it)."""
     was: str
     attempts: int
     checkpoint_id: str | None
     answer: bytes | None
-    """The answer's JSON (``b"null"`` for an answer of ``None``); ``None`` when unanswered."""
+    """The answer's JSON (``b"null"`` for an answer of ``None``), or sealed; ``None`` when
+    unanswered (``PgRunQueue._queue_answer`` opens it)."""
     token: str = ""
     solo: bool = False
 
@@ -139,6 +144,21 @@ def _raw(value: Any) -> bytes | None:
     return None if value is None else bytes(value)
 
 
+def _refuse_clear(db: Any, name: str, call: str) -> None:
+    """A store without a seal may not take an input or answer for ``name`` if a worker
+    registered it as redacted: it would rest in clear."""
+    row = db.execute(
+        "SELECT EXISTS (SELECT 1 FROM trackway_workers WHERE %s = ANY(redacting))", (name,)
+    ).fetchone()
+    if row[0]:
+        raise SealRequiredError(
+            f"{call}: runs of {name!r} are redacted (its workers drive it under a redaction "
+            "policy), so what you pass may not rest in the queue in clear. Use a store given "
+            "the workers' seal: PostgresStore(dsn, seal=Seal(key)) (the trackway command "
+            "line reads TRACKWAY_SEAL_KEY)"
+        )
+
+
 def new_worker_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
 
@@ -148,7 +168,7 @@ def _entry(row: Sequence[Any]) -> QueueEntry:
 
 
 def _claim(r: Sequence[Any]) -> Claim:
-    return Claim(r[0], r[1], orjson.loads(r[2]), r[3], r[4], r[5], _raw(r[6]), r[7], r[8])
+    return Claim(r[0], r[1], bytes(r[2]), r[3], r[4], r[5], _raw(r[6]), r[7], r[8])
 
 
 _ENTRY = (
@@ -170,6 +190,7 @@ class PgRunQueue:
 
     _tx: Callable[[], AbstractContextManager[Any]]  # the store's write transaction
     _fences: dict[str, str]  # run id -> the lease token its writes must hold
+    seal: Seal | None  # seals inputs and answers (the store's seal=)
 
     # -- what users call ---------------------------------------------------------------
 
@@ -178,7 +199,9 @@ class PgRunQueue:
         run id (a worker starts the run under it). ``input`` is the run's input: a dict of
         state keys for a chart, the message (or ``{"message": ..., "identity": ...}``) for
         an agent; it must be JSON. Checked against the chart by the worker that claims it:
-        a refused input ends the run ``failed`` with the reason."""
+        a refused input ends the run ``failed`` with the reason. A store with a seal keeps
+        the input sealed; one without refuses a name whose workers redact its runs
+        (:class:`SealRequiredError`), so the input never rests in clear."""
         if not isinstance(name, str) or not name:
             raise ConfigurationError("submit(name, ...) takes the registered name, a non-empty str")
         try:
@@ -192,6 +215,10 @@ class PgRunQueue:
 
         rid = run_id or new_run_id()
         with self._tx() as db:
+            if self.seal is not None:
+                doc = self.seal.seal(doc, f"queue-input:{rid}")
+            else:
+                _refuse_clear(db, name, "submit")
             cur = db.execute(
                 "INSERT INTO trackway_queue (run_id, name, input, state, submitted_at, "
                 f"updated_at) VALUES (%s, %s, %s, 'queued', {_NOW}, {_NOW}) "
@@ -205,12 +232,21 @@ class PgRunQueue:
     def answer(self, checkpoint_id: str, value: Any = None) -> None:
         """Answer the question a queued run paused on (``QueueEntry.checkpoint_id``, or the
         ``checkpoint_id`` of ``store.paused()``); a worker claims it and resumes the run with
-        ``value``. Answering twice, or a checkpoint no queued run waits on, is refused."""
+        ``value``. Answering twice, or a checkpoint no queued run waits on, is refused. A store
+        with a seal keeps the answer sealed (one without refuses a run whose workers redact)."""
         try:
             doc = orjson.dumps(value)
         except TypeError as exc:
             raise ConfigurationError(f"answer({checkpoint_id!r}, value): not JSON: {exc}") from None
         with self._tx() as db:
+            if self.seal is not None:
+                doc = self.seal.seal(doc, f"queue-answer:{checkpoint_id}")
+            else:
+                row = db.execute(
+                    "SELECT name FROM trackway_queue WHERE checkpoint_id = %s", (checkpoint_id,)
+                ).fetchone()
+                if row is not None:
+                    _refuse_clear(db, row[0], "answer")
             cur = db.execute(
                 f"UPDATE trackway_queue SET state = 'answered', answer = %s, updated_at = {_NOW} "
                 "WHERE checkpoint_id = %s AND state = 'paused'",
@@ -383,7 +419,7 @@ class PgRunQueue:
                 "worker = NULL, lease_until = %s, checkpoint_id = %s, error = %s, "
                 "lease_token = NULL, solo = FALSE, "
                 "attempts = CASE WHEN %s = 'paused' THEN 0 ELSE attempts END, "
-                "answer = CASE WHEN %s = 'paused' THEN NULL ELSE answer END "
+                "answer = CASE WHEN %s = 'running' THEN answer ELSE NULL END "
                 "WHERE run_id = %s AND lease_token = %s AND state = 'running'",
                 (
                     state,
@@ -397,6 +433,53 @@ class PgRunQueue:
                 ),
             )
             return bool(cur.rowcount == 1)
+
+    # -- sealed inputs and answers -----------------------------------------------------------
+
+    def _queue_input(self, claim: Claim) -> Any:
+        """The claimed run's input, opened if sealed."""
+        doc = claim.input_doc
+        if is_sealed(doc):
+            doc = self._queue_open(doc, f"queue-input:{claim.run_id}")
+        return orjson.loads(doc)
+
+    def _queue_answer(self, claim: Claim) -> Any:
+        """The answer a claimed run was given, opened if sealed."""
+        doc = claim.answer
+        assert doc is not None and claim.checkpoint_id is not None
+        if is_sealed(doc):
+            doc = self._queue_open(doc, f"queue-answer:{claim.checkpoint_id}")
+        return orjson.loads(doc)
+
+    def _queue_open(self, blob: bytes, place: str) -> bytes:
+        if self.seal is None:
+            raise SealError(
+                f"{place} is sealed, and this worker's store was given no seal: give it "
+                "seal=Seal(<the key the queue was sealed with>) (trackway worker reads "
+                "TRACKWAY_SEAL_KEY)"
+            )
+        return self.seal.open(blob, place)
+
+    def _queue_reseal(self, claim: Claim) -> bool:
+        """Seal in place an input or answer that was submitted in clear for a run a
+        redaction policy covers (submitted before any worker said so); under the claim's
+        lease. True when something was sealed."""
+        seal = self.seal
+        assert seal is not None
+        doc, answer = claim.input_doc, claim.answer
+        sealed_input = None if is_sealed(doc) else seal.seal(doc, f"queue-input:{claim.run_id}")
+        sealed_answer = None
+        if answer is not None and not is_sealed(answer):
+            sealed_answer = seal.seal(answer, f"queue-answer:{claim.checkpoint_id}")
+        if sealed_input is None and sealed_answer is None:
+            return False
+        with self._tx() as db:
+            db.execute(
+                "UPDATE trackway_queue SET input = COALESCE(%s, input), "
+                "answer = COALESCE(%s, answer) WHERE run_id = %s AND lease_token = %s",
+                (sealed_input, sealed_answer, claim.run_id, claim.token),
+            )
+        return True
 
     # -- fencing: a worker's writes hold its lease ------------------------------------------
 
@@ -440,14 +523,20 @@ class PgRunQueue:
         return int(row[0]), int(row[1])
 
     def _worker_register(
-        self, worker: str, lease: float, max_runs: int, charts: Sequence[str]
+        self,
+        worker: str,
+        lease: float,
+        max_runs: int,
+        charts: Sequence[str],
+        redacting: Sequence[str] = (),
     ) -> None:
         with self._tx() as db:
             db.execute(
-                "INSERT INTO trackway_workers VALUES "
-                f"(%s, %s, %s, {_NOW}, {_NOW}, %s, %s, 'running', %s) "
+                "INSERT INTO trackway_workers (worker_id, host, pid, started_at, beat_at, "
+                "lease_seconds, max_runs, state, charts, redacting) VALUES "
+                f"(%s, %s, %s, {_NOW}, {_NOW}, %s, %s, 'running', %s, %s) "
                 "ON CONFLICT (worker_id) DO UPDATE SET beat_at = excluded.beat_at, "
-                "state = 'running'",
+                "state = 'running', redacting = excluded.redacting",
                 (
                     worker,
                     socket.gethostname(),
@@ -455,6 +544,7 @@ class PgRunQueue:
                     lease,
                     max_runs,
                     orjson.dumps(list(charts)).decode(),
+                    list(redacting),
                 ),
             )
 

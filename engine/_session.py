@@ -19,6 +19,7 @@ from ._commit import ErrorInfo
 from ._context import RunContext, error_info
 from ._errors import CheckpointClaimedError, StoreError, StoreWriteError, TrackwayError
 from ._snapshot import Snapshot
+from ._sqlstore import initial_doc
 from ._store import Durability, RunStore, Sink, make_sink
 from ._values import thaw, to_bytes
 
@@ -57,14 +58,20 @@ class ProcessClaims:
 PROCESS_CLAIMS = ProcessClaims()
 
 
-def claim(store: RunStore | None, cp: Checkpoint, answer: bytes) -> None:
+def claim(
+    store: RunStore | None, cp: Checkpoint, answer: bytes, sealed: bytes | None = None
+) -> None:
     """Claim ``cp`` once: atomically in the store (which keeps ``answer``, the resume
-    value's JSON, so a resume that dies before using it can be recovered), or in this
-    process without one."""
+    value's JSON, so a resume that dies before using it can be recovered, and ``sealed``,
+    the real one sealed when ``answer`` is redacted), or in this process without one."""
     if store is not None:
         won = call_store(
             store,
-            lambda s: s.claim_checkpoint(cp.checkpoint_id, answer),
+            lambda s: (
+                s.claim_checkpoint(cp.checkpoint_id, answer)
+                if sealed is None
+                else s.claim_checkpoint(cp.checkpoint_id, answer, sealed=sealed)  # type: ignore[call-arg]
+            ),
             "claim the checkpoint",
         )
     else:
@@ -111,11 +118,21 @@ class StoreSession:
         other retained write; ``with_log`` also stores the commits it already has."""
         redactor = run.redactor
         initial = run.initial
-        if redactor is not None:
+        if redactor is None:
+            self.call(lambda s: s.begin_run(run.run_id, self.chart_id, initial), "open the run")
+        else:
             initial = {k: to_bytes(v) for k, v in redactor.initial(run.initial).items()}
-        self.call(lambda s: s.begin_run(run.run_id, self.chart_id, initial), "open the run")
+            seal = redactor.seal
+            if seal is not None and initial != run.initial:  # the real input, sealed beside
+                sealed = seal.seal(initial_doc(run.initial), f"initial:{run.run_id}")
+                self.call(
+                    lambda s: s.begin_run(run.run_id, self.chart_id, initial, sealed=sealed),  # type: ignore[call-arg]
+                    "open the run",
+                )
+            else:
+                self.call(lambda s: s.begin_run(run.run_id, self.chart_id, initial), "open the run")
         if with_log and run.log:
-            log = run.log if redactor is None else [redactor.commit(c) for c in run.log]
+            log = run.log if redactor is None else [redactor.for_store(c) for c in run.log]
             self.call(lambda s: s.append(run.run_id, log), "store the log so far")
 
     def adopt(self, run: RunContext, *, embedded: bool) -> None:
@@ -167,12 +184,25 @@ class StoreSession:
         if checkpoint is not None:
             # the digest of what the run returns: a resume is checked against it
             kept = replace(checkpoint, digest=core_digest(checkpoint, carried))
+            sealed = None
             if run.redactor is not None:
                 # Store rows are always redacted: the store keeps a masked copy, which cannot
-                # be resumed; RunResult.checkpoint keeps the real values for the caller.
+                # be resumed; RunResult.checkpoint keeps the real values for the caller. A
+                # store with a seal keeps the real checkpoint sealed beside it.
+                seal = run.redactor.seal
+                if seal is not None and carried is not None:
+                    real = replace(kept, snapshot=carried).to_json()
+                    sealed = seal.seal(real, f"checkpoint:{kept.checkpoint_id}")
                 kept = masked(kept, thaw(run.redactor.state(run.root.current())), None)
                 kept = replace(kept, payload=run.redactor.pause_value(kept.payload))
-            self.call(lambda s: s.save_checkpoint(kept), "save the checkpoint", in_run=True)
+            if sealed is None:
+                self.call(lambda s: s.save_checkpoint(kept), "save the checkpoint", in_run=True)
+            else:
+                self.call(
+                    lambda s: s.save_checkpoint(kept, sealed=sealed),  # type: ignore[call-arg]
+                    "save the checkpoint",
+                    in_run=True,
+                )
         outcome: dict[str, Any] = {
             "error": None if info is None else list(info),
             "break_reason": broke,

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ._errors import ConfigurationError, StoreError
-from ._sqlstore import SqlRunStore
+from ._seal import Seal
+from ._sqlstore import SqlRunStore, check_seal
 
 __all__ = ["SqliteStore"]
 
@@ -59,7 +60,7 @@ CREATE TABLE IF NOT EXISTS trackway_checkpoints (
 ) WITHOUT ROWID;
 """
 )
-SCHEMA_VERSION = 4  # PRAGMA user_version
+SCHEMA_VERSION = 5  # PRAGMA user_version
 # 3 -> 4: commits in written order, found through a unique index on id (see _COMMITS)
 _TO_4 = (
     "ALTER TABLE trackway_commits RENAME TO trackway_commits_v3;"
@@ -69,6 +70,12 @@ INSERT INTO trackway_commits SELECT * FROM trackway_commits_v3 ORDER BY id;
 DROP TABLE trackway_commits_v3;
 """
 )
+# 4 -> 5: sealed copies of what a redaction policy hides (a store given seal=Seal(key))
+_TO_5 = """
+ALTER TABLE trackway_runs ADD COLUMN sealed BLOB;
+ALTER TABLE trackway_checkpoints ADD COLUMN sealed BLOB;
+ALTER TABLE trackway_checkpoints ADD COLUMN sealed_answer BLOB;
+"""
 _MIGRATIONS = {
     # 2 -> 3: run numbers never reused (AUTOINCREMENT, above the highest ever given out),
     # claims keep their answer
@@ -79,8 +86,10 @@ INSERT INTO trackway_runs SELECT * FROM trackway_runs_v2;
 DROP TABLE trackway_runs_v2;
 ALTER TABLE trackway_checkpoints ADD COLUMN answer BLOB;
 """
-    + _TO_4,
-    3: _TO_4,
+    + _TO_4
+    + _TO_5,
+    3: _TO_4 + _TO_5,
+    4: _TO_5,
 }
 _TABLES = {"trackway_runs", "trackway_commits", "trackway_checkpoints"}
 _LIVE_KEPT = 10_000  # run numbers remembered as live at most (then asked again)
@@ -95,7 +104,9 @@ class SqliteStore(SqlRunStore):
     Safe to share between threads; several processes may use one file (SQLite locks it).
     ``read_only=True`` opens an existing store without changing anything in the file (no
     tables made, no WAL switch, no migration) and refuses writes; a file that is not a
-    trackway store is refused, named, in both modes.
+    trackway store is refused, named, in both modes. ``seal``: a :class:`Seal` that keeps
+    what a redaction policy hides sealed beside its redacted rows, so redacted runs can be
+    resumed by id and recovered (see ``trackway.engine._seal``).
     """
 
     def __init__(
@@ -105,7 +116,9 @@ class SqliteStore(SqlRunStore):
         synchronous: Literal["FULL", "NORMAL"] = "FULL",
         busy_timeout: float = 10.0,
         read_only: bool = False,
+        seal: Seal | None = None,
     ) -> None:
+        self.seal = check_seal(seal)
         self.path = Path(path)
         self.read_only = read_only
         if synchronous not in ("FULL", "NORMAL"):
@@ -173,7 +186,7 @@ class SqliteStore(SqlRunStore):
         transaction."""
         if version == SCHEMA_VERSION:
             return
-        script = _SCHEMA if version == 0 else _MIGRATIONS[version]
+        script = _SCHEMA + _TO_5 if version == 0 else _MIGRATIONS[version]
         self._db.executescript(
             f"BEGIN IMMEDIATE; {script}; PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
         )

@@ -17,12 +17,26 @@ import orjson
 
 from ._checkpoint import Checkpoint
 from ._commit import ROW_FIELDS, Commit
-from ._errors import LeaseLostError, StoreError, UnknownRunError
+from ._errors import (
+    ConfigurationError,
+    LeaseLostError,
+    SealError,
+    StoreError,
+    UnknownRunError,
+)
 from ._paused import PausedRun, paused_run
+from ._seal import Seal, text_sealed
 from ._snapshot import Snapshot
 from ._store import CheckpointClaim, CommitMeta, RunInfo, select_prunable, snapshot_from_rows
 
-__all__ = ["SqlRunStore", "initial_doc", "initial_from_doc", "lease_lost", "run_deleted"]
+__all__ = [
+    "SqlRunStore",
+    "check_seal",
+    "initial_doc",
+    "initial_from_doc",
+    "lease_lost",
+    "run_deleted",
+]
 
 SPAN = 1 << 32
 """Commits of one run have ids ``run_no * SPAN + seq``."""
@@ -48,6 +62,8 @@ class SqlRunStore:
     _run_nos: dict[str, int]
     _fences: Mapping[str, str] = MappingProxyType({})
     """Runs whose writes must hold a worker's lease, with its token (see ``_run_queue``)."""
+    seal: Seal | None = None
+    """Seals what a redaction policy hides beside its redacted rows (``seal=``)."""
 
     # -- what a dialect provides -----------------------------------------------------------
 
@@ -77,16 +93,26 @@ class SqlRunStore:
 
     # -- runs and commits ------------------------------------------------------------------
 
-    def begin_run(self, run_id: str, chart_id: str, initial: dict[str, bytes]) -> None:
+    def begin_run(
+        self,
+        run_id: str,
+        chart_id: str,
+        initial: dict[str, bytes],
+        *,
+        sealed: bytes | None = None,
+    ) -> None:
+        """Open (or reopen) a run; ``sealed``: its real input, sealed, when a redaction
+        policy hid some of ``initial`` (a store with a seal only)."""
         p = self._P
         self._run_nos.pop(run_id, None)  # a run deleted elsewhere and begun again: a new number
         with self._tx() as db:
             self._check_lease(db, run_id)
             db.execute(
-                "INSERT INTO trackway_runs (run_id, chart_id, status, started_at, initial) "
-                f"VALUES ({p}, {p}, 'running', {p}, {p}) ON CONFLICT (run_id) DO UPDATE SET "
-                "status = 'running', ended_at = NULL, outcome = NULL",
-                (run_id, chart_id, time.time(), initial_doc(initial)),
+                "INSERT INTO trackway_runs (run_id, chart_id, status, started_at, initial, "
+                f"sealed) VALUES ({p}, {p}, 'running', {p}, {p}, {p}) ON CONFLICT (run_id) "
+                "DO UPDATE SET status = 'running', ended_at = NULL, outcome = NULL, "
+                "sealed = COALESCE(excluded.sealed, trackway_runs.sealed)",
+                (run_id, chart_id, time.time(), initial_doc(initial), sealed),
             )
 
     def append(self, run_id: str, commits: Sequence[Commit]) -> None:
@@ -119,10 +145,18 @@ class SqlRunStore:
                 raise run_deleted(run_id, self)
 
     def load(self, run_id: str) -> Snapshot:
+        return self._load(run_id, opened=False)
+
+    def _load(self, run_id: str, *, opened: bool) -> Snapshot:
+        """The run as stored; ``opened``: with the real values its sealed copies hold (the
+        resume and recovery paths of a store with a seal; ``load`` never opens them)."""
         p = self._P
         with self._read_tx() as db:
+            # (an older store opened read-only has no ``sealed`` column: only ask for it
+            # when opening)
             run = db.execute(
-                f"SELECT chart_id, status, initial, outcome FROM trackway_runs WHERE run_id = {p}",
+                f"SELECT chart_id, status, initial, outcome{', sealed' if opened else ''} "
+                f"FROM trackway_runs WHERE run_id = {p}",
                 (run_id,),
             ).fetchone()
             if run is None:
@@ -138,7 +172,11 @@ class SqlRunStore:
                     (lo, hi),
                 )
             ]
-        chart_id, status, initial, outcome = run
+        chart_id, status, initial, outcome = run[:4]
+        if opened:
+            if run[4] is not None:
+                initial = self._open(bytes(run[4]), f"initial:{run_id}")
+            docs = [(self._open_doc(doc, run_id, row[0]), row) for doc, row in docs]
         try:
             initial_values = initial_from_doc(bytes(initial))
             ending = None if outcome is None else orjson.loads(bytes(outcome))
@@ -150,6 +188,50 @@ class SqlRunStore:
         return snapshot_from_rows(
             run_id, chart_id, status, initial_values, docs, ending, repr(self)
         )
+
+    # -- sealed copies ---------------------------------------------------------------------
+
+    def _open(self, blob: bytes, place: str) -> bytes:
+        if self.seal is None:
+            raise SealError(
+                f"{self!r}: {place} is sealed, and this store was given no seal: open it with "
+                "seal=Seal(<the key its workers hold>)"
+            )
+        return self.seal.open(blob, place)
+
+    def _open_doc(self, doc: bytes, run_id: str, seq: int) -> bytes:
+        """A commit document, replaced by the real one it carries sealed, if any."""
+        if b'"sealed":' not in doc:
+            return doc
+        sealed = orjson.loads(doc).get("sealed")
+        if not isinstance(sealed, str):
+            return doc
+        return self._open(text_sealed(sealed), f"commit:{run_id}:{seq}")
+
+    def _opened_checkpoint(self, checkpoint_id: str) -> Checkpoint | None:
+        """The real checkpoint sealed beside the masked one, if the store keeps it."""
+        p = self._P
+        with self._read_tx() as db:
+            row = db.execute(
+                f"SELECT sealed FROM trackway_checkpoints WHERE checkpoint_id = {p} "
+                "AND doc IS NOT NULL",
+                (checkpoint_id,),
+            ).fetchone()
+        if row is None or row[0] is None:
+            return None
+        return Checkpoint.from_json(self._open(bytes(row[0]), f"checkpoint:{checkpoint_id}"))
+
+    def _opened_answer(self, checkpoint_id: str) -> bytes | None:
+        """The real answer a claim of ``checkpoint_id`` sealed, if any."""
+        p = self._P
+        with self._read_tx() as db:
+            row = db.execute(
+                f"SELECT sealed_answer FROM trackway_checkpoints WHERE checkpoint_id = {p}",
+                (checkpoint_id,),
+            ).fetchone()
+        if row is None or row[0] is None:
+            return None
+        return self._open(bytes(row[0]), f"answer:{checkpoint_id}")
 
     def history(self, run_id: str) -> list[CommitMeta]:
         """Commit metadata from its own columns: no document is read or decoded."""
@@ -192,29 +274,35 @@ class SqlRunStore:
 
     # -- checkpoints and claims ----------------------------------------------------------
 
-    def save_checkpoint(self, checkpoint: Checkpoint) -> None:
+    def save_checkpoint(self, checkpoint: Checkpoint, *, sealed: bytes | None = None) -> None:
+        """Keep a checkpoint; ``sealed``: the real one, sealed, beside a masked copy (a store
+        with a seal, under a redaction policy)."""
         p = self._P
         with self._tx() as db:
             self._check_lease(db, checkpoint.run_id)
             db.execute(
-                f"INSERT INTO trackway_checkpoints (checkpoint_id, doc) VALUES ({p}, {p}) "
-                "ON CONFLICT (checkpoint_id) DO UPDATE SET doc = excluded.doc",
-                (checkpoint.checkpoint_id, checkpoint.to_json()),
+                f"INSERT INTO trackway_checkpoints (checkpoint_id, doc, sealed) VALUES ({p}, "
+                f"{p}, {p}) ON CONFLICT (checkpoint_id) DO UPDATE SET doc = excluded.doc, "
+                "sealed = excluded.sealed",
+                (checkpoint.checkpoint_id, checkpoint.to_json(), sealed),
             )
 
-    def claim_checkpoint(self, checkpoint_id: str, answer: bytes | None = None) -> bool:
+    def claim_checkpoint(
+        self, checkpoint_id: str, answer: bytes | None = None, *, sealed: bytes | None = None
+    ) -> bool:
         """Atomic: the first claim inserts or fills ``claimed_at`` and keeps ``answer`` (the
-        resume value, so a resume the process did not finish can be recovered); later claims
-        change nothing."""
+        resume value, so a resume the process did not finish can be recovered; ``sealed``:
+        the real one, sealed, when ``answer`` is redacted); later claims change nothing."""
         p = self._P
         with self._tx() as db:
             self._check_lease(db, checkpoint_id.rpartition("@")[0])
             cur = db.execute(
-                "INSERT INTO trackway_checkpoints (checkpoint_id, claimed_at, answer) "
-                f"VALUES ({p}, {p}, {p}) ON CONFLICT (checkpoint_id) DO UPDATE SET "
-                "claimed_at = excluded.claimed_at, answer = excluded.answer "
+                "INSERT INTO trackway_checkpoints (checkpoint_id, claimed_at, answer, "
+                f"sealed_answer) VALUES ({p}, {p}, {p}, {p}) ON CONFLICT (checkpoint_id) DO "
+                "UPDATE SET claimed_at = excluded.claimed_at, answer = excluded.answer, "
+                "sealed_answer = excluded.sealed_answer "
                 "WHERE trackway_checkpoints.claimed_at IS NULL",
-                (checkpoint_id, time.time(), answer),
+                (checkpoint_id, time.time(), answer, sealed),
             )
             return bool(cur.rowcount == 1)
 
@@ -364,7 +452,8 @@ class SqlRunStore:
             ids,
         )
         db.execute(
-            f"UPDATE trackway_checkpoints SET doc = NULL WHERE checkpoint_id >= {p} "
+            "UPDATE trackway_checkpoints SET doc = NULL, sealed = NULL, sealed_answer = NULL "
+            f"WHERE checkpoint_id >= {p} "
             f"AND checkpoint_id < {p}",
             ids,
         )
@@ -387,6 +476,14 @@ def commit_rows(run_no: int, commits: Sequence[Commit]) -> list[tuple[Any, ...]]
         )
         for c in commits
     ]
+
+
+def check_seal(seal: object) -> Seal | None:
+    if seal is not None and not isinstance(seal, Seal):
+        raise ConfigurationError(
+            f"seal= takes a Seal(key) (Seal.new_key() makes a key), got {type(seal).__name__}"
+        )
+    return seal
 
 
 def lease_lost(run_id: str) -> LeaseLostError:

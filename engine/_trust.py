@@ -25,14 +25,15 @@ PROCESS_KEY = secrets.token_bytes(32)
 
 
 def as_checkpoint(
-    checkpoint: Checkpoint | str | bytes, store: RunStore | None = None
+    checkpoint: Checkpoint | str | bytes, store: RunStore | None = None, *, opened: bool = False
 ) -> Checkpoint:
     """A checkpoint given as an object, as its JSON, or by id: a run id or a checkpoint id
-    (a str that is not a JSON object), looked up in ``store``."""
+    (a str that is not a JSON object), looked up in ``store`` (``opened``: for a resume under
+    a redaction policy, the real copy a store with a seal keeps sealed)."""
     if isinstance(checkpoint, Checkpoint):
         return checkpoint
     if isinstance(checkpoint, str) and is_reference(checkpoint):
-        return checkpoint_in_store(store, checkpoint)
+        return checkpoint_in_store(store, checkpoint, opened=opened)
     if isinstance(checkpoint, (str, bytes)):
         return Checkpoint.from_json(checkpoint)
     raise CheckpointError(

@@ -28,7 +28,6 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple, cast
 
 import anyio
-import orjson
 from anyio import TASK_STATUS_IGNORED
 from anyio.abc import TaskStatus
 
@@ -36,6 +35,8 @@ from ._chart import FlowChart
 from ._errors import (
     CheckpointClaimedError,
     ConfigurationError,
+    SealError,
+    SealRequiredError,
     StoreError,
     TrackwayError,
     UnknownRunError,
@@ -122,6 +123,16 @@ class Worker:
         self.poll_interval = float(poll_interval)
         self._targets = {name: _target(name, c, store, durability) for name, c in charts.items()}
         self._names = sorted(self._targets)
+        self._redacting = [n for n in self._names if getattr(self._targets[n], "redacts", False)]
+        if self._redacting and getattr(store, "seal", None) is None:
+            raise SealRequiredError(
+                f"Worker charts {self._redacting!r} run under a redaction policy, and the "
+                f"worker's store has no seal: what the policy hides would be lost to the "
+                "pool (a paused run could not be answered, a crashed one not recovered) or "
+                "rest in clear in the queue. Give the store a seal every worker and submitter "
+                "shares: PostgresStore(dsn, seal=Seal(key)) (Seal.new_key() makes a key; "
+                "trackway worker reads TRACKWAY_SEAL_KEY)"
+            )
         self._active: dict[str, StopSignal] = {}
         self._tokens: dict[str, str] = {}  # run id -> the lease token of its claim
         self._solo: str | None = None  # the run driven alone, if any: claim nothing meanwhile
@@ -173,7 +184,11 @@ class Worker:
         self._counts = dict.fromkeys(self._counts, 0)
         await anyio.to_thread.run_sync(
             lambda: store._worker_register(
-                self.worker_id, self.lease_seconds, self.max_concurrent_runs, self._names
+                self.worker_id,
+                self.lease_seconds,
+                self.max_concurrent_runs,
+                self._names,
+                self._redacting,
             )
         )
         done = threading.Event()
@@ -365,6 +380,7 @@ class Worker:
             )
         except Exception as exc:
             retry = isinstance(exc, StoreError) or type(exc).__name__ in RECOVERABLE_FAILURES
+            retry = retry and not isinstance(exc, SealError)  # no other worker would fare better
             outcome = WorkOutcome("failed", None, f"{type(exc).__name__}: {exc}", retry)
             _log(
                 logging.ERROR,
@@ -445,8 +461,18 @@ class Worker:
         )
 
     async def _attempt(self, target: WorkTarget, claim: Claim) -> WorkOutcome:
+        if claim.name in self._redacting and self.store._queue_reseal(claim):
+            _log(
+                logging.WARNING,
+                "sealed_late",
+                f"{claim.run_id}: its input or answer was given in clear (before any worker "
+                "said its runs are redacted); it is sealed now. Submit and answer through a "
+                "store given the seal",
+                self,
+                run_id=claim.run_id,
+            )
         if claim.was == "queued":
-            return await target.start(claim.run_id, claim.input)
+            return await target.start(claim.run_id, self.store._queue_input(claim))
         if claim.was == "answered":
             return await self._resume(target, claim)
         return await self._continue(target, claim)
@@ -457,7 +483,7 @@ class Worker:
         assert claim.checkpoint_id is not None and claim.answer is not None
         checkpoint_id = claim.checkpoint_id
         try:
-            return await target.resume(checkpoint_id, orjson.loads(claim.answer))
+            return await target.resume(checkpoint_id, self.store._queue_answer(claim))
         except CheckpointClaimedError:
             return await self._continue(target, claim._replace(answer=None))
         except TrackwayError as exc:
@@ -475,7 +501,7 @@ class Worker:
             snapshot = self.store.load(run_id)
         except UnknownRunError:
             if claim.checkpoint_id is None:  # its worker died before the run began
-                return await target.start(run_id, claim.input)
+                return await target.start(run_id, self.store._queue_input(claim))
             raise
         status = snapshot.status
         if status in ("done", "broken"):

@@ -229,6 +229,9 @@ if _typing.TYPE_CHECKING:
     from trackway.engine import RunStream as RunStream
     from trackway.engine import RunTimeoutError as RunTimeoutError
     from trackway.engine import Scope as Scope
+    from trackway.engine import Seal as Seal
+    from trackway.engine import SealError as SealError
+    from trackway.engine import SealRequiredError as SealRequiredError
     from trackway.engine import Segment as Segment
     from trackway.engine import Selection as Selection
     from trackway.engine import SelectorBuilder as SelectorBuilder
@@ -485,6 +488,9 @@ __all__ = [
     "RunTimeoutError",
     "RunUsage",
     "Scope",
+    "Seal",
+    "SealError",
+    "SealRequiredError",
     "Segment",
     "Selection",
     "SelectorBuilder",

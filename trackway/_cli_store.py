@@ -6,6 +6,7 @@ SQLite file path or a ``postgresql://`` URL.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,6 +16,7 @@ from trackway.engine import (
     Checkpoint,
     PostgresStore,
     RunStore,
+    Seal,
     Snapshot,
     SqliteStore,
     TrackwayError,
@@ -36,8 +38,9 @@ def open_store(where: str, *, read_only: bool = True) -> Iterator[_Store]:
     """The store at ``where`` (a SQLite path or a ``postgresql://`` URL), closed after."""
     store: _Store
     try:
+        seal = seal_from_env()
         if where.startswith(("postgresql://", "postgres://")):
-            store = PostgresStore(where)
+            store = PostgresStore(where, seal=seal)
         else:
             path = Path(where)
             if not path.exists():
@@ -45,7 +48,7 @@ def open_store(where: str, *, read_only: bool = True) -> Iterator[_Store]:
                     f"no run store at {where}; run `trackway demo` first, or pass --store "
                     "with a SQLite file or a postgresql:// URL"
                 )
-            store = SqliteStore(path, read_only=read_only)
+            store = SqliteStore(path, read_only=read_only, seal=seal)
     except TrackwayError as exc:
         raise CommandFailed(str(exc)) from None
     try:
@@ -54,6 +57,21 @@ def open_store(where: str, *, read_only: bool = True) -> Iterator[_Store]:
         raise CommandFailed(str(exc)) from None
     finally:
         store.close()
+
+
+SEAL_KEY_ENV = "TRACKWAY_SEAL_KEY"
+
+
+def seal_from_env() -> Seal | None:
+    """The store's seal, from ``TRACKWAY_SEAL_KEY`` (never from a command-line argument,
+    which other users of the machine can read in the process list)."""
+    key = os.environ.get(SEAL_KEY_ENV)
+    if not key:
+        return None
+    try:
+        return Seal(key)
+    except TrackwayError as exc:
+        raise CommandFailed(f"{SEAL_KEY_ENV}: {exc}") from None
 
 
 def _duration(started: float, ended: float | None) -> str:

@@ -119,7 +119,7 @@ def test_a_version_2_sqlite_store_is_migrated_keeping_its_runs(tmp_path):
     store.close()
     with closing(sqlite3.connect(path)) as db:
         numbers = dict(db.execute("SELECT run_id, run_no FROM trackway_runs").fetchall())
-        assert db.execute("PRAGMA user_version").fetchone() == (4,)
+        assert db.execute("PRAGMA user_version").fetchone() == (5,)
     assert numbers == {"run-old": 7, new: 8}
 
 
@@ -154,6 +154,9 @@ def test_a_version_3_sqlite_store_is_migrated_keeping_every_commit(tmp_path):
                 started_at REAL NOT NULL, ended_at REAL NOT NULL, doc BLOB NOT NULL);
             INSERT INTO trackway_commits SELECT * FROM c4;
             DROP TABLE c4;
+            ALTER TABLE trackway_runs DROP COLUMN sealed;
+            ALTER TABLE trackway_checkpoints DROP COLUMN sealed;
+            ALTER TABLE trackway_checkpoints DROP COLUMN sealed_answer;
             PRAGMA user_version = 3;
             COMMIT;
             """
@@ -168,7 +171,7 @@ def test_a_version_3_sqlite_store_is_migrated_keeping_every_commit(tmp_path):
     assert store.load(more.run_id) == more.snapshot
     store.close()
     with closing(sqlite3.connect(path)) as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (4,)
+        assert db.execute("PRAGMA user_version").fetchone() == (5,)
         assert not _commit_table_keyed_by_id(db)
         assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
 

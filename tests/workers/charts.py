@@ -98,3 +98,60 @@ def poison_chart() -> FlowChart:
 QUESTIONS_CHART = questions_chart()
 CHARTS["questions"] = QUESTIONS_CHART
 CHARTS["poison"] = poison_chart()
+
+
+# -- a redacted agent (conversation_redaction) with a slow tool, for the sealing tests ------
+
+SECRET_MESSAGE = "my card is 4111-1111-1111-1111, please check it"
+SIDE_FILE = "TRACKWAY_TEST_SIDE_FILE"
+
+
+def _lookup(args: Any, ctx: Any) -> str:
+    """Writes what it was asked (the real value, never a marker) where the test reads it,
+    then takes long enough for a kill to land."""
+    side = os.environ.get(SIDE_FILE)
+    if side:
+        with open(side, "a", encoding="utf-8") as out:
+            out.write(f"{os.getpid()} {args['card']}\n")
+    time.sleep(float(os.environ.get("TRACKWAY_TEST_TOOL_DELAY", "0")))
+    return f"card {args['card'][-4:]} is valid"
+
+
+def _secret_respond(request: Any) -> Any:
+    said = " ".join(str(m.content) for m in request.messages)
+    if "[REDACTED]" in said:  # recovery fed the model a marker instead of the conversation
+        raise RuntimeError(f"the model was served a redacted conversation: {said}")
+    last = request.messages[-1]
+    if last.role == "user":
+        card = last.content.split("card is ")[1].split(",")[0]
+        return {"tool_calls": [{"id": "c1", "name": "lookup", "args": {"card": card}}]}
+    return f"checked: {last.content}"
+
+
+def secret_agent() -> Any:
+    from trackway import Agent, conversation_redaction, define_tool, mock
+
+    lookup = define_tool(
+        name="lookup",
+        description="Check a card.",
+        input_schema={
+            "type": "object",
+            "properties": {"card": {"type": "string"}},
+            "required": ["card"],
+        },
+        execute=_lookup,
+    )
+    return (
+        Agent.create(
+            provider=mock(respond=_secret_respond),
+            model="m",
+            name="secret_desk",
+            redact=conversation_redaction(),
+        )
+        .tool(lookup)
+        .build()
+    )
+
+
+SECRET_CHARTS = {"secret_desk": secret_agent()}
+"""Served by workers whose store has a seal (``TRACKWAY_SEAL_KEY``)."""

@@ -34,7 +34,10 @@ TOTAL = sum(range(1, STAGES + 1))
 class Pool:
     """Worker processes started with the command line, their logs in files."""
 
-    def __init__(self, dsn: str, logs: Path, *extra: str) -> None:
+    def __init__(
+        self, dsn: str, logs: Path, *extra: str, charts: str = "tests.workers.charts:CHARTS"
+    ) -> None:
+        self.charts = charts
         self.dsn = dsn
         self.logs = logs
         self.extra = extra
@@ -60,7 +63,7 @@ class Pool:
     def _popen(self, err: Any) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
             [sys.executable, "-m", "trackway.cli", "worker", "--store", self.dsn,
-             "--charts", "tests.workers.charts:CHARTS", "--log-format", "json", *self.extra],
+             "--charts", self.charts, "--log-format", "json", *self.extra],
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )  # fmt: skip
