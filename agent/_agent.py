@@ -64,7 +64,7 @@ from ._messages import is_said_by_person
 from ._model_string import provider_for
 from ._paused import Paused
 from ._person import answer_value
-from ._provider import Provider, ProviderError
+from ._provider import MissingAPIKeyError, Provider, ProviderError
 from ._result import AgentResult, result_of
 from ._stages import AgentConfig
 from ._stream import Streaming
@@ -321,8 +321,13 @@ class Agent(Hooks, RunRecord, AgentSyncTwins, Streaming, Workable):
 
     def _with_checkpoint(self, error: Exception, state: Mapping[str, Any]) -> Exception:
         """A provider failure, carrying the conversation up to the last completed iteration
-        (``resume_on_error`` retries from there)."""
-        if not isinstance(error, ProviderError) or "history" not in state:
+        (``resume_on_error`` retries from there). A missing key is raised as itself: nothing
+        was sent, so there is nothing to resume (set the key and run again)."""
+        if (
+            not isinstance(error, ProviderError)
+            or isinstance(error, MissingAPIKeyError)
+            or "history" not in state
+        ):
             return error
         history = [dict(m) for m in thaw(state["history"])]
         failed = cast(RunCheckpointError, checkpointed(type(error))(*error.args))

@@ -94,6 +94,7 @@ if _typing.TYPE_CHECKING:
     from trackway.agent import LLMResponse as LLMResponse
     from trackway.agent import Loop as Loop
     from trackway.agent import Message as Message
+    from trackway.agent import MissingAPIKeyError as MissingAPIKeyError
     from trackway.agent import MockExhaustedError as MockExhaustedError
     from trackway.agent import MockProvider as MockProvider
     from trackway.agent import ModelNotFoundError as ModelNotFoundError
@@ -425,6 +426,7 @@ __all__ = [
     "MergePolicy",
     "MergeRecord",
     "Message",
+    "MissingAPIKeyError",
     "MissingKeyError",
     "MockExhaustedError",
     "MockProvider",
