@@ -436,13 +436,25 @@ class Agent(Hooks, RunRecord, AgentSyncTwins, Streaming, Workable):
         return result_of(result.snapshot, result.state, paused)
 
     async def run_typed(
-        self, message: str | Mapping[str, Any], **kwargs: Any
+        self,
+        message: str | Mapping[str, Any],
+        *,
+        identity: Identity | Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        continue_from: Conversation | None = None,
+        timeout: float | None = None,
     ) -> BaseModel | Paused:
         """Run and return the answer parsed into the output schema's model (or
         :class:`Paused` when the run waits for a person)."""
         if self._cfg.output_model is None:
             raise AgentBuildError("run_typed needs .output_schema(Model) on the builder")
-        answer = await self.run(message, **kwargs)
+        answer = await self.run(
+            message,
+            identity=identity,
+            session_id=session_id,
+            continue_from=continue_from,
+            timeout=timeout,
+        )
         if isinstance(answer, Paused):
             return answer
         unmet = self.output_contract_unmet()
@@ -477,7 +489,14 @@ class Agent(Hooks, RunRecord, AgentSyncTwins, Streaming, Workable):
             history.append({"role": "assistant", "content": state["final_answer"]})
         return Conversation(history=history, agent=self._cfg.name)
 
-    async def follow_up(self, message: str | Mapping[str, Any], **kwargs: Any) -> str | Paused:
+    async def follow_up(
+        self,
+        message: str | Mapping[str, Any],
+        *,
+        identity: Identity | Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        timeout: float | None = None,
+    ) -> str | Paused:
         """Continue this agent's last conversation with a new message.
 
         Before any run there is nothing to continue: :class:`NoConversationError` (a
@@ -502,4 +521,10 @@ class Agent(Hooks, RunRecord, AgentSyncTwins, Streaming, Workable):
                 f"agent {self._cfg.name!r} has no conversation to follow up: call run(...) "
                 "first, or pass continue_from= a Conversation you kept"
             )
-        return await self.run(message, continue_from=self.checkpoint(), **kwargs)
+        return await self.run(
+            message,
+            identity=identity,
+            session_id=session_id,
+            continue_from=self.checkpoint(),
+            timeout=timeout,
+        )
