@@ -33,6 +33,7 @@ from trackway.engine import (
     Snapshot,
     thaw,
 )
+from trackway.engine._keywords import checked_keywords
 from trackway.tools import Identity
 
 from ._agent_hooks import Hooks
@@ -79,6 +80,7 @@ class Agent(Hooks, RunRecord, AgentSyncTwins, Streaming, Workable):
     """An LLM agent whose every step is a commit. Build with ``Agent.create(...)``."""
 
     @staticmethod
+    @checked_keywords
     def create(
         *,
         provider: Provider | None = None,

@@ -248,6 +248,7 @@ if _typing.TYPE_CHECKING:
     from trackway.engine import TrackwayError as TrackwayError
     from trackway.engine import TrackwayWarning as TrackwayWarning
     from trackway.engine import UnknownBranchError as UnknownBranchError
+    from trackway.engine import UnknownKeywordError as UnknownKeywordError
     from trackway.engine import UnknownRunError as UnknownRunError
     from trackway.engine import Worker as Worker
     from trackway.engine import WorkerInfo as WorkerInfo
@@ -518,6 +519,7 @@ __all__ = [
     "TrackwayWarning",
     "TranscriptCall",
     "UnknownBranchError",
+    "UnknownKeywordError",
     "UnknownRunError",
     "Usage",
     "WindowPlan",
