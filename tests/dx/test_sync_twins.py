@@ -45,7 +45,7 @@ NO_TWIN = {
 """Methods that hand out something asynchronous yet have no ``_sync`` twin, and why."""
 
 
-def _hands_out_async(cls: type, name: str, member: Any) -> bool:
+def _hands_out_async(member: Any) -> bool:
     """Whether ``member`` is async: an ``async def``, an async generator, or a plain method
     whose declared result is awaited or iterated with ``async for``/``async with``."""
     if inspect.iscoroutinefunction(member) or inspect.isasyncgenfunction(member):
@@ -66,7 +66,7 @@ def _async_methods(cls: type) -> dict[str, Any]:
     return {
         name: member
         for name, member in inspect.getmembers(cls)
-        if not name.startswith("_") and _hands_out_async(cls, name, member)
+        if not name.startswith("_") and _hands_out_async(member)
     }
 
 
