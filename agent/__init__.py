@@ -49,6 +49,7 @@ from ._openai import openai as openai
 from ._paused import Paused as Paused
 from ._paused import is_paused as is_paused
 from ._provider import ContextLengthError as ContextLengthError
+from ._provider import MissingAPIKeyError as MissingAPIKeyError
 from ._provider import ModelNotFoundError as ModelNotFoundError
 from ._provider import Provider as Provider
 from ._provider import ProviderAuthError as ProviderAuthError
@@ -105,6 +106,7 @@ __all__ = [
     "LLMResponse",
     "Loop",
     "Message",
+    "MissingAPIKeyError",
     "MockExhaustedError",
     "MockProvider",
     "ModelNotFoundError",

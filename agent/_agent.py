@@ -33,6 +33,7 @@ from trackway.engine import (
     Snapshot,
     thaw,
 )
+from trackway.engine._keywords import checked_keywords
 from trackway.tools import Identity
 
 from ._agent_hooks import Hooks
@@ -64,7 +65,7 @@ from ._messages import is_said_by_person
 from ._model_string import provider_for
 from ._paused import Paused
 from ._person import answer_value
-from ._provider import Provider, ProviderError
+from ._provider import MissingAPIKeyError, Provider, ProviderError
 from ._result import AgentResult, result_of
 from ._stages import AgentConfig
 from ._stream import Streaming
@@ -79,6 +80,7 @@ class Agent(Hooks, RunRecord, AgentSyncTwins, Streaming, Workable):
     """An LLM agent whose every step is a commit. Build with ``Agent.create(...)``."""
 
     @staticmethod
+    @checked_keywords
     def create(
         *,
         provider: Provider | None = None,
@@ -322,8 +324,13 @@ class Agent(Hooks, RunRecord, AgentSyncTwins, Streaming, Workable):
 
     def _with_checkpoint(self, error: Exception, state: Mapping[str, Any]) -> Exception:
         """A provider failure, carrying the conversation up to the last completed iteration
-        (``resume_on_error`` retries from there)."""
-        if not isinstance(error, ProviderError) or "history" not in state:
+        (``resume_on_error`` retries from there). A missing key is raised as itself: nothing
+        was sent, so there is nothing to resume (set the key and run again)."""
+        if (
+            not isinstance(error, ProviderError)
+            or isinstance(error, MissingAPIKeyError)
+            or "history" not in state
+        ):
             return error
         history = [dict(m) for m in thaw(state["history"])]
         failed = cast(RunCheckpointError, checkpointed(type(error))(*error.args))
@@ -432,13 +439,25 @@ class Agent(Hooks, RunRecord, AgentSyncTwins, Streaming, Workable):
         return result_of(result.snapshot, result.state, paused)
 
     async def run_typed(
-        self, message: str | Mapping[str, Any], **kwargs: Any
+        self,
+        message: str | Mapping[str, Any],
+        *,
+        identity: Identity | Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        continue_from: Conversation | None = None,
+        timeout: float | None = None,
     ) -> BaseModel | Paused:
         """Run and return the answer parsed into the output schema's model (or
         :class:`Paused` when the run waits for a person)."""
         if self._cfg.output_model is None:
             raise AgentBuildError("run_typed needs .output_schema(Model) on the builder")
-        answer = await self.run(message, **kwargs)
+        answer = await self.run(
+            message,
+            identity=identity,
+            session_id=session_id,
+            continue_from=continue_from,
+            timeout=timeout,
+        )
         if isinstance(answer, Paused):
             return answer
         unmet = self.output_contract_unmet()
@@ -473,7 +492,14 @@ class Agent(Hooks, RunRecord, AgentSyncTwins, Streaming, Workable):
             history.append({"role": "assistant", "content": state["final_answer"]})
         return Conversation(history=history, agent=self._cfg.name)
 
-    async def follow_up(self, message: str | Mapping[str, Any], **kwargs: Any) -> str | Paused:
+    async def follow_up(
+        self,
+        message: str | Mapping[str, Any],
+        *,
+        identity: Identity | Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        timeout: float | None = None,
+    ) -> str | Paused:
         """Continue this agent's last conversation with a new message.
 
         Before any run there is nothing to continue: :class:`NoConversationError` (a
@@ -498,4 +524,10 @@ class Agent(Hooks, RunRecord, AgentSyncTwins, Streaming, Workable):
                 f"agent {self._cfg.name!r} has no conversation to follow up: call run(...) "
                 "first, or pass continue_from= a Conversation you kept"
             )
-        return await self.run(message, continue_from=self.checkpoint(), **kwargs)
+        return await self.run(
+            message,
+            identity=identity,
+            session_id=session_id,
+            continue_from=self.checkpoint(),
+            timeout=timeout,
+        )

@@ -15,14 +15,50 @@ from trackway.tools import Identity
 from ._conversation import Conversation
 from ._paused import Paused
 
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from ._result import AgentResult
+
 __all__ = ["AgentSyncTwins"]
 
 
 class AgentSyncTwins:
-    """``run_sync``, ``resume_sync``, ``abandon_pause_sync`` and ``resume_on_error_sync``
-    (mixed into :class:`~trackway.agent.Agent`)."""
+    """``run_sync``, ``run_result_sync``, ``run_typed_sync``, ``follow_up_sync``,
+    ``resume_sync``, ``abandon_pause_sync`` and ``resume_on_error_sync`` (mixed into
+    :class:`~trackway.agent.Agent`; ``close_tool_sessions_sync`` lives with its twin).
+    ``tests/dx/test_sync_twins.py`` checks that every public async method has one."""
 
     if TYPE_CHECKING:
+
+        async def run_result(
+            self,
+            message: str | Mapping[str, Any],
+            *,
+            identity: Identity | Mapping[str, Any] | None = None,
+            session_id: str | None = None,
+            continue_from: Conversation | None = None,
+            timeout: float | None = None,
+        ) -> AgentResult: ...
+
+        async def run_typed(
+            self,
+            message: str | Mapping[str, Any],
+            *,
+            identity: Identity | Mapping[str, Any] | None = None,
+            session_id: str | None = None,
+            continue_from: Conversation | None = None,
+            timeout: float | None = None,
+        ) -> BaseModel | Paused: ...
+
+        async def follow_up(
+            self,
+            message: str | Mapping[str, Any],
+            *,
+            identity: Identity | Mapping[str, Any] | None = None,
+            session_id: str | None = None,
+            timeout: float | None = None,
+        ) -> str | Paused: ...
 
         async def run(
             self,
@@ -74,6 +110,60 @@ class AgentSyncTwins:
             timeout=timeout,
         )
         return run_sync(call, name="Agent.run_sync", twin="await agent.run(...)")
+
+    def run_result_sync(
+        self,
+        message: str | Mapping[str, Any],
+        *,
+        identity: Identity | Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        continue_from: Conversation | None = None,
+        timeout: float | None = None,
+    ) -> AgentResult:
+        """``run_result`` for callers without an event loop."""
+        call = functools.partial(
+            self.run_result,
+            message,
+            identity=identity,
+            session_id=session_id,
+            continue_from=continue_from,
+            timeout=timeout,
+        )
+        return run_sync(call, name="Agent.run_result_sync", twin="await agent.run_result(...)")
+
+    def run_typed_sync(
+        self,
+        message: str | Mapping[str, Any],
+        *,
+        identity: Identity | Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        continue_from: Conversation | None = None,
+        timeout: float | None = None,
+    ) -> BaseModel | Paused:
+        """``run_typed`` for callers without an event loop."""
+        call = functools.partial(
+            self.run_typed,
+            message,
+            identity=identity,
+            session_id=session_id,
+            continue_from=continue_from,
+            timeout=timeout,
+        )
+        return run_sync(call, name="Agent.run_typed_sync", twin="await agent.run_typed(...)")
+
+    def follow_up_sync(
+        self,
+        message: str | Mapping[str, Any],
+        *,
+        identity: Identity | Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        timeout: float | None = None,
+    ) -> str | Paused:
+        """``follow_up`` for callers without an event loop."""
+        call = functools.partial(
+            self.follow_up, message, identity=identity, session_id=session_id, timeout=timeout
+        )
+        return run_sync(call, name="Agent.follow_up_sync", twin="await agent.follow_up(...)")
 
     def resume_sync(
         self,

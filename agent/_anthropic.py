@@ -417,7 +417,9 @@ def anthropic(
         base_url: the API root, without ``/v1`` (the provider posts to ``/v1/messages``).
         api_key: sent as ``x-api-key``. Default: ``$ANTHROPIC_API_KEY``, but only when
             ``base_url`` is Anthropic's own host (pass ``api_key=`` for a gateway);
-            ``api_key=""`` sends none, e.g. behind a proxy that adds it.
+            ``api_key=""`` sends none, e.g. behind a proxy that adds it. Anthropic's own
+            host with no key at all: the first call raises :class:`MissingAPIKeyError`,
+            before connecting.
         max_tokens: the answer's token cap when the request sets none (the API needs one).
         timeout: seconds to wait for the connection and for each read.
         max_retries: extra attempts on 408, 429, 5xx (529 overloaded included), connection

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 
 from trackway.engine import FlowChart, RunStore, flow_chart
+from trackway.engine._keywords import checked_keywords
 from trackway.engine._recorder import check_recorder
 from trackway.tools import Tool, ToolContext
 from trackway.tools._providers import ToolProvider
@@ -182,6 +183,7 @@ class AgentBuilder:
         self._gate = fn
         return self
 
+    @checked_keywords
     def check_in(self, tool_names: Iterable[str], *, question: str | None = None) -> AgentBuilder:
         """Calls to these tools wait for a person's decision before they run: the run pauses
         with ``question`` (default: one naming the call and its arguments), and
@@ -204,6 +206,7 @@ class AgentBuilder:
         self._configures.append(fn)
         return self
 
+    @checked_keywords
     def output_schema(self, model: type[_M], *, retries: int = 2) -> AgentBuilder:
         """Answers must be JSON matching ``model``; a failing answer is re-asked ``retries``
         times with the validator's message."""
@@ -214,6 +217,7 @@ class AgentBuilder:
         self._output = (model, retries)
         return self
 
+    @checked_keywords
     def window(self, strategy: Any, *, keep_last_tool_results: int = 2) -> AgentBuilder:
         """Serve each model call a window of the history: ``sliding_window(...)``,
         ``token_budget(...)``, ``summarize_oldest(...)`` or your own

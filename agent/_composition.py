@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from trackway.engine import Decision, FlowChart, Scope, flow_chart, thaw
+from trackway.engine._keywords import unknown_keyword_message
 
 from ._agent import Agent
 from ._config import AgentConfig
@@ -155,10 +156,11 @@ class Composition(Agent):
         return self._rebuild(swap)
 
 
-def _options(options: Mapping[str, Any]) -> Runtime:
-    unknown = sorted(set(options) - {"store", "durability", "redact"})
+def _options(kind: str, options: Mapping[str, Any]) -> Runtime:
+    accepted = ("name", "store", "durability", "redact")
+    unknown = [key for key in options if key not in accepted]
     if unknown:
-        raise AgentBuildError(f"compositions take store=, durability= and redact=, not {unknown}")
+        raise AgentBuildError(unknown_keyword_message(f"{kind}.create()", unknown[0], accepted))
     return Runtime(
         store=options.get("store"),
         durability=options.get("durability", "sync"),
@@ -218,7 +220,9 @@ class Sequence:
                 again.step(n, swap(n, r))
             return again.build()
 
-        return Composition(self._name, chart, 1, _options(self._options), self._steps, rebuild)
+        return Composition(
+            self._name, chart, 1, _options("Sequence", self._options), self._steps, rebuild
+        )
 
 
 class Parallel:
@@ -295,7 +299,9 @@ class Parallel:
                 again.merge(swap("judge", judge) if isinstance(judge, Agent) else judge)
             return again.build()
 
-        return Composition(self._name, chart, 1, _options(self._options), members, rebuild)
+        return Composition(
+            self._name, chart, 1, _options("Parallel", self._options), members, rebuild
+        )
 
 
 class Conditional:
@@ -375,7 +381,9 @@ class Conditional:
             return again.build()
 
         members = {n: r for _, n, r in cases} | {fallback[0]: fallback[1]}
-        return Composition(self._name, chart, 1, _options(self._options), members, rebuild)
+        return Composition(
+            self._name, chart, 1, _options("Conditional", self._options), members, rebuild
+        )
 
 
 class Loop:
@@ -438,4 +446,6 @@ class Loop:
             return again.until(until).build() if until is not None else again.build()
 
         members = {"body": self._body}
-        return Composition(self._name, chart, rounds + 2, _options(self._options), members, rebuild)
+        return Composition(
+            self._name, chart, rounds + 2, _options("Loop", self._options), members, rebuild
+        )

@@ -4,6 +4,7 @@ Every HTTP failure is translated into the :class:`ProviderError` family once, wi
 ``raise ... from`` so the transport's own exception stays on the chain (the messages are
 built in ``_http_errors``):
 
+- no key for the vendor's own API -> :class:`MissingAPIKeyError`, before any connection;
 - 401/403 -> :class:`ProviderAuthError` (names the environment variable to set);
 - 404 naming a model -> :class:`ModelNotFoundError` (names the model and the base URL);
 - 429 still after the retries -> :class:`ProviderRateLimitError`;
@@ -61,6 +62,7 @@ from ._http_parts import (
 from ._messages import LLMRequest, LLMResponse, StreamDelta
 from ._payload import SHAPE_ERRORS, MalformedPayload, parse_arguments
 from ._provider import (
+    MissingAPIKeyError,
     ProviderConfigError,
     ProviderError,
     ProviderResponseError,
@@ -169,17 +171,26 @@ class HTTPProvider(HTTPErrors):
         )
         self.retry_read_timeouts = bool(retry_read_timeouts)
         self._env_key_withheld = False
+        at_vendor = urlsplit(self.base_url).hostname == urlsplit(self.default_base_url).hostname
         if api_key is not None:
             self._api_key: str | None = api_key or None
         else:
             env_key = os.environ.get(self.key_env) or None
             # An environment key goes only to the vendor's own host: a key for api.openai.com
             # must not leak to whatever base_url points at. api_key= sends one anywhere.
-            vendor = urlsplit(self.default_base_url).hostname
-            if env_key and urlsplit(self.base_url).hostname != vendor:
+            if env_key and not at_vendor:
                 self._env_key_withheld = True
                 env_key = None
             self._api_key = env_key
+        # The vendor's own API always wants a key: without one (and without api_key="" or an
+        # auth header, which say how on purpose) the first call is refused before connecting.
+        auth_names = {"authorization", *(name.lower() for name in self._auth_headers("-"))}
+        self._key_missing = (
+            at_vendor
+            and api_key is None
+            and self._api_key is None
+            and not any(name.lower() in auth_names for name in headers or {})
+        )
         if transport is not None and not isinstance(transport, httpx2.AsyncBaseTransport):
             raise ProviderConfigError(
                 f"{self.name}(transport={transport!r}): not an httpx2 async transport. The "
@@ -197,6 +208,15 @@ class HTTPProvider(HTTPErrors):
 
     def _withheld_env_key(self) -> bool:
         return self._env_key_withheld
+
+    def _missing_key(self) -> MissingAPIKeyError:
+        """The refusal of a call to the vendor's own API without a key (nothing was sent)."""
+        return MissingAPIKeyError(
+            f"{self.name}: no API key for {self.base_url}, so nothing was sent: set "
+            f"{self.key_env} (read when {self.name}(...) is called) or pass "
+            f"{self.name}(..., api_key=...). A server that needs no key (a local one) takes "
+            "base_url= instead."
+        )
 
     def __repr__(self) -> str:
         key = "set" if self._api_key else "none"
@@ -243,6 +263,8 @@ class HTTPProvider(HTTPErrors):
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         """One call (retried on 408, 429, 5xx, connection errors and timeouts)."""
+        if self._key_missing:
+            raise self._missing_key()
         async with self._client() as client:
             data = await self._post_json(client, self.path, self.body(request))
         return self._read_answer(data)
@@ -255,6 +277,8 @@ class HTTPProvider(HTTPErrors):
         server sends an empty stream on a context overflow and on some tool calls); once
         text is out, never.
         """
+        if self._key_missing:
+            raise self._missing_key()
         body = self._stream_body(request)
         attempts = self.max_retries + 1
         async with self._client() as client:

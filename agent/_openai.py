@@ -381,7 +381,9 @@ def openai(
         api_key: sent as a bearer token. Default: ``$OPENAI_API_KEY``, but only when
             ``base_url`` is OpenAI's own host (an environment key never goes to another
             server; pass ``api_key=`` for that). A local server may need none: with neither
-            (or ``api_key=""``) no ``authorization`` header is sent.
+            (or ``api_key=""``) no ``authorization`` header is sent. OpenAI's own host with
+            no key at all: the first call raises :class:`MissingAPIKeyError`, before
+            connecting.
         timeout: seconds to wait for the connection and for each read.
         max_retries: extra attempts on 408, 429, 5xx, connection errors, connect timeouts
             and a stream that ended before its answer (while no text was streamed).

@@ -16,6 +16,7 @@ from ._messages import LLMRequest, LLMResponse, StreamDelta
 
 __all__ = [
     "ContextLengthError",
+    "MissingAPIKeyError",
     "ModelNotFoundError",
     "Provider",
     "ProviderAuthError",
@@ -58,6 +59,8 @@ class ProviderError(TrackwayError):
         ├── ProviderConfigError      a provider built with an option it cannot take
         ├── ProviderRequestError     a request this provider cannot send as it is
         ├── ProviderAuthError        the API key was refused
+        │   └── MissingAPIKeyError   no key for the vendor's own API: nothing was sent
+        │                            (a ProviderConfigError too)
         ├── ModelNotFoundError       the server does not know the model
         ├── ProviderRateLimitError   still rate limited after the retries
         ├── ProviderConnectionError  nothing answered, or the call timed out
@@ -84,6 +87,13 @@ class ProviderRequestError(ProviderError, ValueError):
 
 class ProviderAuthError(ProviderError):
     """The API key was refused (401/403)."""
+
+
+class MissingAPIKeyError(ProviderAuthError, ProviderConfigError):
+    """No API key for the vendor's own endpoint (no ``api_key=``, no environment variable):
+    refused at the first call, before any connection, so it never looks like a network
+    fault. A server that needs no key (a local one, at another ``base_url``) is not checked;
+    ``api_key=""`` says on purpose that none is sent."""
 
 
 class ModelNotFoundError(ProviderError):

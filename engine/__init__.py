@@ -74,6 +74,7 @@ from ._errors import StoreWriteError as StoreWriteError
 from ._errors import TrackwayError as TrackwayError
 from ._errors import TrackwayWarning as TrackwayWarning
 from ._errors import UnknownBranchError as UnknownBranchError
+from ._errors import UnknownKeywordError as UnknownKeywordError
 from ._errors import UnknownRunError as UnknownRunError
 from ._executor import Executor as Executor
 from ._executor import RunResult as RunResult
@@ -231,6 +232,7 @@ __all__ = [
     "TrackwayError",
     "TrackwayWarning",
     "UnknownBranchError",
+    "UnknownKeywordError",
     "UnknownRunError",
     "WorkOutcome",
     "WorkTarget",

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from ._chart import Branch, FlowChart, ResumeFn, StageFn
 from ._errors import ChartBuildError
+from ._keywords import checked_keywords
 from ._retry import Retry
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ class DeciderBuilder:
         self._default: str | None = None
         self._closed = False
 
+    @checked_keywords
     def branch(
         self,
         key: str,
@@ -141,6 +143,7 @@ class SelectorBuilder:
         self._branches: list[Branch] = []
         self._closed = False
 
+    @checked_keywords
     def branch(self, key: str, name: str, target: StageFn | FlowChart) -> SelectorBuilder:
         """Declare branch ``key``: a stage function or a chart, run in parallel when chosen."""
         owner = f"selector {self._fields['name']!r}"

@@ -33,6 +33,7 @@ from ._chart import (
 )
 from ._contract import Schema, check_schema
 from ._errors import ChartBuildError
+from ._keywords import checked_keywords
 from ._paths import is_name, name_fault
 from ._retry import Retry
 from ._values import key_fault
@@ -64,6 +65,7 @@ def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "stage"
 
 
+@checked_keywords
 def flow_chart(
     name: str,
     fn: StageFn,
@@ -214,6 +216,7 @@ class ChartBuilder:
 
     # -- public builder API --------------------------------------------------------------
 
+    @checked_keywords
     def then(
         self,
         name: str,
@@ -232,6 +235,7 @@ class ChartBuilder:
         self._plain_stage(name, fn, id, description, retry, on_resume)
         return self
 
+    @checked_keywords
     def decider(
         self,
         name: str,
@@ -248,6 +252,7 @@ class ChartBuilder:
 
         return DeciderBuilder(self, nid)
 
+    @checked_keywords
     def selector(
         self,
         name: str,
@@ -265,6 +270,7 @@ class ChartBuilder:
 
         return SelectorBuilder(self, nid)
 
+    @checked_keywords
     def fork(
         self,
         name: str,
@@ -303,6 +309,7 @@ class ChartBuilder:
         )
         return self
 
+    @checked_keywords
     def subflow(
         self,
         name: str,
@@ -349,6 +356,7 @@ class ChartBuilder:
         )
         return self
 
+    @checked_keywords
     def parallel_for_each(
         self,
         name: str,
@@ -425,6 +433,7 @@ class ChartBuilder:
         self._open = []
         return self
 
+    @checked_keywords
     def build(
         self,
         *,

@@ -7,6 +7,7 @@ apart; the other layers add their subtrees (``trackway.tools``: ``ToolError``;
     TrackwayError
     ├── ConfigurationError       an option a library object cannot take     (ValueError too)
     │   └── SealRequiredError    a hidden value would rest in clear: give the store a seal
+    ├── UnknownKeywordError      a misspelled keyword; says the nearest one  (TypeError too)
     ├── ChartBuildError          a malformed chart, raised by the builder or build()
     ├── ExecutorUsageError       run_sync inside an event loop, bad executor options
     ├── InputValidationError     the run input fails the chart's input schema
@@ -80,6 +81,7 @@ __all__ = [
     "TrackwayError",
     "TrackwayWarning",
     "UnknownBranchError",
+    "UnknownKeywordError",
     "UnknownRunError",
 ]
 
@@ -95,6 +97,20 @@ class TrackwayWarning(UserWarning):
 
 class ConfigurationError(TrackwayError, ValueError):
     """A library object was given an option it cannot take; the message names the fix."""
+
+
+class UnknownKeywordError(TrackwayError, TypeError):
+    """A keyword argument the function does not take (``flow_chart(..., idd=...)``): the
+    message names the nearest one it does take, or lists them. A ``TypeError``, as Python's
+    own, so ``except TypeError`` still catches it."""
+
+    def __init__(
+        self, message: str, *, where: str, keyword: str, accepted: tuple[str, ...]
+    ) -> None:
+        super().__init__(message)
+        self.where = where
+        self.keyword = keyword
+        self.accepted = accepted
 
 
 class ChartBuildError(TrackwayError, ValueError):

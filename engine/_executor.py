@@ -44,6 +44,7 @@ from ._errors import (
 )
 from ._executor_sync import SyncTwins
 from ._fork import fork_run
+from ._keywords import checked_keywords
 from ._paths import StagePath
 from ._recorder import ErrorEvent, RunEndEvent, RunStartEvent, check_recorder
 from ._recovery import recovery_plan, replay_index
@@ -100,6 +101,7 @@ class Executor(SyncTwins):
     and a checkpoint not signed with it is refused, unless ``allow_unsigned_checkpoints``.
     """
 
+    @checked_keywords
     def __init__(
         self,
         chart: FlowChart,

@@ -2,7 +2,8 @@
 
 A read hands out a :class:`FrozenList` or :class:`FrozenDict` over the engine's decoded copy
 (nested parts come back as views too), so an in-place mutation fails loudly instead of
-rewriting history; :func:`~trackway.engine.thaw` gives a mutable copy. Split from
+rewriting history; :func:`~trackway.engine.thaw` gives a mutable copy. They print as the
+list or dict they stand for. Split from
 ``_values`` (the encoding and its refusals) along the seam between a value and its view.
 """
 
@@ -73,7 +74,9 @@ class FrozenList(Sequence[Any]):
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return f"FrozenList({self._raw()!r})"
+        # what it reads as: a list (``print(result.state)`` shows plain lists and dicts);
+        # type() still says FrozenList, and a mutation still fails loudly
+        return repr(self._raw())
 
     def __add__(self, other: Sequence[Any]) -> list[Any]:
         return [*self, *other]
@@ -157,7 +160,7 @@ class FrozenDict(Mapping[str, Any]):
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return f"FrozenDict({self._data!r})"
+        return repr(self._data)  # a dict, as FrozenList's repr is a list
 
     def __or__(self, other: Mapping[str, Any]) -> dict[str, Any]:
         return {**{k: freeze(v) for k, v in self._data.items()}, **other}

@@ -37,7 +37,7 @@ def test_cli_demo_runs_on_the_sqlite_store_then_lists_and_shows_the_run(tmp_path
     assert (tmp_path / "recording.jsonl").exists()
     assert "An agent is a flowchart too" in out and "hash matches the receipt: True" in out
     store = SqliteStore(db)
-    (info,) = [r for r in store.list_runs() if r.chart_id == "intake"]  # and the agent's run
+    (info,) = [r for r in store.list_runs() if r.chart_id == "loan-decision"]  # and the agent's run
     snap = store.load(info.run_id)
     store.close()
     assert snap.status == "done" and snap.state["decision"] == "approved"

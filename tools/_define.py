@@ -10,6 +10,8 @@ from typing import Any
 import anyio
 import jsonschema
 
+from trackway.engine._keywords import checked_keywords
+
 from ._assume import check_rules, served_schema
 from ._errors import ToolDefinitionError
 from ._identity import Identity
@@ -119,6 +121,7 @@ class Tool:
         }
 
 
+@checked_keywords
 def define_tool(
     *,
     name: str,

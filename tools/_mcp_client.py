@@ -22,6 +22,7 @@ import anyio
 import orjson
 
 from trackway.engine import TrackwayWarning
+from trackway.engine._keywords import checked_keywords
 
 from ._assume import check_rules
 from ._define import Tool, ToolContext, define_tool
@@ -233,6 +234,7 @@ def _text(content: Sequence[Any]) -> str:
     return "\n".join(parts)
 
 
+@checked_keywords
 def mcp_client(
     *,
     name: str,

@@ -94,6 +94,7 @@ if _typing.TYPE_CHECKING:
     from trackway.agent import LLMResponse as LLMResponse
     from trackway.agent import Loop as Loop
     from trackway.agent import Message as Message
+    from trackway.agent import MissingAPIKeyError as MissingAPIKeyError
     from trackway.agent import MockExhaustedError as MockExhaustedError
     from trackway.agent import MockProvider as MockProvider
     from trackway.agent import ModelNotFoundError as ModelNotFoundError
@@ -251,6 +252,7 @@ if _typing.TYPE_CHECKING:
     from trackway.engine import TrackwayError as TrackwayError
     from trackway.engine import TrackwayWarning as TrackwayWarning
     from trackway.engine import UnknownBranchError as UnknownBranchError
+    from trackway.engine import UnknownKeywordError as UnknownKeywordError
     from trackway.engine import UnknownRunError as UnknownRunError
     from trackway.engine import Worker as Worker
     from trackway.engine import WorkerInfo as WorkerInfo
@@ -430,6 +432,7 @@ __all__ = [
     "MergePolicy",
     "MergeRecord",
     "Message",
+    "MissingAPIKeyError",
     "MissingKeyError",
     "MockExhaustedError",
     "MockProvider",
@@ -524,6 +527,7 @@ __all__ = [
     "TrackwayWarning",
     "TranscriptCall",
     "UnknownBranchError",
+    "UnknownKeywordError",
     "UnknownRunError",
     "Usage",
     "WindowPlan",

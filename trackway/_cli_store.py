@@ -137,20 +137,28 @@ def list_runs(
 
 
 def _trail(out: Out, snap: Snapshot) -> None:
-    for c in snap.history():
+    commits = snap.history()
+    # the columns are as wide as their widest cell, so long (nested) stage paths stay aligned
+    paths = [safe(c.stage_path) for c in commits]
+    path_width = max(map(len, paths), default=0)
+    outcome_width = max((len(safe(c.outcome)) for c in commits), default=0)
+    seq_width = max(3, len(str(commits[-1].seq)) if commits else 0)
+    under = " " * (seq_width + 6)  # a decision's lines, indented under the stage path
+    for c, path in zip(commits, paths, strict=True):
         writes = ", ".join(f"{op.kind} {safe(op.key)}" for op in c.ops) or "no writes"
         frame = f" [in {safe(c.frame)}]" if c.frame else ""
         out.line(
-            f"  {c.seq:>3}. {safe(c.stage_path):<22} {safe(c.outcome):<8} read "
-            f"{[safe(r) for r in c.reads]}; {writes}{frame}"
+            f"  {c.seq:>{seq_width}}. {path:<{path_width}} "
+            f"{safe(c.outcome):<{outcome_width}} read {[safe(r) for r in c.reads]}; "
+            f"{writes}{frame}"
         )
         decision = (c.detail or {}).get("decision")
         if decision:
             for rule in decision.get("rules", []):
                 mark = "matched" if rule.get("matched") else "no match"
-                out.line(f"         rule {safe(repr(rule.get('label')))}: {mark}")
+                out.line(f"{under}rule {safe(repr(rule.get('label')))}: {mark}")
             chosen = decision.get("chosen", decision.get("selected"))
-            out.line(f"         chose {safe(repr(chosen))}")
+            out.line(f"{under}chose {safe(repr(chosen))}")
 
 
 def show_run(out: Out, run_id: str, where: str, *, as_json: bool, width: int) -> int:

@@ -71,7 +71,7 @@ def demo_chart() -> FlowChart:
         .branch("decline", "Decline", _set_decision("declined"))
         .end()
         .then("Notify", _notify, id="notify", description="Queue the letter")
-        .build(name="Loan decision (demo)")
+        .build(name="Loan decision (demo)", chart_id="loan-decision")
     )
 
 

@@ -5,13 +5,14 @@ runs from PostgreSQL.
 Exit codes: 0 done; 1 a store, run or recording could not be read (the message names the
 file and what is wrong); 2 a usage error (a bad option, a call number the recording does not
 have, a ``--value`` that is not JSON); 3 a rebuilt request does not match its receipt
-(``replay``). Every line printed has
-its control characters escaped (``\\x1b`` shows as ``\\\\x1b``): a stored value can never drive
-the terminal. ``runs`` and ``show`` open a SQLite store read-only and never change it.
+(``replay``). Every line printed has its control characters escaped (an ESC character
+prints as the four characters ``\\x1b``): a stored value can never drive the terminal.
+The ``runs`` and ``show`` commands open a SQLite store read-only and never change it.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -25,13 +26,19 @@ __all__ = ["main"]
 _STORE_HELP = f"a SQLite file or a postgresql:// URL (default: {DEFAULT_DB})"
 
 
+def _plain(text: str | None) -> str | None:
+    """A docstring as ``--help`` shows it: click prints text as it is, so the reST literal
+    marks (the double backquotes) are dropped."""
+    return None if text is None else re.sub(r"``(.+?)``", r"\1", text, flags=re.S)
+
+
 def _store_option(fn: click.decorators.FC) -> click.decorators.FC:
     return click.option(
         "--store", "--db", "store", default=str(DEFAULT_DB), show_default=False, help=_STORE_HELP
     )(fn)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]}, help=__doc__)
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, help=_plain(__doc__))
 @click.option(
     "--color/--no-color",
     default=None,

@@ -256,7 +256,7 @@ def test_a_transport_passed_in_is_not_closed_by_a_call() -> None:
             closed.append(True)
 
     transport = Tracking(lambda request: completion())
-    p = openai("m", transport=transport)
+    p = openai("m", api_key="", transport=transport)
     complete(p)
     complete(p)
     assert closed == []

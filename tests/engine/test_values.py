@@ -135,3 +135,25 @@ def test_thaw_of_a_plain_dict_is_the_json_round_trip(value: dict[object, object]
     assert got == expected  # NaN became null on both sides
     assert list(got) == list(expected) and got is not value
     assert [type(v) for v in got.values()] == [type(v) for v in expected.values()]
+
+
+def test_state_prints_as_plain_lists_and_dicts(capsys):
+    from trackway import Executor, flow_chart
+
+    def stage(scope):
+        scope["items"] = [1, 2, {"x": [3]}]
+        scope["config"] = {"k": [1]}
+        scope.append("log", "one")
+
+    result = Executor(flow_chart("Write", stage).build()).run_sync()
+    print(result.state)
+    print(result.state["items"], result.snapshot.state_at(1)["log"])
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == [
+        "{'items': [1, 2, {'x': [3]}], 'config': {'k': [1]}, 'log': ['one']}",
+        "[1, 2, {'x': [3]}] ['one']",
+    ]
+    assert repr(FrozenList([1, 2], 1)) == "[1]"  # the view's length, not its backing's
+    assert f"{FrozenDict({'a': FrozenList([1])})!r}" == "{'a': [1]}"
+    # still read-only views, whatever they print as
+    assert isinstance(result.state["items"], FrozenList)
