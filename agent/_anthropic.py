@@ -384,8 +384,8 @@ class AnthropicProvider(HTTPProvider):
             f"({said}). Retry the call."
         )
         if kind == "rate_limit_error":
-            return ProviderRateLimitError(text, status=429)
-        return ProviderResponseError(text)
+            return ProviderRateLimitError(text, status=429, quoted=(said,))
+        return ProviderResponseError(text, quoted=(said,))
 
 
 def _index(data: Mapping[str, Any], default: int) -> int:

@@ -21,6 +21,7 @@ from ._config import emit as _emit
 from ._coverage import coverage_row
 from ._findings import file_declaration, peel, served_ids
 from ._person import question_for
+from ._redaction import hidden_errors
 from ._served import ROW_FLAGS, Outcome
 from ._tool_run import Ready, context, run_one
 
@@ -196,7 +197,8 @@ async def dispatch(
         if refused is not None:
             kind = "unknown_tool" if tool is None else "invalid_arguments"
             ready.add(
-                call, Outcome("invalid", refused, (), {"error": _refusal(kind, call, refused)})
+                call,
+                Outcome("invalid", refused, (), {"error": _refusal(scope, kind, call, refused)}),
             )
         elif decision is not None and decision.kind == "deny":
             ready.add(call, Outcome("denied", f"Denied: {decision.text}", (), {"gate": "deny"}))
@@ -315,10 +317,11 @@ def _invalid(
     )
 
 
-def _refusal(kind: str, call: Mapping[str, Any], text: str) -> dict[str, str]:
-    """The ``error`` flag of a call that never ran: what kind, and what the model read."""
-    _log.warning(
-        "tool call %s (%r) was not run: %s", call["id"], call["name"], text.removeprefix("Error: ")
-    )
+def _refusal(scope: Scope, kind: str, call: Mapping[str, Any], text: str) -> dict[str, str]:
+    """The ``error`` flag of a call that never ran: what kind, and what the model read (a
+    schema check quotes the arguments: under ``errors=True`` the log leaves it out)."""
+    marker = hidden_errors(scope)
+    said = text.removeprefix("Error: ") if marker is None else f"{kind}: {marker}"
+    _log.warning("tool call %s (%r) was not run: %s", call["id"], call["name"], said)
     label = "UnknownTool" if kind == "unknown_tool" else "InvalidArguments"
     return {"kind": kind, "type": label, "message": text.removeprefix("Error: ")}

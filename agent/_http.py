@@ -350,7 +350,8 @@ class HTTPProvider(HTTPErrors):
                         f"{self.name}: the stream from {self.base_url} ended with an answer "
                         f"that is not {self.api_label} ({why}). Check that base_url points "
                         f"at {self._endpoint_hint()}."
-                    )
+                    ),
+                    quoted=(why,),
                 ) from exc
             if hollow(final):
                 outcome.unfinished = number
@@ -504,13 +505,15 @@ class HTTPProvider(HTTPErrors):
                         raise self._malformed(data, "a stream event is not JSON") from exc
                     yield sse.event, decoded
         except httpx2.SSEError as exc:
+            said = self._quote(str(exc))
             raise ProviderResponseError(
                 self._scrub(
                     f"{self.name}: the stream from {self.base_url} is unreadable: "
-                    f"{self._quote(str(exc))} One event may hold at most "
+                    f"{said} One event may hold at most "
                     f"max_response_body={self.max_response_body} bytes: raise it if the "
                     "server sends larger events."
-                )
+                ),
+                quoted=(said,),
             ) from exc
         except httpx2.TransportError as exc:
             raise self._broken_stream(exc) from exc

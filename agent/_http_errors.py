@@ -8,6 +8,7 @@ response of the attempt that failed.
 
 from __future__ import annotations
 
+import http
 import re
 from typing import Any, NoReturn
 
@@ -68,6 +69,14 @@ class Answer:
 
 def retryable(status: int) -> bool:
     return status in (408, 429) or status >= 500
+
+
+def _phrase(status: int) -> str:
+    """The standard reason phrase of ``status`` (``""`` for a status HTTP does not name)."""
+    try:
+        return http.HTTPStatus(status).phrase
+    except ValueError:
+        return ""
 
 
 _AUTH_CODES = frozenset(
@@ -131,24 +140,28 @@ class HTTPErrors:
     _scrubber_cache: tuple[Scrubber | None] | None
 
     def _malformed(self, content: bytes | str, why: str) -> ProviderResponseError:
+        said = repr(self._quote(content))
         return ProviderResponseError(
             self._scrub(
                 f"{self.name}: the server at {self.base_url} answered, but not with "
-                f"{self.api_label} ({why}): {self._quote(content)!r}. Check that base_url "
+                f"{self.api_label} ({why}): {said}. Check that base_url "
                 f"points at {self._endpoint_hint()}."
-            )
+            ),
+            quoted=(why, said),
         )
 
     def _malformed_event(
         self, number: int, event: str, data: Any, why: str
     ) -> ProviderResponseError:
+        named, said = repr(event), repr(self._quote(orjson.dumps(data)))
         return ProviderResponseError(
             self._scrub(
                 f"{self.name}: the server at {self.base_url} streamed {self.stream_item} "
-                f"that is malformed (number {number} of the stream, event {event!r}): {why}: "
-                f"{self._quote(orjson.dumps(data))!r}. Check that base_url points at "
+                f"that is malformed (number {number} of the stream, event {named}): {why}: "
+                f"{said}. Check that base_url points at "
                 f"{self._endpoint_hint()}, and that the server streams {self.api_label}."
-            )
+            ),
+            quoted=(named, why, said),
         )
 
     def _too_large(self, response: httpx2.Response) -> ProviderResponseError:
@@ -159,6 +172,7 @@ class HTTPErrors:
             "max_response_body=...); otherwise check that base_url points at "
             f"{self._endpoint_hint()}.",
             status=response.status_code,
+            quoted=(),
         )
 
     def _endpoint_hint(self) -> str:
@@ -214,12 +228,14 @@ class HTTPErrors:
                 f"seconds{self._retries_note(attempts)} ({type(exc).__name__}). The server "
                 "had the request, so it was not sent again: it may still be generating, and "
                 "a second request would wait behind it. Raise timeout= for long generations, "
-                "or pass retry_read_timeouts=True to send it again anyway."
+                "or pass retry_read_timeouts=True to send it again anyway.",
+                quoted=(),
             )
         return ProviderConnectionError(
             f"{self.name}: no answer from {self.base_url} within timeout={self.timeout} "
             f"seconds{self._retries_note(attempts)} ({type(exc).__name__}). Raise timeout= "
-            "for long generations, or check that the server is up."
+            "for long generations, or check that the server is up.",
+            quoted=(),
         )
 
     def _unfinished(self, outcome: Any, attempts: int) -> ProviderError:
@@ -237,7 +253,8 @@ class HTTPErrors:
             f"({what}{self._retries_note(attempts)}{sent}). Some servers end a stream this "
             "way when the request does not fit the model's context or when they cannot "
             "stream a tool call (llama.cpp's server does both): shorten the conversation, or "
-            "run with Agent.create(..., stream=False) to read the server's own reason."
+            "run with Agent.create(..., stream=False) to read the server's own reason.",
+            quoted=(),
         )
 
     def _connection_error(self, exc: httpx2.TransportError, attempts: int) -> ProviderError:
@@ -246,12 +263,14 @@ class HTTPErrors:
             return ProviderConnectionError(
                 f"{self.name}: could not connect to {self.base_url}"
                 f"{self._retries_note(attempts)} ({cause}): nothing is listening at "
-                f"{self.base_url}; start the server or fix base_url."
+                f"{self.base_url}; start the server or fix base_url.",
+                quoted=(cause,),
             )
         return ProviderConnectionError(
             f"{self.name}: the connection to {self.base_url} failed"
             f"{self._retries_note(attempts)} ({type(exc).__name__}: {cause}). Check the "
-            "server and the network, or raise max_retries=."
+            "server and the network, or raise max_retries=.",
+            quoted=(cause,),
         )
 
     def _broken_stream(self, exc: httpx2.TransportError) -> ProviderError:
@@ -260,11 +279,14 @@ class HTTPErrors:
             return ProviderConnectionError(
                 f"{self.name}: the stream from {self.base_url} stalled: no data within "
                 f"timeout={self.timeout} seconds ({type(exc).__name__}). Raise timeout= for "
-                "slow servers."
+                "slow servers.",
+                quoted=(),
             )
+        cause = self._quote(str(exc))
         return ProviderConnectionError(
             f"{self.name}: the connection to {self.base_url} dropped mid-stream "
-            f"({type(exc).__name__}: {self._quote(str(exc))}). Retry the call."
+            f"({type(exc).__name__}: {cause}). Retry the call.",
+            quoted=(cause,),
         )
 
     def _vendor_error(self, answer: Answer) -> tuple[str, str]:
@@ -337,6 +359,9 @@ class HTTPErrors:
         detail = self._detail(answer).removeprefix(reason).removeprefix(": ")
         head = f"{status} {reason}" if reason else str(status)
         said = f"{head}: {detail}" if detail else head
+        # the server's words, masked under a redaction policy (an error body can echo the
+        # request); the status line's standard wording is kept
+        quoted = (detail,) if reason == _phrase(status) else (reason, detail)
         if answer.cut:
             said += (
                 f"; the body was cut at {self.max_error_body} bytes, raise max_error_body= to "
@@ -346,12 +371,13 @@ class HTTPErrors:
         tried = self._retries_note(attempts)
         kind = classify(status, *self._vendor_error(answer))
         if kind == "auth":
-            self._raise_auth(status, where, said, model)
+            self._raise_auth(status, where, said, model, quoted)
         if kind == "model":
             raise ModelNotFoundError(
                 f"{self.name}: the server at {where} does not know model {model!r} "
                 f"({said}). Check the model name{self._models_hint()}.",
                 status=status,
+                quoted=quoted,
             )
         if kind == "context":
             raise ContextLengthError(
@@ -359,12 +385,14 @@ class HTTPErrors:
                 f"({said}). Shorten the conversation or the tool results, or lower "
                 "max_tokens=.",
                 status=status,
+                quoted=quoted,
             )
         if status == 404:
             raise ProviderResponseError(
                 f"{self.name}: nothing at {response.request.url} ({said}). Check base_url: it "
                 f"should point at {self._endpoint_hint()}.",
                 status=status,
+                quoted=quoted,
             )
         if kind == "rate":
             if asked_wait is not None and asked_wait > MAX_RETRY_AFTER:
@@ -378,12 +406,13 @@ class HTTPErrors:
                     f"{self.name}: still rate limited at {where}{tried} ({said}). Wait and "
                     f"retry, send fewer requests, or raise max_retries= (now {self.max_retries})."
                 )
-            raise ProviderRateLimitError(text, status=status)
+            raise ProviderRateLimitError(text, status=status, quoted=quoted)
         if kind == "overloaded":
             raise ProviderResponseError(
                 f"{self.name}: the server at {where} is overloaded{tried} ({said}). Retry "
                 f"later, or raise max_retries= (now {self.max_retries}).",
                 status=status,
+                quoted=quoted,
             )
         if retryable(status):
             raise ProviderResponseError(
@@ -391,13 +420,17 @@ class HTTPErrors:
                 "error, quoted; if it names the request (the messages, the tools, an option), "
                 "fix that, otherwise retry later.",
                 status=status,
+                quoted=quoted,
             )
         raise ProviderResponseError(
             f"{self.name}: the server at {where} rejected the request ({said}).",
             status=status,
+            quoted=quoted,
         )
 
-    def _raise_auth(self, status: int, where: str, said: str, model: Any) -> NoReturn:
+    def _raise_auth(
+        self, status: int, where: str, said: str, model: Any, quoted: tuple[str, ...]
+    ) -> NoReturn:
         how = f"set {self.key_env} or pass {self.name}(..., api_key=...)"
         if not self._api_key:
             withheld = self._withheld_env_key()
@@ -421,7 +454,7 @@ class HTTPErrors:
                 f"{self.name}: the server at {where} refused the API key ({said}). "
                 f"Check the key: {how}."
             )
-        raise ProviderAuthError(text, status=status)
+        raise ProviderAuthError(text, status=status, quoted=quoted)
 
     def _withheld_env_key(self) -> bool:
         return False

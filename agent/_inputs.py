@@ -24,6 +24,7 @@ from ._errors import (
 )
 from ._messages import Message
 from ._provider import ProviderError
+from ._redaction import agent_policy
 
 __all__ = [
     "QUESTION_KINDS",
@@ -109,6 +110,10 @@ class Runtime:
     store: RunStore | None = None
     durability: Durability = "sync"
     redact: RedactionPolicy | None = None
+
+    def __post_init__(self) -> None:
+        # under errors=True a failed tool call's error text is hidden too
+        object.__setattr__(self, "redact", agent_policy(self.redact))
 
 
 def as_identity(value: Any) -> Identity | None:

@@ -92,7 +92,8 @@ async def stream_model(cfg: AgentConfig, scope: Scope, request: Any) -> LLMRespo
         name = getattr(cfg.provider, "name", type(cfg.provider).__name__)
         raise ProviderResponseError(
             f"provider {name!r} ended a stream without its final response; the stream was "
-            "cut short (the server or the connection dropped it): retry the call"
+            "cut short (the server or the connection dropped it): retry the call",
+            quoted=(),
         )
     return final
 

@@ -348,11 +348,12 @@ class OpenAIProvider(HTTPProvider):
     def _reported_error(self, chunk: dict[str, Any], when: str = "") -> ProviderResponseError:
         error = chunk.get("error")
         detail = (error.get("message") if isinstance(error, dict) else error) or "no message"
+        said = self._quote(str(detail))
         return ProviderResponseError(
             self._scrub(
-                f"{self.name}: the server at {self.base_url} reported an error{when}: "
-                f"{self._quote(str(detail))}"
-            )
+                f"{self.name}: the server at {self.base_url} reported an error{when}: {said}"
+            ),
+            quoted=(said,),
         )
 
 

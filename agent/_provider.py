@@ -53,6 +53,10 @@ class ProviderError(TrackwayError):
     engine's wrapping is kept on ``stage_error``: the :class:`StageError` of the
     ``call-llm`` stage, with its ``stage_path`` and the run's ``snapshot``.
 
+    ``quoted`` names the parts of the message that quote the server (or the transport):
+    under a redaction policy with ``errors=True`` (``conversation_redaction()``) what the
+    run keeps masks just those, since a server's error can echo the request.
+
     ::
 
         ProviderError
@@ -72,9 +76,17 @@ class ProviderError(TrackwayError):
     stage_error: StageError | None = None
     """The engine's :class:`StageError` around this failure, when it came out of a run."""
 
-    def __init__(self, message: str, *, status: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        quoted: tuple[str, ...] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
+        if quoted is not None:  # what the server (or the transport) said, as quoted here
+            self.quoted = quoted
 
 
 class ProviderConfigError(ProviderError, ConfigurationError):

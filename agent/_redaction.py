@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import traceback
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
-from trackway.engine import RedactionPolicy
+from trackway.engine import RedactionPolicy, Scope
 
-__all__ = ["CONVERSATION_EMITS", "CONVERSATION_KEYS", "conversation_redaction"]
+__all__ = [
+    "CONVERSATION_EMITS",
+    "CONVERSATION_KEYS",
+    "TOOL_ERROR_EMITS",
+    "TOOL_ERROR_FIELDS",
+    "agent_policy",
+    "conversation_redaction",
+    "hidden_errors",
+    "stack_of",
+]
 
 CONVERSATION_KEYS = (
     "message",
@@ -29,21 +40,81 @@ CONVERSATION_EMITS = (
 )
 """The agent's events whose payloads quote the conversation."""
 
+TOOL_ERROR_FIELDS = {"tool_results": ("error.message",)}
+"""Where a failed call's error text sits in the agent's state (what the tool, an MCP server
+or the argument check said), hidden under ``errors=True``."""
+TOOL_ERROR_EMITS = {r"^tools\.error$": ("message",)}
+"""The same text in the ``tools.error`` event."""
+
 
 def conversation_redaction(
     *, keys: Sequence[str] = (), emits: Sequence[str] = (), marker: str = "[REDACTED]"
 ) -> RedactionPolicy:
-    """A policy that keeps every message, tool argument, tool result and answer out of what
-    a run leaves behind (store rows, snapshots, recordings, events, narratives).
+    """A policy that keeps every message, tool argument, tool result, answer and error
+    text out of what a run leaves behind (store rows, snapshots, recordings, events,
+    narratives, the ``trackway`` log).
 
-    The run itself sees real values. What is kept: the chart's path, settings, receipts
-    (hashes, usage, how each call was made) and counters. ``served_at`` and ``replay`` then
-    need the conversation, which the record no longer holds: they say so. ``keys`` and
-    ``emits`` add more.
+    The run itself sees real values (the model reads a failed tool's own words; ``run``
+    raises the provider's error with the server's). What is kept: the chart's path,
+    settings, receipts (hashes, usage, how each call was made), counters, and of each error
+    its type and trackway's own words, with the text it quotes (a server's answer, what a
+    tool or an MCP server said) masked. ``served_at`` and ``replay`` then need the
+    conversation, which the record no longer holds: they say so. ``keys`` and ``emits``
+    add more.
     """
     return RedactionPolicy(
         keys=[*CONVERSATION_KEYS, *keys],
         emits=[*CONVERSATION_EMITS, *emits],
         marker=marker,
         pauses=True,  # a question, a call's arguments and a person's answer are said too
+        errors=True,  # a server echoing the request, a tool naming what it refused
+    )
+
+
+def agent_policy(policy: RedactionPolicy | None) -> RedactionPolicy | None:
+    """The policy an agent's runs go through: under ``errors=True`` a failed tool call's
+    error text is hidden too (``TOOL_ERROR_FIELDS``, ``TOOL_ERROR_EMITS``), wherever the
+    policy came from. Anything else is returned as it is (the executor judges it)."""
+    if not isinstance(policy, RedactionPolicy) or not policy.errors:
+        return policy
+    fields = _with(policy.fields, TOOL_ERROR_FIELDS)
+    emit_fields = _with(policy.emit_fields, TOOL_ERROR_EMITS)
+    if fields is None and emit_fields is None:
+        return policy
+    return replace(
+        policy,
+        fields=policy.fields if fields is None else fields,
+        emit_fields=policy.emit_fields if emit_fields is None else emit_fields,
+    )
+
+
+def _with(
+    given: Mapping[str, Sequence[str]], needed: Mapping[str, Sequence[str]]
+) -> dict[str, list[str]] | None:
+    """``given`` with the ``needed`` paths added (``None`` when it holds them already)."""
+    merged = {key: list(paths) for key, paths in given.items()}
+    added = False
+    for key, paths in needed.items():
+        have = merged.setdefault(key, [])
+        for path in paths:
+            if path not in have:
+                have.append(path)
+                added = True
+    return merged if added else None
+
+
+def hidden_errors(scope: Scope) -> str | None:
+    """The marker when the run's policy hides error text (``errors=True``), else ``None``:
+    a log line leaves that text out too, since a log is kept like the record."""
+    policy = scope.redaction
+    return policy.marker if policy is not None and policy.errors else None
+
+
+def stack_of(exc: BaseException, marker: str) -> str:
+    """Where ``exc`` was raised, as a traceback shows it, without its message or the source
+    lines (a line of source can hold the very text the policy hides)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = [f'  File "{f.filename}", line {f.lineno}, in {f.name}' for f in frames]
+    return "\n".join(
+        ["Traceback (most recent call last):", *where, f"{type(exc).__name__}: {marker}"]
     )

@@ -27,6 +27,7 @@ from ._findings import peel
 from ._history_messages import args_copy
 from ._nudge import nudged
 from ._parallel_calls import run_together
+from ._redaction import hidden_errors, stack_of
 from ._served import ROW_FLAGS, Outcome, served
 
 if TYPE_CHECKING:
@@ -209,15 +210,27 @@ async def _execute(
             f"Error: {tool.name} failed: {type(exc).__name__}: {exc}",
             {"kind": "raised", "type": type(exc).__name__, "message": str(exc)},
         )
-        _log.error(
-            "tool %r raised %s in run %s (call %s); the model reads: %s",
-            tool.name,
-            type(exc).__name__,
-            scope.run_id,
-            call["id"],
-            result.text,
-            exc_info=exc,
-        )
+        marker = hidden_errors(scope)
+        if marker is None:
+            _log.error(
+                "tool %r raised %s in run %s (call %s); the model reads: %s",
+                tool.name,
+                type(exc).__name__,
+                scope.run_id,
+                call["id"],
+                result.text,
+                exc_info=exc,
+            )
+        else:  # the policy hides error text: the log says where, not what
+            _log.error(
+                "tool %r raised %s in run %s (call %s); its message is hidden by the "
+                "redaction policy (errors=True)\n%s",
+                tool.name,
+                type(exc).__name__,
+                scope.run_id,
+                call["id"],
+                stack_of(exc, marker),
+            )
     if sessions._live:
         await sessions.close(sessions.due(call_id=call["id"]), "call_end", emit)
     runs = tuple(inner)

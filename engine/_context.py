@@ -166,6 +166,12 @@ class RunContext:
         info = error_info(exc)
         return info if self.redactor is None else self.redactor.error(info, exc)
 
+    def run_error_info(self, exc: BaseException) -> ErrorInfo:
+        """What the run's outcome (``snapshot.error``, the store's run row, the end events)
+        keeps of the error the run ended with: its message masked under ``errors=True``."""
+        info = error_info(exc)
+        return info if self.redactor is None else self.redactor.run_error(info, exc)
+
     def validator(self, chart: FlowChart) -> StateValidator | None:
         key = id(chart)
         if key not in self.validators:

@@ -89,6 +89,12 @@ __all__ = [
 class TrackwayError(Exception):
     """Base class of every error trackway raises on purpose."""
 
+    quoted: tuple[str, ...] | None = None
+    """The parts of the message that quote text from outside trackway (a server's answer,
+    a value), so that a redaction policy with ``errors=True`` masks just those and keeps the
+    rest: ``()`` when the message is trackway's own words only, ``None`` (the default) when
+    it is not said, and such a policy then keeps none of the message."""
+
 
 class TrackwayWarning(UserWarning):
     """Something that works but is probably not what was meant (e.g. a tool result that
@@ -248,6 +254,8 @@ class StageError(RunError):
 class LoopLimitError(RunError):
     """A loop went round more often than the executor's ``max_iterations`` allows."""
 
+    quoted = ()  # names the loop and the limit, nothing the run saw
+
 
 class UnknownBranchError(RunError):
     """A decider or selector returned a branch key the chart does not declare."""
@@ -268,6 +276,8 @@ class ParallelLimitError(RunError):
 
 class RunTimeoutError(RunError, TimeoutError):
     """The run's ``timeout=`` elapsed; the stage in flight committed as ``cancelled``."""
+
+    quoted = ()  # names the stage and the timeout, nothing the run saw
 
 
 class OutputValidationError(RunError):

@@ -31,7 +31,7 @@ from ._checkpoint import (
     sign,
 )
 from ._commit import Commit
-from ._context import RunContext, error_info
+from ._context import RunContext
 from ._contract import check_input, check_output
 from ._cursor import RootCursor
 from ._errors import (
@@ -428,7 +428,7 @@ class Executor(SyncTwins):
             if broke is not None
             else "done"
         )
-        info = None if error is None else error_info(error)
+        info = None if error is None else run.run_error_info(error)
         checkpoint = None if paused is None else make_checkpoint(run, self.chart, paused)
         if session is not None and sink is not None:
             try:
@@ -450,7 +450,7 @@ class Executor(SyncTwins):
             except StoreWriteError as exc:
                 if error is None:
                     error, status = exc, "failed"
-                    info = error_info(exc)
+                    info = run.run_error_info(exc)
         if info is not None and rec.any:
             at = error.stage_path if error is not None else None
             rec.fire("on_error", ErrorEvent(run.run_id, at, len(run.log), info))

@@ -475,8 +475,9 @@ def _redact_event(r: Redactor, hook: str, event: Any) -> Any:
         return event._replace(value=r.value(event.key, event.value))
     if hook == "on_write":
         return event._replace(op=Op._make(r.write(tuple(event.op))))
-    if hook == "on_emit" and r.emit_hidden(event.name):
-        return event._replace(payload=r.marker)
+    if hook == "on_emit":
+        kept = r.payload(event.name, event.payload)
+        return event if kept is event.payload else event._replace(payload=freeze(kept))
     if hook == "on_decision":
         also = ("item",) if r.item_hidden(event.stage_path) else ()
         return event._replace(evidence=r.evidence(event.evidence, also))

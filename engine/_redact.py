@@ -6,7 +6,10 @@ through one :class:`Redactor`. A whole key's writes become a single ``set`` of t
 (so replaying a redacted log gives the marker, never a half-hidden value); ``fields`` mask
 dot-paths inside a value (through lists, element by element). Checkpoints keep real values
 by default, because resuming needs them; ``redact_checkpoints=True`` masks them too, and such
-a checkpoint can no longer be resumed.
+a checkpoint can no longer be resumed. ``errors=True`` hides error text as well: what an
+exception says can quote anything the run saw (a server echoing the request, a tool naming
+a card number), so a commit, ``snapshot.error`` and the events keep the error's type and the
+marker, or the error's own words with the outside text it quotes masked (``quoted``).
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from ._commit import Commit, EmittedEvent, ErrorInfo, Write
 from ._detail import CommitDetail, Condition, DecisionEvidence, RuleEvidence
@@ -34,7 +39,9 @@ class RedactionPolicy:
 
     ``keys``: state keys hidden whole. ``patterns``: regular expressions; a key any of them
     matches (``re.search``) is hidden whole. ``fields``: ``{key: ["a.b", ...]}`` dot-paths
-    hidden inside a key's value. ``emits``: patterns on event names whose payload is hidden.
+    hidden inside a key's value. ``emits``: patterns on event names whose payload is hidden;
+    ``emit_fields``: ``{pattern: ["a.b", ...]}`` dot-paths hidden inside the payloads of the
+    events a pattern matches. ``errors``: hide error text too (see below).
     """
 
     keys: Sequence[str] = ()
@@ -48,6 +55,15 @@ class RedactionPolicy:
     question, a call's arguments, a person's answer): in commits, recorder events, the
     store's copy of the checkpoint and the answer a claim keeps. The checkpoint a run
     returns keeps the real payload; ``recover`` is not offered under a policy anyway."""
+    emit_fields: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    errors: bool = False
+    """Hide what errors say too (an error's text can quote what a stage hid: a server that
+    echoes the request, a tool that names the card it refused). Every retained surface
+    (commits, ``snapshot.error``, the store's run row, recorder events, recordings) keeps
+    the error's type and, for its message, the marker; an error that names the parts of
+    its message quoting outside text (``TrackwayError.quoted``) keeps its own words with
+    those parts masked. The exception raised to the caller keeps the real message on its
+    ``__cause__`` (the live run sees real values)."""
 
     def __post_init__(self) -> None:
         for name in ("keys", "patterns", "emits"):
@@ -55,11 +71,12 @@ class RedactionPolicy:
                 raise ConfigurationError(
                     f"RedactionPolicy({name}=...) takes a list, not a single str"
                 )
-        for key, paths in self.fields.items():
-            if isinstance(paths, str):
-                raise ConfigurationError(
-                    f"RedactionPolicy(fields={{{key!r}: ...}}) takes a list of paths"
-                )
+        for name in ("fields", "emit_fields"):
+            for key, paths in getattr(self, name).items():
+                if isinstance(paths, str):
+                    raise ConfigurationError(
+                        f"RedactionPolicy({name}={{{key!r}: ...}}) takes a list of paths"
+                    )
 
 
 class Redactor:
@@ -75,7 +92,14 @@ class Redactor:
         self._patterns = [re.compile(p) if isinstance(p, str) else p for p in policy.patterns]
         self._emits = [re.compile(p) if isinstance(p, str) else p for p in policy.emits]
         self._fields = {k: [p.split(".") for p in paths] for k, paths in policy.fields.items()}
+        self._emit_fields = [
+            (re.compile(pattern), [p.split(".") for p in paths])
+            for pattern, paths in policy.emit_fields.items()
+        ]
+        self.masks_emits = bool(self._emits or self._emit_fields)
+        self.errors = policy.errors
         self._verdicts: dict[str, str | None] = {}
+        self._emit_verdicts: dict[str, str | list[list[str]] | None] = {}
         self._item_frames: list[str] = []  # for-each branches over a hidden key
 
     def verdict(self, key: str) -> str | None:
@@ -146,29 +170,86 @@ class Redactor:
 
     def initial(self, initial: Mapping[str, bytes]) -> dict[str, Any]:
         """The run input as JSON values, redacted."""
-        import orjson
-
         return {k: self.value(k, orjson.loads(v)) for k, v in initial.items()}
 
     def state(self, state: Mapping[str, Any]) -> dict[str, Any]:
         return {k: self.value(k, v) for k, v in state.items()}
 
+    def emit_verdict(self, name: str) -> str | list[list[str]] | None:
+        """``"whole"``, the dot-paths hidden in the payload, or ``None``, for an event name."""
+        try:
+            return self._emit_verdicts[name]
+        except KeyError:
+            pass
+        v: str | list[list[str]] | None = None
+        if any(p.search(name) for p in self._emits):
+            v = _WHOLE
+        else:
+            paths = [path for p, found in self._emit_fields if p.search(name) for path in found]
+            v = paths or None
+        self._emit_verdicts[name] = v
+        return v
+
     def emit_hidden(self, name: str) -> bool:
-        return any(p.search(name) for p in self._emits)
+        return self.emit_verdict(name) == _WHOLE
+
+    def payload(self, name: str, payload: Any) -> Any:
+        """The retained form of an event's payload (the same object when nothing is hidden)."""
+        v = self.emit_verdict(name)
+        if v is None:
+            return payload
+        if isinstance(v, str):  # "whole"
+            return self.marker
+        original = masked = thaw(payload)
+        for path in v:
+            masked = _mask_path(masked, path, self.marker)
+        return payload if masked == original else masked
+
+    def _event(self, event: EmittedEvent) -> EmittedEvent:
+        v = self.emit_verdict(event.name)
+        if v is None:
+            return event
+        if isinstance(v, str):  # "whole"
+            return EmittedEvent(event.name, self._marker_bytes)
+        decoded = orjson.loads(event.data)
+        masked = self.payload(event.name, decoded)
+        return event if masked is decoded else EmittedEvent(event.name, to_bytes(masked))
 
     # -- engine messages -------------------------------------------------------------------
 
     def error(self, info: ErrorInfo, exc: BaseException) -> ErrorInfo:
-        """What a commit keeps of a refused write: a write to a hidden key is named, its
-        value (which an engine message may quote) is not."""
+        """What a commit keeps of what a stage raised: a write to a hidden key is named, its
+        value (which an engine message may quote) is not; under ``errors`` the message is
+        masked (:meth:`error_text`)."""
         key = getattr(exc, "key", None)
         if not isinstance(key, str) or self.verdict(key) is None:
-            return info
+            return self.run_error(info, exc)
         return ErrorInfo(
             info.type,
             f"the write of {key!r} was refused ({info.type}); the message is withheld because "
             "the redaction policy hides this key's values",
         )
+
+    def run_error(self, info: ErrorInfo, exc: BaseException) -> ErrorInfo:
+        """What a run's outcome keeps of the error it ended with (masked under ``errors``)."""
+        if not self.errors:
+            return info
+        return ErrorInfo(info.type, self.error_text(info.message, exc))
+
+    def error_text(self, message: str, exc: BaseException) -> str:
+        """An error's message as retained surfaces keep it under ``errors``: the marker, or,
+        when the error names what its message quotes (``quoted``, each found in it), the
+        message with those parts masked."""
+        quoted = getattr(exc, "quoted", None)
+        if not isinstance(quoted, tuple) or not all(
+            isinstance(q, str) and q in message for q in quoted
+        ):
+            return self.marker
+        parts = sorted({q for q in quoted if q}, key=len, reverse=True)  # the longest first
+        if not parts:
+            return message
+        marker = self.marker
+        return re.sub("|".join(map(re.escape, parts)), lambda _: marker, message)
 
     def _hides(self, key: str, also: tuple[str, ...]) -> bool:
         return key in also or self.verdict(key) is not None
@@ -209,11 +290,10 @@ class Redactor:
         changed = any(a is not b for a, b in zip(writes, c.writes, strict=True))
         detail = self.detail(c.detail, also)
         events = c.events
-        if self._emits and any(self.emit_hidden(e.name) for e in c.events):
-            events = tuple(
-                EmittedEvent(e.name, self._marker_bytes) if self.emit_hidden(e.name) else e
-                for e in c.events
-            )
+        if self.masks_emits and events:
+            kept = tuple(self._event(e) for e in events)
+            if any(a is not b for a, b in zip(kept, events, strict=True)):
+                events = kept
         if not changed and detail is c.detail and events is c.events:
             return c
         return c._replace(writes=writes, detail=detail, events=events)

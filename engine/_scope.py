@@ -23,6 +23,7 @@ from ._values import (
 
 if TYPE_CHECKING:
     from ._context import Strand
+    from ._redact import RedactionPolicy
 
 __all__ = ["Scope"]
 
@@ -89,6 +90,13 @@ class Scope:
     @property
     def run_id(self) -> str:
         return self._strand.run.run_id
+
+    @property
+    def redaction(self) -> RedactionPolicy | None:
+        """The run's redaction policy (``None`` without one): code that writes outside the
+        record, such as a log line, hides what the policy hides."""
+        redactor = self._strand.run.redactor
+        return None if redactor is None else redactor.policy
 
     def run_local(self, key: Hashable, factory: Callable[[], _T]) -> _T:
         """A value that lives and dies with this run, made by ``factory()`` on first use.

@@ -16,7 +16,7 @@ import anyio
 
 from ._chart import ResumeFn, is_async_callable
 from ._commit import Commit, CommitKind, ErrorInfo, Outcome, Write
-from ._context import Frame, RunContext, Strand, error_info
+from ._context import Frame, RunContext, Strand
 from ._cursor import ControlRef, StageCursor
 from ._decide import Decision, Selection
 from ._detail import FailedAttempt, as_detail
@@ -205,6 +205,8 @@ async def run_stage(
             err = StageError(
                 f"stage {name!r} ({path}) raised {info.type}: {info.message}", stage_path=path
             )
+            if run.redactor is not None and run.redactor.errors:
+                err.quoted = ()  # told from what the commit keeps: the masked message
             raise caused_by(err, exc) from exc
         except BaseException as exc:  # KeyboardInterrupt and the like: record, then let go
             info = run.error_info(exc)
@@ -223,7 +225,7 @@ async def run_stage(
         tuple(scope._ops),
         tuple(scope._reads),
         "ok" if problem is None else "error",
-        None if problem is None else error_info(problem),
+        None if problem is None else run.error_info(problem),
         detail,
         tuple(scope._events),
         attempt,
@@ -233,7 +235,8 @@ async def run_stage(
         rec.fire("on_decision", DecisionEvent(run.run_id, path, len(run.log), chosen, evidence))
     if problem is not None:
         if rec.stage_hooks:
-            rec.fire("on_error", ErrorEvent(run.run_id, path, len(run.log), error_info(problem)))
+            info = run.error_info(problem)
+            rec.fire("on_error", ErrorEvent(run.run_id, path, len(run.log), info))
         _stage_end(run, path, "error", started)
         problem.stage_path = path
         raise problem

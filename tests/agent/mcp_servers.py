@@ -10,12 +10,17 @@ from typing import Any
 
 from trackway.tools import absent, define_tool, mcp_serve
 
+VAULT_SECRET = "sk-live-VAULT-91c4e2d7"
+"""What the ``vault`` key's error quotes: text only the server knows (the redaction tests)."""
+
 
 def _lookup(args: dict[str, Any], ctx: Any) -> Any:
     if args["key"] == "missing":
         return absent(what="the key 'missing'", checked=["every key in the table"])
     if args["key"] == "boom":
         raise RuntimeError("the table is locked")
+    if args["key"] == "vault":
+        raise RuntimeError(f"the vault refused the passphrase {VAULT_SECRET}")
     return {"key": args["key"], "value": len(args["key"])}
 
 
