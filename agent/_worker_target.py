@@ -42,7 +42,8 @@ class AgentTarget:
             )
         self.agent = agent
         self.chart_id = agent.spec().id
-        self.redacts = agent._runtime.redact is not None
+        self.policy = agent._runtime.redact
+        self.redacts = self.policy is not None
         """Its runs are redacted: the worker's store must seal what the policy hides."""
 
     async def _outcome(self, start: Callable[[Executor], Awaitable[RunResult]]) -> WorkOutcome:

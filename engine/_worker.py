@@ -24,6 +24,7 @@ import logging
 import signal
 import threading
 import time
+import traceback
 from collections.abc import Mapping
 from typing import Any, NamedTuple, cast
 
@@ -43,6 +44,7 @@ from ._errors import (
 )
 from ._postgres import PostgresStore
 from ._recovery import RECOVERABLE_FAILURES
+from ._redact import RedactionPolicy, Redactor
 from ._release import Released, StopSignal, driving_with
 from ._run_queue import Claim, PgRunQueue, new_worker_id
 from ._store import Durability
@@ -124,6 +126,13 @@ class Worker:
         self._targets = {name: _target(name, c, store, durability) for name, c in charts.items()}
         self._names = sorted(self._targets)
         self._redacting = [n for n in self._names if getattr(self._targets[n], "redacts", False)]
+        # error text the queue and the log keep of a redacted target's runs, masked as its
+        # record masks it (RedactionPolicy(errors=True))
+        self._error_text: dict[str, Redactor] = {}
+        for n in self._redacting:
+            policy = getattr(self._targets[n], "policy", None)
+            if isinstance(policy, RedactionPolicy) and policy.errors:
+                self._error_text[n] = Redactor(policy)
         if self._redacting and getattr(store, "seal", None) is None:
             raise SealRequiredError(
                 f"Worker charts {self._redacting!r} run under a redaction policy, and the "
@@ -381,14 +390,17 @@ class Worker:
         except Exception as exc:
             retry = isinstance(exc, StoreError) or type(exc).__name__ in RECOVERABLE_FAILURES
             retry = retry and not isinstance(exc, SealError)  # no other worker would fare better
-            outcome = WorkOutcome("failed", None, f"{type(exc).__name__}: {exc}", retry)
+            said = self._said(claim, exc)
+            outcome = WorkOutcome("failed", None, f"{type(exc).__name__}: {said}", retry)
             _log(
                 logging.ERROR,
                 "error",
-                f"{claim.run_id}: {type(exc).__name__}: {exc}",
+                f"{claim.run_id}: {type(exc).__name__}: {said}",
                 self,
                 run_id=claim.run_id,
-                exc_info=exc,
+                # under a policy hiding error text: the frames, never the message
+                exc_info=exc if claim.name not in self._error_text else None,
+                frames=_frames(exc) if claim.name in self._error_text else None,
             )
         # (cancelled: the run stays in _active, and _leave gives its lease up)
         with self._lock:
@@ -403,6 +415,12 @@ class Worker:
                 self._solo = None
         if self._wake is not None:
             self._wake.set()
+
+    def _said(self, claim: Claim, exc: BaseException) -> str:
+        """An error's message as the queue and the log keep it: masked as the run's record
+        masks it when its target's policy hides error text."""
+        redactor = self._error_text.get(claim.name)
+        return str(exc) if redactor is None else redactor.error_text(str(exc), exc)
 
     def _give_up(self, claim: Claim) -> WorkOutcome:
         """Fail a run whose workers died driving it alone ``max_attempts`` times, in the
@@ -492,7 +510,7 @@ class Worker:
             taken = self.store.checkpoint_claim(checkpoint_id)
             if taken is not None and taken.claimed:
                 raise
-            return WorkOutcome("paused", checkpoint_id, f"answer refused: {exc}")
+            return WorkOutcome("paused", checkpoint_id, f"answer refused: {self._said(claim, exc)}")
 
     async def _continue(self, target: WorkTarget, claim: Claim) -> WorkOutcome:
         """A run whose last worker stopped without recording how it went: read its log."""
@@ -535,6 +553,12 @@ def _target(name: str, chart: Any, store: Any, durability: Durability) -> WorkTa
         f"Worker charts[{name!r}] is {type(chart).__name__}: give a built chart "
         "(builder.build()) or an agent (Agent.create(...).build())"
     )
+
+
+def _frames(exc: BaseException) -> list[str]:
+    """Where an exception was raised, as ``file:line in function`` (no source lines, which
+    can hold a literal the policy hides)."""
+    return [f"{f.filename}:{f.lineno} in {f.name}" for f in traceback.extract_tb(exc.__traceback__)]
 
 
 def _log(level: int, event: str, message: str, worker: Worker, **fields: Any) -> None:

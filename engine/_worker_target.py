@@ -32,7 +32,11 @@ class WorkOutcome(NamedTuple):
             return cls("paused", result.checkpoint.checkpoint_id)
         if result.error is not None:
             kind = type(result.error).__name__
-            return cls("failed", None, f"{kind}: {result.error}", kind in RECOVERABLE_FAILURES)
+            # what the record kept of the error: under a redaction policy that hides error
+            # text, its masked form (the live exception still says everything)
+            kept = result.snapshot.error
+            text = f"{kind}: {result.error}" if kept is None else f"{kept.type}: {kept.message}"
+            return cls("failed", None, text, kind in RECOVERABLE_FAILURES)
         return cls(result.status)
 
 

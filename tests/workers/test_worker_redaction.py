@@ -4,6 +4,7 @@ a value the policy hides, while the run itself sees real values throughout."""
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 from pathlib import Path
@@ -76,7 +77,9 @@ def _secrets_at_rest(dsn: str, *secrets: str) -> list[str]:
     return found
 
 
-def test_a_redacted_agent_pauses_is_answered_and_no_table_keeps_a_secret(pg_dsn: str) -> None:
+def test_a_redacted_agent_pauses_is_answered_and_no_table_keeps_a_secret(
+    pg_dsn: str, caplog: pytest.LogCaptureFixture
+) -> None:
     store = PostgresStore(pg_dsn, seal=Seal(KEY))
     try:
         rid = store.submit("desk", SECRET_MESSAGE)
@@ -85,6 +88,15 @@ def test_a_redacted_agent_pauses_is_answered_and_no_table_keeps_a_secret(pg_dsn:
         assert worker.run_sync(idle_exit=True).paused == 1
         entry = store.queued(rid)
         assert entry.state == "paused"
+        # an answer the question refuses (not text), quoting a secret: the queue's reason
+        # and the worker's log keep the refusal, not the secret
+        store.answer(entry.checkpoint_id or "", {"pin": SECRET_ANSWER})
+        with caplog.at_level(logging.INFO, logger="trackway.worker"):
+            assert worker.run_sync(idle_exit=True).paused == 1
+        entry = store.queued(rid)
+        assert entry.state == "paused" and "answer refused" in (entry.error or "")
+        assert SECRET_ANSWER not in caplog.text
+        assert _secrets_at_rest(pg_dsn, SECRET_ANSWER) == []
         store.answer(entry.checkpoint_id or "", SECRET_ANSWER)
         assert _secrets_at_rest(pg_dsn, SECRET_ANSWER) == []
         assert worker.run_sync(idle_exit=True).done == 1
