@@ -135,13 +135,14 @@ def test_a_run_id_that_is_not_utf8_is_named_by_list_runs(tmp_path: Path) -> None
     store.close()
 
 
-def test_a_checkpoint_stored_as_text_is_named(tmp_path: Path) -> None:
+def test_a_checkpoint_stored_as_text_is_named_by_load_checkpoint_and_paused(tmp_path: Path) -> None:
     path, (bad, _good) = stored(tmp_path)
     damage(path, "UPDATE trackway_checkpoints SET doc = CAST(doc AS TEXT)")
     store = read_only(path)
     expect_corrupt(
         lambda: store.load_checkpoint(f"{bad}@2"), path, "trackway_checkpoints.doc", "text"
     )
+    expect_corrupt(store.paused, path, "trackway_checkpoints.doc", "text")
     store.close()
 
 
