@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Literal, TypeVar, cast
 
+import anyio
 from pydantic import BaseModel
 
 from trackway.engine import (
@@ -35,6 +36,7 @@ from trackway.engine import (
 )
 from trackway.engine._keywords import checked_keywords
 from trackway.tools import Identity
+from trackway.tools._sessions import run_end_reason
 
 from ._agent_hooks import Hooks
 from ._agent_record import LiveLog, RunRecord
@@ -386,12 +388,17 @@ class Agent(Hooks, RunRecord, AgentSyncTwins, Streaming, Workable):
         self._in_flight += 1
         self._running = True
         try:
-            result = await start(self._executor(live))
+            try:
+                result = await start(self._executor(live))
+            except BaseException as exc:
+                # cancelled by the caller (a cancel scope, a stream left early), let go by a
+                # worker, or failed outside any stage: the run is over here all the same
+                if live.run_id and len(self._cfg.sessions):
+                    await self._close_run_sessions(live.run_id, run_end_reason(exc))
+                raise
             if result.status != "paused" and len(self._cfg.sessions):
                 reason = "run_error" if result.error is not None else "run_end"
-                sessions = self._cfg.sessions
-                heard = functools.partial(self._heard, run_id=result.run_id)
-                await sessions.close(sessions.of_run(result.run_id), reason, heard)
+                await self._close_run_sessions(result.run_id, reason)
         finally:
             self._in_flight -= 1
             self._running = self._in_flight > 0
@@ -417,6 +424,14 @@ class Agent(Hooks, RunRecord, AgentSyncTwins, Streaming, Workable):
         if "final_answer" not in result.state:  # ended by abandon_pause
             return ""
         return str(result.state["final_answer"])
+
+    async def _close_run_sessions(self, run_id: str, reason: str) -> None:
+        """Close the run- and call-scoped tool sessions ``run_id`` leaves, shielded: a
+        cancelled caller still gets its sandboxes, sockets and processes closed."""
+        sessions = self._cfg.sessions
+        heard = functools.partial(self._heard, run_id=run_id)
+        with anyio.CancelScope(shield=True):
+            await sessions.close(sessions.of_run(run_id), reason, heard)
 
     async def run_result(
         self,

@@ -48,6 +48,7 @@ from ._errors import CheckpointClaimedError as CheckpointClaimedError
 from ._errors import CheckpointError as CheckpointError
 from ._errors import ConfigurationError as ConfigurationError
 from ._errors import CorruptCheckpointError as CorruptCheckpointError
+from ._errors import CorruptStoreError as CorruptStoreError
 from ._errors import DocumentError as DocumentError
 from ._errors import ExecutorUsageError as ExecutorUsageError
 from ._errors import ForgedCheckpointError as ForgedCheckpointError
@@ -150,6 +151,7 @@ __all__ = [
     "ConfigurationError",
     "Control",
     "CorruptCheckpointError",
+    "CorruptStoreError",
     "DeciderBuilder",
     "Decision",
     "DecisionEvent",

@@ -10,6 +10,8 @@ import orjson
 from typing_extensions import TypedDict  # pydantic validates these on 3.11
 
 from ._detail import CommitDetail
+from ._documents import unencodable
+from ._errors import DocumentError
 from ._values import freeze, to_plain
 from ._values import to_bytes as _json_bytes
 
@@ -244,17 +246,23 @@ class Commit(NamedTuple):
         slim document the store's ``row`` of ``ROW_FIELDS`` values)."""
         if row is not None:
             d = {**d, **dict(zip(ROW_FIELDS, row, strict=True))}
-        if "w" in d:
-            writes: tuple[Write, ...] = tuple(
-                (kind, key, _json_bytes(value), value) for kind, key, value in d["w"]
+        try:
+            if "w" in d:
+                writes: tuple[Write, ...] = tuple(
+                    (kind, key, _json_bytes(value), value) for kind, key, value in d["w"]
+                )
+            else:
+                writes = tuple(
+                    (o["kind"], o["key"], _json_bytes(o["value"]), o["value"]) for o in d["ops"]
+                )
+            events = tuple(
+                EmittedEvent(e["name"], _json_bytes(e["payload"])) for e in d.get("events", ())
             )
-        else:
-            writes = tuple(
-                (o["kind"], o["key"], _json_bytes(o["value"]), o["value"]) for o in d["ops"]
-            )
-        events = tuple(
-            EmittedEvent(e["name"], _json_bytes(e["payload"])) for e in d.get("events", ())
-        )
+        except TypeError:  # orjson.JSONEncodeError is one
+            refused = _unkept_value(d)
+            if refused is None:
+                raise
+            raise refused from None
         err = d.get("error")
         return cls(
             seq=d["seq"],
@@ -274,3 +282,35 @@ class Commit(NamedTuple):
             events=events,
             attempts=d.get("attempts", 1),
         )
+
+
+def _unkept_value(d: dict[str, Any]) -> DocumentError | None:
+    """The error for a commit document holding a value the log cannot keep (orjson cannot
+    write it again: nested too deep), naming the value; ``None`` when every value encodes
+    and the fault is elsewhere. Only called once decoding failed: the good path pays nothing."""
+    try:
+        if "w" in d:
+            places = [
+                (f"w.{i}", f"the value written to {w[1]!r}", w[2]) for i, w in enumerate(d["w"])
+            ]
+        else:
+            places = [
+                (f"ops.{i}.value", f"the value written to {o['key']!r}", o["value"])
+                for i, o in enumerate(d["ops"])
+            ]
+        places += [
+            (f"events.{i}.payload", f"the payload of the event {e['name']!r}", e["payload"])
+            for i, e in enumerate(d.get("events", ()))
+        ]
+    except Exception:  # a malformed document: its own error says more
+        return None
+    for field, what, value in places:
+        try:
+            _json_bytes(value)
+        except TypeError as exc:
+            return DocumentError(
+                f"commit {d.get('seq')!r}: {unencodable(what, exc)}",
+                document="commit",
+                field=field,
+            )
+    return None

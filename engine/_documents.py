@@ -18,8 +18,9 @@ from typing import Any, TypeVar
 import orjson
 
 from ._errors import DocumentError
+from ._values import MAX_DEPTH
 
-__all__ = ["check_document", "load_document", "parse_json"]
+__all__ = ["check_document", "load_document", "parse_json", "unencodable"]
 
 _T = TypeVar("_T")
 
@@ -36,9 +37,13 @@ def parse_json(
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise _error(
-            error, f"not a trackway {document}: invalid JSON ({exc})", document, None, source
-        ) from None
+        why = (
+            f"it is nested deeper than the 1024 levels JSON is read to, so it holds a value "
+            f"nested deeper than {MAX_DEPTH} levels, which trackway never writes"
+            if "depth limit exceeded" in str(exc)
+            else f"invalid JSON ({exc})"
+        )
+        raise _error(error, f"not a trackway {document}: {why}", document, None, source) from None
     raw = data.encode() if isinstance(data, str) else data
     if _LONG_DIGITS.search(raw):  # rare: check the integers exactly, with the slow parser
         try:
@@ -46,6 +51,19 @@ def parse_json(
         except ValueError as exc:
             raise _error(error, f"corrupt {document}: {exc}", document, None, source) from None
     return doc
+
+
+def unencodable(what: str, exc: Exception) -> str:
+    """Why ``what``, a value read from a document, cannot be kept: the log holds every value
+    as orjson writes it, and orjson writes nothing nested deeper than ``MAX_DEPTH`` levels
+    (nor does trackway: such a write is refused with ``StateValueError``)."""
+    if "Recursion limit" in str(exc):
+        return (
+            f"{what} is nested deeper than {MAX_DEPTH} levels of lists and objects; trackway "
+            "never writes such a value (it refuses it at the write), so the document was "
+            "changed after it was written"
+        )
+    return f"{what} cannot be written as JSON again ({exc})"
 
 
 _LONG_DIGITS = re.compile(rb"\d{20,}")

@@ -18,7 +18,8 @@ apart; the other layers add their subtrees (``trackway.tools``: ``ToolError``;
     ├── MissingKeyError          scope["k"] read a key the state does not hold (KeyError too)
     ├── StageContractError       a stage, mapping or items= function broke its contract
     ├── DocumentError            a persisted document this version cannot read
-    │   └── CorruptCheckpointError   (also a CheckpointError)
+    │   ├── CorruptCheckpointError   (also a CheckpointError)
+    │   └── CorruptStoreError        (also a StoreError)
     ├── CheckpointError          a checkpoint that cannot be resumed here
     │   ├── ChartMismatchError       the checkpoint is from another chart, or the chart changed
     │   ├── CheckpointClaimedError   the checkpoint was already resumed (it resumes once)
@@ -38,6 +39,8 @@ apart; the other layers add their subtrees (``trackway.tools``: ``ToolError``;
         ├── UnknownRunError      no such run or checkpoint in the store      (LookupError too)
         ├── LeaseLostError       a worker's write of a run whose lease it lost was refused
         ├── SealError            a sealed value cannot be opened (no seal, another key, altered)
+        ├── CorruptStoreError    a stored row this version cannot read: names the store, the
+        │                        run and the column (also a DocumentError)
         └── StoreWriteError
 """
 
@@ -55,6 +58,7 @@ __all__ = [
     "CheckpointError",
     "ConfigurationError",
     "CorruptCheckpointError",
+    "CorruptStoreError",
     "DocumentError",
     "ExecutorUsageError",
     "ForgedCheckpointError",
@@ -297,6 +301,24 @@ class UnknownRunError(StoreError, LookupError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
+
+
+class CorruptStoreError(StoreError, DocumentError):
+    """A store holds a row this version cannot read: changed by a program other than
+    trackway, or a damaged file. ``source`` is the store (its file, or its URL without the
+    password), ``run_id`` the run (when the row names one) and ``field`` the column
+    (``"trackway_commits.doc"``); the store's other runs can still be read."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str | None = None,
+        run_id: str | None = None,
+        field: str | None = None,
+    ) -> None:
+        DocumentError.__init__(self, message, document="stored run", field=field, source=source)
+        self.run_id = run_id
 
 
 class StoreWriteError(StoreError, RunError):

@@ -121,6 +121,9 @@ class PostgresStore(PgRunQueue, SqlRunStore):
     def __repr__(self) -> str:
         return f"<PostgresStore {self.where}>"
 
+    def _source(self) -> str:
+        return self.where
+
     def _connect(self) -> Any:
         import psycopg
 

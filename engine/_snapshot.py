@@ -9,7 +9,7 @@ import orjson
 from typing_extensions import TypedDict  # pydantic validates these on 3.11
 
 from ._commit import Commit, CommitDoc, ErrorInfo
-from ._documents import check_document, load_document
+from ._documents import check_document, load_document, unencodable
 from ._errors import DocumentError, OutOfRangeError
 from ._paths import StagePath
 from ._recorder import ObserverStats, RecorderFailure
@@ -344,7 +344,14 @@ class Snapshot:
         store = StateStore()
         encoded = {}
         for key, value in initial.items():
-            encoded[key] = to_bytes(value)
+            try:
+                encoded[key] = to_bytes(value)
+            except TypeError as exc:  # orjson.JSONEncodeError is one: read, never written
+                raise DocumentError(
+                    f"the run input: {unencodable(f'the value of {key!r}', exc)}",
+                    document="snapshot",
+                    field=f"initial_state.{key}",
+                ) from None
             store.seed(key, freeze(orjson.loads(encoded[key])))  # our own copy
         commits = list(commits)
         for c in commits:

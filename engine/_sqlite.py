@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -92,6 +93,7 @@ ALTER TABLE trackway_checkpoints ADD COLUMN answer BLOB;
     4: _TO_5,
 }
 _TABLES = {"trackway_runs", "trackway_commits", "trackway_checkpoints"}
+_UNDECODABLE = re.compile(r"Could not decode to UTF-8 column '([^']*)'")
 _LIVE_KEPT = 10_000  # run numbers remembered as live at most (then asked again)
 PAGE_SIZE = 8192  # ~1 KB commit documents pack 7 to a page (3 on 4 KB pages)
 
@@ -193,6 +195,18 @@ class SqliteStore(SqlRunStore):
 
     def __repr__(self) -> str:
         return f"<SqliteStore {str(self.path)!r}>"
+
+    def _source(self) -> str:
+        return str(self.path)
+
+    def _undecodable(self, exc: Exception) -> str | None:
+        # sqlite3 reads TEXT as str: bytes that are not UTF-8 (written by another program)
+        # fail the whole query with this message, which names the column
+        if isinstance(exc, sqlite3.OperationalError):
+            found = _UNDECODABLE.match(str(exc))
+            if found is not None:
+                return found.group(1)
+        return None
 
     # -- transactions ---------------------------------------------------------------------
 

@@ -17,11 +17,11 @@ import orjson
 
 from ._checkpoint import Checkpoint
 from ._commit import ROW_FIELDS, Commit
+from ._damaged import check_run_rows, corrupt, stored_as
 from ._errors import (
     ConfigurationError,
     LeaseLostError,
     SealError,
-    StoreError,
     UnknownRunError,
 )
 from ._paused import PausedRun, paused_run
@@ -91,6 +91,29 @@ class SqlRunStore:
         if run_id in self._fences and self._hold_leases(db, (run_id,)):
             raise lease_lost(run_id)
 
+    def _source(self) -> str:
+        """The store as a :class:`CorruptStoreError` names it (a file, a URL's host)."""
+        return repr(self)
+
+    def _undecodable(self, exc: Exception) -> str | None:
+        """The column of a stored text the driver could not decode, if ``exc`` says so (a
+        dialect whose text is always valid says nothing)."""
+        return None
+
+    def _damaged(self, run_id: str | None, column: str, what: str) -> Exception:
+        return corrupt(repr(self), self._source(), run_id, column, what)
+
+    def _reading(self, exc: Exception, run_id: str | None, table: str) -> Exception | None:
+        """A read of ``table`` failed: the error naming the column when a stored text could
+        not be decoded, else ``None`` (the failure is not about the data)."""
+        column = self._undecodable(exc)
+        if column is None:
+            return None
+        whose = "a commit's" if table == "trackway_commits" else "its" if run_id else "a run's"
+        return self._damaged(
+            run_id, f"{table}.{column}", f"{whose} {column} is stored as text that is not UTF-8"
+        )
+
     # -- runs and commits ------------------------------------------------------------------
 
     def begin_run(
@@ -154,39 +177,78 @@ class SqlRunStore:
         with self._read_tx() as db:
             # (an older store opened read-only has no ``sealed`` column: only ask for it
             # when opening)
-            run = db.execute(
-                f"SELECT chart_id, status, initial, outcome{', sealed' if opened else ''} "
-                f"FROM trackway_runs WHERE run_id = {p}",
-                (run_id,),
-            ).fetchone()
+            try:
+                run = db.execute(
+                    f"SELECT chart_id, status, initial, outcome{', sealed' if opened else ''} "
+                    f"FROM trackway_runs WHERE run_id = {p}",
+                    (run_id,),
+                ).fetchone()
+            except Exception as exc:
+                damaged = self._reading(exc, run_id, "trackway_runs")
+                if damaged is None:
+                    raise
+                raise damaged from None
             if run is None:
                 raise UnknownRunError(
                     f"no run {run_id!r} in {self!r}; store.list_runs() lists the runs it holds"
                 )
             lo, hi = self._span(db, run_id)
-            docs = [
-                (bytes(r[7]), r[:7])
-                for r in db.execute(
-                    f"SELECT {ROW}, doc FROM trackway_commits WHERE id BETWEEN {p} AND {p} "
-                    "ORDER BY id",
-                    (lo, hi),
-                )
-            ]
+            try:
+                docs = [
+                    (bytes(r[7]), r[:7])
+                    for r in db.execute(
+                        f"SELECT {ROW}, doc FROM trackway_commits WHERE id BETWEEN {p} AND {p} "
+                        "ORDER BY id",
+                        (lo, hi),
+                    )
+                ]
+            except TypeError:  # bytes() of a document that is not bytes
+                raise self._not_bytes(db, run_id, lo, hi) from None
+            except Exception as exc:
+                damaged = self._reading(exc, run_id, "trackway_commits")
+                if damaged is None:
+                    raise
+                raise damaged from None
         chart_id, status, initial, outcome = run[:4]
         if opened:
             if run[4] is not None:
                 initial = self._open(bytes(run[4]), f"initial:{run_id}")
             docs = [(self._open_doc(doc, run_id, row[0]), row) for doc, row in docs]
+        for column, value in (("chart_id", chart_id), ("status", status)):
+            if type(value) is not str:
+                raise self._damaged(
+                    run_id, f"trackway_runs.{column}", f"its {column} is {stored_as(value)}"
+                )
+        column = "trackway_runs.initial"
         try:
             initial_values = initial_from_doc(bytes(initial))
+            column = "trackway_runs.outcome"
             ending = None if outcome is None else orjson.loads(bytes(outcome))
         except (ValueError, TypeError) as exc:
-            raise StoreError(
-                f"{self!r}: run {run_id!r} is damaged: its input or its ending cannot be read "
-                f"({exc}); other runs in the store can still be read"
+            what = "its input" if column.endswith("initial") else "its ending"
+            raise self._damaged(
+                run_id, column, f"{what} cannot be read ({type(exc).__name__}: {exc})"
             ) from exc
         return snapshot_from_rows(
-            run_id, chart_id, status, initial_values, docs, ending, repr(self)
+            run_id, chart_id, status, initial_values, docs, ending, repr(self), self._source()
+        )
+
+    def _not_bytes(self, db: Any, run_id: str, lo: int, hi: int) -> Exception:
+        """The error for a run whose commit document is not bytes, naming the commit (read
+        again, only once loading it failed)."""
+        p = self._P
+        rows = db.execute(
+            f"SELECT id - {p}, doc FROM trackway_commits WHERE id BETWEEN {p} AND {p} ORDER BY id",
+            (lo, lo, hi),
+        ).fetchall()
+        seq, doc = next(
+            ((s, d) for s, d in rows if not isinstance(d, (bytes, memoryview))), ("?", None)
+        )
+        return self._damaged(
+            run_id,
+            "trackway_commits.doc",
+            f"its commit {seq} document is stored as {stored_as(doc)[:60]}, not as bytes "
+            "(a BLOB), so it cannot be read",
         )
 
     # -- sealed copies ---------------------------------------------------------------------
@@ -238,20 +300,33 @@ class SqlRunStore:
         p = self._P
         with self._read_tx() as db:
             lo, hi = self._span(db, run_id)
-            cur = db.execute(
-                f"SELECT {ROW} FROM trackway_commits WHERE id BETWEEN {p} AND {p} ORDER BY id",
-                (lo, hi),
-            )
-            return list(map(CommitMeta._make, cur.fetchall()))
+            try:
+                cur = db.execute(
+                    f"SELECT {ROW} FROM trackway_commits WHERE id BETWEEN {p} AND {p} ORDER BY id",
+                    (lo, hi),
+                )
+                return list(map(CommitMeta._make, cur.fetchall()))
+            except Exception as exc:
+                damaged = self._reading(exc, run_id, "trackway_commits")
+                if damaged is None:
+                    raise
+                raise damaged from None
 
     def list_runs(self) -> list[RunInfo]:
         with self._read_tx() as db:
-            rows = db.execute(
-                "SELECT r.run_id, r.chart_id, r.status, r.started_at, r.ended_at, "
-                "COALESCE((SELECT MAX(c.id) FROM trackway_commits c WHERE c.id BETWEEN "
-                f"r.run_no * {SPAN} AND r.run_no * {SPAN} + {SPAN - 1}) - r.run_no * {SPAN}, 0) "
-                "FROM trackway_runs r ORDER BY r.started_at, r.run_id"
-            ).fetchall()
+            try:
+                rows = db.execute(
+                    "SELECT r.run_id, r.chart_id, r.status, r.started_at, r.ended_at, "
+                    "COALESCE((SELECT MAX(c.id) FROM trackway_commits c WHERE c.id BETWEEN "
+                    f"r.run_no * {SPAN} AND r.run_no * {SPAN} + {SPAN - 1}) - "
+                    f"r.run_no * {SPAN}, 0) FROM trackway_runs r ORDER BY r.started_at, r.run_id"
+                ).fetchall()
+            except Exception as exc:
+                damaged = self._reading(exc, None, "trackway_runs")
+                if damaged is None:
+                    raise
+                raise damaged from None
+        check_run_rows(repr(self), self._source(), rows)
         return [RunInfo(*row) for row in rows]
 
     def paused(self) -> list[PausedRun]:
@@ -270,7 +345,17 @@ class SqlRunStore:
                 "WHERE r.status = 'paused' AND k.claimed_at IS NULL AND k.doc IS NOT NULL "
                 "ORDER BY r.ended_at, r.run_id"
             ).fetchall()
-        return [paused_run(chart_id, since, bytes(doc)) for chart_id, since, doc in rows]
+        try:
+            return [paused_run(chart_id, since, bytes(doc)) for chart_id, since, doc in rows]
+        except TypeError:  # bytes() of a document that is not bytes
+            text = [doc for _, _, doc in rows if isinstance(doc, str)]
+            if not text:
+                raise
+            raise self._damaged(
+                None,
+                "trackway_checkpoints.doc",
+                f"a paused run's checkpoint is stored as {stored_as(text[0])}, not as bytes",
+            ) from None
 
     # -- checkpoints and claims ----------------------------------------------------------
 
@@ -318,7 +403,7 @@ class SqlRunStore:
         if row is None:
             return None
         claimed_at, answer, doc = row
-        paused_at = "" if doc is None else Checkpoint.from_json(bytes(doc)).paused_at
+        paused_at = "" if doc is None else self._checkpoint(checkpoint_id, doc).paused_at
         return CheckpointClaim(
             claimed_at is not None, None if answer is None else bytes(answer), paused_at
         )
@@ -333,7 +418,18 @@ class SqlRunStore:
             ).fetchone()
         if row is None:
             raise UnknownRunError(f"no checkpoint {checkpoint_id!r} in {self!r}")
-        return Checkpoint.from_json(bytes(row[0]))
+        return self._checkpoint(checkpoint_id, row[0])
+
+    def _checkpoint(self, checkpoint_id: str, doc: Any) -> Checkpoint:
+        """A stored checkpoint document, read; one that is not bytes is named."""
+        if isinstance(doc, str):
+            run_id = checkpoint_id.rpartition("@")[0] or None
+            raise self._damaged(
+                run_id,
+                "trackway_checkpoints.doc",
+                f"its checkpoint {checkpoint_id!r} is stored as text, not as bytes (a BLOB)",
+            )
+        return Checkpoint.from_json(bytes(doc))
 
     # -- pruning -------------------------------------------------------------------------
 

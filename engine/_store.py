@@ -21,7 +21,8 @@ import orjson
 
 from ._checkpoint import Checkpoint
 from ._commit import Commit
-from ._errors import ConfigurationError, StoreError, UnknownRunError
+from ._damaged import corrupt
+from ._errors import ConfigurationError, DocumentError, UnknownRunError
 from ._group_commit import group_sink
 from ._paused import PausedRun, paused_run
 from ._snapshot import Snapshot
@@ -110,21 +111,30 @@ def snapshot_from_rows(
     commit_docs: Sequence[bytes | tuple[bytes, Sequence[Any]]],
     outcome: Any = None,
     where: str = "the store",
+    source: str | None = None,
 ) -> Snapshot:
     """Rebuild a snapshot (and its time-travel index) from stored rows.
 
     ``outcome`` is what ``finish_run`` stored: ``{"error", "break_reason",
-    "recorder_failures"}``.
+    "recorder_failures"}``. A row that cannot be read raises :class:`CorruptStoreError`
+    naming ``where`` (the store's repr) and ``source`` (its file or host).
     """
     from ._commit import ErrorInfo
     from ._recorder import RecorderFailure
 
-    what = "its input"
+    what, column = "its ending", "trackway_runs.outcome"
     try:
         outcome = outcome or {}
         error = outcome.get("error")
+        ending = None if error is None else ErrorInfo(*error)
+        failures = [
+            RecorderFailure(f["recorder"], f["hook"], ErrorInfo(*f["error"]))
+            for f in outcome.get("recorder_failures", ())
+        ]
+        what, column = "its input", "trackway_runs.initial"
         loaded_initial = {k: orjson.loads(v) for k, v in initial.items()}
         commits = []
+        column = "trackway_commits.doc"
         for n, doc in enumerate(commit_docs, 1):
             what = f"its commit {n}"
             if isinstance(doc, bytes):
@@ -138,18 +148,16 @@ def snapshot_from_rows(
             status=status,
             initial=loaded_initial,
             commits=commits,
-            error=None if error is None else ErrorInfo(*error),
+            error=ending,
             break_reason=outcome.get("break_reason"),
-            recorder_failures=[
-                RecorderFailure(f["recorder"], f["hook"], ErrorInfo(*f["error"]))
-                for f in outcome.get("recorder_failures", ())
-            ],
+            recorder_failures=failures,
         )
-    except (ValueError, KeyError, TypeError, IndexError) as exc:
-        raise StoreError(
-            f"{where}: run {run_id!r} is damaged: {what} cannot be read "
-            f"({type(exc).__name__}: {exc}). The store was changed by something other than "
-            "trackway, or its file is corrupt; other runs in it can still be read."
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+        why = str(exc) if isinstance(exc, DocumentError) else f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, DocumentError) and (exc.field or "").startswith("initial_state"):
+            what, column = "its input", "trackway_runs.initial"
+        raise corrupt(
+            where, source or where, run_id, column, f"{what} cannot be read ({why})"
         ) from exc
 
 

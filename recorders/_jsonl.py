@@ -236,6 +236,12 @@ def read_recording(path: str | Path) -> Iterator[dict[str, Any]]:
     A file that cannot be read, or a line that is not a recording line, raises
     :class:`DocumentError` naming the file and the line.
     """
+    for _, line in _numbered_lines(path):
+        yield line
+
+
+def _numbered_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """:func:`read_recording`, each line with its number in the file (for messages)."""
     try:
         fh = Path(path).open("rb")  # noqa: SIM115 - the with below closes it; only the open is guarded
     except OSError as exc:
@@ -247,24 +253,34 @@ def read_recording(path: str | Path) -> Iterator[dict[str, Any]]:
             try:
                 line = orjson.loads(raw)
             except orjson.JSONDecodeError as exc:
-                raise _refuse(
-                    path, f"line {number} is not JSON ({exc})", f"line {number}"
-                ) from None
+                why = (
+                    f"line {number} is nested deeper than the 1024 levels JSON is read to, so "
+                    "it holds a value nested deeper than trackway writes: it was changed"
+                    if "depth limit exceeded" in str(exc)
+                    else f"line {number} is not JSON ({exc})"
+                )
+                raise _refuse(path, why, f"line {number}") from None
             if not isinstance(line, dict) or "type" not in line:
                 raise _refuse(
                     path, f"line {number} is not a recording line (no 'type')", f"line {number}"
                 )
-            yield line
+            yield number, line
 
 
-def _commit(path: str | Path, line: dict[str, Any]) -> Commit:
+def _commit(path: str | Path, number: int, line: dict[str, Any]) -> Commit:
     """A commit line, checked like every persisted commit (a bad one names the line)."""
     doc = {k: v for k, v in line.items() if k != "type"}
+    where = f"line {number}"
     try:
-        checked = check_document(CommitDoc, doc, document="recording", source=str(path))
+        checked = check_document(CommitDoc, doc, document="recording")
     except DocumentError as exc:
-        raise _refuse(path, f"the commit line of seq {line.get('seq')!r}: {exc}") from None
-    return Commit.from_dict(checked)
+        raise _refuse(
+            path, f"the commit line of seq {line.get('seq')!r} ({where}): {exc}", where
+        ) from None
+    try:
+        return Commit.from_dict(checked)
+    except DocumentError as exc:  # a value the log cannot keep
+        raise _refuse(path, f"{where}: {exc}", where) from None
 
 
 def load_recording(path: str | Path, run_id: str | None = None) -> Snapshot:
@@ -283,7 +299,8 @@ def load_recording(path: str | Path, run_id: str | None = None) -> Snapshot:
     start: dict[str, Any] | None = None
     end: dict[str, Any] | None = None
     commits: dict[int, Commit] = {}
-    for line in read_recording(path):
+    numbers: dict[int, int] = {}  # the line of each commit (and of the start, as 0)
+    for number, line in _numbered_lines(path):
         if line.get("run_id") != run_id:
             continue
         kind = line["type"]
@@ -296,9 +313,10 @@ def load_recording(path: str | Path, run_id: str | None = None) -> Snapshot:
                     "format",
                 )
             if start is None or line["seq"] < start["seq"]:
-                start = line
+                start, numbers[0] = line, number
         elif kind == "on_commit":
-            commit = _commit(path, line)
+            commit = _commit(path, number, line)
+            numbers.setdefault(commit.seq, number)
             if commits.setdefault(commit.seq, commit) != commit:
                 raise _refuse(path, f"run {run_id!r} has two different commits {commit.seq}")
         elif kind == "on_run_end":
@@ -326,15 +344,32 @@ def load_recording(path: str | Path, run_id: str | None = None) -> Snapshot:
                 (d["break"] for c in reversed(ordered) if "break" in (d := c.detail or {})),
                 None,
             )
-    return Snapshot.from_commits(
-        run_id=run_id,
-        chart_id=start["chart_id"],
-        status=status,
-        initial=start["input"],
-        commits=ordered,
-        break_reason=broke,
-        error=error,
-    )
+    try:
+        return Snapshot.from_commits(
+            run_id=run_id,
+            chart_id=start["chart_id"],
+            status=status,
+            initial=start["input"],
+            commits=ordered,
+            break_reason=broke,
+            error=error,
+        )
+    except DocumentError as exc:  # an input it cannot keep, a write no run makes
+        at = _line_of(exc.field, numbers)
+        where = None if at is None else f"line {at}"
+        raise _refuse(path, str(exc) if where is None else f"{where}: {exc}", where) from None
+
+
+def _line_of(field: str | None, numbers: dict[int, int]) -> int | None:
+    """The line a snapshot's field came from: ``initial_state.*`` the run's start,
+    ``commits.<i>`` commit ``i + 1``."""
+    if field is None:
+        return None
+    if field.startswith("initial_state"):
+        return numbers.get(0)
+    head, _, rest = field.partition(".")
+    index = rest.partition(".")[0]
+    return numbers.get(int(index) + 1) if head == "commits" and index.isdigit() else None
 
 
 def write_recording(snapshot: Snapshot, path: str | Path, *, chart: Any = None) -> Path:

@@ -5,7 +5,8 @@ A :class:`~trackway.tools.Tool` is one object shared by every run an agent serve
 session kept in its closure is shared too. :func:`tool_session_key` derives the key from the
 facts of the call (never invented ones) and ``ctx.on_teardown(fn, scope=...)`` hands the
 cleanup to the agent, which runs it when the scope ends: after the call (``"call"``), when
-the run completes or fails but not when it pauses (``"run"``), or when the host says the
+the run ends in any way but a pause (``"run"``: done, failed, timed out, cancelled by its
+caller, let go by a worker), or when the host says the
 session is over (``"session"``: ``agent.close_tool_sessions(session_id=...)``). Sessions
 nobody closes idle out on a lazy sweep (no timers) and the coldest is evicted past a
 bounded live count.
@@ -19,6 +20,8 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
+
+from trackway.engine._release import Released
 
 from ._errors import ToolError
 
@@ -69,6 +72,16 @@ def tool_session_key(ctx: ToolContext, scope: str) -> str | None:
     if scope == "session":
         return None if not ctx.session_id else f"t={tenant}/p={principal}/s={ctx.session_id}"
     return None if not ctx.run_id else f"t={tenant}/p={principal}/r={ctx.run_id}"
+
+
+def run_end_reason(exc: BaseException) -> str:
+    """The ``reason`` a run's sessions close with when the run ends by an exception rather
+    than a result: ``run_released`` (a worker let it go, to be continued elsewhere),
+    ``run_error`` (an error outside any stage), or ``run_cancelled`` (the caller cancelled
+    it: a cancel scope, ``task.cancel()``, a stream left early, an interrupt)."""
+    if isinstance(exc, Released):
+        return "run_released"
+    return "run_error" if isinstance(exc, Exception) else "run_cancelled"
 
 
 def key_hash(key: str) -> str:

@@ -170,6 +170,7 @@ if _typing.TYPE_CHECKING:
     from trackway.engine import ConfigurationError as ConfigurationError
     from trackway.engine import Control as Control
     from trackway.engine import CorruptCheckpointError as CorruptCheckpointError
+    from trackway.engine import CorruptStoreError as CorruptStoreError
     from trackway.engine import DeciderBuilder as DeciderBuilder
     from trackway.engine import Decision as Decision
     from trackway.engine import DecisionEvent as DecisionEvent
@@ -386,6 +387,7 @@ __all__ = [
     "Conversation",
     "ConversationFormatError",
     "CorruptCheckpointError",
+    "CorruptStoreError",
     "CoveredResult",
     "DeciderBuilder",
     "Decision",

@@ -3,14 +3,20 @@ the idle sweep and eviction, closing by session id, and events that carry only k
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from anyio.abc import Process
 
-from tests.backends import run_async
+from tests.backends import current_backend, run_async
 from trackway.agent import Agent, Paused, mock
-from trackway.engine import ExecutorUsageError, TrackwayWarning
+from trackway.engine import ExecutorUsageError, RunTimeoutError, SqliteStore, TrackwayWarning
+from trackway.engine._release import Released, StopSignal, driving_with
 from trackway.tools import (
     Identity,
     ToolContext,
@@ -300,3 +306,216 @@ def test_a_listener_that_raises_after_the_run_is_a_warning() -> None:
     with pytest.warns(TrackwayWarning, match="listener broke"):
         assert agent.run_sync("go") == "done"
     assert wh.closed == ["conn1"]
+
+
+# -- every way a run ends closes its sessions (cancelled, left early, released, timed out) ----
+
+
+class Sandbox:
+    """A real resource per run: a child process started by the first call, and a cleanup that
+    terminates it, waits for it (an await: a cancelled caller must not cut it short) and
+    writes a marker file. The tool then holds the run open until the run is stopped."""
+
+    def __init__(self, marker: Path, *, hold: bool = True) -> None:
+        self.marker = marker
+        self.hold = hold
+        self.procs: list[Process] = []
+        self.started: anyio.Event | None = None  # made inside the test's event loop
+        self.after_register: Callable[[], None] = lambda: None
+
+    def tool(self) -> Any:
+        async def execute(args: dict[str, Any], ctx: ToolContext) -> str:
+            proc = await anyio.open_process(
+                [sys.executable, "-c", "import time; time.sleep(60)"],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            self.procs.append(proc)
+
+            async def close() -> None:
+                proc.terminate()
+                await proc.wait()  # cancelled at once unless the cleanup is shielded
+                await proc.aclose()
+                self.marker.write_text(f"closed {proc.returncode}")
+
+            ctx.on_teardown(close, scope="run")
+            self.after_register()
+            if self.started is not None:
+                self.started.set()
+            if self.hold:
+                await anyio.sleep_forever()
+            await anyio.sleep(0.05)  # longer than the walker goes between looks at a stop
+            return "ran"
+
+        return define_tool(
+            name="sandbox", description="Run in a sandbox.", input_schema={}, execute=execute
+        )
+
+    def kill_left(self) -> None:
+        """The test's own cleanup: no child outlives a failing test."""
+        for proc in self.procs:
+            if proc.returncode is None:
+                proc.kill()
+
+    def assert_closed(self) -> None:
+        (proc,) = self.procs
+        assert proc.returncode is not None, "the sandbox process outlived the run"
+        assert self.marker.read_text() == f"closed {proc.returncode}"
+
+
+@pytest.fixture
+def box(tmp_path: Path) -> Iterator[Sandbox]:
+    sandbox = Sandbox(tmp_path / "closed.txt")
+    yield sandbox
+    sandbox.kill_left()
+
+
+def sandbox_agent(box: Sandbox, **kw: Any) -> Agent:
+    replies = [{"tool_calls": [{"id": "c1", "name": "sandbox", "args": {}}]}, "done"]
+    return agent_with(box.tool(), replies, **kw)
+
+
+def closed_reasons(heard: list[tuple[str, Any]]) -> list[str]:
+    return [p["reason"] for n, p in heard if n == "tools.session_closed"]
+
+
+@pytest.mark.timeout(30)
+def test_a_run_cancelled_by_its_caller_closes_its_sessions(box: Sandbox, tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "runs.db")
+    agent = sandbox_agent(box, store=store)
+    heard = listen(agent)
+
+    async def main() -> None:
+        box.started = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            scope = anyio.CancelScope()
+
+            async def caller() -> None:
+                with scope:
+                    await agent.run("go")
+
+            tg.start_soon(caller)
+            await box.started.wait()
+            scope.cancel()  # the caller gives up on the run
+
+    run_async(main)
+    box.assert_closed()
+    assert closed_reasons(heard) == ["run_cancelled"]
+    assert len(agent._cfg.sessions) == 0 and not agent._running
+    # What is recorded: the store keeps the commits up to the cancelled stage and marks the
+    # run failed (Cancelled); the close came after its last commit, so listeners heard it
+    # and the log does not hold it.
+    (run,) = store.list_runs()
+    stored = store.load(run.run_id)
+    assert stored.status == "failed" and stored.error is not None
+    assert stored.error.type == "Cancelled"
+    recorded = [e.name for c in stored.commits for e in c.events]
+    assert "tools.session_started" in recorded and "tools.session_closed" not in recorded
+    store.close()
+
+
+@pytest.mark.timeout(30)
+def test_a_break_out_of_agent_stream_closes_the_runs_sessions(box: Sandbox) -> None:
+    agent = sandbox_agent(box)
+    heard = listen(agent)
+
+    async def main() -> None:
+        async with agent.stream("go") as events:
+            async for event in events:
+                if event.name == "tools.session_started":
+                    break
+        box.assert_closed()  # closed by the time the block is left
+
+    run_async(main)
+    assert closed_reasons(heard) == ["run_cancelled"]
+
+
+@pytest.mark.timeout(30)
+def test_an_async_generator_over_a_stream_closed_early_closes_the_sessions(box: Sandbox) -> None:
+    agent = sandbox_agent(box)
+    heard = listen(agent)
+
+    async def names() -> AsyncIterator[str]:
+        async with agent.stream("go") as events:
+            async for event in events:
+                yield event.name
+
+    async def main() -> None:
+        gen = names()
+        async for name in gen:
+            if name == "tools.session_started":
+                break
+        await gen.aclose()  # what a web framework does when its client goes away
+        box.assert_closed()
+
+    run_async(main)
+    assert closed_reasons(heard) == ["run_cancelled"]
+
+
+@pytest.mark.timeout(30)
+def test_an_exception_in_the_stream_block_closes_the_sessions(box: Sandbox) -> None:
+    agent = sandbox_agent(box)
+    heard = listen(agent)
+
+    async def main() -> None:
+        async with agent.stream("go") as events:
+            async for event in events:
+                if event.name == "tools.session_started":
+                    raise LookupError("the reader failed")
+
+    with pytest.raises(LookupError, match="the reader failed"):
+        run_async(main)
+    box.assert_closed()
+    assert closed_reasons(heard) == ["run_cancelled"]
+
+
+@pytest.mark.timeout(30)
+def test_asyncio_task_cancel_around_run_closes_the_sessions(box: Sandbox) -> None:
+    if current_backend() != "asyncio":
+        pytest.skip("asyncio's own cancellation (task.cancel); trio has only cancel scopes")
+    import asyncio
+
+    agent = sandbox_agent(box)
+    heard = listen(agent)
+
+    async def main() -> None:
+        box.started = anyio.Event()
+        task = asyncio.ensure_future(agent.run("go"))
+        await box.started.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    run_async(main)
+    box.assert_closed()
+    assert closed_reasons(heard) == ["run_cancelled"]
+
+
+@pytest.mark.timeout(30)
+def test_a_timed_out_run_still_closes_its_sessions(box: Sandbox) -> None:
+    agent = sandbox_agent(box)
+    heard = listen(agent)
+    with pytest.raises(RunTimeoutError):
+        agent.run_sync("go", timeout=2.0)
+    box.assert_closed()
+    assert closed_reasons(heard) == ["run_error"]
+
+
+@pytest.mark.timeout(30)
+def test_a_run_its_driver_lets_go_closes_its_sessions(box: Sandbox) -> None:
+    # A worker that stops (or lost the lease) releases the run between stages: another
+    # worker continues it, with sessions of its own; this process's must not leak.
+    box.hold = False
+    signal = StopSignal()
+    box.after_register = lambda: signal.request("the worker is stopping")
+    agent = sandbox_agent(box)
+    heard = listen(agent)
+
+    async def main() -> None:
+        with driving_with(signal), pytest.raises(Released):
+            await agent.run("go")
+
+    run_async(main)
+    box.assert_closed()
+    assert closed_reasons(heard) == ["run_released"]
