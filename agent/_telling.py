@@ -217,12 +217,14 @@ def _waiting(payload: Any, telling: Telling) -> str:
 def _answered(value: Any, telling: Telling) -> str:
     value = value if isinstance(value, dict) else {"answer": value}
     if value.get("abandon"):
-        return "The person withdrew: the waiting call and the calls after it were not run"
-    if "decision" in value:
-        note = value.get("note")
-        extra = f" — {_said(telling, note)}" if isinstance(note, str) and note else ""
-        return f"A person answered: {value['decision']}{extra}"
+        return "The question was withdrawn: the waiting call and any after it were not run"
     answer = value.get("answer")
+    if isinstance(answer, dict) and "decision" in answer:  # a check-in: approve or decline
+        note = answer.get("note")
+        shown = telling.values and isinstance(note, str) and note
+        return f"A person decided: {answer['decision']}" + (
+            f" — {_said(telling, note)}" if shown else ""
+        )
     shown = _said(telling, answer) if isinstance(answer, str) else telling.value(answer)
     return f"A person answered {shown}" if telling.values else "A person answered"
 

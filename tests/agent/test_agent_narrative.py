@@ -9,13 +9,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from trackway import Executor, SqliteStore, flow_chart
 from trackway.agent import (
     Agent,
+    Conditional,
     LLMCall,
+    Loop,
     MockExhaustedError,
     Parallel,
+    Paused,
     Sequence,
     load_recording,
     mock,
@@ -24,7 +28,7 @@ from trackway.agent import (
 from trackway.cli import main
 from trackway.engine import ConfigurationError
 from trackway.recorders import narrative, narrative_from_log
-from trackway.tools import ToolContext, ask_human, define_tool
+from trackway.tools import ToolContext, ask_human, define_tool, static_tools
 
 # keys the loop keeps for itself: a compact line never names them
 INTERNAL_KEYS = (
@@ -273,3 +277,100 @@ def test_a_failed_model_call_is_told_by_its_error() -> None:
     assert story.lines()[1].startswith("Call LLM failed with MockExhaustedError: mock provider")
     assert len(story.lines()) == 2
     assert narrative_from_log(agent.snapshot()).lines() == story.lines()
+
+
+class City(BaseModel):
+    city: str
+
+
+def test_a_check_in_an_offer_an_output_retry_and_a_withdrawn_question_are_told() -> None:
+    deploy = define_tool(
+        name="deploy",
+        description="d",
+        input_schema={"type": "object", "properties": {"env": {"type": "string"}}},
+        execute=lambda a, c: "deployed",
+    )
+    extra = define_tool(
+        name="extra", description="e", input_schema={"type": "object"}, execute=lambda a, c: "x"
+    )
+    replies = [
+        {"tool_calls": [{"id": "d1", "name": "deploy", "args": {"env": "prod"}}]},
+        "not json",
+        '{"city": "Paris"}',
+    ]
+    story = narrative()
+    agent = (
+        Agent.create(provider=mock(replies=replies), model="m")
+        .tool(deploy)
+        .tools_from(static_tools(extra))
+        .check_in(["deploy"], question="Deploy to prod?")
+        .output_schema(City)
+        .recorder(story)
+        .build()
+    )
+    out = agent.run_sync("ship it")
+    assert isinstance(out, Paused)
+    agent.resume_sync(out.checkpoint, {"decision": "approve", "note": "go ahead"})
+    assert story.lines() == [
+        'The agent was asked "ship it"',
+        "Offered tools: deploy, extra",
+        "Model call 1 asked for deploy",
+        'Tool deploy {env: "prod"}: waiting for a person\'s approval — "Deploy to prod?"',
+        'A person decided: approve — "go ahead"',
+        'Tool deploy: success — "deployed"',
+        'Model call 2 answered "not json"',
+        "Asked the model again (attempt 1): its answer did not match the output schema: "
+        '"Invalid JSON: expected ident at line 1 column 2"',
+        'Model call 3 answered {city: "Paris"}',
+        'The agent answered {city: "Paris"}',
+    ]
+    assert narrative_from_log(agent.snapshot()).lines() == story.lines()
+
+    withdrawn = narrative()
+    asking = (
+        Agent.create(
+            provider=mock(
+                replies=[
+                    {"tool_calls": [{"id": "q", "name": "ask_human", "args": {"question": "Hi?"}}]}
+                ]
+            ),
+            model="m",
+        )
+        .tool(ask_human())
+        .recorder(withdrawn)
+        .build()
+    )
+    asking.run_sync("go")
+    assert asking.abandon_pause_sync() is not None
+    assert withdrawn.lines()[-2:] == [
+        "The question was withdrawn: the waiting call and any after it were not run",
+        'Tool ask_human: denied — "The person did not answer: the question was withdrawn."',
+    ]
+    assert narrative_from_log(asking.snapshot()).lines() == withdrawn.lines()
+
+
+def test_a_conditional_and_a_loop_say_what_their_rules_decided() -> None:
+    def llm(*replies: str) -> Agent:
+        return LLMCall.create(provider=mock(replies=list(replies)), model="m").build()
+
+    desk = (
+        Conditional.create(name="desk")
+        .when(lambda message, state: "refund" in message, "billing", llm("refund noted"))
+        .otherwise("general", llm("draft", "draft OK"))
+        .build()
+    )
+    revise = Loop.create(desk, name="revise").until(lambda a, r: "OK" in a).max_rounds(3)
+    story = narrative()
+    runner = revise.build()
+    runner.attach(story)
+    assert runner.run_sync("hello") == "draft OK"
+    told = [line.strip() for line in story.lines()]
+    assert [line for line in told if line.startswith(("Picked", "Round", "Loop"))] == [
+        'Loop revise was asked "hello"',
+        "Picked general: no rule held (otherwise)",
+        "Round 1 done; going again",
+        "Picked general: no rule held (otherwise)",
+        "Round 2 done; stopping: until held",
+        'Loop revise answered "draft OK"',
+    ]
+    assert narrative_from_log(runner.snapshot()).lines() == story.lines()

@@ -456,3 +456,11 @@ def test_a_replay_from_the_record_alone_still_diverges_on_a_changed_record(
     )
     with pytest.raises(ReplayDivergence, match="the recording has"):
         replay(forged)
+
+
+def test_a_chart_that_only_looks_like_a_composition_asks_for_its_runner() -> None:
+    from trackway.engine import Executor, flow_chart
+
+    chart = flow_chart("_seed", lambda scope: None, id="_seed").build(chart_id="mine")
+    with pytest.raises(ReplayDivergence, match="not a Sequence, Parallel, Conditional or Loop"):
+        replay(Executor(chart).run_sync({}).snapshot)
