@@ -238,6 +238,13 @@ def _tool_calls(commit: Commit, telling: Telling) -> list[str]:
     lines += _tool_lines(commit, telling)
     if commit.outcome == "paused":
         lines.append(_waiting(thaw(detail.get("pause")), telling))
+    elif commit.outcome != "ok":  # calls started that the stage's end cut off
+        answered = {r.get("id") for r in _items(_last_write(commit, "tool_results"))}
+        answered |= {e.get("id") for e in _events(commit, "stream.tool_end")}
+        for started in _events(commit, "stream.tool_start"):
+            if started.get("id") not in answered:
+                shown = _args(telling, started.get("args"))
+                lines.append(f"Tool {started.get('name')}{shown}: cut off before it returned")
     return lines
 
 

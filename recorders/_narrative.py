@@ -120,13 +120,6 @@ class _Frame(NamedTuple):
     teller: Teller | None
 
 
-class _Claim(NamedTuple):
-    """A stage in flight that its chart's teller tells."""
-
-    frame: _Frame
-    stage_name: str
-
-
 class _Run:
     """What the narrative keeps per run: its entries, and the state of stages in flight."""
 
@@ -148,7 +141,8 @@ class _Run:
         self.step = 0  # stages told so far: numbering goes on across a resume
         # "" and each isolated mount -> its frame (kept across a resume: paths are unique)
         self.frames: dict[str, _Frame] = {}
-        self.open: dict[str, _Claim | None] = {}  # stages in flight; the claimed ones' claim
+        # stages in flight; a stage a teller tells (from its commit) maps to its name
+        self.open: dict[str, str | None] = {}
         self.reads: dict[str, set[str]] = {}
         self.errors: dict[str, set[ErrorInfo]] = {}
         self.mounts: set[str] = set()
@@ -289,7 +283,12 @@ class Narrative(Recorder):
             self._add(run, NarrativeEntry("step", depth, path, text))
         if commit.outcome != "ok" and commit.error is not None:
             run.errors.setdefault(path, set()).add(commit.error)
-            text = f"{commit.stage_name} failed with {commit.error.type}: {commit.error.message}"
+            error = commit.error
+            text = (
+                f"{commit.stage_name} was cancelled"
+                if commit.outcome == "cancelled"
+                else f"{commit.stage_name} failed with {error.type}: {error.message}"
+            )
             self._add(run, NarrativeEntry("step", depth, path, text))
 
     def on_run_start(self, event: RunStartEvent) -> None:
@@ -303,7 +302,7 @@ class Narrative(Recorder):
         path = event.stage_path
         frame = self._frame_around(run, path)
         if frame is not None and frame.teller is not None and event.stage_id in frame.teller.stages:
-            run.open[path] = _Claim(frame, event.stage_name)  # told from its commit
+            run.open[path] = event.stage_name  # told from its commit
             run.resumes.pop(path, None)
             return
         run.step += 1
@@ -501,12 +500,13 @@ class Narrative(Recorder):
     def on_stage_end(self, event: StageEndEvent) -> None:
         run = self._run(event.run_id)
         path = event.stage_path
-        claim = run.open.pop(path, None)
+        claimed = run.open.pop(path, None)
         run.reads.pop(path, None)
-        if claim is not None and event.outcome == "cancelled":
-            run.errors.setdefault(path, set()).add(ErrorInfo("Cancelled", "cancelled"))
-            text = f"{claim.stage_name} was cancelled"
-            self._add(run, NarrativeEntry("step", _depth(path), path, text))
+        if claimed is not None:
+            if event.outcome == "cancelled" and not run.errors.get(path):  # never committed
+                run.errors.setdefault(path, set()).add(ErrorInfo("Cancelled", "cancelled"))
+                text = f"{claimed} was cancelled"
+                self._add(run, NarrativeEntry("step", _depth(path), path, text))
         elif event.outcome == "cancelled":
             run.errors.setdefault(path, set()).add(ErrorInfo("Cancelled", "cancelled"))
             self._add(run, NarrativeEntry("error", _depth(path), path, "was cancelled"))

@@ -8,10 +8,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from pydantic import BaseModel
 
-from trackway import Executor, SqliteStore, flow_chart
+from trackway import Executor, RunTimeoutError, SqliteStore, flow_chart
 from trackway.agent import (
     Agent,
     Conditional,
@@ -373,4 +374,25 @@ def test_a_conditional_and_a_loop_say_what_their_rules_decided() -> None:
         "Round 2 done; stopping: until held",
         'Loop revise answered "draft OK"',
     ]
+    assert narrative_from_log(runner.snapshot()).lines() == story.lines()
+
+
+def test_a_tool_call_cut_off_by_a_timeout_is_told() -> None:
+    async def slow(args: dict[str, Any], ctx: ToolContext) -> str:
+        await anyio.sleep(10)
+        return "late"
+
+    tool = define_tool(name="slow", description="d", input_schema={"type": "object"}, execute=slow)
+    calls = {"tool_calls": [{"id": "s1", "name": "slow", "args": {"n": 1}}]}
+    story = narrative()
+    agent = Agent.create(provider=mock(replies=[calls]), model="m").tool(tool).recorder(story)
+    runner = agent.build()
+    with pytest.raises(RunTimeoutError):
+        runner.run_sync("go", timeout=0.3)
+    assert story.lines()[1:4] == [
+        "Model call 1 asked for slow",
+        "Tool slow {n: 1}: cut off before it returned",
+        "Tool calls was cancelled",
+    ]
+    assert story.lines()[4].startswith("The run failed: RunTimeoutError: ")
     assert narrative_from_log(runner.snapshot()).lines() == story.lines()
