@@ -62,6 +62,15 @@ def _last_write(commit: Commit, key: str) -> Any:
     return None if found is None else thaw(found)
 
 
+def _appended(commit: Commit, key: str) -> list[Any]:
+    """Every item the commit appended to ``key``, over all its writes, in order."""
+    items: list[Any] = []
+    for kind, written, _, raw in commit.writes:
+        if written == key and kind == "append":
+            items += _items(thaw(raw))
+    return items
+
+
 def _events(commit: Commit, name: str) -> list[dict[str, Any]]:
     out = []
     for event in commit.events:
@@ -179,10 +188,10 @@ def _tool_lines(commit: Commit, telling: Telling) -> list[str]:
     ended = {e.get("id"): e for e in _events(commit, "stream.tool_end")}
     read = {
         m.get("tool_call_id"): m.get("content")
-        for m in _items(_last_write(commit, "history"))
+        for m in _appended(commit, "history")
         if isinstance(m, dict) and m.get("role") == "tool"
     }
-    rows = [r for r in _items(_last_write(commit, "tool_results")) if isinstance(r, dict)]
+    rows = [r for r in _appended(commit, "tool_results") if isinstance(r, dict)]
     if not rows:  # recorded before calls had rows: what the events said
         rows = list(ended.values())
     lines = []
@@ -239,7 +248,7 @@ def _tool_calls(commit: Commit, telling: Telling) -> list[str]:
     if commit.outcome == "paused":
         lines.append(_waiting(thaw(detail.get("pause")), telling))
     elif commit.outcome != "ok":  # calls started that the stage's end cut off
-        answered = {r.get("id") for r in _items(_last_write(commit, "tool_results"))}
+        answered = {r.get("id") for r in _appended(commit, "tool_results") if isinstance(r, dict)}
         answered |= {e.get("id") for e in _events(commit, "stream.tool_end")}
         for started in _events(commit, "stream.tool_start"):
             if started.get("id") not in answered:
