@@ -4,7 +4,10 @@ Every model request is assembled from committed state, so ``served_at`` rebuilds
 log and ``replay`` re-runs a turn without a model.
 """
 
-from . import _causal_profile  # noqa: F401 - registers how a causal trace reads agent runs
+from . import (
+    _causal_profile,  # noqa: F401 - registers how a causal trace reads agent runs
+    _telling,  # noqa: F401 - registers how the narrative tells agent runs
+)
 from ._agent import Agent as Agent
 from ._agent_tool import agent_as_tool as agent_as_tool
 from ._agent_tool import tool_run as tool_run

@@ -39,17 +39,15 @@ from ._agent import Agent
 from ._cost import budget_option
 from ._coverage import statement_of
 from ._errors import RedactedRecordError, ReplayDivergence
-from ._members import base as _base
-from ._members import is_mount as _is_mount
 from ._members import member_of
 from ._messages import LLMRequest, LLMResponse
 from ._mock import MockProvider
 from ._options import REQUEST_OPTIONS
 from ._paused import Paused
+from ._replay_composition import member_snapshot, runner_from_recording
 from ._replay_setup import (
     RecordedOffers,
     RecordedWindow,
-    agent_from_recording,
     recorded_gate,
     recorded_offers,
 )
@@ -255,7 +253,9 @@ async def replay_async(record: Record, agent: Agent | None = None) -> Snapshot:
 
     The model answers and tool results come from the recording; nothing live is called.
     Without ``agent`` the configuration (model settings, system prompt, tool schemas, limits)
-    is read from the recording itself; pass the agent to replay against its current
+    is read from the recording itself, and for a composition each member's the same way,
+    with what its rules decided (the member a conditional picked, a loop's rounds, a
+    parallel's merged answer); pass the agent or composition to replay against its current
     definition (required when the run used an output schema, whose validator is code).
     Returns the replayed snapshot; raises :class:`ReplayDivergence` naming the first stage
     and key that differ.
@@ -263,7 +263,7 @@ async def replay_async(record: Record, agent: Agent | None = None) -> Snapshot:
     snap = _snapshot(record)
     _check_not_redacted(snap.state, "replay")
     if agent is None:
-        agent = agent_from_recording(snap)
+        agent = runner_from_recording(snap)
     twin = _replay_agent(agent, snap)
     initial = thaw(snap.initial_state)
     caller = {"identity": initial.get("identity"), "session_id": initial.get("session_id")}
@@ -305,36 +305,12 @@ class _ReplayProvider(MockProvider):
         return dict(recorded) if isinstance(recorded, dict) else None
 
 
-def _member_snapshot(snap: Snapshot, name: str) -> Snapshot:
-    """One composition member's part of the log, as if it had run alone: the commits of its
-    own frame (every round of a loop) with that frame as the run's, and what it contains
-    kept below it (so a nested composition can be taken apart the same way)."""
-    commits: list[Commit] = []
-    for c in snap.history():
-        parts = c.frame.split("/") if c.frame else []
-        i = next((n for n, part in enumerate(parts) if _is_mount(part)), None)
-        if i is None or _base(parts[i]) != name:
-            continue
-        prefix = "/".join(parts[: i + 1])
-        path = c.stage_path[len(prefix) + 1 :] if c.stage_path.startswith(prefix + "/") else ""
-        commits.append(
-            c._replace(
-                seq=len(commits) + 1,  # numbered as if the member had run alone
-                frame="/".join(parts[i + 1 :]),
-                stage_path=path or c.stage_id,
-            )
-        )
-    return Snapshot.from_commits(  # a member that never ran (a branch not taken): empty
-        run_id=snap.run_id, chart_id=name, status=snap.status, initial={}, commits=commits
-    )
-
-
 def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
     from ._composition import Composition
 
     if isinstance(agent, Composition):  # each member gets its own recorded part
         return agent.with_members(
-            lambda name, member: _replay_agent(member, _member_snapshot(snap, name))
+            lambda name, member: _replay_agent(member, member_snapshot(snap, name))
         )
     cfg = agent._cfg
     answers = _recorded_answers(snap)

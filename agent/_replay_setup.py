@@ -30,13 +30,6 @@ def agent_from_recording(snap: Snapshot) -> Agent:
     """An agent configured from what its recording committed."""
     from ._builder import AgentBuilder
 
-    if snap.history() and snap.history()[0].stage_id == "_seed":
-        raise ReplayDivergence(
-            "this recording is of a composition, whose members and rules are code: replay it "
-            "with the composition, replay(record, composition)",
-            stage_path=snap.history()[0].stage_path,
-            key=None,
-        )
     if not any(c.frame == "" and c.stage_id == "seed" for c in snap.history()):
         raise ReplayDivergence(
             f"this recording ({snap.chart_id!r}) is not of one agent: replay it with the runner "
@@ -55,7 +48,8 @@ def agent_from_recording(snap: Snapshot) -> Agent:
         ):
             raise ReplayDivergence(
                 "this recording used an output schema, whose validator is code: replay it "
-                "with the agent, replay(record, agent)",
+                "with the runner that made it (the agent, or the composition it is a member "
+                "of), replay(record, runner)",
                 stage_path=c.stage_path,
                 key=None,
             )

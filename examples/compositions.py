@@ -5,7 +5,8 @@ Run it: ``python examples/compositions.py``. Offline: every model is scripted (`
 Each composition is one chart whose members are isolated subflows, so each run is one
 commit log: the script prints each answer, which member made each model call (from the
 receipts), checks that every request rebuilds from the record with the hash its receipt
-committed, and replays each composition without a model.
+committed, and replays each composition without a model: with the composition, and from
+its record alone.
 """
 
 from __future__ import annotations
@@ -77,9 +78,11 @@ def show(title: str, runner: Agent, message: str) -> None:
     calls = receipts(snap)
     exact = all(served_at(snap, k).hash == r["request_hash"] for k, r in enumerate(calls, 1))
     replayed = replay(snap, runner).state["final_answer"] == answer
+    alone = replay(snap).state["final_answer"] == answer  # no composition: the record alone
     print(f"{title}: {answer}")
     members = [r["member"] for r in calls]
     print(f"  calls by member: {members}; rebuilt exactly: {exact}; replayed: {replayed}")
+    print(f"  replayed from the record alone: {alone}")
 
 
 def main() -> None:

@@ -20,6 +20,9 @@ from ._narrative import NarrativeEntry as NarrativeEntry
 from ._narrative import narrative as narrative
 from ._otel import OtelRecorder as OtelRecorder
 from ._otel import otel as otel
+from ._teller import Teller as Teller
+from ._teller import Telling as Telling
+from ._teller import register_teller as register_teller
 
 __all__ = [
     "READABLE_FORMATS",
@@ -29,6 +32,8 @@ __all__ = [
     "Narrative",
     "NarrativeEntry",
     "OtelRecorder",
+    "Teller",
+    "Telling",
     "jsonl",
     "load_recording",
     "metrics",
@@ -36,6 +41,7 @@ __all__ = [
     "narrative_from_log",
     "otel",
     "read_recording",
+    "register_teller",
     "write_recording",
 ]
 

@@ -36,7 +36,7 @@ from trackway.engine import (
     SubflowEvent,
 )
 
-from ._narrative import UNTOLD, Narrative
+from ._narrative import UNTOLD, Detail, Narrative
 
 __all__ = ["narrative_from_log"]
 
@@ -97,7 +97,11 @@ class _Frames:
 
 
 def narrative_from_log(
-    snapshot: Snapshot, *, values: bool = True, max_value_chars: int = 40
+    snapshot: Snapshot,
+    *,
+    values: bool = True,
+    max_value_chars: int = 40,
+    detail: Detail = "compact",
 ) -> Narrative:
     """The narrative of a run told from its commit log alone.
 
@@ -105,9 +109,11 @@ def narrative_from_log(
     (``load_recording``) or a result — and read it as you would a live narrative:
     ``narrative_from_log(snap).text()``. For a run whose charts record what the live
     narrative hears (stages, decisions, forks, pauses, isolated subflows), the text is the
-    same as the live narrative's; see the module notes for what a log cannot say.
+    same as the live narrative's; see the module notes for what a log cannot say. Agents
+    and compositions are told one line per step, as live, once ``trackway.agent`` is
+    imported (it registers their tellers); ``detail="full"`` tells every stage.
     """
-    story = Narrative(values=values, max_value_chars=max_value_chars)
+    story = Narrative(values=values, max_value_chars=max_value_chars, detail=detail)
     run_id = snapshot.run_id
     story.on_run_start(RunStartEvent(run_id, snapshot.chart_id, 0, None))
     frames = _Frames(snapshot)

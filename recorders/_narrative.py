@@ -4,6 +4,10 @@ Every entry is built from the events as they arrive (nothing is read back from t
 reads and emits are told live, writes from the stage's commit (so failed retry attempts are
 not told), decisions from ``on_decision``. ``text()`` groups the entries into lines: a stage,
 subflow or merge entry starts a line and the entries with its stage path join it.
+
+A chart a registered :class:`~trackway.recorders.Teller` claims (an agent, a composition) is
+told by that teller instead, from each stage's commit alone, one ``step`` entry per line;
+``detail="full"`` tells every chart stage by stage.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any, Literal, NamedTuple
 from trackway.engine import (
     Commit,
     CommitDetail,
+    ConfigurationError,
     DecisionEvent,
     EmitEvent,
     ErrorEvent,
@@ -31,14 +36,19 @@ from trackway.engine import (
     UnknownRunError,
 )
 
+from ._teller import Teller, Telling, teller_for
 from ._wording import decision_text, is_absent, merge_text, summarize
 
 __all__ = [
+    "Detail",
     "EntryType",
     "Narrative",
     "NarrativeEntry",
     "narrative",
 ]
+
+Detail = Literal["compact", "full"]
+_DETAILS = ("compact", "full")
 
 EntryType = Literal[
     "stage",
@@ -53,9 +63,10 @@ EntryType = Literal[
     "emit",
     "break",
     "fork",
+    "step",
 ]
 
-_HEADERS = frozenset({"stage", "subflow", "merge", "fork"})
+_HEADERS = frozenset({"stage", "subflow", "merge", "fork", "step"})
 _ORDER: dict[str, int] = {
     "resume": 0,
     "read": 1,
@@ -70,6 +81,7 @@ _ORDER: dict[str, int] = {
     "subflow": 8,
     "merge": 8,
     "fork": 8,
+    "step": 8,
 }
 _STAGE_KINDS = frozenset({"stage", "decider", "selector", "resume"})
 
@@ -80,7 +92,8 @@ class NarrativeEntry(NamedTuple):
     ``type`` is what happened; ``depth`` how deep in subflows and parallel branches it
     happened (the number of ``/`` in the stage path); ``text`` the plain-English fragment.
     ``step`` is the stage number on ``stage`` entries; ``key`` the state key on ``read`` and
-    ``write`` entries.
+    ``write`` entries. A ``step`` entry is a whole line a teller told (a model call, a tool
+    call, an answer).
     """
 
     type: EntryType
@@ -96,6 +109,15 @@ UNTOLD: Any = object()
 
 _depth = StagePath.depth_of
 _prefix = StagePath.prefix_of  # the strand a stage path runs in
+_parent = StagePath.parent_of
+
+
+class _Frame(NamedTuple):
+    """A chart's state in the run (the run's own, an isolated subflow's): the chart, and the
+    teller that tells its stages (``None``: told stage by stage)."""
+
+    chart_id: str
+    teller: Teller | None
 
 
 class _Run:
@@ -105,6 +127,7 @@ class _Run:
         "choices",
         "entries",
         "errors",
+        "frames",
         "mounts",
         "open",
         "outputs",
@@ -116,7 +139,10 @@ class _Run:
     def __init__(self) -> None:
         self.entries: list[NarrativeEntry] = []
         self.step = 0  # stages told so far: numbering goes on across a resume
-        self.open: set[str] = set()
+        # "" and each isolated mount -> its frame (kept across a resume: paths are unique)
+        self.frames: dict[str, _Frame] = {}
+        # stages in flight; a stage a teller tells (from its commit) maps to its name
+        self.open: dict[str, str | None] = {}
         self.reads: dict[str, set[str]] = {}
         self.errors: dict[str, set[ErrorInfo]] = {}
         self.mounts: set[str] = set()
@@ -139,9 +165,17 @@ class Narrative(Recorder):
 
     name = "narrative"
 
-    def __init__(self, *, values: bool = True, max_value_chars: int = 40) -> None:
+    def __init__(
+        self, *, values: bool = True, max_value_chars: int = 40, detail: Detail = "compact"
+    ) -> None:
+        if detail not in _DETAILS:
+            raise ConfigurationError(
+                f"narrative(detail={detail!r}): use 'compact' (agents and compositions told "
+                "one line per step) or 'full' (every stage, read by read)"
+            )
         self.values = values
         self.max_value_chars = max_value_chars
+        self.detail: Detail = detail
         self._runs: dict[str, _Run] = {}
 
     # -- reading ---------------------------------------------------------------------------
@@ -216,17 +250,64 @@ class Narrative(Recorder):
     def _value(self, value: Any) -> str:
         return summarize(value, self.max_value_chars)
 
+    def _frame(self, chart_id: str) -> _Frame:
+        return _Frame(chart_id, teller_for(chart_id) if self.detail == "compact" else None)
+
+    @staticmethod
+    def _frame_around(run: _Run, path: str) -> _Frame | None:
+        """The frame of the nearest isolated mount (or the run) strictly around ``path``."""
+        frames = run.frames
+        while path:
+            path = _parent(path)
+            frame = frames.get(path)
+            if frame is not None:
+                return frame
+        return None
+
+    def _tell(self, run: _Run, commit: Commit, frame: _Frame, depth: int) -> None:
+        """A claimed stage's commit, told by its chart's teller: one step entry per line."""
+        teller = frame.teller
+        assert teller is not None
+        path = commit.stage_path
+        try:
+            lines = list(
+                teller.tell(commit, Telling(frame.chart_id, self.values, self.max_value_chars))
+            )
+        except Exception as exc:  # an unexpected record: said, with what the stage wrote
+            keys = ", ".join(commit.keys_written) or "nothing"
+            lines = [
+                f"{commit.stage_name} — wrote {keys} (not told in short: {type(exc).__name__}: "
+                f"{exc}; narrative(detail='full') tells it in full)"
+            ]
+        for text in lines:
+            self._add(run, NarrativeEntry("step", depth, path, text))
+        if commit.outcome != "ok" and commit.error is not None:
+            run.errors.setdefault(path, set()).add(commit.error)
+            error = commit.error
+            text = (
+                f"{commit.stage_name} was cancelled"
+                if commit.outcome == "cancelled"
+                else f"{commit.stage_name} failed with {error.type}: {error.message}"
+            )
+            self._add(run, NarrativeEntry("step", depth, path, text))
+
     def on_run_start(self, event: RunStartEvent) -> None:
         run = self._runs.pop(event.run_id, None) or _Run()
         run.reset_flight()
+        run.frames[""] = self._frame(event.chart_id)
         self._runs[event.run_id] = run  # (re)inserted last: the most recent run
 
     def on_stage_start(self, event: StageStartEvent) -> None:
         run = self._run(event.run_id)
         path = event.stage_path
+        frame = self._frame_around(run, path)
+        if frame is not None and frame.teller is not None and event.stage_id in frame.teller.stages:
+            run.open[path] = event.stage_name  # told from its commit
+            run.resumes.pop(path, None)
+            return
         run.step += 1
         step = run.step
-        run.open.add(path)
+        run.open[path] = None
         pending = run.choices.pop(_prefix(path), None)
         if pending is not None and event.kind == "stage":
             index, key, evidence = pending
@@ -246,6 +327,8 @@ class Narrative(Recorder):
         path = event.stage_path
         if path not in run.open and path not in run.mounts:
             return  # engine-made reads (items=, output= mappings) are told with their commit
+        if run.open.get(path) is not None:
+            return  # a claimed stage: its teller tells it from its commit
         told = run.reads.setdefault(path, set())
         if event.key in told:
             return
@@ -262,6 +345,8 @@ class Narrative(Recorder):
 
     def on_emit(self, event: EmitEvent) -> None:
         run = self._run(event.run_id)
+        if run.open.get(event.stage_path) is not None:
+            return
         text = f"emitted {event.name}"
         if event.payload is not None and self.values:
             text += f" {self._value(event.payload)}"
@@ -272,6 +357,8 @@ class Narrative(Recorder):
         path = commit.stage_path
         kind = commit.kind
         detail: CommitDetail = commit.detail or {}
+        if self._claimed(run, commit):
+            return
         if kind in _STAGE_KINDS:
             self._writes(run, commit, path, _depth(path))
             if "break" in detail:
@@ -301,6 +388,30 @@ class Narrative(Recorder):
                 text = f"Leaving subflow {detail.get('subflow') or commit.stage_name}"
                 self._add(run, NarrativeEntry("subflow", _depth(mount), path, text))
                 self._commit_error(run, commit, _depth(mount))
+
+    def _claimed(self, run: _Run, commit: Commit) -> bool:
+        """Whether a teller tells ``commit`` (and if so, tell it)."""
+        path = commit.stage_path
+        kind = commit.kind
+        if kind in _STAGE_KINDS or kind == "merge":
+            # from the path, not from the stages in flight: a branch's commit may come late
+            frame = self._frame_around(run, path)
+            if frame is None or frame.teller is None or commit.stage_id not in frame.teller.stages:
+                return False
+            depth = _depth(path)
+            if kind == "merge":
+                merge = StagePath.parse(path)
+                depth = merge.depth - (1 if merge.name == "merge" and merge.index is None else 0)
+        elif kind in ("subflow-input", "subflow-output"):
+            mount = path if kind == "subflow-input" else _parent(path)
+            frame = self._frame_around(run, mount)  # the chart that mounts it
+            if frame is None or frame.teller is None:
+                return False
+            depth = _depth(mount)
+        else:
+            return False
+        self._tell(run, commit, frame, depth)
+        return True
 
     def _ops(self, commit: Commit, verb: str | None = None) -> list[NarrativeEntry]:
         path = commit.stage_path
@@ -343,6 +454,8 @@ class Narrative(Recorder):
     def on_decision(self, event: DecisionEvent) -> None:
         run = self._run(event.run_id)
         path = event.stage_path
+        if run.open.get(path) is not None:
+            return  # the teller reads the decision from the commit's detail
         text = decision_text(event.chosen, event.evidence)
         index = len(run.entries)
         self._add(run, NarrativeEntry("decision", _depth(path), path, text))
@@ -354,6 +467,8 @@ class Narrative(Recorder):
         run = self._run(event.run_id)
         path = event.stage_path
         info = event.error
+        if path is not None and run.open.get(path) is not None:
+            return  # told with the stage's commit
         if path is not None and path in run.open:
             run.errors.setdefault(path, set()).add(info)
             text = f"failed with {info.type}: {info.message}"
@@ -368,6 +483,8 @@ class Narrative(Recorder):
 
     def on_pause(self, event: PauseEvent) -> None:
         run = self._run(event.run_id)
+        if run.open.get(event.stage_path) is not None:
+            return  # the teller tells the pause from the commit
         text = "paused"
         if event.payload is not None:
             text += f" waiting for {self._value(event.payload)}" if self.values else ""
@@ -383,9 +500,14 @@ class Narrative(Recorder):
     def on_stage_end(self, event: StageEndEvent) -> None:
         run = self._run(event.run_id)
         path = event.stage_path
-        run.open.discard(path)
+        claimed = run.open.pop(path, None)
         run.reads.pop(path, None)
-        if event.outcome == "cancelled":
+        if claimed is not None:
+            if event.outcome == "cancelled" and not run.errors.get(path):  # never committed
+                run.errors.setdefault(path, set()).add(ErrorInfo("Cancelled", "cancelled"))
+                text = f"{claimed} was cancelled"
+                self._add(run, NarrativeEntry("step", _depth(path), path, text))
+        elif event.outcome == "cancelled":
             run.errors.setdefault(path, set()).add(ErrorInfo("Cancelled", "cancelled"))
             self._add(run, NarrativeEntry("error", _depth(path), path, "was cancelled"))
 
@@ -393,6 +515,11 @@ class Narrative(Recorder):
         run = self._run(event.run_id)
         mount = event.stage_path
         run.choices.pop(_prefix(mount), None)  # a decider's branch that is a chart
+        around = self._frame_around(run, mount)
+        if event.isolated:  # a state of its own: its chart says how its stages are told
+            run.frames[mount] = self._frame(event.subflow_id)
+        if around is not None and around.teller is not None:
+            return  # a claimed chart's boundary: its teller tells the boundary's commits
         if event.isolated:
             run.mounts.add(mount)
         text = f"Entering subflow {event.subflow_id}"
@@ -403,6 +530,9 @@ class Narrative(Recorder):
         mount = event.stage_path
         run.mounts.discard(mount)
         run.reads.pop(mount, None)
+        around = self._frame_around(run, mount)
+        if around is not None and around.teller is not None:
+            return
         text = f"Leaving subflow {event.subflow_id}"
         self._add(run, NarrativeEntry("subflow", _depth(mount), mount, text))
         for entry in run.outputs.pop(mount, []):
@@ -450,12 +580,18 @@ def _render(head: NarrativeEntry, parts: list[NarrativeEntry]) -> str:
     return line + " — " + "; ".join(pieces)
 
 
-def narrative(*, values: bool = True, max_value_chars: int = 40) -> Narrative:
+def narrative(
+    *, values: bool = True, max_value_chars: int = 40, detail: Detail = "compact"
+) -> Narrative:
     """A recorder that tells each run in plain English.
 
     ``narrative().text()`` gives lines such as ``Stage 3: Route — read risk_tier = "high";
     chose Reject because rule 'High risk' matched``. Entries are kept per run
     (``text(run_id)``; by default the last run started). ``values=False`` leaves values out
     (keys only); strings longer than ``max_value_chars`` are cut.
+
+    Agents and compositions are told one line per step (a model call, a tool call, a pause,
+    the answer) by the tellers ``trackway.agent`` registers; ``detail="full"`` tells them
+    stage by stage like any chart, every read and write.
     """
-    return Narrative(values=values, max_value_chars=max_value_chars)
+    return Narrative(values=values, max_value_chars=max_value_chars, detail=detail)

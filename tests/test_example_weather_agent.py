@@ -24,22 +24,18 @@ def test_runs_a_turn_prints_the_narrative_and_proves_request_2(tmp_path):
 
     assert "Answer: Paris: sunny, 71.6°F; Oslo: light rain, 48.2°F." in out
     assert "Narrative (12 commits):" in out
-    stages = re.findall(r"^Stage (\d+): ([A-Za-z ]+) —", out, flags=re.MULTILINE)
-    assert stages == [
-        ("1", "Seed"),
-        ("2", "System prompt"),
-        ("3", "Tools"),
-        ("4", "Call LLM"),
-        ("5", "Route"),
-        ("6", "Tool calls"),
-        ("7", "Call LLM"),
-        ("8", "Route"),
-        ("9", "Tool calls"),
-        ("10", "Call LLM"),
-        ("11", "Route"),
-        ("12", "Final"),
+    told = out.split("Narrative (12 commits):\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert told == [  # one line per step: the calls, what each tool was given and gave back
+        'The agent was asked "What is the weather in Paris and Oslo, in Fahrenheit?"',
+        'Model call 1 asked for weather ×2; said "Let me look that up."',
+        'Tool weather {city: "Paris"}: success — {city: "Paris", celsius: 22, sky: "sunny"}',
+        'Tool weather {city: "Oslo"}: success — {city: "Oslo", celsius: 9, sky: "light rain"}',
+        "Model call 2 asked for convert ×2",
+        'Tool convert {value: 22, to: "fahrenheit"}: success — {value: 71.6, unit: "fahrenheit"}',
+        'Tool convert {value: 9, to: "fahrenheit"}: success — {value: 48.2, unit: "fahrenheit"}',
+        'Model call 3 answered "Paris: sunny, 71.6°F; Oslo: light rain, 48.2°F."',
+        'The agent answered "Paris: sunny, 71.6°F; Oslo: light rain, 48.2°F."',
     ]
-    assert "chose Tool calls" in out and "chose Final" in out
 
     path = tmp_path / "weather-turn.json"
     assert f"Recording: {path}" in out and "Model calls: 3" in out

@@ -149,3 +149,4 @@ def test_compositions_example_runs_three_compositions_on_one_record(capsys):
     assert "debate: Spaces win" in out and "['pro', 'con', 'judge']" in out
     assert "reflexion: Old pond / a frog jumps in" in out and "['body', 'body']" in out
     assert out.count("rebuilt exactly: True; replayed: True") == 3
+    assert out.count("replayed from the record alone: True") == 3

@@ -55,7 +55,7 @@ def run_demo(out: Out, db: Path) -> int:
     for line in (
         [exe, "runs", "--store", str(db)],
         [exe, "show", result.run_id, "--store", str(db)],
-        [exe, "show", agent_run, "--store", str(db)],
+        [exe, "show", agent_run, "--store", str(db), "--detail", "full"],
         [exe, "replay", str(agent_path), "--call", "2"],
         [exe, "view", str(recording), "-o", str(folder / "trace.html")],
         [exe, "view", str(agent_path), "-o", str(folder / "agent-trace.html")],
@@ -73,7 +73,11 @@ def _demo_agent(out: Out, folder: Path, store: SqliteStore) -> tuple[Path, str]:
     out.line()
     out.line("--- An agent is a flowchart too ---", style="bold")
     answer = agent.run_sync("Weather in Paris?")
-    out.line(story.text())
+    out.line(story.text())  # one line per step; the stages underneath: show --detail full
+    out.line(
+        f"({agent.commit_count()} commits, one per stage of the agent's chart: "
+        "`show ... --detail full` below tells each, read by read)"
+    )
     path = save_recording(agent, folder / "agent-recording.jsonl")
     rebuilt = served_at(path, 2)
     same = rebuilt.hash == receipts(path)[1]["request_hash"]

@@ -161,12 +161,18 @@ def _trail(out: Out, snap: Snapshot) -> None:
             out.line(f"{under}chose {safe(repr(chosen))}")
 
 
-def show_run(out: Out, run_id: str, where: str, *, as_json: bool, width: int) -> int:
+def show_run(
+    out: Out, run_id: str, where: str, *, as_json: bool, width: int, detail: str = "compact"
+) -> int:
     """One stored run: its narrative told from the log, then its commits."""
+    import trackway.agent  # noqa: F401 - registers how agent runs are told
+
     with open_store(where) as store:
         snap = store.load(run_id)
         pause = _waiting(store, snap)
-    story = narrative_from_log(snap, max_value_chars=width)
+    story = narrative_from_log(
+        snap, max_value_chars=width, detail="full" if detail == "full" else "compact"
+    )
     if as_json:
         out.json(
             {

@@ -86,12 +86,19 @@ def runs(
     show_default=True,
     help="cut values longer than this many characters in the narrative",
 )
+@click.option(
+    "--detail",
+    type=click.Choice(["compact", "full"]),
+    default="compact",
+    show_default=True,
+    help="compact: an agent told one line per step; full: every stage, read by read",
+)
 @click.pass_obj
-def show(out: Out, run_id: str, store: str, as_json: bool, width: int) -> int:
+def show(out: Out, run_id: str, store: str, as_json: bool, width: int, detail: str) -> int:
     """Tell a stored run from its log: the narrative, then its commits."""
     from ._cli_store import show_run
 
-    return show_run(out, run_id, store, as_json=as_json, width=width)
+    return show_run(out, run_id, store, as_json=as_json, width=width, detail=detail)
 
 
 def _json_value(ctx: click.Context, param: click.Parameter, text: str) -> object:

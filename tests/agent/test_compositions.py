@@ -21,11 +21,14 @@ from trackway.agent import (
     Paused,
     ReplayDivergence,
     Sequence,
+    load_recording,
     mock,
     receipts,
     replay,
+    save_recording,
     served_at,
 )
+from trackway.engine import Snapshot
 from trackway.tools import ToolContext, ask_human, define_tool
 
 
@@ -56,8 +59,7 @@ def test_a_researcher_then_a_writer() -> None:
     )
     assert article.checkpoint().history[-1] == {"role": "assistant", "content": answer}
     assert replay(article.snapshot(), article).state["final_answer"] == answer
-    with pytest.raises(ReplayDivergence, match="replay it with the composition"):
-        replay(article.snapshot())
+    assert replay(article.snapshot()).state["final_answer"] == answer  # from the record alone
 
 
 def test_a_parallel_debate_with_and_without_a_judge() -> None:
@@ -212,17 +214,50 @@ def test_compositions_refuse_what_they_cannot_run() -> None:
 _counter = itertools.count()
 
 
+def _tooled(tag: int) -> Agent:
+    """An agent that looks something up first, then answers from what it read."""
+    lookup = define_tool(
+        name="lookup",
+        description="Look a key up.",
+        input_schema={"type": "object", "properties": {"key": {"type": "string"}}},
+        execute=lambda args, ctx: f"value of {args['key']}",
+    )
+
+    def respond(request: Any) -> Any:
+        last = request.messages[-1]
+        if last.role == "tool":
+            return f"t{tag}:{last.content}"
+        return {"tool_calls": [{"id": "l1", "name": "lookup", "args": {"key": f"k{tag}"}}]}
+
+    return Agent.create(provider=mock(respond=respond), model="m").tool(lookup).build()
+
+
 @st.composite
 def compositions(draw: Any, depth: int = 0) -> Any:
-    """A composition of LLM calls and compositions, up to depth 3."""
-    kinds = ["sequence", "parallel", "loop"] if depth < 2 else ["leaf"]
-    kind = draw(st.sampled_from(["leaf", *kinds] if depth > 0 else kinds))
+    """A composition of LLM calls, agents with a tool and compositions, up to depth 3."""
+    kinds = ["sequence", "parallel", "loop", "conditional"] if depth < 2 else ["leaf"]
+    kind = draw(st.sampled_from(["leaf", "tooled", *kinds] if depth > 0 else kinds))
     if kind == "leaf":
         tag = next(_counter)
         return lambda: LLMCall.create(
             provider=mock(respond=lambda request: f"a{tag}:{len(request.messages[-1].content)}"),
             model="m",
         ).build()
+    if kind == "tooled":
+        tag = next(_counter)
+        return lambda: _tooled(tag)
+    if kind == "conditional":
+        odd, even = draw(compositions(depth + 1)), draw(compositions(depth + 1))
+
+        def make_cond() -> Agent:
+            return (
+                Conditional.create()
+                .when(lambda message, state: len(message) % 2 == 1, "odd", odd())
+                .otherwise("even", even())
+                .build()
+            )
+
+        return make_cond
     parts = [
         draw(compositions(depth + 1)) for _ in range(draw(st.integers(1, 2)) + (kind == "parallel"))
     ]
@@ -256,6 +291,11 @@ def test_the_law_holds_at_every_depth_and_replay_is_whole(make: Any) -> None:
     assert all("member" in r for r in rs)
     replayed = replay(runner.snapshot(), runner)
     assert replayed.state["final_answer"] == runner.snapshot().state["final_answer"]
+    alone = replay(runner.snapshot())  # no runner: every member and rule read from the record
+    assert alone.state["final_answer"] == runner.snapshot().state["final_answer"]
+    assert receipts(alone) == rs  # the same calls were served, at every depth
+    for k, receipt in enumerate(rs, start=1):
+        assert served_at(alone, k).hash == receipt["request_hash"]
 
 
 def test_listeners_hear_every_members_events_with_the_member_named() -> None:
@@ -313,3 +353,114 @@ def test_names_that_would_mislead_are_refused_and_plain_charts_say_how_to_replay
     snap = Executor(chart).run_sync({}).snapshot
     with pytest.raises(ReplayDivergence, match="not of one agent"):
         replay(snap)
+
+
+def _agent_with_tools(name: str, city: str) -> Agent:
+    weather = define_tool(
+        name="weather",
+        description="Weather for a city.",
+        input_schema={"type": "object", "properties": {"city": {"type": "string"}}},
+        execute=lambda args, ctx: f"{args['city']}: sunny",
+    )
+    calls = {"tool_calls": [{"id": f"w-{city}", "name": "weather", "args": {"city": city}}]}
+    replies = [calls, f"{name}: {city} is sunny"]
+    return Agent.create(provider=mock(replies=replies), model="m", name=name).tool(weather).build()
+
+
+def desk_of_agents() -> Agent:
+    """Every kind at once, members with tools, nested, and a person asked in the middle."""
+    forecast = (
+        Parallel.create(name="forecast")
+        .branch("paris", _agent_with_tools("paris", "Paris"))
+        .branch("rome", _agent_with_tools("rome", "Rome"))
+        .merge(llm("both sunny", system="Judge."))
+        .build()
+    )
+    routed = (
+        Conditional.create(name="route")
+        .when(lambda message, state: "never" in message, "first", llm("unused"))
+        .when(lambda message, state: "sunny" in message, "sunny", _agent_with_tools("s", "Oslo"))
+        .otherwise("other", llm("unused"))
+        .build()
+    )
+    asker = (
+        Agent.create(
+            provider=mock(
+                replies=[
+                    {
+                        "tool_calls": [
+                            {"id": "q1", "name": "ask_human", "args": {"question": "Publish?"}}
+                        ]
+                    },
+                    "published",
+                ]
+            ),
+            model="m",
+            name="asker",
+        )
+        .tool(ask_human())
+        .build()
+    )
+    revise = (
+        Loop.create(llm("draft", "draft OK"), name="revise")
+        .until(lambda answer, round: "OK" in answer)
+        .max_rounds(4)
+        .build()
+    )
+    return (
+        Sequence.create(name="desk")
+        .step("forecast", forecast)
+        .step("route", routed)
+        .step("revise", revise)
+        .step("ask", asker)
+        .build()
+    )
+
+
+def test_a_composition_of_agents_replays_from_its_recording_alone(tmp_path: Any) -> None:
+    desk = desk_of_agents()
+    out = desk.run_sync("weather?", identity={"tenant": "acme"}, session_id="s1")
+    assert isinstance(out, Paused) and out.question == "Publish?"
+    assert desk.resume_sync(out.checkpoint, "yes") == "published"
+    recorded = desk.snapshot()
+    calls = law(desk)
+    path = save_recording(desk, tmp_path / "desk.jsonl")
+
+    replayed = replay(path)  # no composition, no model, no tool: the record alone
+    assert replayed.state["final_answer"] == "published"
+    assert len(replayed) == len(recorded)
+    assert receipts(replayed) == calls  # the same requests served, by the same members
+    for k, receipt in enumerate(calls, start=1):
+        assert served_at(replayed, k).hash == receipt["request_hash"]
+    # the rules decided as recorded, and say so the same way
+    decided = [(c.stage_path, c.detail) for c in recorded.history() if c.kind == "decider"]
+    assert [(c.stage_path, c.detail) for c in replayed.history() if c.kind == "decider"] == (
+        decided
+    )
+    assert replay(load_recording(path)).state["final_answer"] == "published"
+
+
+def test_a_replay_from_the_record_alone_still_diverges_on_a_changed_record(
+    tmp_path: Any,
+) -> None:
+    flow = Sequence.create(name="flow").step("a", llm("one")).step("b", llm("two")).build()
+    flow.run_sync("go")
+    snap = flow.snapshot()
+    answered = next(c for c in snap.history() if c.stage_id == "_final")
+    forged = Snapshot.from_commits(
+        run_id=snap.run_id,
+        chart_id=snap.chart_id,
+        status=snap.status,
+        initial=snap.initial_state,
+        commits=[c for c in snap.history() if c is not answered],
+    )
+    with pytest.raises(ReplayDivergence, match="the recording has"):
+        replay(forged)
+
+
+def test_a_chart_that_only_looks_like_a_composition_asks_for_its_runner() -> None:
+    from trackway.engine import Executor, flow_chart
+
+    chart = flow_chart("_seed", lambda scope: None, id="_seed").build(chart_id="mine")
+    with pytest.raises(ReplayDivergence, match="not a Sequence, Parallel, Conditional or Loop"):
+        replay(Executor(chart).run_sync({}).snapshot)

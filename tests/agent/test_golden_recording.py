@@ -3,13 +3,14 @@
 The hot path of the agent (request assembly, tool dispatch, recorder fan-out, value
 encoding) is optimized for speed; none of that may change what a run leaves behind. Each
 scenario runs a scripted agent with a live ``jsonl`` recorder and a ``narrative`` recorder
-attached and a ``"*"`` event listener, then compares against checked-in files in
-``tests/agent/golden/``:
+attached (in full, and compact) and a ``"*"`` event listener, then compares against
+checked-in files in ``tests/agent/golden/``:
 
 - ``<scenario>.live.jsonl``: the live recording (every recorder event, as written),
 - ``<scenario>.saved.jsonl``: ``save_recording`` of the finished run,
 - ``<scenario>.events.jsonl``: every agent event (name, stage path, seq, payload) in order,
-- ``<scenario>.narrative.txt``: the narrative text.
+- ``<scenario>.narrative.txt``: the full narrative's text (every read and write),
+- ``<scenario>.compact.txt``: the default narrative's text (one line per step).
 
 Only timestamps (``started_at``, ``ended_at``, ``duration``) and run ids are normalized
 (:func:`normalize`, on the raw bytes, so any other byte that changes fails the test). The
@@ -111,9 +112,10 @@ def _run(scenario: str, tmp: Path) -> dict[str, bytes]:
     builder = SCENARIOS[scenario]().system("Answer briefly.")
     for tool in TOOLS:
         builder = builder.tool(tool)
-    told = narrative()
+    told = narrative(detail="full")
+    compact = narrative()
     live = tmp / "live.jsonl"
-    agent = builder.recorder(jsonl(live)).recorder(told).build()
+    agent = builder.recorder(jsonl(live)).recorder(told).recorder(compact).build()
     events: list[bytes] = []
     agent.on(
         "*",
@@ -136,6 +138,7 @@ def _run(scenario: str, tmp: Path) -> dict[str, bytes]:
         "saved.jsonl": saved.read_bytes(),
         "events.jsonl": b"\n".join(events) + b"\n",
         "narrative.txt": told.text().encode() + b"\n",
+        "compact.txt": compact.text().encode() + b"\n",
     }
 
 

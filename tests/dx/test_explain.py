@@ -77,9 +77,14 @@ def test_the_narrative_shows_the_arguments_the_result_and_the_models_text() -> N
     story = narrative()
     demo_agent((story,)).run_sync("Weather in Paris?")
     text = story.text()
+    assert 'Tool weather {city: "Paris"}: success — "Paris: sunny, 22°C"' in text
+    assert 'Model call 2 answered "It is sunny in Paris, 22°C."' in text
+    short = narrative(max_value_chars=8)
+    demo_agent((short,)).run_sync("Weather in Paris?")
+    assert '"It is sunny in P..." (27 chars)' in short.text()  # cut, marked, its length said
+    full = narrative(detail="full")
+    demo_agent((full,)).run_sync("Weather in Paris?")
+    text = full.text()
     assert 'emitted stream.tool_start {id: "c1", name: "weather", args: {city: "Paris"}}' in text
     assert 'result: "Paris: sunny, 22°C"' in text
     assert 'wrote response = {content: "It is sunny in Paris, 22°C."' in text
-    short = narrative(max_value_chars=8)
-    demo_agent((short,)).run_sync("Weather in Paris?")
-    assert '"It is su..."' in short.text()  # cut to the width, and marked
