@@ -55,6 +55,38 @@ ALTER TABLE trackway_checkpoints ADD COLUMN IF NOT EXISTS sealed_answer BYTEA;
 """
 
 
+_NEWEST = (
+    ("trackway_runs", "sealed"),
+    ("trackway_commits", "doc"),
+    ("trackway_checkpoints", "answer"),
+    ("trackway_checkpoints", "sealed"),
+    ("trackway_checkpoints", "sealed_answer"),
+    ("trackway_queue", "claims"),
+    ("trackway_queue", "lease_token"),
+    ("trackway_queue", "solo"),
+    ("trackway_workers", "redacting"),
+)
+"""A column of each table, and every column a later version added: all present, the schema
+is this version's."""
+
+
+def _schema_current(db: Any) -> bool:
+    """Whether the tables, columns and index this version uses are all there (one catalog
+    query, no lock taken)."""
+    found = db.execute(
+        "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() "
+        "AND (table_name, column_name) IN (SELECT * FROM unnest(%s::text[], %s::text[]))",
+        ([t for t, _ in _NEWEST], [c for _, c in _NEWEST]),
+    ).fetchone()[0]
+    if found != len(_NEWEST):
+        return False
+    index = db.execute(
+        "SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema() "
+        "AND indexname = 'trackway_queue_open'"
+    ).fetchone()[0]
+    return bool(index == 1)
+
+
 def _where(dsn: str) -> str:
     """``host:port/dbname`` of a DSN, never its password."""
     try:
@@ -113,8 +145,12 @@ class PostgresStore(PgRunQueue, SqlRunStore):
         self._db = self._connect()
         try:
             with self._db.transaction():
-                self._db.execute(_SCHEMA)
-                self._db.execute(QUEUE_SCHEMA)
+                # Only a store missing a table, a column or the index runs the DDL: ALTER TABLE
+                # takes an exclusive lock even when the column exists, which would stall (and
+                # can deadlock with) the workers already writing these tables.
+                if not _schema_current(self._db):
+                    self._db.execute(_SCHEMA)
+                    self._db.execute(QUEUE_SCHEMA)
         except psycopg.Error as exc:
             raise self._unreachable(exc) from None
 

@@ -350,3 +350,23 @@ def test_refused_answers_do_not_count_as_attempts(store: PostgresStore) -> None:
     assert worker.run_sync(idle_exit=True).done == 1
     assert store.queued(rid).state == "done"
     assert store.load(rid).state["final_answer"] == "Noted: order 42"
+
+
+def test_opening_a_store_takes_no_lock_on_tables_in_use(store: PostgresStore, pg_dsn: str) -> None:
+    """A worker starting beside busy ones: its store must not run ALTER TABLE (an exclusive
+    lock, even for a column that exists) on tables others hold rows of. Under load it waited
+    behind them, and deadlocked with them once (issue 30)."""
+    import psycopg
+
+    rid = store.submit("steps", {})
+    opened: list[PostgresStore] = []
+    with psycopg.connect(pg_dsn) as busy:  # a transaction holding a queue row, as a write does
+        busy.execute("SELECT 1 FROM trackway_queue WHERE run_id = %s FOR SHARE", (rid,))
+        t = threading.Thread(target=lambda: opened.append(PostgresStore(pg_dsn)))
+        t.start()
+        t.join(5)
+        blocked = t.is_alive()
+        busy.rollback()
+    t.join()
+    assert not blocked, "opening the store waited for another transaction's locks"
+    opened[0].close()
