@@ -17,7 +17,6 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 import anyio
-import jsonschema
 import orjson
 
 from trackway.engine import thaw
@@ -29,6 +28,7 @@ from ._define import Tool, ToolContext, distinct_tools
 from ._errors import ToolError
 from ._mcp_client import _sdk
 from ._outcome import argument_errors, read_envelope
+from ._schema_refs import local_validator, ref_fault
 
 __all__ = ["McpServe", "mcp_serve"]
 
@@ -41,10 +41,11 @@ class McpServe:
     def __init__(self, tools: Iterable[Tool], name: str) -> None:
         self.name = name
         self.tools = {t.name: t for t in tools}
-        self._validators = {
-            t.name: jsonschema.Draft202012Validator(dict(t.input_schema))
-            for t in self.tools.values()
-        }
+        for tool in self.tools.values():  # define_tool checked them, unless it was bypassed
+            fault = ref_fault(tool.input_schema)
+            if fault is not None:
+                raise ToolError(f"mcp_serve: tool {tool.name!r}: its input schema {fault}")
+        self._validators = {t.name: local_validator(t.input_schema) for t in self.tools.values()}
         self._calls = itertools.count(1)
         mcp = _sdk()
         self.server = mcp.server.Server(

@@ -97,23 +97,23 @@ def ref_fault(schema: Mapping[str, Any]) -> str | None:
     kept: list[Any] = []  # keeps each walked subschema alive, so ids stay unique
     todo: list[tuple[Any, Any]] = [(root, resolver)]  # (subschema, its referencing.Resolver)
     while todo:
-        schema, resolver = todo.pop()
-        key = id(schema)
+        node, resolver = todo.pop()
+        key = id(node)
         if key in same_value:
             continue
         same_value[key] = edges = []
-        kept.append(schema)
-        if not isinstance(schema, Mapping):
+        kept.append(node)
+        if not isinstance(node, Mapping):
             continue  # true, false, or something check_schema let pass
-        if schema is not root:
+        if node is not root:
             # as jsonschema descends: a subschema with an $id changes the base of its refs
-            sub = referencing.jsonschema.DRAFT202012.create_resource(schema)
+            sub = referencing.jsonschema.DRAFT202012.create_resource(node)
             resolver = resolver.in_subresource(sub)
-        anchor = schema.get("$dynamicAnchor")
+        anchor = node.get("$dynamicAnchor")
         if isinstance(anchor, str):
             dynamic_anchors.setdefault(anchor, []).append(key)
         for keyword in _REFS:
-            ref = schema.get(keyword)
+            ref = node.get(keyword)
             if not isinstance(ref, str):
                 continue
             try:
@@ -124,10 +124,10 @@ def ref_fault(schema: Mapping[str, Any]) -> str | None:
             todo.append((resolved.contents, resolved.resolver))
             if keyword == "$dynamicRef" and ref.startswith("#"):
                 dynamic_refs.append((key, ref[1:]))
-        for sub_schema, how in _applied(schema, _SAME_VALUE_ONE, _SAME_VALUE_MANY, _SAME_VALUE_MAP):
+        for sub_schema, how in _applied(node, _SAME_VALUE_ONE, _SAME_VALUE_MANY, _SAME_VALUE_MAP):
             edges.append((id(sub_schema), how))
             todo.append((sub_schema, resolver))
-        for sub_schema, _ in _applied(schema, _INNER_ONE, _INNER_MANY, _INNER_MAP):
+        for sub_schema, _ in _applied(node, _INNER_ONE, _INNER_MANY, _INNER_MAP):
             todo.append((sub_schema, resolver))
     for key, name in dynamic_refs:  # a dynamic reference may land on any anchor of its name
         same_value[key].extend(
