@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp
 import pytest
 
@@ -595,3 +596,79 @@ def test_local_names_do_not_depend_on_listing_order() -> None:
     for remote in ("x" * 70, "x" * 70 + "y"):
         assert re.fullmatch("x{55}_[0-9a-f]{8}", reached[remote]), reached[remote]
     assert len(set(reached.values())) == 8
+
+
+def _timed_calls(client: Any, pinger: Any, n: int, seconds: float) -> Any:
+    """Start ``n`` concurrent ``slow`` calls on ``client``; 0.3 s in, ask ``pinger`` for the
+        tool list (the SDK deprecates ``ping``; any request the server answers on its event loop
+        will do). Returns when each call finished (seconds from the start) and how long the list
+    took to come."""
+
+    async def go() -> tuple[list[float], float]:
+        started = time.monotonic()
+        finished: list[float] = []
+
+        async def one() -> None:
+            result = await client.call_tool("slow", {"seconds": seconds})
+            assert result.is_error is False, result.content
+            finished.append(time.monotonic() - started)
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(n):
+                tg.start_soon(one)
+            await anyio.sleep(0.3)
+            asked = time.monotonic()
+            assert (await pinger.list_tools()).tools
+            pinged = time.monotonic() - asked
+        return sorted(finished), pinged
+
+    return go
+
+
+def test_sync_tools_run_in_threads_so_another_clients_ping_is_answered(
+    ours_over_http: str,
+) -> None:
+    """Four concurrent 1 s calls of a plain ``def`` tool over streamable HTTP finish together,
+    and a ping from another client, sent while they run, is answered while they run."""
+
+    async def main() -> tuple[list[float], float]:
+        async with mcp.Client(ours_over_http) as a, mcp.Client(ours_over_http) as b:
+            return await _timed_calls(a, b, 4, 1.0)()
+
+    finished, pinged = run_async(main)
+    assert finished[-1] < 2.5  # together (one after another they end at 1, 2, 3 and 4 s)
+    assert pinged < 0.5  # at once (behind a blocked loop: not before the first call ends)
+
+
+def test_sync_tools_run_in_threads_over_stdio() -> None:
+    params = mcp.StdioServerParameters(
+        command=PY,
+        args=["-m", "tests.agent.mcp_servers", "ours", "stdio"],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+    async def main() -> tuple[list[float], float]:
+        async with mcp.Client(params) as client:
+            return await _timed_calls(client, client, 4, 1.0)()
+
+    finished, pinged = run_async(main)
+    assert finished[-1] < 2.5
+    assert pinged < 0.5
+
+
+def test_max_threads_bounds_the_sync_calls_that_run_at_once() -> None:
+    from tests.agent.mcp_servers import OURS
+
+    served = mcp_serve(OURS, name="two", max_threads=2)
+
+    async def main() -> tuple[list[float], float]:
+        async with mcp.Client(served.server) as client:
+            return await _timed_calls(client, client, 4, 0.5)()
+
+    finished, _ = run_async(main)
+    assert finished[1] < 0.9  # two at once...
+    assert finished[2] >= 0.95  # ...and never a third: the last two wait for a thread
+    assert finished[3] < 3.0
+    for bad in (0, -1, 1.5, True, "4"):
+        with pytest.raises(ToolError, match="max_threads"):
+            mcp_serve(OURS, max_threads=bad)  # type: ignore[arg-type]
