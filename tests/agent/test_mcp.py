@@ -512,6 +512,26 @@ def test_tools_whose_schemas_cannot_work_are_left_out_of_the_listing_with_a_warn
     law(agent)
 
 
+def test_a_name_listed_twice_keeps_the_first_listing_and_warns() -> None:
+    from mcp import types
+    from mcp.server import Server
+
+    async def list_tools(ctx: Any, params: Any) -> Any:
+        plain = {"type": "object"}
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(name="twice", description="first", input_schema=plain),
+                types.Tool(name="twice", description="second", input_schema=plain),
+            ]
+        )
+
+    client = mcp_client(name="dup", server=Server("dup", on_list_tools=list_tools))
+    with pytest.warns(TrackwayWarning, match="lists tool 'twice' more than once"):
+        tools = run_async(client.tools)
+    assert [(t.name, t.description) for t in tools] == [("twice", "first")]
+    assert client.left_out == {}
+
+
 def test_argument_checks_never_fetch_a_remote_ref(schema_host: tuple[str, list[str]]) -> None:
     """A tool that got past ``define_tool`` with a remote ``$ref`` (its schema replaced
     afterwards): the agent's check fails that call without fetching it, and ``mcp_serve``
