@@ -17,6 +17,7 @@ from typing import Any
 import jsonschema
 
 from trackway.engine import thaw
+from trackway.tools._schema_refs import local_validator
 
 __all__ = ["ArgChecks", "quick_check"]
 
@@ -95,7 +96,8 @@ class ArgChecks:
     """A tool's argument checks, built once per agent: the quick yes for a simple schema
     (``None`` for any other) and the validator that decides everything else, built the
     first time a call is not plainly valid (building one costs more than many quick checks,
-    and most agents never need it)."""
+    and most agents never need it). Its references (``$ref``) resolve inside the schema, never
+    by a fetch."""
 
     __slots__ = ("_schema", "_validator", "quick")
 
@@ -110,5 +112,5 @@ class ArgChecks:
     @property
     def validator(self) -> jsonschema.Validator:
         if self._validator is None:
-            self._validator = jsonschema.Draft202012Validator(self._schema)
+            self._validator = local_validator(self._schema)
         return self._validator

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import jsonschema
 import orjson
 
 from trackway.tools import Tool
+from trackway.tools._schema_refs import local_validator
 
 from ._arguments import answered_arguments
 from ._errors import DecisionRequiredError, InvalidAnswerError
@@ -71,7 +71,7 @@ def answer_value(payload: Mapping[str, Any], answer: Any) -> dict[str, Any]:
     if kind == "request_input":
         schema = payload.get("schema") or {}
         errors = sorted(
-            jsonschema.Draft202012Validator(schema).iter_errors(answer),
+            local_validator(schema).iter_errors(answer),
             key=lambda e: list(e.absolute_path),
         )
         if errors:

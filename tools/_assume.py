@@ -17,6 +17,7 @@ import orjson
 from trackway.engine._values import SCALAR_TYPES as _PYTHON_SCALARS
 
 from ._errors import ToolDefinitionError
+from ._schema_refs import local_validator, schema_fault
 
 __all__ = ["Filling", "asked_answer", "assumed_note", "check_rules", "fill", "served_schema"]
 
@@ -81,7 +82,12 @@ def _rule(where: str, name: Any, rule: Any, properties: Mapping[str, Any]) -> di
         )
     if (bad := jsonschema.exceptions.best_match(_META.iter_errors(dict(prop)))) is not None:
         raise ToolDefinitionError(f"{arg}: the property is not valid JSON Schema: {bad.message}")
-    validator = jsonschema.Draft202012Validator(dict(prop))
+    if (fault := schema_fault(prop)) is not None:  # values and answers are checked on it alone
+        raise ToolDefinitionError(
+            f"{arg}: a ruled property is checked on its own, and on its own it {fault}; write "
+            "the property out in place"
+        )
+    validator = local_validator(prop)
     _known_keys(arg, "rule", rule, _RULE_KEYS)
     if ("assume" in rule) == ("ask" in rule):
         raise ToolDefinitionError(
@@ -114,7 +120,7 @@ def _rule(where: str, name: Any, rule: Any, properties: Mapping[str, Any]) -> di
     return out
 
 
-def _must_fit(arg: str, what: str, value: Any, validator: jsonschema.Draft202012Validator) -> None:
+def _must_fit(arg: str, what: str, value: Any, validator: jsonschema.Validator) -> None:
     """Refuse a value the property's own schema rejects (a default must be a legal call)."""
     error = jsonschema.exceptions.best_match(validator.iter_errors(value))
     if error is not None:
@@ -241,7 +247,7 @@ def asked_answer(ask: Mapping[str, Any], answer: Any, property_schema: Mapping[s
             f"the answer for argument {argument!r} must be one of {_json(list(choices))}; "
             f"got {_quote(answer)}"
         )
-    validator = jsonschema.Draft202012Validator(dict(property_schema))
+    validator = local_validator(property_schema)
     error = jsonschema.exceptions.best_match(validator.iter_errors(answer))
     if error is not None:
         raise ValueError(

@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-import jsonschema
 
 from trackway.engine._keywords import checked_keywords
 
 from ._assume import check_rules, served_schema
 from ._errors import ToolDefinitionError
 from ._identity import Identity
+from ._schema_refs import schema_fault
 
 __all__ = ["Tool", "ToolContext", "define_tool"]
 
@@ -158,12 +158,9 @@ def define_tool(
         raise ToolDefinitionError(f"tool {name!r} needs a description: the model reads it")
     if not isinstance(input_schema, Mapping):
         raise ToolDefinitionError(f"tool {name!r}: input_schema must be a JSON Schema dict")
-    try:
-        jsonschema.Draft202012Validator.check_schema(dict(input_schema))
-    except jsonschema.SchemaError as exc:
-        raise ToolDefinitionError(
-            f"tool {name!r}: input_schema is not valid JSON Schema: {exc.message}"
-        ) from None
+    fault = schema_fault(input_schema)  # a schema the call's check could not apply, refused here
+    if fault is not None:
+        raise ToolDefinitionError(f"tool {name!r}: input_schema {fault}")
     if not callable(execute):
         raise ToolDefinitionError(f"tool {name!r}: execute must be a function (args, ctx)")
     _check_execute(name, execute)

@@ -7,14 +7,19 @@ shared by every call. ``await client.tools()`` returns :class:`~trackway.tools.T
 calls go through the agent like any other tool's (validation, statuses, ceilings, records).
 A call made while no ``async with`` block is open gets a connection of its own, closed when
 the call returns. A server that fails, dies or hangs turns into a ``failure`` result within
-``call_timeout``; it never hangs the run.
+``call_timeout``; it never hangs the run. A listed tool whose schema could not check a call
+(not JSON Schema, a ``$ref`` cycle, a ``$ref`` to nothing or outside the schema) is left out
+of the listing with a warning; the others are listed.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import itertools
 import re
 import warnings
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, Literal
 
@@ -26,12 +31,16 @@ from trackway.engine._keywords import checked_keywords
 
 from ._assume import check_rules
 from ._define import Tool, ToolContext, define_tool
-from ._errors import ToolError
+from ._errors import ToolDefinitionError, ToolError
 
 __all__ = ["McpCallError", "McpClient", "McpConnectionError", "mcp_client"]
 
 ResultMode = Literal["text", "structured"]
 _NAME = re.compile(r"[^A-Za-z0-9_-]")
+_NAME_LIMIT = 64
+"""The longest tool name both OpenAI (function names: at most 64 characters) and Anthropic
+(tool names: ``^[a-zA-Z0-9_-]{1,64}$``) accept."""
+_VALID = re.compile(rf"[A-Za-z0-9_-]{{1,{_NAME_LIMIT}}}")
 
 
 class McpConnectionError(ToolError, ConnectionError):
@@ -73,6 +82,13 @@ class McpClient:
         self.connect_timeout = connect_timeout
         self._client: Any = None
         self._stack: AsyncExitStack | None = None
+        self._left_out: dict[str, str] = {}
+
+    @property
+    def left_out(self) -> dict[str, str]:
+        """The tools the last listing left out, by remote name: why each was (a schema that
+        could not check a call, mostly); empty when every tool was listed."""
+        return dict(self._left_out)
 
     def __repr__(self) -> str:
         return f"mcp_client({self.name!r}: {self._where})"
@@ -120,13 +136,31 @@ class McpClient:
                 f"MCP server {self.name!r} ({self._where}) could not list its tools: "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
+        specs = list(listed.tools)
+        names = _local_names(spec.name for spec in specs)
         out: list[Tool] = []
-        taken: set[str] = set()
-        for spec in listed.tools:
-            tool = self._tool(spec, taken)
-            taken.add(tool.name)
-            out.append(tool)
+        left_out: dict[str, str] = {}
+        seen: set[str] = set()
+        for spec in specs:
+            if spec.name in seen:  # the server breaks the protocol; its first listing stands
+                self._warn(f"lists tool {spec.name!r} more than once; the first listing is used")
+                continue
+            seen.add(spec.name)
+            try:
+                out.append(self._tool(spec, names[spec.name]))
+            except ToolDefinitionError as exc:
+                why = str(exc).removeprefix(f"tool {names[spec.name]!r}: ")
+            except Exception as exc:  # whatever else one tool brings, the others are listed
+                why = f"could not be read ({type(exc).__name__}: {exc})"
+            else:
+                continue
+            left_out[spec.name] = why
+            self._warn(f"lists tool {spec.name!r}, left out: {why}")
+        self._left_out = left_out
         return out
+
+    def _warn(self, said: str) -> None:
+        warnings.warn(f"MCP server {self.name!r} {said}", TrackwayWarning, stacklevel=3)
 
     async def _with_client(self, action: Any) -> Any:
         if self._client is not None:
@@ -134,44 +168,40 @@ class McpClient:
         async with AsyncExitStack() as stack:
             return await action(await self._open(stack))
 
-    def _tool(self, spec: Any, taken: set[str]) -> Tool:
+    def _tool(self, spec: Any, local: str) -> Tool:
+        """One listed tool as a :class:`Tool` named ``local``; ``ToolDefinitionError`` when
+        ``define_tool`` refuses it (a schema that could not check a call, say): the listing
+        leaves it out."""
         remote = spec.name
-        base = local = _NAME.sub("_", remote)[:60] or "tool"
-        n = 1
-        while local in taken:  # two remote names that map to one local name: keep both
-            n += 1
-            local = f"{base}_{n}"
         schema = dict(spec.input_schema or {"type": "object", "properties": {}})
+
+        async def execute(args: dict[str, Any], ctx: ToolContext) -> Any:
+            return await self._call(remote, args)
+
+        said = spec.description or ""
+        made = define_tool(
+            name=local,
+            description=said if said.strip() else f"{remote} (from MCP server {self.name})",
+            input_schema=schema,
+            execute=execute,
+        )
         rules = period = None
         meta = (spec.meta or {}).get("trackway") if isinstance(spec.meta, Mapping) else None
         if isinstance(meta, Mapping) and (meta.get("ask_or_assume") or meta.get("period")):
-            try:
+            try:  # what define_tool would do with them, judged against the listed schema
                 rules, period = check_rules(
                     local, meta.get("ask_or_assume"), schema, meta.get("period")
                 )
-            except ToolError as exc:  # judged against the listed schema: dropped, not fatal
+            except ToolError as exc:  # dropped, not fatal
                 warnings.warn(
                     f"MCP server {self.name!r}: the rules of {remote!r} were dropped ({exc}); "
                     "the tool still registers",
                     TrackwayWarning,
                     stacklevel=3,
                 )
-                rules = period = None
-
-        async def execute(args: dict[str, Any], ctx: ToolContext) -> Any:
-            return await self._call(remote, args)
-
-        made = define_tool(
-            name=local,
-            description=spec.description or f"{remote} (from MCP server {self.name})",
-            input_schema=schema,
-            execute=execute,
-            ask_or_assume=rules,
-            period=period,
+        return dataclasses.replace(
+            made, ask_or_assume=rules, period=period, source=f"mcp server {self.name!r}"
         )
-        import dataclasses
-
-        return dataclasses.replace(made, source=f"mcp server {self.name!r}")
 
     async def _call(self, remote: str, args: dict[str, Any]) -> Any:
         try:
@@ -204,6 +234,41 @@ class McpClient:
                 return text
             return parsed if isinstance(parsed, dict) else text
         return text
+
+
+def _local_names(remote: Iterable[str]) -> dict[str, str]:
+    """The local name of each remote tool name, the same whatever order the server lists
+    them in: a name providers accept is kept; any other has each character outside
+    ``[A-Za-z0-9_-]`` mapped to ``_`` and is cut to :data:`_NAME_LIMIT` characters; and when
+    that result is another tool's name too, it ends in ``_`` and 8 hex digits of a SHA-256
+    of its remote name instead (more, then a count, if a listed name is that too)."""
+    names = set(remote)
+    kept = {n for n in names if _VALID.fullmatch(n)}
+    plain = {n: _NAME.sub("_", n)[:_NAME_LIMIT] or "tool" for n in names - kept}
+    shared: dict[str, int] = {}
+    for base in plain.values():
+        shared[base] = shared.get(base, 0) + 1
+    out = {n: n for n in kept}
+    clashing = []
+    for n, base in plain.items():
+        if base in kept or shared[base] > 1:
+            clashing.append(n)
+        else:
+            out[n] = base
+    taken = set(out.values())
+    for n in sorted(clashing):  # sorted: the same names whatever the listing order
+        digest = hashlib.sha256(n.encode()).hexdigest()
+        # a server can list valid names that equal these on purpose: count on past them
+        tails = itertools.chain(
+            (digest[:8], digest[:16]), (f"{digest[:8]}_{k}" for k in itertools.count(2))
+        )
+        for tail in tails:
+            local = plain[n][: _NAME_LIMIT - len(tail) - 1] + "_" + tail
+            if local not in taken:
+                break
+        out[n] = local
+        taken.add(local)
+    return out
 
 
 def _said(exc: BaseException, timeout: float) -> str:

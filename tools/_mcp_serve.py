@@ -6,18 +6,22 @@ its async twin). Arguments are checked against the tool's own schema before it r
 arguments and tools that raise come back as MCP tool errors with the same teaching text an
 agent's model would read. A tool's ``ask_or_assume`` rules and ``period`` ride the listed
 tool's ``_meta`` under ``trackway``; an omitted argument with an ``assume`` rule is filled
-here, so clients that do not read the rules still get the declared default.
+here, so clients that do not read the rules still get the declared default. A plain ``def``
+tool runs in a worker thread (at most ``max_threads`` at once), so it never blocks the event
+loop that answers every other request and client.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import itertools
 from collections.abc import Iterable
 from typing import Any, Literal
 
 import anyio
-import jsonschema
+import anyio.lowlevel
+import anyio.to_thread
 import orjson
 
 from trackway.engine import thaw
@@ -29,22 +33,34 @@ from ._define import Tool, ToolContext, distinct_tools
 from ._errors import ToolError
 from ._mcp_client import _sdk
 from ._outcome import argument_errors, read_envelope
+from ._schema_refs import local_validator, ref_fault
 
 __all__ = ["McpServe", "mcp_serve"]
 
 Transport = Literal["stdio", "streamable-http"]
+_MAX_THREADS = 16
+"""Plain ``def`` tools one server runs at once by default: enough for tools that wait on I/O
+to overlap, few enough that a burst of calls cannot start a thread each."""
 
 
 class McpServe:
     """Trackway tools served over MCP (see :func:`mcp_serve`)."""
 
-    def __init__(self, tools: Iterable[Tool], name: str) -> None:
+    def __init__(
+        self, tools: Iterable[Tool], name: str, *, max_threads: int = _MAX_THREADS
+    ) -> None:
         self.name = name
         self.tools = {t.name: t for t in tools}
-        self._validators = {
-            t.name: jsonschema.Draft202012Validator(dict(t.input_schema))
-            for t in self.tools.values()
-        }
+        self.max_threads = max_threads
+        for tool in self.tools.values():  # define_tool checked them, unless it was bypassed
+            fault = ref_fault(tool.input_schema)
+            if fault is not None:
+                raise ToolError(f"mcp_serve: tool {tool.name!r}: its input schema {fault}")
+        self._validators = {t.name: local_validator(t.input_schema) for t in self.tools.values()}
+        # one limiter per event loop (a limiter belongs to the loop it was made in)
+        self._limiter: anyio.lowlevel.RunVar[anyio.CapacityLimiter] = anyio.lowlevel.RunVar(
+            f"mcp_serve {name} threads"
+        )
         self._calls = itertools.count(1)
         mcp = _sdk()
         self.server = mcp.server.Server(
@@ -113,9 +129,13 @@ class McpServe:
             call_id=call_id, tool_name=tool.name, run_id=f"mcp:{self.name}", iteration=0
         )
         try:
-            result = tool.execute(args, context)
-            if inspect.isawaitable(result):
-                result = await result
+            if tool.is_async:
+                result = await tool.execute(args, context)
+            else:  # off the event loop, which answers every other request meanwhile
+                call = functools.partial(tool.execute, args, context)
+                result = await anyio.to_thread.run_sync(call, limiter=self._threads())
+                if inspect.isawaitable(result):
+                    result = await result
         except DeclarationRefused as exc:
             return answer(f"refused: {exc}", error=True)
         except Exception as exc:
@@ -141,6 +161,14 @@ class McpServe:
                 f"Error: {tool.name} returned a value that is not JSON ({exc})", error=True
             )
         return answer(text, structured=result if isinstance(result, dict) else None)
+
+    def _threads(self) -> anyio.CapacityLimiter:
+        try:
+            return self._limiter.get()
+        except LookupError:
+            limiter = anyio.CapacityLimiter(self.max_threads)
+            self._limiter.set(limiter)
+            return limiter
 
     async def serve(
         self, transport: Transport = "stdio", *, host: str = "127.0.0.1", port: int = 8000
@@ -168,6 +196,14 @@ class McpServe:
         anyio.run(lambda: self.serve(transport, host=host, port=port))
 
 
-def mcp_serve(tools: Iterable[Tool], *, name: str = "trackway") -> McpServe:
-    """Offer ``tools`` to MCP clients; ``.run(transport=...)`` serves them."""
-    return McpServe(distinct_tools(tools, "mcp_serve(tools)"), name)
+def mcp_serve(
+    tools: Iterable[Tool], *, name: str = "trackway", max_threads: int = _MAX_THREADS
+) -> McpServe:
+    """Offer ``tools`` to MCP clients; ``.run(transport=...)`` serves them. Plain ``def``
+    tools run in worker threads, at most ``max_threads`` at once (16 by default); further
+    calls wait for a thread, while ``async def`` tools and other requests go on."""
+    if isinstance(max_threads, bool) or not isinstance(max_threads, int) or max_threads < 1:
+        raise ToolError(
+            f"mcp_serve(max_threads={max_threads!r}): use a whole number of threads, 1 or more"
+        )
+    return McpServe(distinct_tools(tools, "mcp_serve(tools)"), name, max_threads=max_threads)

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 import jsonschema
 import orjson
+import referencing.exceptions
 
 from trackway.engine import TrackwayWarning
 
@@ -70,9 +71,23 @@ def _describe(error: jsonschema.ValidationError) -> str:
 
 def argument_errors(validator: jsonschema.Validator, args: Any) -> list[str]:
     """Each failing path of ``args`` and what was expected, quoting at most 80 characters
-    of an offending value; empty when the arguments are valid."""
-    errors = sorted(validator.iter_errors(args), key=lambda e: [str(p) for p in e.absolute_path])
-    return [_describe(e) for e in errors]
+    of an offending value; empty when the arguments are valid. A check that cannot finish
+    (arguments nested deeper than Python's stack lets a recursive schema follow, or a
+    ``$ref`` that does not resolve in a schema ``define_tool`` never saw) is an error of
+    this call, never of the run."""
+    try:
+        found = sorted(validator.iter_errors(args), key=lambda e: [str(p) for p in e.absolute_path])
+    except RecursionError:
+        return [
+            "arguments: nested too deeply to check against the schema; send them with fewer "
+            "levels of nesting"
+        ]
+    except referencing.exceptions.Unresolvable as exc:
+        return [
+            f"arguments: could not be checked: the tool's schema has a $ref {exc.ref!r} "
+            "that does not resolve; the tool cannot be called until its schema is fixed"
+        ]
+    return [_describe(e) for e in found]
 
 
 def read_envelope(tool: str, result: Any) -> tuple[Any, str | None, list[Any]] | None:

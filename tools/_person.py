@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import jsonschema
-
 from ._define import Tool, ToolContext
 from ._errors import ToolDefinitionError
+from ._schema_refs import schema_fault
 
 __all__ = ["ask_human", "request_input"]
 
@@ -72,12 +71,9 @@ def request_input(
         raise ToolDefinitionError(f"request_input(question={question!r}): use a non-empty str")
     if not isinstance(schema, Mapping):
         raise ToolDefinitionError("request_input(schema=...) takes a JSON Schema (a dict)")
-    try:
-        jsonschema.Draft202012Validator.check_schema(dict(schema))
-    except jsonschema.SchemaError as exc:
-        raise ToolDefinitionError(
-            f"request_input(schema=...) is not a valid JSON Schema: {exc.message}"
-        ) from None
+    fault = schema_fault(schema)  # the answer is checked against it: it must be able to
+    if fault is not None:
+        raise ToolDefinitionError(f"request_input(schema=...) {fault}")
     return Tool(
         name=name,
         description=description or f"Ask the person for input: {question}",

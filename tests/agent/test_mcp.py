@@ -5,21 +5,33 @@ HTTP; agents that use remote tools end to end, with served_at and replay holding
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import os
 import socket
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp
 import pytest
 
 from tests.backends import run_async
 from trackway.agent import Agent, AgentBuildError, mock, receipts, replay, served_at
-from trackway.tools import McpConnectionError, ToolError, define_tool, mcp_client, mcp_serve
+from trackway.engine import TrackwayWarning
+from trackway.tools import (
+    McpConnectionError,
+    ToolContext,
+    ToolError,
+    define_tool,
+    mcp_client,
+    mcp_serve,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
@@ -340,21 +352,16 @@ def test_in_process_servers_list_schemaless_tools_and_keep_clashing_names_apart(
             return [t.name for t in tools]
 
     assert run_async(main) == ["plain"]
-    from trackway.tools._mcp_client import McpClient
+    from trackway.tools._mcp_client import _local_names
 
-    class Spec:
-        def __init__(self, name: str) -> None:
-            self.name, self.description, self.input_schema, self.meta = name, "d", None, None
-
-    client = mcp_client(name="x", url="http://127.0.0.1:9/mcp")
-    assert isinstance(client, McpClient)
-    taken: set[str] = set()
-    names = []
-    for spec in (Spec("a.b"), Spec("a_b")):
-        made = client._tool(spec, taken)
-        taken.add(made.name)
-        names.append(made.name)
-    assert names == ["a_b", "a_b_2"]
+    assert _local_names(["a.b", "a_b"]) == _local_names(["a_b", "a.b"])  # see below, over stdio
+    assert _local_names([""]) == {"": "tool"}
+    # a server that lists, as valid names, the names the hash would give: counted past
+    digest = hashlib.sha256(b"a.b").hexdigest()
+    decoys = [f"a_b_{digest[:8]}", f"a_b_{digest[:16]}"]
+    named = _local_names(["a.b", "a_b", *decoys])
+    assert named["a.b"] == f"a_b_{digest[:8]}_2"
+    assert len(set(named.values())) == 4
 
 
 def test_the_sdk_client_against_mcp_serve_in_process() -> None:
@@ -438,3 +445,250 @@ def test_non_text_content_is_described_never_dropped() -> None:
         "a chart:\n[image image/png, 8 base64 characters]\n[resource link file:///tmp/x.csv]\n"
         "inline text"
     )
+
+
+def _stdio(kind: str, arg: str, **kw: Any) -> Any:
+    return mcp_client(
+        name=kind,
+        command=PY,
+        args=["-m", "tests.agent.mcp_servers", kind, "stdio", arg],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        **kw,
+    )
+
+
+def test_tools_whose_schemas_cannot_work_are_left_out_of_the_listing_with_a_warning(
+    schema_host: tuple[str, list[str]],
+) -> None:
+    url, requested = schema_host
+    tree_args = {"label": "root", "children": [{"label": "leaf", "children": []}]}
+    script = [
+        calls(
+            ("c1", "echo", {"text": "hi"}),
+            ("c2", "tree", tree_args),
+            ("c3", "tree", {"label": "root", "children": [{"children": []}]}),
+            ("c4", "by_id", {"x": "seven"}),
+            ("c5", "cycle", {"x": 1}),
+        ),
+        "done",
+    ]
+
+    async def main() -> tuple[dict[str, Any], dict[str, str], list[str], Agent]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            async with _stdio("hostile", url) as client:
+                tools = {t.name: t for t in await client.tools()}
+                agent = (
+                    Agent.create(provider=mock(replies=script), model="m")
+                    .tools(tools.values())
+                    .build()
+                )
+                assert await agent.run("go") == "done"  # the run is not broken
+        said = [str(w.message) for w in caught if w.category is TrackwayWarning]
+        return tools, dict(client.left_out), said, agent
+
+    tools, left_out, said, agent = run_async(main)
+    assert set(tools) == {"echo", "tree", "by_id"}  # the good ones, recursive tree included
+    assert set(left_out) == {"cycle", "nowhere", "remote", "not_a_schema"}
+    assert left_out["cycle"].startswith(
+        "input_schema has a $ref cycle ($ref '#/$defs/b' -> allOf -> $ref '#/$defs/a')"
+    )
+    assert left_out["nowhere"] == (
+        "input_schema has a $ref '#/$defs/missing' that points at nothing in the schema"
+    )
+    assert left_out["remote"].startswith(f"input_schema has a $ref to {url!r}, outside the schema")
+    assert left_out["not_a_schema"].startswith("input_schema is not valid JSON Schema")
+    assert len(said) == 4  # one per tool left out, each naming the server, the tool and why
+    for name, why in left_out.items():
+        assert f"MCP server 'hostile' lists tool {name!r}, left out: {why}" in said
+    assert requested == []  # the remote $ref was never fetched
+    rows = agent.snapshot().state["tool_results"]
+    assert [r["status"] for r in rows] == ["success", "success", "invalid", "invalid", "invalid"]
+    history = agent.snapshot().state["history"]
+    assert history[2]["content"] == "reached echo"
+    assert history[3]["content"] == "reached tree"
+    assert "children/0: 'label' is a required property" in history[4]["content"]
+    assert "there is no tool named 'cycle'" in history[6]["content"]
+    law(agent)
+
+
+def test_a_name_listed_twice_keeps_the_first_listing_and_warns() -> None:
+    from mcp import types
+    from mcp.server import Server
+
+    async def list_tools(ctx: Any, params: Any) -> Any:
+        plain = {"type": "object"}
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(name="twice", description="first", input_schema=plain),
+                types.Tool(name="twice", description="second", input_schema=plain),
+            ]
+        )
+
+    client = mcp_client(name="dup", server=Server("dup", on_list_tools=list_tools))
+    with pytest.warns(TrackwayWarning, match="lists tool 'twice' more than once"):
+        tools = run_async(client.tools)
+    assert [(t.name, t.description) for t in tools] == [("twice", "first")]
+    assert client.left_out == {}
+
+
+def test_argument_checks_never_fetch_a_remote_ref(schema_host: tuple[str, list[str]]) -> None:
+    """A tool that got past ``define_tool`` with a remote ``$ref`` (its schema replaced
+    afterwards): the agent's check fails that call without fetching it, and ``mcp_serve``
+    refuses the tool."""
+    url, requested = schema_host
+    plain = define_tool(
+        name="echo", description="d", input_schema={"type": "object"}, execute=lambda a, c: "ok"
+    )
+    remote = {"type": "object", "properties": {"x": {"$ref": url}}}
+    sneaky = dataclasses.replace(plain, input_schema=remote)
+    script = [calls(("c1", "echo", {"x": "seven"})), "it cannot be called"]
+    agent = Agent.create(provider=mock(replies=script), model="m").tool(sneaky).build()
+    assert agent.run_sync("go") == "it cannot be called"
+    assert agent.snapshot().state["tool_results"][0]["status"] == "invalid"
+    said = agent.snapshot().state["history"][2]["content"]
+    assert f"the tool's schema has a $ref {url!r} that does not resolve" in said
+    with pytest.raises(ToolError, match=f"tool 'echo': its input schema has a \\$ref to '{url}'"):
+        mcp_serve([sneaky])
+    assert requested == []
+    # the control: jsonschema's own default registry does fetch it, so the host would see it
+    import jsonschema
+
+    with pytest.warns(DeprecationWarning, match="remote references"):
+        assert not jsonschema.Draft202012Validator(remote).is_valid({"x": "seven"})
+    assert requested == ["/schemas/x.json"]
+
+
+def test_argument_checks_of_a_recursive_schema_fail_deep_arguments_not_the_run() -> None:
+    """A recursive schema whose every level goes through a few in-place references: JSON the
+    record can hold (100 levels) is deeper than Python's stack lets jsonschema check."""
+    defs = {
+        "node": {"allOf": [{"$ref": "#/$defs/a"}]},
+        "a": {"anyOf": [{"$ref": "#/$defs/b"}]},
+        "b": {"oneOf": [{"$ref": "#/$defs/c"}]},
+        "c": {
+            "type": "object",
+            "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+        },
+    }
+    tree = define_tool(
+        name="tree",
+        description="d",
+        input_schema={"type": "object", "$defs": defs, "$ref": "#/$defs/node"},
+        execute=lambda a, c: "ok",
+    )
+    deep: dict[str, Any] = {"children": []}
+    for _ in range(100):
+        deep = {"children": [deep]}
+    script = [calls(("c1", "tree", deep), ("c2", "tree", {"children": [{"children": []}]})), "ok"]
+    agent = Agent.create(provider=mock(replies=script), model="m").tool(tree).build()
+    assert agent.run_sync("go") == "ok"
+    rows = agent.snapshot().state["tool_results"]
+    assert [r["status"] for r in rows] == ["invalid", "success"]
+    assert "nested too deeply" in agent.snapshot().state["history"][2]["content"]
+
+
+def test_local_names_do_not_depend_on_listing_order() -> None:
+    """The same tools listed forward and in reverse get the same local names, each reaching
+    its own remote tool; a valid name is kept, a sanitized one that collides gets a suffix
+    from its own name, and every name is cut to 64 characters."""
+
+    async def names(order: str) -> dict[str, str]:
+        async with _stdio("names", order) as client:
+            out = {}
+            for t in await client.tools():
+                ctx = ToolContext(call_id="c", tool_name=t.name, run_id="r", iteration=1)
+                out[t.name] = await t.execute({}, ctx)
+            return out
+
+    forward, reverse = run_async(names, "forward"), run_async(names, "reverse")
+    assert forward == reverse
+    reached = {said.removeprefix("reached "): local for local, said in forward.items()}
+    assert len(reached) == 8  # every remote tool, each reached by its own local name
+    assert reached["a_b"] == "a_b"  # a valid name is never renamed
+    assert reached["db.query"] == "db_query"  # sanitized, and nobody else's
+    assert reached["ok-name"] == "ok-name"
+    assert reached["z" * 80] == "z" * 64
+    import re
+
+    for remote in ("a.b", "a b"):
+        assert re.fullmatch("a_b_[0-9a-f]{8}", reached[remote]), reached[remote]
+    for remote in ("x" * 70, "x" * 70 + "y"):
+        assert re.fullmatch("x{55}_[0-9a-f]{8}", reached[remote]), reached[remote]
+    assert len(set(reached.values())) == 8
+
+
+def _timed_calls(client: Any, pinger: Any, n: int, seconds: float) -> Any:
+    """Start ``n`` concurrent ``slow`` calls on ``client``; 0.3 s in, ask ``pinger`` for the
+        tool list (the SDK deprecates ``ping``; any request the server answers on its event loop
+        will do). Returns when each call finished (seconds from the start) and how long the list
+    took to come."""
+
+    async def go() -> tuple[list[float], float]:
+        started = time.monotonic()
+        finished: list[float] = []
+
+        async def one() -> None:
+            result = await client.call_tool("slow", {"seconds": seconds})
+            assert result.is_error is False, result.content
+            finished.append(time.monotonic() - started)
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(n):
+                tg.start_soon(one)
+            await anyio.sleep(0.3)
+            asked = time.monotonic()
+            assert (await pinger.list_tools()).tools
+            pinged = time.monotonic() - asked
+        return sorted(finished), pinged
+
+    return go
+
+
+def test_sync_tools_run_in_threads_so_another_clients_ping_is_answered(
+    ours_over_http: str,
+) -> None:
+    """Four concurrent 1 s calls of a plain ``def`` tool over streamable HTTP finish together,
+    and a ping from another client, sent while they run, is answered while they run."""
+
+    async def main() -> tuple[list[float], float]:
+        async with mcp.Client(ours_over_http) as a, mcp.Client(ours_over_http) as b:
+            return await _timed_calls(a, b, 4, 1.0)()
+
+    finished, pinged = run_async(main)
+    assert finished[-1] < 2.5  # together (one after another they end at 1, 2, 3 and 4 s)
+    assert pinged < 0.5  # at once (behind a blocked loop: not before the first call ends)
+
+
+def test_sync_tools_run_in_threads_over_stdio() -> None:
+    params = mcp.StdioServerParameters(
+        command=PY,
+        args=["-m", "tests.agent.mcp_servers", "ours", "stdio"],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+    async def main() -> tuple[list[float], float]:
+        async with mcp.Client(params) as client:
+            return await _timed_calls(client, client, 4, 1.0)()
+
+    finished, pinged = run_async(main)
+    assert finished[-1] < 2.5
+    assert pinged < 0.5
+
+
+def test_max_threads_bounds_the_sync_calls_that_run_at_once() -> None:
+    from tests.agent.mcp_servers import OURS
+
+    served = mcp_serve(OURS, name="two", max_threads=2)
+
+    async def main() -> tuple[list[float], float]:
+        async with mcp.Client(served.server) as client:
+            return await _timed_calls(client, client, 4, 0.5)()
+
+    finished, _ = run_async(main)
+    assert finished[1] < 0.9  # two at once...
+    assert finished[2] >= 0.95  # ...and never a third: the last two wait for a thread
+    assert finished[3] < 3.0
+    for bad in (0, -1, 1.5, True, "4"):
+        with pytest.raises(ToolError, match="max_threads"):
+            mcp_serve(OURS, max_threads=bad)  # type: ignore[arg-type]

@@ -9,7 +9,16 @@ import anyio
 import pytest
 from pydantic import BaseModel
 
-from trackway import Agent, LLMRequest, Message, ProviderRequestError, ToolSpec, define_tool, tool
+from trackway import (
+    Agent,
+    LLMRequest,
+    Message,
+    ProviderRequestError,
+    ToolDefinitionError,
+    ToolSpec,
+    define_tool,
+    tool,
+)
 from trackway.testing import TestModel
 from trackway.testing._schema_values import Unsatisfiable, value_for
 
@@ -137,7 +146,6 @@ def test_a_streaming_agent_gets_the_same_answer():
             "$.n",
         ),
         ({"type": "object", "properties": {"x": {"not": {"type": "string"}}}}, "$.x"),
-        ({"type": "object", "properties": {"r": {"$ref": "#/$defs/Missing"}}}, "$.r"),
     ],
 )
 def test_an_unsatisfiable_schema_fails_naming_the_tool_and_the_path(schema, where):
@@ -146,6 +154,14 @@ def test_an_unsatisfiable_schema_fails_naming_the_tool_and_the_path(schema, wher
     agent = Agent.create(provider=TestModel(), model="test").tool(_echo("strict", schema)).build()
     with pytest.raises(ProviderRequestError, match=r"TestModel cannot call tool 'strict'.*\$"):
         agent.run_sync("go")
+
+
+def test_a_ref_to_nothing_is_unsatisfiable_and_no_tool_has_one():
+    schema = {"type": "object", "properties": {"r": {"$ref": "#/$defs/Missing"}}}
+    with pytest.raises(Unsatisfiable, match=r"^\$\.r"):
+        value_for(schema)
+    with pytest.raises(ToolDefinitionError, match="points at nothing"):  # refused where made
+        _echo("strict", schema)
 
 
 @pytest.mark.parametrize(
