@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 SOURCES := pyproject.toml $(wildcard engine/*.py recorders/*.py tools/*.py agent/*.py trackway/*.py trackway/*/*.py trackway/_viewer.*)
 EDITABLE := --config-settings editable_mode=strict
 
-.PHONY: demo test test-compiled compiled lint typecheck docs bench bench-pure venv clean
+.PHONY: demo test test-full test-compiled compiled lint typecheck docs bench bench-pure venv clean
 
 $(BIN)/python:
 	@echo "creating $(VENV) with $(PY)"
@@ -46,9 +46,17 @@ typecheck: $(STAMP)
 	cd build/__editable__.trackway-* && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml -p trackway
 
 # The suite runs every engine and agent test on asyncio and on trio, with a coverage floor
-# (pyproject.toml [tool.coverage.report]).
+# (pyproject.toml [tool.coverage.report]), spread over the machine's cores (pytest-xdist).
+# The session starts a throwaway PostgreSQL from the local binaries when TRACKWAY_TEST_PG_DSN
+# names none, and its summary says which services it had and how to get the others
+# (tests/services.py). Property tests draw a quarter of their examples here; test-full (and
+# CI, which sets TRACKWAY_TEST_FULL) draws them all.
+PYTEST_WORKERS ?= auto
 test: lint typecheck
-	$(BIN)/pytest --cov --cov-report=term
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --cov --cov-report=term
+
+test-full:
+	TRACKWAY_TEST_FULL=1 $(MAKE) test
 
 # The compiled build (docs/compiled.md): setup.py compiles the hot path with mypyc into a
 # wheel (pip installs mypy into the build's own environment), unpacked into build/compiled.
@@ -70,7 +78,7 @@ compiled: $(COMPILED_STAMP)
 # The engine, recorder, tool and agent suites again, on the compiled build: what mypyc
 # compiles must behave as the sources do (no coverage: it cannot see compiled code).
 test-compiled: $(COMPILED_STAMP)
-	$(ON_COMPILED) TRACKWAY_EXPECT_COMPILED=1 $(BIN)/pytest -p no:cov tests/engine tests/agent tests/recorders tests/tools
+	$(ON_COMPILED) TRACKWAY_EXPECT_COMPILED=1 $(BIN)/pytest -n $(PYTEST_WORKERS) -p no:cov tests/engine tests/agent tests/recorders tests/tools
 
 # The documentation site (mkdocs.yml) into site/, the API reference generated from the
 # docstrings. --strict: any warning fails the build (a broken link or anchor, a page missing

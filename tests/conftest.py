@@ -8,6 +8,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from hypothesis import settings
+
+from tests.examples import FULL_EXAMPLES
+from tests.services import Services, others, start_postgres
+
+# property tests that name no count of their own draw hypothesis's default (100) in full
+settings.register_profile("quick", max_examples=25)
+settings.load_profile("default" if FULL_EXAMPLES else "quick")
 
 
 class EventLog:
@@ -58,3 +66,69 @@ def schema_host() -> Iterator[tuple[str, list[str]]]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
+
+
+# -- the session's services and what it reports ---------------------------------------------
+
+_SERVICES = Services()
+
+NEEDS_POSTGRES = (
+    "*/engine/_postgres.py",
+    "*/engine/_run_queue.py",
+    "*/engine/_worker.py",
+    "*/engine/_worker_target.py",
+    "*/agent/_worker_target.py",
+    "*/trackway/_cli_worker.py",
+)
+"""Modules only PostgreSQL exercises: without it, the coverage floor is measured without
+them, and the summary says so."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller started them
+        return
+    _SERVICES.found.append(start_postgres())
+    _SERVICES.found.extend(others())
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    _SERVICES.stop_all()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Without PostgreSQL, leave the modules only it exercises out of the coverage report
+    (and so out of the floor), saying so in the summary: the floor holds for what ran."""
+    if not _SERVICES.missing("PostgreSQL"):
+        return
+    plugin = session.config.pluginmanager.getplugin("_cov")
+    controller = getattr(plugin, "cov_controller", None)
+    # (under xdist, the report is made by the coverage object that combines the workers')
+    for name in ("cov", "combining_cov"):
+        cov = getattr(controller, name, None)
+        if cov is not None:
+            omit = list(cov.get_option("report:omit") or [])
+            cov.set_option("report:omit", [*omit, *NEEDS_POSTGRES])
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not _SERVICES.found:
+        return
+    write = terminalreporter.write_line
+    terminalreporter.section("services")
+    for service in _SERVICES.found:
+        write(f"{service.name}: {service.how}")
+    if _SERVICES.missing("PostgreSQL"):
+        write(
+            "coverage: the floor is measured without "
+            + ", ".join(p.removeprefix("*/") for p in NEEDS_POSTGRES)
+            + " (only PostgreSQL exercises them)"
+        )
+    write(
+        "property tests: "
+        + (
+            "full example counts"
+            if FULL_EXAMPLES
+            else "a quarter of their example counts (make test-full, and CI, run them in full)"
+        )
+    )

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
 from trackway.agent import (
     Agent,
     AgentBuildError,
@@ -282,7 +283,7 @@ def compositions(draw: Any, depth: int = 0) -> Any:
     return lambda: Loop.create(parts[0]()).max_rounds(2).build()
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(make=compositions())
 def test_the_law_holds_at_every_depth_and_replay_is_whole(make: Any) -> None:
     runner = make()

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from tests.examples import examples
 from trackway.agent import (
     Agent,
     load_recording,
@@ -386,7 +387,7 @@ _value = st.recursive(
 )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     which=st.sampled_from(["absent", "coverage", "described"]),
     checked=st.lists(_item, min_size=1, max_size=2),
@@ -428,7 +429,7 @@ _payload_word = st.text(alphabet="klmnop", min_size=4, max_size=8).map(lambda w:
 
 
 @settings(
-    max_examples=25,
+    max_examples=examples(25),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )

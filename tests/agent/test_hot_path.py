@@ -20,6 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
 from trackway import Agent, Executor, flow_chart, mock, tool
 from trackway.agent._arg_check import quick_check
 from trackway.agent._history_messages import message_of as _message
@@ -55,7 +56,7 @@ keys = st.sampled_from(["key", "n", "x", "b", "z", "a", "o", "any", "other"])
 
 
 @pytest.mark.parametrize("schema", SCHEMAS)
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(args=st.dictionaries(keys, json_values, max_size=5) | json_values)
 def test_the_quick_check_says_yes_only_when_the_validator_does(
     schema: dict[str, Any], args: Any

@@ -23,6 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
 from trackway import Agent, mock
 from trackway.agent import LLMResponse
 from trackway.agent._history_messages import message_of
@@ -56,7 +57,7 @@ near_misses = st.dictionaries(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(entry=tool_results | askings | near_misses)
 def test_every_entry_becomes_what_validation_makes_or_is_refused_alike(entry: Any) -> None:
     entry = _finite(entry)
@@ -95,7 +96,7 @@ usages = st.none() | st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     content=texts,
     asked=st.lists(calls, max_size=3),

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.backends import run_async
+from tests.examples import examples
 from trackway.agent import (
     Agent,
     DecisionRequiredError,
@@ -279,7 +280,7 @@ person_step = st.one_of(
 )
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=st.lists(st.lists(person_step, min_size=1, max_size=2), max_size=3))
 def test_the_law_holds_across_generated_pauses(steps: list[list[tuple[str, str]]]) -> None:
     replies: list[Any] = []

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from tests.examples import examples
 from trackway.agent import (
     Agent,
     ReplayDivergence,
@@ -227,7 +228,7 @@ def assert_law(agent: Agent, provider, offset: int = 0):
         assert rebuilt.canonical_json() == provider.requests[offset + k - 1].canonical_json()
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     steps=st.lists(step, max_size=6),
     max_iterations=st.integers(1, 4),
@@ -417,7 +418,7 @@ def _member_requests(snapshot: Snapshot, mount: str) -> list[tuple[str, str]]:
     return out
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     first=st.lists(step, max_size=4),
     second=st.lists(step, max_size=4),

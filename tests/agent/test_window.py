@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
 from trackway.agent import (
     Agent,
     AgentBuildError,
@@ -335,7 +336,7 @@ turn_step = st.one_of(
 )
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     steps=st.lists(turn_step, min_size=1, max_size=10),
     follow=st.lists(
@@ -382,7 +383,7 @@ def test_served_messages_stay_valid_on_both_wires(
     assert replay(snap).state["window"] == snap.state["window"]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     shape=st.lists(
         st.tuples(st.sampled_from(["user", "library", "assistant", "calls"]), st.integers(0, 3)),

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
 from trackway import Executor, flow_chart
 from trackway.engine import Recorder, StateValueError, thaw
 from trackway.engine._values import FrozenDict
@@ -36,7 +37,7 @@ def _run(stage: Any) -> Any:
     return Executor(flow_chart("Stage", stage).build()).run_sync({})
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(value=json_values, items=st.lists(json_values, max_size=3))
 def test_a_built_write_commits_what_the_checked_write_commits(value: Any, items: Any) -> None:
     def checked(scope: Any) -> None:

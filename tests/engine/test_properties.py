@@ -10,6 +10,7 @@ import anyio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
 from trackway import Executor, Snapshot, flow_chart, thaw
 
 KEYS = ["a", "b", "c", "d"]
@@ -92,7 +93,7 @@ def fold(state: dict[str, Any], commit) -> dict[str, Any]:
     return out
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(program, st.booleans())
 def test_snapshot_json_round_trip_and_time_travel_equal_folding(stages, fail_last):
     result = run_program(stages, fail_last)
@@ -116,7 +117,7 @@ branch_ops = st.lists(
 )
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(
     st.lists(branch_ops, min_size=2, max_size=5),
     st.integers(0, 2**32),

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
 from trackway import Executor, FlowChart, RunResult, SqliteStore, flow_chart
 from trackway._demo import demo_chart
 from trackway.recorders import jsonl, load_recording, narrative, narrative_from_log
@@ -123,7 +124,7 @@ def _fork_program(stages: list[list[Any]], branches: list[list[Any]], fail: bool
     return builder.build()
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(st.lists(op_strategy, max_size=4), min_size=1, max_size=5),
     st.lists(st.lists(op_strategy, max_size=4), max_size=3),

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
 from trackway.tools._assume import (
     Filling,
     asked_answer,
@@ -487,7 +488,7 @@ def _case(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any], dict[str, An
     return schema, rules, args
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_case())
 def test_filled_args_always_satisfy_the_author_schema(
     case: tuple[dict[str, Any], dict[str, Any], dict[str, Any]],
