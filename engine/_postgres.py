@@ -55,6 +55,7 @@ ALTER TABLE trackway_checkpoints ADD COLUMN IF NOT EXISTS sealed_answer BYTEA;
 """
 
 
+_DDL_LOCK = 0x7472_6B77_6179  # "trkway": the advisory lock stores take to create the schema
 _NEWEST = (
     ("trackway_runs", "sealed"),
     ("trackway_commits", "doc"),
@@ -147,11 +148,16 @@ class PostgresStore(PgRunQueue, SqlRunStore):
             with self._db.transaction():
                 # Only a store missing a table, a column or the index runs the DDL: ALTER TABLE
                 # takes an exclusive lock even when the column exists, which would stall (and
-                # can deadlock with) the workers already writing these tables.
+                # can deadlock with) the workers already writing these tables. Stores opened
+                # at once on a new database take turns (CREATE ... IF NOT EXISTS is not safe
+                # against itself), each asking again once it has the lock.
                 if not _schema_current(self._db):
-                    self._db.execute(_SCHEMA)
-                    self._db.execute(QUEUE_SCHEMA)
+                    self._db.execute("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK,))
+                    if not _schema_current(self._db):
+                        self._db.execute(_SCHEMA)
+                        self._db.execute(QUEUE_SCHEMA)
         except psycopg.Error as exc:
+            self._db.close()
             raise self._unreachable(exc) from None
 
     def __repr__(self) -> str:

@@ -272,28 +272,23 @@ class SqlRunStore:
 
     def _opened_checkpoint(self, checkpoint_id: str) -> Checkpoint | None:
         """The real checkpoint sealed beside the masked one, if the store keeps it."""
-        p = self._P
-        with self._read_tx() as db:
-            row = db.execute(
-                f"SELECT sealed FROM trackway_checkpoints WHERE checkpoint_id = {p} "
-                "AND doc IS NOT NULL",
-                (checkpoint_id,),
-            ).fetchone()
-        if row is None or row[0] is None:
-            return None
-        return Checkpoint.from_json(self._open(bytes(row[0]), f"checkpoint:{checkpoint_id}"))
+        real = self._opened_column("sealed", "checkpoint", checkpoint_id)
+        return None if real is None else Checkpoint.from_json(real)
 
     def _opened_answer(self, checkpoint_id: str) -> bytes | None:
         """The real answer a claim of ``checkpoint_id`` sealed, if any."""
-        p = self._P
+        return self._opened_column("sealed_answer", "answer", checkpoint_id)
+
+    def _opened_column(self, column: str, kind: str, checkpoint_id: str) -> bytes | None:
+        """A checkpoint row's sealed ``column``, opened (``None`` where it holds none)."""
         with self._read_tx() as db:
             row = db.execute(
-                f"SELECT sealed_answer FROM trackway_checkpoints WHERE checkpoint_id = {p}",
+                f"SELECT {column} FROM trackway_checkpoints WHERE checkpoint_id = {self._P}",
                 (checkpoint_id,),
             ).fetchone()
         if row is None or row[0] is None:
             return None
-        return self._open(bytes(row[0]), f"answer:{checkpoint_id}")
+        return self._open(bytes(row[0]), f"{kind}:{checkpoint_id}")
 
     def history(self, run_id: str) -> list[CommitMeta]:
         """Commit metadata from its own columns: no document is read or decoded."""

@@ -23,11 +23,9 @@ def store(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Any]:
 
     from .test_stores import _postgres
 
-    if request.param == "memory":
-        s: Any = MemoryStore()
-    elif request.param == "sqlite":
-        s = SqliteStore(tmp_path / "runs.db")
-    else:
-        s = _postgres()
+    if request.param == "postgres":
+        yield from _postgres()
+        return
+    s: Any = MemoryStore() if request.param == "memory" else SqliteStore(tmp_path / "runs.db")
     yield s
     s.close()

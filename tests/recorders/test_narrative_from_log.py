@@ -15,6 +15,7 @@ from trackway._demo import demo_chart
 from trackway.recorders import jsonl, load_recording, narrative, narrative_from_log
 
 from ..engine.cursor_charts import CHARTS
+from ..engine.pause_charts import CALLS
 from ..engine.test_properties import make_stage, op_strategy
 
 
@@ -62,6 +63,7 @@ def test_values_off_and_width_apply() -> None:
 def test_shared_subflows_are_named_by_their_mount() -> None:
     # The log records the mounted chart's id for isolated subflows only: a shared subflow is
     # told by its mount id, entered once (the live narrative re-enters it on resume).
+    CALLS.clear()  # the chart writes how often its stages ran in this process
     result, _ = _run_live(CHARTS["subflows"](), {})
     assert narrative_from_log(result.snapshot).lines() == [
         "Stage 1: Root start — wrote outer = 1",
