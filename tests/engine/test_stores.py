@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 
@@ -24,7 +23,6 @@ from trackway.engine import PostgresStore, SqliteStore
 
 from . import pause_charts as pc
 
-PG_DSN = os.environ.get("TRACKWAY_TEST_PG_DSN")
 
 
 def _postgres() -> Iterator[RunStore]:
