@@ -24,7 +24,6 @@ from trackway.engine import PostgresStore, SqliteStore
 from . import pause_charts as pc
 
 
-
 def _postgres() -> Iterator[RunStore]:
     """A PostgresStore in a schema of the test's own (tests run in parallel), closed and
     dropped after."""
