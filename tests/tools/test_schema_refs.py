@@ -106,8 +106,15 @@ def test_every_refused_cycle_would_have_recursed_without_end() -> None:
     """The check is not stricter than it must be: each cycle it refuses does recurse in
     jsonschema, and each recursive schema it keeps does not."""
     for case in ("a cycle through allOf", "the root referring to itself", "a cycle through not"):
-        with pytest.raises(RecursionError):
+        # Where the interpreter's recursion limit lands decides what surfaces: a RecursionError,
+        # or, when it lands inside rpds (the Rust maps `referencing` uses), the panic pyo3 makes
+        # of it, which names the RecursionError.
+        with pytest.raises(BaseException) as info:
             list(local_validator(BROKEN[case][0]).iter_errors({"x": 1}))
+        raised = info.value
+        assert isinstance(raised, RecursionError) or (
+            type(raised).__name__ == "PanicException" and "RecursionError" in str(raised)
+        ), repr(raised)
     tree = {"children": [{"children": [{"children": []}]}, {"children": 7}]}
     errors = list(local_validator(WORKING["recursion through items"]).iter_errors(tree))
     assert [e.message for e in errors] == ["7 is not of type 'array'"]
