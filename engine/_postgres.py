@@ -55,6 +55,11 @@ ALTER TABLE trackway_checkpoints ADD COLUMN IF NOT EXISTS sealed_answer BYTEA;
 """
 
 
+_HELD = (
+    " AND EXISTS (SELECT 1 FROM trackway_queue WHERE run_id = %s AND lease_token = %s "
+    "AND state = 'running' FOR SHARE)"
+)
+"""A worker's write lands only while its claim's lease is held (the queue row locked)."""
 _DDL_LOCK = 0x7472_6B77_6179  # "trkway": the advisory lock stores take to create the schema
 _NEWEST = (
     ("trackway_runs", "sealed"),
@@ -226,9 +231,11 @@ class PostgresStore(PgRunQueue, SqlRunStore):
         self, db: Any, run_id: str, run_no: int, rows: Sequence[tuple[Any, ...]]
     ) -> None:
         """Lock the run's row for this transaction (a concurrent prune waits until it ends)
-        and insert only while the row is there: a few rows in one statement (one round trip,
-        the common "sync" case), many rows after one locking query (a pipelined batch)."""
+        and insert only while the row is there, and, for a worker's run, only while its
+        lease is held (the queue row locked too): a few rows in one statement (one round
+        trip, the common "sync" case), many rows after the checks (a pipelined batch)."""
         if len(rows) > _ONE_STATEMENT:
+            self._check_lease(db, run_id)
             row = db.execute(
                 "SELECT 1 FROM trackway_runs WHERE run_no = %s FOR SHARE", (run_no,)
             ).fetchone()
@@ -237,23 +244,61 @@ class PostgresStore(PgRunQueue, SqlRunStore):
                 raise run_deleted(run_id, self)
             self._insert_many(db, "INSERT INTO trackway_commits VALUES " + _ROW, rows)
             return
+        token = self._fences.get(run_id)
         params: list[Any] = [run_no]
+        held = ""
+        if token is not None:  # the lease check rides in the same statement
+            held = (
+                ", held AS (SELECT 1 FROM trackway_queue WHERE run_id = %s AND lease_token = %s "
+                "AND state = 'running' FOR SHARE)"
+            )
+            params += [run_id, token]
         for one in rows:
             params.extend(one)
         cur = db.execute(
-            "WITH live AS (SELECT run_no FROM trackway_runs WHERE run_no = %s FOR SHARE) "
-            "INSERT INTO trackway_commits SELECT v.* FROM (VALUES "
+            "WITH live AS (SELECT run_no FROM trackway_runs WHERE run_no = %s FOR SHARE)"
+            + held
+            + " INSERT INTO trackway_commits SELECT v.* FROM (VALUES "
             + ", ".join([_ROW] * len(rows))
-            + ") AS v WHERE EXISTS (SELECT 1 FROM live)",
+            + ") AS v WHERE EXISTS (SELECT 1 FROM live)"
+            + (" AND EXISTS (SELECT 1 FROM held)" if held else ""),
             params,
         )
         if cur.rowcount != len(rows):
+            self._check_lease(db, run_id)  # a lost lease, said as such; else it was deleted
             self._run_nos.pop(run_id, None)
             raise run_deleted(run_id, self)
 
     def _insert_many(self, db: Any, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
         with db.cursor() as cur:
             cur.executemany(sql, rows)
+
+    def _held_clause(self, run_id: str) -> tuple[str, tuple[Any, ...]]:
+        token = self._fences.get(run_id)
+        if token is None:
+            return "", ()
+        return _HELD, (run_id, token)
+
+    def _group_locks(
+        self, db: Any, run_nos: Sequence[int], run_ids: Sequence[str]
+    ) -> tuple[set[int], set[str]]:
+        """The live runs and the lost leases of a group in one query, each row locked for
+        this transaction (a prune, or another worker's claim, waits until it ends)."""
+        fences = self._fences
+        pairs = {r: fences[r] for r in run_ids if r in fences}
+        if not pairs:
+            return self._live_run_nos(db, run_nos), set()
+        rows = db.execute(
+            "WITH r AS (SELECT run_no FROM trackway_runs WHERE run_no = ANY(%s) "
+            "ORDER BY run_no FOR SHARE), q AS (SELECT run_id FROM trackway_queue "
+            "WHERE state = 'running' AND (run_id, lease_token) IN "
+            "(SELECT * FROM unnest(%s::text[], %s::text[])) FOR SHARE) "
+            "SELECT run_no, NULL FROM r UNION ALL SELECT NULL, run_id FROM q",
+            (list(run_nos), list(pairs), list(pairs.values())),
+        ).fetchall()
+        live = {int(no) for no, _ in rows if no is not None}
+        held = {rid for _, rid in rows if rid is not None}
+        return live, set(pairs) - held
 
     def _live_run_nos(self, db: Any, run_nos: Sequence[int]) -> set[int]:
         """Group commit: lock the runs' rows for this transaction in one query (a concurrent

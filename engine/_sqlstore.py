@@ -142,29 +142,37 @@ class SqlRunStore:
         """Write commits of a run this store holds; a run deleted meanwhile (by another
         store object, another process) is refused, never written to."""
         with self._tx() as db:
-            self._check_lease(db, run_id)
             run_no = self._run_no(db, run_id)
             self._write_commits(db, run_id, run_no, commit_rows(run_no, commits))
 
     def _write_commits(
         self, db: Any, run_id: str, run_no: int, rows: Sequence[tuple[Any, ...]]
     ) -> None:
-        """Insert commit rows of a run that must still exist (checked in this transaction,
-        which serializes writers in SQLite). A dialect may do both in one statement."""
+        """Insert commit rows of a run that must still exist, and whose lease a worker's
+        store must still hold (checked in this transaction, which serializes writers in
+        SQLite). A dialect may do all of it in one statement."""
+        self._check_lease(db, run_id)
         self._check_live(db, run_id, run_no)
         marks = ", ".join([self._P] * 8)
         self._insert_many(db, f"INSERT INTO trackway_commits VALUES ({marks})", rows)
 
     def finish_run(self, run_id: str, status: str, outcome: Any = None) -> None:
         p = self._P
+        held, fence = self._held_clause(run_id)
         with self._tx() as db:
-            self._check_lease(db, run_id)
             cur = db.execute(
                 f"UPDATE trackway_runs SET status = {p}, ended_at = {p}, outcome = {p} "
-                f"WHERE run_id = {p}",
-                (status, time.time(), None if outcome is None else orjson.dumps(outcome), run_id),
+                f"WHERE run_id = {p}{held}",
+                (
+                    status,
+                    time.time(),
+                    None if outcome is None else orjson.dumps(outcome),
+                    run_id,
+                    *fence,
+                ),
             )
             if cur.rowcount != 1:
+                self._check_lease(db, run_id)  # a lost lease, said as such
                 raise run_deleted(run_id, self)
 
     def load(self, run_id: str) -> Snapshot:
@@ -457,18 +465,17 @@ class SqlRunStore:
         rolls the whole transaction back and raises."""
         failed: dict[str, Exception] = {}
         with self._tx() as db:
-            if self._fences:  # a worker's runs whose lease was lost are left out
-                for run_id in self._hold_leases(db, [run_id for run_id, _ in items]):
-                    failed[run_id] = lease_lost(run_id)
             nos: dict[str, int] = {}
             for run_id, _ in items:
-                if run_id in failed:
-                    continue
                 try:
                     nos[run_id] = self._run_no(db, run_id)
                 except UnknownRunError:  # begun, so deleted since (by this store object)
                     failed[run_id] = run_deleted(run_id, self)
-            live = self._live_run_nos(db, sorted(set(nos.values())))
+            # the runs still there, and a worker's whose lease was lost (left out)
+            live, lost = self._group_locks(db, sorted(set(nos.values())), list(nos))
+            for run_id in lost:
+                failed[run_id] = lease_lost(run_id)
+                del nos[run_id]
             rows: list[tuple[Any, ...]] = []
             for run_id, commits in items:
                 run_no = nos.get(run_id)
@@ -487,6 +494,20 @@ class SqlRunStore:
                     [value for one in chunk for value in one],
                 )
         return failed
+
+    def _group_locks(
+        self, db: Any, run_nos: Sequence[int], run_ids: Sequence[str]
+    ) -> tuple[set[int], set[str]]:
+        """For one group transaction: the runs among ``run_nos`` still there, and the runs
+        among ``run_ids`` whose lease this store object lost (a dialect may ask both at
+        once)."""
+        lost = self._hold_leases(db, run_ids) if self._fences else set()
+        return self._live_run_nos(db, run_nos), lost
+
+    def _held_clause(self, run_id: str) -> tuple[str, tuple[Any, ...]]:
+        """A condition (and its parameters) that a write of ``run_id`` adds to its WHERE so
+        that it lands only while the lease is held; ``""`` where nothing is fenced."""
+        return "", ()
 
     def _live_run_nos(self, db: Any, run_nos: Sequence[int]) -> set[int]:
         """Which of these runs still exist, inside this transaction (which serializes

@@ -370,3 +370,42 @@ def test_opening_a_store_takes_no_lock_on_tables_in_use(store: PostgresStore, pg
     t.join()
     assert not blocked, "opening the store waited for another transaction's locks"
     opened[0].close()
+
+
+def test_every_write_of_a_fenced_run_holds_its_lease(store: PostgresStore) -> None:
+    """Each kind of write a worker makes for a run is refused once its claim's lease token is
+    no longer the queue's, and lands while it is: one commit, a group, many commits, the
+    run's opening and ending, its checkpoint and a claim of it."""
+    from trackway.engine import LeaseLostError
+    from trackway.engine._group_commit import append_group
+
+    rid = store.submit("approval", {})
+    (claim,) = store._queue_claim("w1", 30, 1, ["approval"])
+    store._fence(rid, claim.token)
+    paused = Executor(CHARTS["approval"], store=store).run_sync({}, run_id=rid)
+    assert paused.status == "paused" and len(store.history(rid)) == 2  # all of it landed
+    cp = paused.checkpoint
+    assert cp is not None
+    later = [paused.snapshot.commits[0]._replace(seq=2 + n) for n in range(1, 10)]
+    with store._tx() as db:  # another worker claims the run: a new token
+        db.execute("UPDATE trackway_queue SET lease_token = 'other' WHERE run_id = %s", (rid,))
+    writes: dict[str, Callable[[], Any]] = {
+        "begin_run": lambda: store.begin_run(rid, CHARTS["approval"].id, {}),
+        "one commit": lambda: store.append(rid, [later[0]]),
+        "many commits": lambda: store.append(rid, later),
+        "a group": lambda: _raise_first(append_group(store, [(rid, [later[0]])])),
+        "finish_run": lambda: store.finish_run(rid, "failed", None),
+        "save_checkpoint": lambda: store.save_checkpoint(cp),
+        "claim_checkpoint": lambda: store.claim_checkpoint(cp.checkpoint_id, b"1"),
+    }
+    for what, write in writes.items():
+        with pytest.raises(LeaseLostError, match="lease on it was lost"):
+            write()
+        assert store.load(rid).status == "paused" and len(store.history(rid)) == 2, what
+    assert not store.checkpoint_claim(cp.checkpoint_id).claimed  # type: ignore[union-attr]
+    store._unfence(rid)
+
+
+def _raise_first(failed: dict[str, Exception]) -> None:
+    for error in failed.values():
+        raise error
