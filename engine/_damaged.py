@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ._checkpoint import Checkpoint
 from ._errors import CorruptStoreError
 
-__all__ = ["check_run_rows", "corrupt", "stored_as"]
+__all__ = ["DamagedRows", "check_run_rows", "corrupt", "stored_as"]
 
 _AFTER = (
     "The store was changed by something other than trackway, or its file is corrupt; other "
@@ -86,3 +87,62 @@ def _run_row_problem(
     if type(count) is not int:
         return "trackway_commits.id", f"its commit count is {stored_as(count)}, not a number"
     return None
+
+
+class DamagedRows:
+    """A SQL store's reads, naming what they met (mixed into :class:`~._sqlstore.SqlRunStore`;
+    a dialect says which column its driver could not decode)."""
+
+    _P: str
+
+    def _source(self) -> str:
+        """The store as a :class:`CorruptStoreError` names it (a file, a URL's host)."""
+        return repr(self)
+
+    def _undecodable(self, exc: Exception) -> str | None:
+        """The column of a stored text the driver could not decode, if ``exc`` says so (a
+        dialect whose text is always valid says nothing)."""
+        return None
+
+    def _damaged(self, run_id: str | None, column: str, what: str) -> Exception:
+        return corrupt(repr(self), self._source(), run_id, column, what)
+
+    def _reading(self, exc: Exception, run_id: str | None, table: str) -> Exception | None:
+        """A read of ``table`` failed: the error naming the column when a stored text could
+        not be decoded, else ``None`` (the failure is not about the data)."""
+        column = self._undecodable(exc)
+        if column is None:
+            return None
+        whose = "a commit's" if table == "trackway_commits" else "its" if run_id else "a run's"
+        return self._damaged(
+            run_id, f"{table}.{column}", f"{whose} {column} is stored as text that is not UTF-8"
+        )
+
+    def _not_bytes(self, db: Any, run_id: str, lo: int, hi: int) -> Exception:
+        """The error for a run whose commit document is not bytes, naming the commit (read
+        again, only once loading it failed)."""
+        p = self._P
+        rows = db.execute(
+            f"SELECT id - {p}, doc FROM trackway_commits WHERE id BETWEEN {p} AND {p} ORDER BY id",
+            (lo, lo, hi),
+        ).fetchall()
+        seq, doc = next(
+            ((s, d) for s, d in rows if not isinstance(d, (bytes, memoryview))), ("?", None)
+        )
+        return self._damaged(
+            run_id,
+            "trackway_commits.doc",
+            f"its commit {seq} document is stored as {stored_as(doc)[:60]}, not as bytes "
+            "(a BLOB), so it cannot be read",
+        )
+
+    def _checkpoint(self, checkpoint_id: str, doc: Any) -> Checkpoint:
+        """A stored checkpoint document, read; one that is not bytes is named."""
+        if isinstance(doc, str):
+            run_id = checkpoint_id.rpartition("@")[0] or None
+            raise self._damaged(
+                run_id,
+                "trackway_checkpoints.doc",
+                f"its checkpoint {checkpoint_id!r} is stored as text, not as bytes (a BLOB)",
+            )
+        return Checkpoint.from_json(bytes(doc))

@@ -10,8 +10,8 @@ from typing import Any
 
 from ._errors import ConfigurationError, StoreError
 from ._run_queue import QUEUE_SCHEMA, PgRunQueue
-from ._seal import Seal
-from ._sqlstore import SqlRunStore, check_seal, run_deleted
+from ._seal import Seal, check_seal
+from ._sqlstore import SqlRunStore, run_deleted
 
 _ONE_STATEMENT = 8  # up to this many commit rows: lock and insert in one statement
 _ROW = "(%s::bigint, %s::text, %s::text, %s::text, %s::text, %s::float8, %s::float8, %s::bytea)"

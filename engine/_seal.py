@@ -20,7 +20,7 @@ from typing import Any
 
 from ._errors import ConfigurationError, SealError
 
-__all__ = ["MAGIC", "Seal", "is_sealed", "sealed_text", "text_sealed"]
+__all__ = ["MAGIC", "Seal", "check_seal", "is_sealed", "sealed_text", "text_sealed"]
 
 MAGIC = b"tws1"
 """How every sealed value starts (no JSON document starts so): version 1."""
@@ -120,6 +120,14 @@ class Seal:
                 "another row"
             ) from None
         return opened
+
+
+def check_seal(seal: object) -> Seal | None:
+    if seal is not None and not isinstance(seal, Seal):
+        raise ConfigurationError(
+            f"seal= takes a Seal(key) (Seal.new_key() makes a key), got {type(seal).__name__}"
+        )
+    return seal
 
 
 def sealed_text(blob: bytes) -> str:

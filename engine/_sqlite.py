@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ._errors import ConfigurationError, StoreError
-from ._seal import Seal
-from ._sqlstore import SqlRunStore, check_seal
+from ._seal import Seal, check_seal
+from ._sqlstore import SqlRunStore
 
 __all__ = ["SqliteStore"]
 

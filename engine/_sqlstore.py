@@ -8,30 +8,26 @@ parameter placeholder ``_P`` and, if its connection has no ``executemany``, ``_i
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from types import MappingProxyType
 from typing import Any
 
 import orjson
 
 from ._checkpoint import Checkpoint
 from ._commit import ROW_FIELDS, Commit
-from ._damaged import check_run_rows, corrupt, stored_as
+from ._damaged import DamagedRows, check_run_rows, stored_as
 from ._errors import (
-    ConfigurationError,
-    LeaseLostError,
-    SealError,
     UnknownRunError,
 )
+from ._lease_fence import LeaseFence, lease_lost
 from ._paused import PausedRun, paused_run
-from ._seal import Seal, text_sealed
+from ._sealed_rows import SealedRows
 from ._snapshot import Snapshot
 from ._store import CheckpointClaim, CommitMeta, RunInfo, select_prunable, snapshot_from_rows
 
 __all__ = [
     "SqlRunStore",
-    "check_seal",
     "initial_doc",
     "initial_from_doc",
     "lease_lost",
@@ -55,15 +51,11 @@ def initial_from_doc(doc: bytes) -> dict[str, bytes]:
     return {k: orjson.dumps(v) for k, v in orjson.loads(doc).items()}
 
 
-class SqlRunStore:
+class SqlRunStore(SealedRows, LeaseFence, DamagedRows):
     """The :class:`RunStore` interface on the trackway tables, for any SQL dialect here."""
 
     _P = "?"
     _run_nos: dict[str, int]
-    _fences: Mapping[str, str] = MappingProxyType({})
-    """Runs whose writes must hold a worker's lease, with its token (see ``_run_queue``)."""
-    seal: Seal | None = None
-    """Seals what a redaction policy hides beside its redacted rows (``seal=``)."""
 
     # -- what a dialect provides -----------------------------------------------------------
 
@@ -77,42 +69,6 @@ class SqlRunStore:
 
     def _insert_many(self, db: Any, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
         db.executemany(sql, rows)
-
-    def _hold_leases(self, db: Any, run_ids: Iterable[str]) -> set[str]:
-        """Of the fenced runs among ``run_ids``, those whose lease is lost (a store with a
-        run queue checks; others fence nothing)."""
-        return set()
-
-    # -- fencing ---------------------------------------------------------------------------
-
-    def _check_lease(self, db: Any, run_id: str) -> None:
-        """Refuse this transaction's write of ``run_id`` if it is fenced by a lease this
-        store object no longer holds; checked inside the write's own transaction."""
-        if run_id in self._fences and self._hold_leases(db, (run_id,)):
-            raise lease_lost(run_id)
-
-    def _source(self) -> str:
-        """The store as a :class:`CorruptStoreError` names it (a file, a URL's host)."""
-        return repr(self)
-
-    def _undecodable(self, exc: Exception) -> str | None:
-        """The column of a stored text the driver could not decode, if ``exc`` says so (a
-        dialect whose text is always valid says nothing)."""
-        return None
-
-    def _damaged(self, run_id: str | None, column: str, what: str) -> Exception:
-        return corrupt(repr(self), self._source(), run_id, column, what)
-
-    def _reading(self, exc: Exception, run_id: str | None, table: str) -> Exception | None:
-        """A read of ``table`` failed: the error naming the column when a stored text could
-        not be decoded, else ``None`` (the failure is not about the data)."""
-        column = self._undecodable(exc)
-        if column is None:
-            return None
-        whose = "a commit's" if table == "trackway_commits" else "its" if run_id else "a run's"
-        return self._damaged(
-            run_id, f"{table}.{column}", f"{whose} {column} is stored as text that is not UTF-8"
-        )
 
     # -- runs and commits ------------------------------------------------------------------
 
@@ -241,63 +197,6 @@ class SqlRunStore:
             run_id, chart_id, status, initial_values, docs, ending, repr(self), self._source()
         )
 
-    def _not_bytes(self, db: Any, run_id: str, lo: int, hi: int) -> Exception:
-        """The error for a run whose commit document is not bytes, naming the commit (read
-        again, only once loading it failed)."""
-        p = self._P
-        rows = db.execute(
-            f"SELECT id - {p}, doc FROM trackway_commits WHERE id BETWEEN {p} AND {p} ORDER BY id",
-            (lo, lo, hi),
-        ).fetchall()
-        seq, doc = next(
-            ((s, d) for s, d in rows if not isinstance(d, (bytes, memoryview))), ("?", None)
-        )
-        return self._damaged(
-            run_id,
-            "trackway_commits.doc",
-            f"its commit {seq} document is stored as {stored_as(doc)[:60]}, not as bytes "
-            "(a BLOB), so it cannot be read",
-        )
-
-    # -- sealed copies ---------------------------------------------------------------------
-
-    def _open(self, blob: bytes, place: str) -> bytes:
-        if self.seal is None:
-            raise SealError(
-                f"{self!r}: {place} is sealed, and this store was given no seal: open it with "
-                "seal=Seal(<the key its workers hold>)"
-            )
-        return self.seal.open(blob, place)
-
-    def _open_doc(self, doc: bytes, run_id: str, seq: int) -> bytes:
-        """A commit document, replaced by the real one it carries sealed, if any."""
-        if b'"sealed":' not in doc:
-            return doc
-        sealed = orjson.loads(doc).get("sealed")
-        if not isinstance(sealed, str):
-            return doc
-        return self._open(text_sealed(sealed), f"commit:{run_id}:{seq}")
-
-    def _opened_checkpoint(self, checkpoint_id: str) -> Checkpoint | None:
-        """The real checkpoint sealed beside the masked one, if the store keeps it."""
-        real = self._opened_column("sealed", "checkpoint", checkpoint_id)
-        return None if real is None else Checkpoint.from_json(real)
-
-    def _opened_answer(self, checkpoint_id: str) -> bytes | None:
-        """The real answer a claim of ``checkpoint_id`` sealed, if any."""
-        return self._opened_column("sealed_answer", "answer", checkpoint_id)
-
-    def _opened_column(self, column: str, kind: str, checkpoint_id: str) -> bytes | None:
-        """A checkpoint row's sealed ``column``, opened (``None`` where it holds none)."""
-        with self._read_tx() as db:
-            row = db.execute(
-                f"SELECT {column} FROM trackway_checkpoints WHERE checkpoint_id = {self._P}",
-                (checkpoint_id,),
-            ).fetchone()
-        if row is None or row[0] is None:
-            return None
-        return self._open(bytes(row[0]), f"{kind}:{checkpoint_id}")
-
     def history(self, run_id: str) -> list[CommitMeta]:
         """Commit metadata from its own columns: no document is read or decoded."""
         p = self._P
@@ -423,17 +322,6 @@ class SqlRunStore:
             raise UnknownRunError(f"no checkpoint {checkpoint_id!r} in {self!r}")
         return self._checkpoint(checkpoint_id, row[0])
 
-    def _checkpoint(self, checkpoint_id: str, doc: Any) -> Checkpoint:
-        """A stored checkpoint document, read; one that is not bytes is named."""
-        if isinstance(doc, str):
-            run_id = checkpoint_id.rpartition("@")[0] or None
-            raise self._damaged(
-                run_id,
-                "trackway_checkpoints.doc",
-                f"its checkpoint {checkpoint_id!r} is stored as text, not as bytes (a BLOB)",
-            )
-        return Checkpoint.from_json(bytes(doc))
-
     # -- pruning -------------------------------------------------------------------------
 
     def prune(
@@ -494,20 +382,6 @@ class SqlRunStore:
                     [value for one in chunk for value in one],
                 )
         return failed
-
-    def _group_locks(
-        self, db: Any, run_nos: Sequence[int], run_ids: Sequence[str]
-    ) -> tuple[set[int], set[str]]:
-        """For one group transaction: the runs among ``run_nos`` still there, and the runs
-        among ``run_ids`` whose lease this store object lost (a dialect may ask both at
-        once)."""
-        lost = self._hold_leases(db, run_ids) if self._fences else set()
-        return self._live_run_nos(db, run_nos), lost
-
-    def _held_clause(self, run_id: str) -> tuple[str, tuple[Any, ...]]:
-        """A condition (and its parameters) that a write of ``run_id`` adds to its WHERE so
-        that it lands only while the lease is held; ``""`` where nothing is fenced."""
-        return "", ()
 
     def _live_run_nos(self, db: Any, run_nos: Sequence[int]) -> set[int]:
         """Which of these runs still exist, inside this transaction (which serializes
@@ -588,21 +462,6 @@ def commit_rows(run_no: int, commits: Sequence[Commit]) -> list[tuple[Any, ...]]
         )
         for c in commits
     ]
-
-
-def check_seal(seal: object) -> Seal | None:
-    if seal is not None and not isinstance(seal, Seal):
-        raise ConfigurationError(
-            f"seal= takes a Seal(key) (Seal.new_key() makes a key), got {type(seal).__name__}"
-        )
-    return seal
-
-
-def lease_lost(run_id: str) -> LeaseLostError:
-    return LeaseLostError(
-        f"run {run_id!r}: this worker's lease on it was lost (it ran out, and another worker "
-        "claimed the run), so this write was refused and the new holder's record stands"
-    )
 
 
 def run_deleted(run_id: str, store: object) -> UnknownRunError:

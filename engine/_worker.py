@@ -19,12 +19,10 @@ worker continues it at once. A second signal cancels what is still running.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import signal
 import threading
 import time
-import traceback
 from collections.abc import Mapping
 from typing import Any, NamedTuple, cast
 
@@ -32,15 +30,11 @@ import anyio
 from anyio import TASK_STATUS_IGNORED
 from anyio.abc import TaskStatus
 
-from ._chart import FlowChart
 from ._errors import (
-    CheckpointClaimedError,
     ConfigurationError,
     SealError,
     SealRequiredError,
     StoreError,
-    TrackwayError,
-    UnknownRunError,
 )
 from ._postgres import PostgresStore
 from ._recovery import RECOVERABLE_FAILURES
@@ -49,7 +43,8 @@ from ._release import Released, StopSignal, driving_with
 from ._run_queue import Claim, PgRunQueue, new_worker_id
 from ._store import Durability
 from ._sync import run_sync
-from ._worker_target import ChartTarget, WorkOutcome, WorkTarget
+from ._worker_attempt import attempt, frames, give_up
+from ._worker_target import WorkOutcome, WorkTarget, bind_target
 
 __all__ = ["Worker", "WorkerReport"]
 
@@ -123,7 +118,9 @@ class Worker:
         self.max_concurrent_runs = max_concurrent_runs
         self.max_attempts = max_attempts
         self.poll_interval = float(poll_interval)
-        self._targets = {name: _target(name, c, store, durability) for name, c in charts.items()}
+        self._targets = {
+            name: bind_target(name, c, store, durability) for name, c in charts.items()
+        }
         self._names = sorted(self._targets)
         self._redacting = [n for n in self._names if getattr(self._targets[n], "redacts", False)]
         # error text the queue and the log keep of a redacted target's runs, masked as its
@@ -372,7 +369,7 @@ class Worker:
         target = self._targets[claim.name]
         try:
             if claim.attempts >= self.max_attempts:
-                outcome = self._give_up(claim)
+                outcome = give_up(self.store, claim)
             else:
                 with driving_with(sig):
                     outcome = await self._attempt(target, claim)
@@ -400,7 +397,7 @@ class Worker:
                 run_id=claim.run_id,
                 # under a policy hiding error text: the frames, never the message
                 exc_info=exc if claim.name not in self._error_text else None,
-                frames=_frames(exc) if claim.name in self._error_text else None,
+                frames=frames(exc) if claim.name in self._error_text else None,
             )
         # (cancelled: the run stays in _active, and _leave gives its lease up)
         with self._lock:
@@ -421,19 +418,6 @@ class Worker:
         masks it when its target's policy hides error text."""
         redactor = self._error_text.get(claim.name)
         return str(exc) if redactor is None else redactor.error_text(str(exc), exc)
-
-    def _give_up(self, claim: Claim) -> WorkOutcome:
-        """Fail a run whose workers died driving it alone ``max_attempts`` times, in the
-        queue and in its own record (under this claim's lease), so neither says running."""
-        reason = (
-            f"gave up after {claim.attempts} attempts: each worker that claimed it alone died "
-            "(or lost its lease) before the run ended"
-        )
-        outcome = {"error": ["UnrecoverableRunError", reason], "break_reason": None}
-        # (its workers may have died before the run began: then there is no record to end)
-        with contextlib.suppress(UnknownRunError):
-            self.store.finish_run(claim.run_id, "failed", {**outcome, "recorder_failures": []})
-        return WorkOutcome("failed", None, reason)
 
     def _settle(self, claim: Claim, outcome: WorkOutcome) -> None:
         state = "running" if outcome.retry else outcome.status
@@ -489,76 +473,7 @@ class Worker:
                 self,
                 run_id=claim.run_id,
             )
-        if claim.was == "queued":
-            return await target.start(claim.run_id, self.store._queue_input(claim))
-        if claim.was == "answered":
-            return await self._resume(target, claim)
-        return await self._continue(target, claim)
-
-    async def _resume(self, target: WorkTarget, claim: Claim) -> WorkOutcome:
-        """Resume a paused run with its answer; an answer refused before the checkpoint was
-        used puts the run back to waiting, with the reason."""
-        assert claim.checkpoint_id is not None and claim.answer is not None
-        checkpoint_id = claim.checkpoint_id
-        try:
-            return await target.resume(checkpoint_id, self.store._queue_answer(claim))
-        except CheckpointClaimedError:
-            return await self._continue(target, claim._replace(answer=None))
-        except TrackwayError as exc:
-            if isinstance(exc, StoreError):
-                raise
-            taken = self.store.checkpoint_claim(checkpoint_id)
-            if taken is not None and taken.claimed:
-                raise
-            return WorkOutcome("paused", checkpoint_id, f"answer refused: {self._said(claim, exc)}")
-
-    async def _continue(self, target: WorkTarget, claim: Claim) -> WorkOutcome:
-        """A run whose last worker stopped without recording how it went: read its log."""
-        run_id = claim.run_id
-        try:
-            snapshot = self.store.load(run_id)
-        except UnknownRunError:
-            if claim.checkpoint_id is None:  # its worker died before the run began
-                return await target.start(run_id, self.store._queue_input(claim))
-            raise
-        status = snapshot.status
-        if status in ("done", "broken"):
-            return WorkOutcome(status)
-        error = snapshot.error
-        if status == "failed" and (error is None or error.type not in RECOVERABLE_FAILURES):
-            return WorkOutcome(
-                "failed", None, None if error is None else f"{error.type}: {error.message}"
-            )
-        if status == "paused":
-            checkpoint_id = f"{run_id}@{len(snapshot)}"
-            held = self.store.checkpoint_claim(checkpoint_id)
-            if held is not None and not held.claimed:
-                if claim.answer is not None and claim.checkpoint_id == checkpoint_id:
-                    return await self._resume(target, claim)
-                return WorkOutcome("paused", checkpoint_id)
-        return await target.recover(run_id)
-
-
-def _target(name: str, chart: Any, store: Any, durability: Durability) -> WorkTarget:
-    if not isinstance(name, str) or not name:
-        raise ConfigurationError(f"Worker charts: names are non-empty str, got {name!r}")
-    if isinstance(chart, FlowChart):
-        return ChartTarget(chart, store, durability)
-    bind = getattr(chart, "work_target", None)
-    if callable(bind):
-        target = bind(store)
-        if isinstance(target, WorkTarget):
-            return target
-    raise ConfigurationError(
-        f"Worker charts[{name!r}] is {type(chart).__name__}: give a built chart "
-        "(builder.build()) or an agent (Agent.create(...).build())"
-    )
-
-
-def _frames(exc: BaseException) -> list[str]:
-    """Where an exception was raised, as ``file:line in function`` (no source lines, which
-    can hold a literal the policy hides)."""
-    return [f"{f.filename}:{f.lineno} in {f.name}" for f in traceback.extract_tb(exc.__traceback__)]
+        return await attempt(self.store, target, claim, lambda exc: self._said(claim, exc))
 
 
 def _log(level: int, event: str, message: str, worker: Worker, **fields: Any) -> None:

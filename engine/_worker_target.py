@@ -7,11 +7,12 @@ from __future__ import annotations
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from ._chart import FlowChart
+from ._errors import ConfigurationError
 from ._executor import Executor, RunResult
 from ._recovery import RECOVERABLE_FAILURES
 from ._store import Durability, RunStore
 
-__all__ = ["ChartTarget", "WorkOutcome", "WorkTarget"]
+__all__ = ["ChartTarget", "WorkOutcome", "WorkTarget", "bind_target"]
 
 
 class WorkOutcome(NamedTuple):
@@ -69,3 +70,21 @@ class ChartTarget:
     async def recover(self, run_id: str) -> WorkOutcome:
         result = await self._executor.recover(run_id, raise_on_error=False)
         return WorkOutcome.of(result)
+
+
+def bind_target(name: str, chart: Any, store: Any, durability: Durability) -> WorkTarget:
+    """What a worker registered under ``name`` drives: a chart, or an agent bound to the
+    worker's store."""
+    if not isinstance(name, str) or not name:
+        raise ConfigurationError(f"Worker charts: names are non-empty str, got {name!r}")
+    if isinstance(chart, FlowChart):
+        return ChartTarget(chart, store, durability)
+    bind = getattr(chart, "work_target", None)
+    if callable(bind):
+        target = bind(store)
+        if isinstance(target, WorkTarget):
+            return target
+    raise ConfigurationError(
+        f"Worker charts[{name!r}] is {type(chart).__name__}: give a built chart "
+        "(builder.build()) or an agent (Agent.create(...).build())"
+    )
