@@ -13,7 +13,7 @@ told by that teller instead, from each stage's commit alone, one ``step`` entry 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from trackway.engine import (
     Commit,
@@ -36,7 +36,9 @@ from trackway.engine import (
     UnknownRunError,
 )
 
-from ._teller import Teller, Telling, teller_for
+from ._narrative_run import Frame, Run
+from ._narrative_text import HEADERS, EntryType, NarrativeEntry, render, wrap
+from ._teller import Telling, teller_for
 from ._wording import decision_text, is_absent, merge_text, summarize
 
 __all__ = [
@@ -49,60 +51,7 @@ __all__ = [
 
 Detail = Literal["compact", "full"]
 _DETAILS = ("compact", "full")
-
-EntryType = Literal[
-    "stage",
-    "read",
-    "write",
-    "decision",
-    "subflow",
-    "merge",
-    "pause",
-    "resume",
-    "error",
-    "emit",
-    "break",
-    "fork",
-    "step",
-]
-
-_HEADERS = frozenset({"stage", "subflow", "merge", "fork", "step"})
-_ORDER: dict[str, int] = {
-    "resume": 0,
-    "read": 1,
-    "emit": 2,
-    "write": 3,
-    "decision": 4,
-    "break": 5,
-    "error": 6,
-    "pause": 7,
-    # headers never join a line; listed so every type has a place
-    "stage": 8,
-    "subflow": 8,
-    "merge": 8,
-    "fork": 8,
-    "step": 8,
-}
 _STAGE_KINDS = frozenset({"stage", "decider", "selector", "resume"})
-
-
-class NarrativeEntry(NamedTuple):
-    """One fact of the narrative.
-
-    ``type`` is what happened; ``depth`` how deep in subflows and parallel branches it
-    happened (the number of ``/`` in the stage path); ``text`` the plain-English fragment.
-    ``step`` is the stage number on ``stage`` entries; ``key`` the state key on ``read`` and
-    ``write`` entries. A ``step`` entry is a whole line a teller told (a model call, a tool
-    call, an answer).
-    """
-
-    type: EntryType
-    depth: int
-    stage_path: str
-    text: str
-    step: int | None = None
-    key: str | None = None
-
 
 UNTOLD: Any = object()
 """A read whose value the teller cannot know (a narrative told from a log): told by key."""
@@ -110,54 +59,6 @@ UNTOLD: Any = object()
 _depth = StagePath.depth_of
 _prefix = StagePath.prefix_of  # the strand a stage path runs in
 _parent = StagePath.parent_of
-
-
-class _Frame(NamedTuple):
-    """A chart's state in the run (the run's own, an isolated subflow's): the chart, and the
-    teller that tells its stages (``None``: told stage by stage)."""
-
-    chart_id: str
-    teller: Teller | None
-
-
-class _Run:
-    """What the narrative keeps per run: its entries, and the state of stages in flight."""
-
-    __slots__ = (
-        "choices",
-        "entries",
-        "errors",
-        "frames",
-        "mounts",
-        "open",
-        "outputs",
-        "reads",
-        "resumes",
-        "step",
-    )
-
-    def __init__(self) -> None:
-        self.entries: list[NarrativeEntry] = []
-        self.step = 0  # stages told so far: numbering goes on across a resume
-        # "" and each isolated mount -> its frame (kept across a resume: paths are unique)
-        self.frames: dict[str, _Frame] = {}
-        # stages in flight; a stage a teller tells (from its commit) maps to its name
-        self.open: dict[str, str | None] = {}
-        self.reads: dict[str, set[str]] = {}
-        self.errors: dict[str, set[ErrorInfo]] = {}
-        self.mounts: set[str] = set()
-        # prefix -> (entry index, chosen key, evidence) of a decision awaiting its branch name
-        self.choices: dict[str, tuple[int, str, Any]] = {}
-        self.resumes: dict[str, str] = {}
-        self.outputs: dict[str, list[NarrativeEntry]] = {}
-
-    def reset_flight(self) -> None:
-        self.open.clear()
-        self.reads.clear()
-        self.mounts.clear()
-        self.choices.clear()
-        self.resumes.clear()
-        self.outputs.clear()
 
 
 class Narrative(Recorder):
@@ -176,7 +77,7 @@ class Narrative(Recorder):
         self.values = values
         self.max_value_chars = max_value_chars
         self.detail: Detail = detail
-        self._runs: dict[str, _Run] = {}
+        self._runs: dict[str, Run] = {}
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -192,7 +93,7 @@ class Narrative(Recorder):
 
     def lines(self, run_id: str | None = None) -> list[str]:
         """One line per stage, subflow boundary and merge, indented two spaces per depth."""
-        return [_render(head, parts) for head, parts in self._groups(run_id)]
+        return [render(head, parts) for head, parts in self._groups(run_id)]
 
     def line_paths(self, run_id: str | None = None) -> list[str]:
         """The stage path each line of :meth:`lines` tells (to link a line to its commit)."""
@@ -205,9 +106,9 @@ class Narrative(Recorder):
         groups: list[tuple[NarrativeEntry, list[NarrativeEntry]]] = []
         header_at: dict[str, int] = {}
         for entry in run.entries:
-            at = None if entry.type in _HEADERS else header_at.get(entry.stage_path)
+            at = None if entry.type in HEADERS else header_at.get(entry.stage_path)
             if at is None:
-                if entry.type in _HEADERS:
+                if entry.type in HEADERS:
                     header_at[entry.stage_path] = len(groups)
                 groups.append((entry, []))
             else:
@@ -221,13 +122,13 @@ class Narrative(Recorder):
         lines = self.lines(run_id)
         if width is None:
             return "\n".join(lines)
-        return "\n".join(wrapped for line in lines for wrapped in _wrap(line, width))
+        return "\n".join(wrapped for line in lines for wrapped in wrap(line, width))
 
     def clear(self) -> None:
         """Forget every run told so far."""
         self._runs.clear()
 
-    def _run_for(self, run_id: str | None) -> _Run | None:
+    def _run_for(self, run_id: str | None) -> Run | None:
         if run_id is None:
             return self._runs[next(reversed(self._runs))] if self._runs else None
         try:
@@ -238,23 +139,23 @@ class Narrative(Recorder):
 
     # -- hooks -----------------------------------------------------------------------------
 
-    def _run(self, run_id: str) -> _Run:
+    def _run(self, run_id: str) -> Run:
         run = self._runs.get(run_id)
         if run is None:
-            run = self._runs[run_id] = _Run()
+            run = self._runs[run_id] = Run()
         return run
 
-    def _add(self, run: _Run, entry: NarrativeEntry) -> None:
+    def _add(self, run: Run, entry: NarrativeEntry) -> None:
         run.entries.append(entry)
 
     def _value(self, value: Any) -> str:
         return summarize(value, self.max_value_chars)
 
-    def _frame(self, chart_id: str) -> _Frame:
-        return _Frame(chart_id, teller_for(chart_id) if self.detail == "compact" else None)
+    def _frame(self, chart_id: str) -> Frame:
+        return Frame(chart_id, teller_for(chart_id) if self.detail == "compact" else None)
 
     @staticmethod
-    def _frame_around(run: _Run, path: str) -> _Frame | None:
+    def _frame_around(run: Run, path: str) -> Frame | None:
         """The frame of the nearest isolated mount (or the run) strictly around ``path``."""
         frames = run.frames
         while path:
@@ -264,7 +165,7 @@ class Narrative(Recorder):
                 return frame
         return None
 
-    def _tell(self, run: _Run, commit: Commit, frame: _Frame, depth: int) -> None:
+    def _tell(self, run: Run, commit: Commit, frame: Frame, depth: int) -> None:
         """A claimed stage's commit, told by its chart's teller: one step entry per line."""
         teller = frame.teller
         assert teller is not None
@@ -292,7 +193,7 @@ class Narrative(Recorder):
             self._add(run, NarrativeEntry("step", depth, path, text))
 
     def on_run_start(self, event: RunStartEvent) -> None:
-        run = self._runs.pop(event.run_id, None) or _Run()
+        run = self._runs.pop(event.run_id, None) or Run()
         run.reset_flight()
         run.frames[""] = self._frame(event.chart_id)
         self._runs[event.run_id] = run  # (re)inserted last: the most recent run
@@ -389,7 +290,7 @@ class Narrative(Recorder):
                 self._add(run, NarrativeEntry("subflow", _depth(mount), path, text))
                 self._commit_error(run, commit, _depth(mount))
 
-    def _claimed(self, run: _Run, commit: Commit) -> bool:
+    def _claimed(self, run: Run, commit: Commit) -> bool:
         """Whether a teller tells ``commit`` (and if so, tell it)."""
         path = commit.stage_path
         kind = commit.kind
@@ -438,12 +339,12 @@ class Narrative(Recorder):
         return out
 
     def _writes(
-        self, run: _Run, commit: Commit, path: str, depth: int, verb: str | None = None
+        self, run: Run, commit: Commit, path: str, depth: int, verb: str | None = None
     ) -> None:
         for entry in self._ops(commit, verb):
             self._add(run, entry._replace(depth=depth))
 
-    def _commit_error(self, run: _Run, commit: Commit, depth: int) -> None:
+    def _commit_error(self, run: Run, commit: Commit, depth: int) -> None:
         if commit.outcome == "ok" or commit.error is None:
             return
         path = commit.stage_path
@@ -541,43 +442,6 @@ class Narrative(Recorder):
     def on_run_end(self, event: RunEndEvent) -> None:
         run = self._run(event.run_id)
         run.reset_flight()
-
-
-def _wrap(line: str, width: int) -> list[str]:
-    """One narrative line cut to ``width`` columns: after "; " or ", " where it can, else at
-    a space, else anywhere; continuations indented four past the line's own indent."""
-    body = line.lstrip(" ")
-    indent = " " * (len(line) - len(body) + 4)
-    out: list[str] = []
-    rest = line
-    room = max(width, len(indent) + 20)
-    while len(rest) > room:
-        cut = max(rest.rfind("; ", 0, room), rest.rfind(", ", 0, room))
-        cut = cut + 2 if cut > len(indent) else rest.rfind(" ", len(indent), room) + 1
-        if cut <= len(indent):
-            cut = room
-        out.append(rest[:cut].rstrip())
-        rest = indent + rest[cut:].lstrip()
-    out.append(rest)
-    return out
-
-
-def _render(head: NarrativeEntry, parts: list[NarrativeEntry]) -> str:
-    line = "  " * head.depth + head.text
-    if not parts:
-        return line
-    pieces: list[str] = []
-    verb = ""
-    # A stage's facts in one order, however late its commit arrived (parallel branches).
-    for part in sorted(parts, key=lambda p: _ORDER[p.type]):
-        word = part.text.split(" ", 1)[0]
-        same = part.type in ("read", "write") and word in ("read", "wrote", "input", "output")
-        if same and pieces and word == verb:
-            pieces[-1] += ", " + part.text[len(word) + 1 :]
-        else:
-            pieces.append(part.text)
-        verb = word if same else ""
-    return line + " — " + "; ".join(pieces)
 
 
 def narrative(
