@@ -7,9 +7,10 @@ so it can be rebuilt from the log (``served_at``).
 
 ``Agent`` is one object with one state machine (idle, running, paused); this module holds
 that machine. The parts with seams of their own live beside it: the last run's record
-(``_agent_record``), listeners, recorders and tool sessions (``_agent_hooks``), the sync
-twins (``_agent_sync``), being driven by a worker (``_worker_target``), the builder
-(``_builder``), input and caller checks (``_inputs``), the stages (``_stages``, ``_dispatch``).
+(``_agent_record``), the conversation going on after a run (``_agent_continue``), listeners,
+recorders and tool sessions (``_agent_hooks``), the sync twins (``_agent_sync``), being
+driven by a worker (``_worker_target``), the builder (``_builder``), input and caller checks
+(``_inputs``), the stages (``_stages``, ``_dispatch``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, Literal, TypeVar
 
 import anyio
 from pydantic import BaseModel
@@ -32,42 +33,31 @@ from trackway.engine import (
     RunResult,
     RunStore,
     Snapshot,
-    thaw,
 )
 from trackway.engine._keywords import checked_keywords
 from trackway.tools import Identity
 from trackway.tools._sessions import run_end_reason
 
+from ._agent_continue import Continuing
 from ._agent_hooks import Hooks
 from ._agent_record import LiveLog, RunRecord
 from ._agent_sync import AgentSyncTwins
 from ._builder import AgentBuilder
 from ._conversation import Conversation
-from ._errors import (
-    AgentBuildError,
-    InvalidAnswerError,
-    InvalidRunInputError,
-    NoConversationError,
-    OutputContractError,
-    PendingQuestionError,
-    RunCheckpointError,
-    RunInFlightError,
-)
+from ._errors import AgentBuildError, InvalidAnswerError, OutputContractError
 from ._events import EventBus
 from ._inputs import (
     QUESTION_KINDS,
     Runtime,
     as_checkpoint,
     check_same_caller,
-    checkpointed,
     run_input,
     surfaced,
 )
-from ._messages import is_said_by_person
 from ._model_string import provider_for
 from ._paused import Paused
 from ._person import answer_value
-from ._provider import MissingAPIKeyError, Provider, ProviderError
+from ._provider import Provider
 from ._result import AgentResult, result_of
 from ._stages import AgentConfig
 from ._stream import Streaming
@@ -78,7 +68,7 @@ __all__ = ["Agent"]
 _M = TypeVar("_M", bound=BaseModel)
 
 
-class Agent(Hooks, RunRecord, AgentSyncTwins, Streaming, Workable):
+class Agent(Hooks, RunRecord, Continuing, AgentSyncTwins, Streaming, Workable):
     """An LLM agent whose every step is a commit. Build with ``Agent.create(...)``."""
 
     @staticmethod
@@ -324,58 +314,6 @@ class Agent(Hooks, RunRecord, AgentSyncTwins, Streaming, Workable):
             "name": pending.call["name"],
         }
 
-    def _with_checkpoint(self, error: Exception, state: Mapping[str, Any]) -> Exception:
-        """A provider failure, carrying the conversation up to the last completed iteration
-        (``resume_on_error`` retries from there). A missing key is raised as itself: nothing
-        was sent, so there is nothing to resume (set the key and run again)."""
-        if (
-            not isinstance(error, ProviderError)
-            or isinstance(error, MissingAPIKeyError)
-            or "history" not in state
-        ):
-            return error
-        history = [dict(m) for m in thaw(state["history"])]
-        failed = cast(RunCheckpointError, checkpointed(type(error))(*error.args))
-        failed.__dict__.update(error.__dict__)
-        failed.__cause__ = error.__cause__
-        failed.checkpoint = Conversation(history=history, agent=self._cfg.name)
-        failed.run_id = self._last.run_id if self._last is not None else ""
-        failed.last_completed_iteration = max(0, int(state.get("iteration", 1)) - 1)
-        if failed.stage_error is not None:  # the engine's record points at what was raised
-            failed.stage_error.__cause__ = failed
-        return failed
-
-    async def resume_on_error(
-        self,
-        checkpoint: Conversation | str | bytes,
-        *,
-        identity: Identity | Mapping[str, Any] | None = None,
-        session_id: str | None = None,
-        timeout: float | None = None,
-    ) -> str | Paused:
-        """Retry a run that failed at its provider, from the conversation it carried
-        (``err.checkpoint`` of a :class:`RunCheckpointError`, or its JSON), in any process.
-
-        No new user message is added: the next model call is the one that failed. It is a
-        new run (a new run id, a full ``max_iterations``); tool calls of the failed
-        iteration were never answered, so the model may ask for them again.
-        """
-        if isinstance(checkpoint, (str, bytes)):
-            checkpoint = Conversation.from_json(checkpoint)
-        if not isinstance(checkpoint, Conversation) or not checkpoint.history:
-            raise InvalidRunInputError(
-                "resume_on_error takes the checkpoint of a RunCheckpointError (a Conversation "
-                "with at least the person's message)"
-            )
-        said = [m for m in checkpoint.history if is_said_by_person(m)]
-        if not said:
-            raise InvalidRunInputError(
-                "resume_on_error: the conversation holds no message from the person to answer"
-            )
-        initial = run_input(str(said[-1]["content"]), checkpoint, identity, session_id)
-        initial["retry"] = True
-        return await self._drive(lambda ex: ex.run(initial, timeout=timeout, raise_on_error=False))
-
     async def _drive(
         self,
         start: Callable[[Executor], Awaitable[RunResult]],
@@ -498,51 +436,3 @@ class Agent(Hooks, RunRecord, AgentSyncTwins, Streaming, Workable):
         from ._override import override
 
         return override(self._cfg, self._running, provider, model)
-
-    def checkpoint(self) -> Conversation:
-        """The conversation so far, with the last answer appended: continue it anywhere."""
-        state = self._state()
-        history = [dict(m) for m in thaw(state["history"])]
-        if "final_answer" in state:
-            history.append({"role": "assistant", "content": state["final_answer"]})
-        return Conversation(history=history, agent=self._cfg.name)
-
-    async def follow_up(
-        self,
-        message: str | Mapping[str, Any],
-        *,
-        identity: Identity | Mapping[str, Any] | None = None,
-        session_id: str | None = None,
-        timeout: float | None = None,
-    ) -> str | Paused:
-        """Continue this agent's last conversation with a new message.
-
-        Before any run there is nothing to continue: :class:`NoConversationError` (a
-        follow-up that quietly became a first turn would hide the mistake).
-        """
-        if self._running:
-            raise RunInFlightError(
-                f"agent {self._cfg.name!r} is running a turn, so its last conversation is not "
-                "settled; await that run first (or continue a kept Conversation with "
-                "run(..., continue_from=...))"
-            )
-        if self._pending is not None:
-            raise PendingQuestionError(
-                f"agent {self._cfg.name!r} is waiting for a person's answer to "
-                f"{self._pending.question!r} (call {self._pending.call.get('id')!r}) in the "
-                "conversation follow_up would continue: resume it with "
-                "agent.resume(paused.checkpoint, answer), or drop it with "
-                "agent.abandon_pause() first"
-            )
-        if self._last is None:
-            raise NoConversationError(
-                f"agent {self._cfg.name!r} has no conversation to follow up: call run(...) "
-                "first, or pass continue_from= a Conversation you kept"
-            )
-        return await self.run(
-            message,
-            identity=identity,
-            session_id=session_id,
-            continue_from=self.checkpoint(),
-            timeout=timeout,
-        )
