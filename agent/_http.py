@@ -33,40 +33,30 @@ any run of 8 characters or more of one of these forms (what is left of a key cut
 Parsers report a payload of the wrong shape with :class:`MalformedPayload`; the provider
 turns it into a :class:`ProviderResponseError` that names the event and quotes it.
 
-The key scrubbing lives in ``_scrub``, the payload shape checks in ``_payload``.
+The key scrubbing lives in ``_scrub``, the payload shape checks in ``_payload``, reading an
+answer (plain or streamed, event by event) in ``_http_read``.
 """
 
 from __future__ import annotations
 
 import os
 import random
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing, asynccontextmanager
-from typing import Any, Protocol, cast
+from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
 import httpx2
 import orjson
 
-from ._http_errors import MAX_RETRY_AFTER, Answer, HTTPErrors, retryable
-from ._http_parts import (
-    DONE,
-    Borrowed,
-    StreamOutcome,
-    hollow,
-    positive_bytes,
-    read_at_most,
-    retry_after,
-)
+from ._http_errors import MAX_RETRY_AFTER, Answer, retryable
+from ._http_parts import Borrowed, StreamOutcome, positive_bytes, read_at_most, retry_after
+from ._http_read import Assembly, HTTPReading
 from ._messages import LLMRequest, LLMResponse, StreamDelta
-from ._payload import SHAPE_ERRORS, MalformedPayload, parse_arguments
-from ._provider import (
-    MissingAPIKeyError,
-    ProviderConfigError,
-    ProviderError,
-    ProviderResponseError,
-)
+from ._payload import MalformedPayload as MalformedPayload  # (subclasses raise it)
+from ._payload import parse_arguments
+from ._provider import MissingAPIKeyError, ProviderConfigError, ProviderError
 from ._scrub import Scrubber
 from ._usage import safe_url
 
@@ -85,24 +75,7 @@ async def _sleep(seconds: float) -> None:
     await anyio.sleep(seconds)
 
 
-class _Assembly(Protocol):
-    """A streamed answer being put together from its server-sent events.
-
-    Both methods raise :class:`MalformedPayload` on a payload of the wrong shape.
-    """
-
-    def feed(self, event: str, data: dict[str, Any]) -> str:
-        """Take one event in; the text it adds (maybe empty)."""
-        ...
-
-    def response(self) -> LLMResponse: ...
-
-    def finished(self, saw_done: bool) -> bool:
-        """Whether the stream reached its terminal event (``saw_done``: a ``[DONE]`` line)."""
-        ...
-
-
-class HTTPProvider(HTTPErrors):
+class HTTPProvider(HTTPReading):
     """The shared half of an HTTP provider: configuration, sending, retrying, errors,
     and the ``complete``/``stream`` calls themselves.
 
@@ -252,7 +225,7 @@ class HTTPProvider(HTTPErrors):
     def _parse(self, data: Any) -> LLMResponse:
         raise NotImplementedError
 
-    def _assembly(self) -> _Assembly:
+    def _assembly(self) -> Assembly:
         raise NotImplementedError
 
     def _stream_failure(self, event: str, data: dict[str, Any]) -> ProviderError | None:
@@ -293,83 +266,6 @@ class HTTPProvider(HTTPErrors):
                 if outcome.yielded or attempt == attempts - 1:
                     raise self._unfinished(outcome, attempt + 1)
                 await _sleep(self._backoff_delay(attempt))
-
-    async def _stream_once(
-        self, client: httpx2.AsyncClient, body: dict[str, Any], outcome: StreamOutcome
-    ) -> AsyncGenerator[StreamDelta | LLMResponse]:
-        """One streamed attempt; an unfinished stream is left in ``outcome`` (not raised),
-        so the caller decides whether to send it again."""
-        async with self._post_stream(client, self.path, body) as response:
-            if not self.is_event_stream(response):
-                # The server ignored "stream": read the whole answer and pass it on.
-                final = self._read_answer(self._decode(await self._read_started(response)))
-                if final.content:
-                    yield StreamDelta(text=final.content)
-                yield final
-                return
-            assembled = self._assembly()
-            events = self._sse(response)
-            number = 0
-            saw_done = False
-            async with aclosing(events):
-                async for event, data in events:
-                    if data is DONE:
-                        saw_done = True
-                        break
-                    number += 1
-                    if not isinstance(data, dict):
-                        raise self._malformed_event(
-                            number, event, data, f"{self.stream_item} is not an object"
-                        )
-                    try:
-                        failure = self._stream_failure(event, data)
-                        if failure is not None:
-                            raise failure
-                        text = assembled.feed(event, data)
-                    except ProviderError:
-                        raise
-                    except MalformedPayload as exc:
-                        raise self._malformed_event(number, event, data, exc.why) from exc
-                    except SHAPE_ERRORS as exc:
-                        why = f"{type(exc).__name__}: {exc}"
-                        raise self._malformed_event(number, event, data, why) from exc
-                    if text:
-                        outcome.yielded = True
-                        yield StreamDelta(text=text)
-            if not assembled.finished(saw_done):
-                outcome.unfinished = number
-                return
-            try:
-                final = assembled.response()
-            except ProviderError:
-                raise
-            except (MalformedPayload, *SHAPE_ERRORS) as exc:
-                why = exc.why if isinstance(exc, MalformedPayload) else repr(exc)
-                raise ProviderResponseError(
-                    self._scrub(
-                        f"{self.name}: the stream from {self.base_url} ended with an answer "
-                        f"that is not {self.api_label} ({why}). Check that base_url points "
-                        f"at {self._endpoint_hint()}."
-                    ),
-                    quoted=(why,),
-                ) from exc
-            if hollow(final):
-                outcome.unfinished = number
-                outcome.hollow = True
-                return
-            yield final
-
-    def _read_answer(self, data: Any) -> LLMResponse:
-        """The response in a decoded body; a body of the wrong shape is a response error."""
-        try:
-            return self._parse(data)
-        except ProviderError:
-            raise
-        except MalformedPayload as exc:
-            raise self._malformed(orjson.dumps(data), exc.why) from exc
-        except SHAPE_ERRORS as exc:
-            why = f"{type(exc).__name__}: {exc}"
-            raise self._malformed(orjson.dumps(data), why) from exc
 
     # -- sending -----------------------------------------------------------------------------
 
@@ -452,68 +348,6 @@ class HTTPProvider(HTTPErrors):
             await response.aclose()
         return Answer(response, content, cut)
 
-    async def _read_started(self, response: httpx2.Response) -> bytes:
-        """The whole body of a response that already started (no retry from here on)."""
-        try:
-            content, cut = await read_at_most(response, self.max_response_body)
-        except httpx2.TransportError as exc:
-            raise self._broken_stream(exc) from exc
-        if cut:
-            raise self._too_large(response)
-        return content
-
     def _backoff_delay(self, attempt: int) -> float:
         delay = min(MAX_BACKOFF, self.backoff * 2.0**attempt)
         return delay * (1 - 0.25 * random.random())
-
-    # -- reading -----------------------------------------------------------------------------
-
-    def _decode(self, content: bytes) -> Any:
-        try:
-            return orjson.loads(content)
-        except orjson.JSONDecodeError as exc:
-            raise self._malformed(content, "it is not JSON") from exc
-
-    @staticmethod
-    def is_event_stream(response: httpx2.Response) -> bool:
-        kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
-        return kind == "text/event-stream"
-
-    async def _sse(self, response: httpx2.Response) -> AsyncGenerator[tuple[str, Any]]:
-        """The server-sent events of ``response``: ``(event name, decoded JSON data)``.
-
-        Stops at a ``[DONE]`` data line. A stall or a dropped connection mid-stream is a
-        :class:`ProviderConnectionError` (never retried: text may already be out). One event
-        may hold at most ``max_response_body`` bytes.
-        """
-        source = cast(
-            AsyncGenerator[httpx2.ServerSentEvent],
-            aiter(httpx2.EventSource(response, max_event_size=self.max_response_body)),
-        )
-        try:
-            async with aclosing(source):
-                async for sse in source:
-                    data = sse.data
-                    if not data:
-                        continue
-                    if data.strip() == "[DONE]":
-                        yield sse.event, DONE
-                        return
-                    try:
-                        decoded = orjson.loads(data)
-                    except orjson.JSONDecodeError as exc:
-                        raise self._malformed(data, "a stream event is not JSON") from exc
-                    yield sse.event, decoded
-        except httpx2.SSEError as exc:
-            said = self._quote(str(exc))
-            raise ProviderResponseError(
-                self._scrub(
-                    f"{self.name}: the stream from {self.base_url} is unreadable: "
-                    f"{said} One event may hold at most "
-                    f"max_response_body={self.max_response_body} bytes: raise it if the "
-                    "server sends larger events."
-                ),
-                quoted=(said,),
-            ) from exc
-        except httpx2.TransportError as exc:
-            raise self._broken_stream(exc) from exc
