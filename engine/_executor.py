@@ -1,12 +1,12 @@
 """The executor: runs a chart, isolated per run, and returns a result with its snapshot.
 
-This module is the public face (``run``, ``resume``, ``recover`` and their ``_sync``
-twins) and the drive loop they share; the store session (``_session``), checkpoints
-(``_checkpoint``), checkpoint trust (``_trust``), recovery (``_recovery``) and contracts
-(``_contract``) live apart. It is
-over 400 lines because the drive loop is the one place every way a run ends (done, broken,
-paused, failed, timed out, cancelled from outside) is turned into a result, and splitting it
-would scatter that one decision.
+This module is the public face (``run``, ``stream``, ``fork_from``; ``resume`` and
+``recover`` in ``_executor_continue``, the ``_sync`` twins in ``_executor_sync``) and the
+drive loop they share; the store session (``_session``), checkpoints (``_checkpoint``),
+checkpoint trust (``_trust``), recovery (``_recovery``) and contracts (``_contract``) live
+apart. It is over 400 lines because the drive loop is the one place every way a run ends
+(done, broken, paused, failed, timed out, cancelled from outside) is turned into a result,
+and splitting it would scatter that one decision.
 """
 
 from __future__ import annotations
@@ -23,42 +23,28 @@ import anyio
 import anyio.to_thread
 
 from ._chart import FlowChart
-from ._checkpoint import (
-    Checkpoint,
-    check_chart,
-    make_checkpoint,
-    masked,
-    sign,
-)
+from ._checkpoint import Checkpoint, make_checkpoint, masked, sign
 from ._commit import Commit
 from ._context import RunContext
 from ._contract import check_input, check_output
 from ._cursor import RootCursor
-from ._errors import (
-    CheckpointError,
-    ExecutorUsageError,
-    RecoveryError,
-    RunError,
-    StateValueError,
-    StoreWriteError,
-)
+from ._errors import ExecutorUsageError, RunError, StateValueError, StoreWriteError
+from ._executor_continue import ContinuingRuns
 from ._executor_sync import SyncTwins
 from ._fork import fork_run
 from ._keywords import checked_keywords
-from ._paths import StagePath
 from ._recorder import ErrorEvent, RunEndEvent, RunStartEvent, check_recorder
-from ._recovery import recovery_plan, replay_index
 from ._redact import RedactionPolicy, Redactor
 from ._release import Released
 from ._run_end import redacted_snapshot, timed_out
 from ._seal import Seal
-from ._session import StoreSession, claim
+from ._session import StoreSession
 from ._snapshot import Snapshot
 from ._stage import Paused
 from ._store import Durability, RunStore, Sink
 from ._stream import CommitTap, RunStream
-from ._trust import PROCESS_KEY, as_checkpoint, trusted_log
-from ._values import FrozenDict, encode_entries, encode_value, freeze, thaw, to_bytes
+from ._trust import PROCESS_KEY
+from ._values import FrozenDict, encode_entries, freeze, thaw
 from ._walker import run_root
 
 __all__ = ["Executor", "RunResult", "RunStatus"]
@@ -88,7 +74,7 @@ class RunResult:
     checkpoint: Checkpoint | None = None
 
 
-class Executor(SyncTwins):
+class Executor(ContinuingRuns, SyncTwins):
     """Runs one chart. Each ``run`` is isolated, so one executor may serve many at once.
 
     ``recorders`` observe every run; ``max_iterations`` bounds how many times any one loop
@@ -250,98 +236,6 @@ class Executor(SyncTwins):
         if self._session is not None:
             self._session.begin(new, with_log=True)
         return await self._drive(new, None, timeout, raise_on_error, opening=opening)
-
-    async def resume(
-        self,
-        checkpoint: Checkpoint | str | bytes,
-        value: Any = None,
-        *,
-        timeout: float | None = None,
-        raise_on_error: bool = True,
-    ) -> RunResult:
-        """Continue a paused run: the paused stage's ``on_resume(scope, value)`` runs first.
-
-        The run keeps its id, its commit log and its counters; nothing that committed runs
-        again. A checkpoint resumes once: a second resume raises
-        :class:`CheckpointClaimedError` (with a store, the claim is atomic across processes).
-        Everything is checked before the claim: the chart, the cursor, the value.
-
-        ``checkpoint`` may also be a str naming the paused run in this executor's store: its
-        run id (the checkpoint it waits on now) or a checkpoint id (``store.paused()`` lists
-        both).
-        """
-        cp = as_checkpoint(checkpoint, self.store, opened=self.redact is not None)
-        if cp.redacted or cp.cursor is None:
-            raise CheckpointError(
-                f"checkpoint {cp.checkpoint_id} is a masked copy (a store keeps masked "
-                "checkpoints under a redaction policy, and redact_checkpoints=True masks the "
-                "returned one too), so it holds no real values to resume with; resume with "
-                "the RunResult.checkpoint of the run that paused"
-            )
-        check_chart(cp, self.chart)
-        data, owned = encode_value(value, "resume value", cp.paused_at)
-        snapshot = trusted_log(cp, self._session, self._key, self.allow_unsigned_checkpoints)
-        kept_answer, sealed = data, None
-        if self.redact is not None and self.redact.pauses:  # redacted, and sealed if it can
-            kept_answer = to_bytes(self.redact.marker)
-            if self._seal is not None:
-                sealed = self._seal.seal(data, f"answer:{cp.checkpoint_id}")
-        claim(self.store, cp, kept_answer, sealed)  # the store keeps the answer
-        run = self._continued(cp.run_id, snapshot)
-        run.resume_value = freeze(owned)
-        run.resume_taken = False
-        run.resume_target = str(StagePath.parse(cp.paused_at).base())
-        if self._session is not None:
-            self._session.adopt(run, embedded=cp.snapshot is not None)
-        return await self._drive(run, cp.cursor, timeout, raise_on_error)
-
-    async def recover(
-        self, run_id: str, *, timeout: float | None = None, raise_on_error: bool = True
-    ) -> RunResult:
-        """Continue a run that stopped without ending: its process died, or its store or a
-        cancellation from outside stopped it.
-
-        The store's log is the truth, at any depth: nothing that committed runs again
-        (stages, decisions, merges, subflow mappings are taken from the log), and whatever
-        was in flight — a stage, the branches of a fork, selector or for-each and their merge —
-        runs again. A run that paused is paused again (its checkpoint made anew if the crash
-        lost it); one whose resume claimed an answer and died before using it continues
-        with that answer. Runs that ended (done, broken, or failed by a rule such as a loop
-        limit) and runs whose checkpoint waits to be resumed are refused with
-        :class:`RecoveryError`.
-        """
-        if self._session is None:
-            raise ExecutorUsageError("recover() needs the run's store: Executor(chart, store=...)")
-        opened = self.redact is not None
-        if opened and self._seal is None:
-            raise ExecutorUsageError(
-                "recover() cannot continue a run under a redaction policy from a store that "
-                "holds its redacted values only: give the store a seal "
-                "(SqliteStore(path, seal=Seal(key)) or PostgresStore(dsn, seal=Seal(key))), "
-                "which keeps the real values sealed beside the redacted ones"
-            )
-        session = self._session
-        snapshot = session.call(
-            lambda s: s._load(run_id, opened=True) if opened else s.load(run_id),  # type: ignore[attr-defined]
-            f"load run {run_id!r}",
-        )
-        if snapshot.chart_id != self.chart.id:
-            raise RecoveryError(
-                f"run {run_id!r} was made by chart {snapshot.chart_id!r}, not {self.chart.id!r}"
-            )
-        pending = session.call(
-            lambda s: recovery_plan(s, snapshot, opened=opened), "read the run's claims"
-        )
-        run = self._continued(run_id, snapshot)
-        run.replay = replay_index(snapshot.commits)
-        if pending is not None:  # a resume claimed its answer and died before using it
-            where = pending.paused_at or run_id
-            run.resume_value = freeze(encode_value(pending.value, "resume value", where)[1])
-            run.resume_taken = False
-            if pending.paused_at:
-                run.resume_target = str(StagePath.parse(pending.paused_at).base())
-        session.begin(run)
-        return await self._drive(run, None, timeout, raise_on_error)
 
     # -- internals -----------------------------------------------------------------------
 
