@@ -9,15 +9,14 @@ local llama.cpp, a ``base_url`` on 127.0.0.1) keeps working without one. ``block
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
 
 import pytest
 
 from tests.agent.wire_server import collect_stream
 from tests.backends import run_async
+from tests.local_http import Handler, base_url, serving
 from trackway import (
     Agent,
     MissingAPIKeyError,
@@ -40,7 +39,7 @@ def no_env_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
 
 
-class _Local(BaseHTTPRequestHandler):
+class _Local(Handler):
     """A keyless Chat Completions server: answers 401 when ``status`` says so."""
 
     seen: ClassVar[list[dict[str, Any]]] = []
@@ -55,27 +54,15 @@ class _Local(BaseHTTPRequestHandler):
             }
         else:
             answer = {"error": {"message": "Incorrect API key provided"}}
-        data = json.dumps(answer).encode()
-        self.send_response(type(self).status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: Any) -> None:  # quiet
-        return
+        self.answer(type(self).status, json.dumps(answer).encode())
 
 
 @pytest.fixture
 def local() -> Iterator[str]:
     _Local.seen = []
     _Local.status = 200
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Local)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    httpd.shutdown()
-    httpd.server_close()
+    with serving(_Local) as httpd:
+        yield base_url(httpd)
 
 
 def _complete(provider: HTTPProvider) -> Any:

@@ -12,9 +12,7 @@ import json
 import logging
 import os
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +20,7 @@ import orjson
 import pytest
 
 from tests.backends import run_async
+from tests.local_http import Handler, base_url, serving
 from trackway.agent import (
     Agent,
     ProviderError,
@@ -58,7 +57,7 @@ class Ears:
         return lambda event: self.heard.append(repr(event))
 
 
-class _EchoingGateway(BaseHTTPRequestHandler):
+class _EchoingGateway(Handler):
     """An OpenAI-compatible proxy that rejects every request with a 400 whose body quotes
     the request's last user message, as many servers and proxies do."""
 
@@ -72,55 +71,29 @@ class _EchoingGateway(BaseHTTPRequestHandler):
                 "code": "content_filter",
             }
         }
-        data = json.dumps(error).encode()
-        self.send_response(400)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: Any) -> None:  # quiet
-        return
+        self.answer(400, json.dumps(error).encode())
 
 
 @pytest.fixture
 def gateway() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _EchoingGateway)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    httpd.shutdown()
-    httpd.server_close()
-    thread.join()
+    with serving(_EchoingGateway) as httpd:
+        yield base_url(httpd)
 
 
-class _Scripted(BaseHTTPRequestHandler):
+class _Scripted(Handler):
     """Answers every request with the server's ``answer``: a status, a content type and a
     body in which ``{request}`` stands for the whole request body (JSON-escaped), echoed."""
 
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers["content-length"])).decode()
         status, kind, template = self.server.answer  # type: ignore[attr-defined]
-        data = template.replace("{request}", json.dumps(raw)[1:-1]).encode()
-        self.send_response(status)
-        self.send_header("content-type", kind)
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: Any) -> None:  # quiet
-        return
+        self.answer(status, template.replace("{request}", json.dumps(raw)[1:-1]).encode(), kind)
 
 
 @pytest.fixture
 def scripted() -> Iterator[Any]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Scripted)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield httpd
-    httpd.shutdown()
-    httpd.server_close()
-    thread.join()
+    with serving(_Scripted) as httpd:
+        yield httpd
 
 
 def _agent(

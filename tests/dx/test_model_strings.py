@@ -4,19 +4,18 @@ environment, as the vendors' SDKs do — checked against a real HTTP server on 1
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
+from tests.local_http import Handler, base_url, serving
 from trackway import Agent, AgentBuildError, AnthropicProvider, OpenAIProvider, receipts
 
 SEEN: list[dict[str, Any]] = []
 
 
-class _Chat(BaseHTTPRequestHandler):
+class _Chat(Handler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         SEEN.append({"path": self.path, "auth": self.headers.get("authorization"), **body})
@@ -24,26 +23,14 @@ class _Chat(BaseHTTPRequestHandler):
             "choices": [{"message": {"content": "hello from 127.0.0.1"}, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 3, "completion_tokens": 4},
         }
-        data = json.dumps(answer).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: Any) -> None:  # quiet
-        return
+        self.answer(200, json.dumps(answer).encode())
 
 
 @pytest.fixture
 def server() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Chat)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
     SEEN.clear()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    httpd.shutdown()
-    httpd.server_close()
+    with serving(_Chat) as httpd:
+        yield base_url(httpd)
 
 
 def test_a_model_string_reads_the_key_and_base_url_from_the_environment(
