@@ -8,10 +8,10 @@ BIN := $(VENV)/bin
 # after `make demo` adds the extras.
 BASE_STAMP := $(VENV)/.installed-base
 STAMP := $(VENV)/.installed
-SOURCES := pyproject.toml $(wildcard engine/*.py recorders/*.py tools/*.py agent/*.py trackway/*.py trackway/*/*.py trackway/_viewer.*)
+SOURCES := pyproject.toml $(wildcard engine/*.py engine/*/*.py recorders/*.py tools/*.py tools/*/*.py agent/*.py agent/*/*.py trackway/*.py trackway/*/*.py trackway/_viewer.*)
 EDITABLE := --config-settings editable_mode=strict
 
-.PHONY: demo test test-full test-compiled compiled lint typecheck docs bench bench-pure venv clean
+.PHONY: demo test test-full test-compiled compiled lint typecheck layers docs bench bench-pure venv clean
 
 $(BIN)/python:
 	@echo "creating $(VENV) with $(PY)"
@@ -45,6 +45,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	cd build/__editable__.trackway-* && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml -p trackway
 
+# The layers (pyproject.toml [tool.importlinter], docs/architecture.md): a subpackage imports
+# only the ones below it, for type hints too. Like mypy, it reads the editable link tree.
+layers: $(STAMP)
+	cd build/__editable__.trackway-* && $(CURDIR)/$(BIN)/lint-imports --no-cache $(CURDIR)/pyproject.toml
+
 # The suite runs every engine and agent test on asyncio and on trio, with a coverage floor
 # (pyproject.toml [tool.coverage.report]), spread over the machine's cores (pytest-xdist).
 # The session starts a throwaway PostgreSQL from the local binaries when TRACKWAY_TEST_PG_DSN
@@ -52,7 +57,7 @@ typecheck: $(STAMP)
 # (tests/services.py). Property tests draw a quarter of their examples here; test-full (and
 # CI, which sets TRACKWAY_TEST_FULL) draws them all.
 PYTEST_WORKERS ?= auto
-test: lint typecheck
+test: lint typecheck layers
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --cov --cov-report=term
 
 test-full:

@@ -23,28 +23,42 @@ from setuptools import setup
 ROOT = Path(__file__).resolve().parent
 STAGING = ROOT / "build" / "mypyc-src"
 
-# Each package (dotted) and its folder, as pyproject.toml maps them.
+# Each package (dotted) and its folder, as pyproject.toml maps them: a subpackage sits in
+# its parent's folder (trackway.engine.core in engine/core).
 with open(ROOT / "pyproject.toml", "rb") as _project:
-    PACKAGE_DIRS: dict[str, str] = tomllib.load(_project)["tool"]["setuptools"]["package-dir"]
+    _SETUPTOOLS: dict[str, Any] = tomllib.load(_project)["tool"]["setuptools"]
+PACKAGE_DIRS: dict[str, str] = _SETUPTOOLS["package-dir"]
+PACKAGES: list[str] = _SETUPTOOLS["packages"]
+
+
+def _folder(package: str) -> Path:
+    """The folder that holds ``package``'s modules."""
+    parts = package.split(".")
+    for cut in range(len(parts), 0, -1):
+        mapped = PACKAGE_DIRS.get(".".join(parts[:cut]))
+        if mapped is not None:
+            return ROOT.joinpath(mapped, *parts[cut:])
+    raise SystemExit(f"pyproject.toml maps no folder for {package}")
+
 
 # The modules a tool-calling turn spends its time in (benches/bench_instructions.py counts
 # them). Each must keep to what mypyc compiles faithfully: docs/compiled.md lists the rules.
 COMPILED = (
-    "trackway/engine/_scope.py",
-    "trackway/engine/_state.py",
-    "trackway/engine/_stage.py",
-    "trackway/engine/_walker.py",
-    "trackway/engine/_context.py",
-    "trackway/engine/_values.py",
-    "trackway/agent/_dispatch.py",
-    "trackway/agent/_tool_run.py",
-    "trackway/agent/_request.py",
-    "trackway/agent/_history_messages.py",
-    "trackway/agent/_served.py",
-    "trackway/agent/_nudge.py",
-    "trackway/agent/_model_call.py",
-    "trackway/agent/_cost.py",
-    "trackway/agent/_tool_ids.py",
+    "trackway/engine/run/_scope.py",
+    "trackway/engine/core/_state.py",
+    "trackway/engine/run/_stage.py",
+    "trackway/engine/run/_walker.py",
+    "trackway/engine/run/_context.py",
+    "trackway/engine/core/_values.py",
+    "trackway/agent/loop/_dispatch.py",
+    "trackway/agent/loop/_tool_run.py",
+    "trackway/agent/context/_request.py",
+    "trackway/agent/messages/_history_messages.py",
+    "trackway/agent/loop/_served.py",
+    "trackway/agent/loop/_nudge.py",
+    "trackway/agent/loop/_model_call.py",
+    "trackway/agent/context/_cost.py",
+    "trackway/agent/messages/_tool_ids.py",
 )
 
 MYPY_REQUIREMENT = "mypy>=2.4,<3"
@@ -62,12 +76,13 @@ def _wanted() -> bool:
 def _stage_sources() -> None:
     """Copy every package module into ``build/mypyc-src`` at its module path."""
     shutil.rmtree(STAGING, ignore_errors=True)
-    for package, folder in PACKAGE_DIRS.items():
+    for package in PACKAGES:
+        folder = _folder(package)
         target = STAGING.joinpath(*package.split("."))
         target.mkdir(parents=True, exist_ok=True)
-        for source in sorted((ROOT / folder).glob("*.py")):
+        for source in sorted(folder.glob("*.py")):
             shutil.copy2(source, target / source.name)
-        typed = ROOT / folder / "py.typed"
+        typed = folder / "py.typed"
         if typed.exists():
             shutil.copy2(typed, target / "py.typed")
 

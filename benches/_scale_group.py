@@ -33,7 +33,7 @@ import anyio
 from _common import pg_schema
 
 from trackway import Executor, FlowChart, PostgresStore, RunStore, SqliteStore, flow_chart
-from trackway.engine import _group_commit
+from trackway.engine.stores import _group_commit
 
 PG_ENV = "TRACKWAY_TEST_PG_DSN"
 TARGET_US = 50.0  # µs per acknowledged commit at 100 concurrent runs on SQLite (issue 18)

@@ -52,7 +52,7 @@ def _runner(name: str, turns: int) -> Callable[[], object]:
 
 def child(name: str, runs: int, turns: int) -> None:
     """What one callgrind child runs (see the module docstring)."""
-    from trackway.engine import _walker
+    from trackway.engine.run import _walker
 
     # The walker yields to the event loop after every 5 ms of wall time: natively about once
     # in 40 turns, but callgrind runs ~50× slower, and slower still on a busy machine, so the

@@ -1,6 +1,6 @@
 """Run the engine and agent tests on both anyio backends (asyncio and trio).
 
-Every ``*_sync`` entry point goes through ``trackway.engine._sync.run_sync``; the
+Every ``*_sync`` entry point goes through ``trackway.engine.core._sync.run_sync``; the
 ``async_backend`` fixtures (autouse in ``tests/engine`` and ``tests/agent``) points it at one
 backend per test, and ``run_async`` runs a test's own coroutine on the same backend.
 """
@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import anyio
 
-from trackway.engine import _sync
+from trackway.engine.core import _sync
 
 BACKENDS = ("asyncio", "trio")
 _T = TypeVar("_T")

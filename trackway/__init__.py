@@ -36,7 +36,7 @@ so looking a name up in this order never loads a layer the name does not need.""
 def _public_names(layer: _types.ModuleType) -> None:
     """Show ``layer``'s public classes and functions under this module (``trackway.StageError``,
     not a private path) in reprs and tracebacks."""
-    from trackway.engine._public import publish
+    from trackway.engine.core._public import publish
 
     publish(layer.__all__, vars(layer), __name__, within=layer.__name__)
 

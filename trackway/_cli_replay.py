@@ -17,7 +17,7 @@ from ._cli_out import EXIT_MISMATCH, EXIT_UNREADABLE, EXIT_USAGE, CommandFailed,
 
 if TYPE_CHECKING:
     from trackway.agent import LLMRequest
-    from trackway.agent._http import HTTPProvider
+    from trackway.agent.providers._http import HTTPProvider
 
 __all__ = ["load_for_replay", "replay_calls"]
 

@@ -63,7 +63,7 @@ def _header(path: Path, run_id: str) -> dict[str, Any] | None:
 def _calls(snap: Snapshot, out: Out | None) -> list[dict[str, Any]]:
     """Every model call: the request served (rebuilt from the log), its hash, its receipt."""
     from trackway.agent import receipts, served_at
-    from trackway.agent._replay import _llm_commits
+    from trackway.agent.record._replay import _llm_commits
 
     made = receipts(snap)
     commits = _llm_commits(snap)
@@ -101,7 +101,7 @@ def build_view(
     out: Out | None = None,
 ) -> tuple[dict[str, Any], str]:
     """The page's data and its chart SVG for one run."""
-    from trackway.agent._members import member_of
+    from trackway.agent.messages._members import member_of
 
     commits = snap.history()
     drawing: ChartDrawing | None = None

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.backends import BACKENDS, use_backend
-from trackway.agent import _http
+from trackway.agent.providers import _http
 
 
 @pytest.fixture(params=BACKENDS, autouse=True)

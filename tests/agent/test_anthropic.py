@@ -9,8 +9,7 @@ import orjson
 import pytest
 
 from tests.backends import run_async
-from trackway.agent._anthropic import API_VERSION, AnthropicProvider, anthropic
-from trackway.agent._messages import (
+from trackway.agent.messages._messages import (
     LLMRequest,
     LLMResponse,
     Message,
@@ -18,7 +17,8 @@ from trackway.agent._messages import (
     ToolCall,
     Usage,
 )
-from trackway.agent._provider import (
+from trackway.agent.providers._anthropic import API_VERSION, AnthropicProvider, anthropic
+from trackway.agent.providers._provider import (
     ModelNotFoundError,
     ProviderAuthError,
     ProviderConnectionError,

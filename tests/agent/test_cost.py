@@ -61,7 +61,7 @@ def test_usage_totals_keep_cache_tokens_and_never_count_silence_as_zero() -> Non
         "cache_write_tokens": 300,
     }
     assert "cost" not in state and "cost_total" not in state  # no pricing: no ledger
-    from trackway.agent._usage import run_usage
+    from trackway.agent.messages._usage import run_usage
 
     use = run_usage(receipts(agent.snapshot()))
     assert (use.cache_read_tokens, use.cache_write_tokens, use.unreported_calls) == (800, 300, 1)

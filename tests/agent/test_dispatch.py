@@ -245,7 +245,7 @@ def test_statuses_rows_and_tool_end_events() -> None:
 
 
 def test_a_near_miss_envelope_stays_data_and_warns_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    from trackway.tools import _outcome
+    from trackway.tools.results import _outcome
 
     monkeypatch.setattr(_outcome, "_warned", set())  # once per tool per process
     weather = define_tool(

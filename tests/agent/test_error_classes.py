@@ -24,7 +24,7 @@ from trackway.agent import (
     anthropic,
     openai,
 )
-from trackway.agent._http_errors import classify
+from trackway.agent.providers._http_errors import classify
 
 from .wire_server import Server
 

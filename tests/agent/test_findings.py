@@ -21,7 +21,7 @@ from trackway.agent import (
     served_at,
     sliding_window,
 )
-from trackway.agent._findings import strip_answer
+from trackway.agent.context._findings import strip_answer
 from trackway.engine import Snapshot
 from trackway.tools import ToolContext, define_tool
 

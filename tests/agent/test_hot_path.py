@@ -22,11 +22,11 @@ from hypothesis import strategies as st
 
 from tests.examples import examples
 from trackway import Agent, Executor, flow_chart, mock, tool
-from trackway.agent._arg_check import quick_check
-from trackway.agent._history_messages import message_of as _message
-from trackway.agent._messages import Message, canonical_json
+from trackway.agent.context._arg_check import quick_check
+from trackway.agent.messages._history_messages import message_of as _message
+from trackway.agent.messages._messages import Message, canonical_json
 from trackway.engine import Recorder, StateValueError, thaw
-from trackway.engine._values import FrozenDict
+from trackway.engine.core._values import FrozenDict
 
 SCHEMAS: list[dict[str, Any]] = [
     {"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]},

@@ -26,9 +26,9 @@ from hypothesis import strategies as st
 from tests.examples import examples
 from trackway import Agent, mock
 from trackway.agent import LLMResponse
-from trackway.agent._history_messages import message_of
-from trackway.agent._messages import Message, canonical_json
-from trackway.agent._model_call import answer_record
+from trackway.agent.loop._model_call import answer_record
+from trackway.agent.messages._history_messages import message_of
+from trackway.agent.messages._messages import Message, canonical_json
 from trackway.tools import ToolContext, define_tool
 
 scalars = (  # what a committed entry can hold: ints within 64 bits

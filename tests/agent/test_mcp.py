@@ -352,7 +352,7 @@ def test_in_process_servers_list_schemaless_tools_and_keep_clashing_names_apart(
             return [t.name for t in tools]
 
     assert run_async(main) == ["plain"]
-    from trackway.tools._mcp_client import _local_names
+    from trackway.tools.bridges._mcp_client import _local_names
 
     assert _local_names(["a.b", "a_b"]) == _local_names(["a_b", "a.b"])  # see below, over stdio
     assert _local_names([""]) == {"": "tool"}
@@ -430,7 +430,7 @@ def test_the_sdk_client_against_mcp_serve_in_process() -> None:
 def test_non_text_content_is_described_never_dropped() -> None:
     from mcp import types
 
-    from trackway.tools._mcp_client import _text
+    from trackway.tools.bridges._mcp_client import _text
 
     blocks = [
         types.TextContent(type="text", text="a chart:"),

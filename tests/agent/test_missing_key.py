@@ -26,8 +26,8 @@ from trackway import (
     anthropic,
     openai,
 )
-from trackway.agent._http import HTTPProvider
-from trackway.agent._messages import LLMRequest, Message
+from trackway.agent.messages._messages import LLMRequest, Message
+from trackway.agent.providers._http import HTTPProvider
 from trackway.testing import NetworkBlockedError, block_network
 
 HELLO = LLMRequest(model="m", messages=(Message(role="user", content="Hello"),))

@@ -11,15 +11,15 @@ import os
 import pytest
 
 from tests.backends import run_async
-from trackway.agent._messages import (
+from trackway.agent.messages._messages import (
     LLMRequest,
     LLMResponse,
     Message,
     StreamDelta,
     ToolCall,
 )
-from trackway.agent._openai import OpenAIProvider, openai
-from trackway.agent._provider import ModelNotFoundError
+from trackway.agent.providers._openai import OpenAIProvider, openai
+from trackway.agent.providers._provider import ModelNotFoundError
 
 from .wire_server import WEATHER
 

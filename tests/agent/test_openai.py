@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from tests.backends import run_async
-from trackway.agent._messages import (
+from trackway.agent.messages._messages import (
     LLMRequest,
     LLMResponse,
     Message,
@@ -21,8 +21,8 @@ from trackway.agent._messages import (
     ToolCall,
     Usage,
 )
-from trackway.agent._openai import OpenAIProvider, openai
-from trackway.agent._provider import (
+from trackway.agent.providers._openai import OpenAIProvider, openai
+from trackway.agent.providers._provider import (
     ModelNotFoundError,
     ProviderAuthError,
     ProviderConnectionError,

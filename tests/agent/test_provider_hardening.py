@@ -16,11 +16,11 @@ import pytest
 
 from tests.backends import run_async
 from trackway.agent import Agent
-from trackway.agent._anthropic import AnthropicProvider, anthropic
-from trackway.agent._http import HTTPProvider, MalformedPayload
-from trackway.agent._messages import LLMRequest, LLMResponse, Message, StreamDelta
-from trackway.agent._openai import OpenAIProvider, _Stream, openai
-from trackway.agent._provider import (
+from trackway.agent.messages._messages import LLMRequest, LLMResponse, Message, StreamDelta
+from trackway.agent.providers._anthropic import AnthropicProvider, anthropic
+from trackway.agent.providers._http import HTTPProvider, MalformedPayload
+from trackway.agent.providers._openai import OpenAIProvider, _Stream, openai
+from trackway.agent.providers._provider import (
     ProviderAuthError,
     ProviderConfigError,
     ProviderConnectionError,

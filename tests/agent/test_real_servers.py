@@ -34,7 +34,7 @@ from trackway.agent import (
     save_recording,
     served_at,
 )
-from trackway.agent._http import HTTPProvider
+from trackway.agent.providers._http import HTTPProvider
 from trackway.tools import define_tool
 
 pytestmark = pytest.mark.real_llm

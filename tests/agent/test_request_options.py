@@ -24,8 +24,8 @@ from trackway.agent import (
     replay,
     served_at,
 )
-from trackway.agent._tool_ids import unique_calls
-from trackway.agent._usage import safe_url
+from trackway.agent.messages._tool_ids import unique_calls
+from trackway.agent.messages._usage import safe_url
 from trackway.tools import define_tool
 
 from .wire_server import WEATHER, Server

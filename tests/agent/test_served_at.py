@@ -402,9 +402,9 @@ def test_served_at_refuses_an_out_of_range_call():
 def _member_requests(snapshot: Snapshot, mount: str) -> list[tuple[str, str]]:
     """Each model call of the agent mounted at ``mount``: the hash of the request rebuilt
     from that member's own log (its frame), and the hash its receipt recorded."""
-    from trackway.agent._request import assemble
+    from trackway.agent.context._request import assemble
     from trackway.engine import StagePath
-    from trackway.engine._state import StateStore
+    from trackway.engine.core._state import StateStore
 
     state = StateStore()
     out = []

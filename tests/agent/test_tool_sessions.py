@@ -16,7 +16,7 @@ from anyio.abc import Process
 from tests.backends import current_backend, run_async
 from trackway.agent import Agent, Paused, mock
 from trackway.engine import ExecutorUsageError, RunTimeoutError, SqliteStore, TrackwayWarning
-from trackway.engine._release import Released, StopSignal, driving_with
+from trackway.engine.run._release import Released, StopSignal, driving_with
 from trackway.tools import (
     Identity,
     ToolContext,
@@ -26,7 +26,7 @@ from trackway.tools import (
     define_tool,
     tool_session_key,
 )
-from trackway.tools._sessions import ToolSessions, key_hash
+from trackway.tools.define._sessions import ToolSessions, key_hash
 
 
 def ctx(**kw: Any) -> ToolContext:

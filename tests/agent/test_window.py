@@ -25,14 +25,14 @@ from trackway.agent import (
     save_recording,
     served_at,
 )
-from trackway.agent._window import (
+from trackway.agent.context._window import (
     WindowPlan,
     WindowVisit,
     sliding_window,
     summarize_oldest,
     token_budget,
 )
-from trackway.agent._window_plan import Turns, plan_removal
+from trackway.agent.context._window_plan import Turns, plan_removal
 from trackway.engine import Snapshot, thaw
 from trackway.tools import ask, define_tool
 

@@ -10,8 +10,8 @@ import httpx2
 import orjson
 
 from tests.backends import run_async
-from trackway.agent._http import HTTPProvider
-from trackway.agent._messages import LLMRequest, LLMResponse, StreamDelta, ToolSpec
+from trackway.agent.messages._messages import LLMRequest, LLMResponse, StreamDelta, ToolSpec
+from trackway.agent.providers._http import HTTPProvider
 
 WEATHER = ToolSpec(
     name="weather",

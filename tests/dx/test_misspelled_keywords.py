@@ -24,7 +24,7 @@ from trackway import (
     mcp_client,
     mock,
 )
-from trackway.engine._keywords import checked_keywords
+from trackway.engine.core._keywords import checked_keywords
 
 
 def stage(scope: Scope) -> None:

@@ -31,7 +31,7 @@ from trackway import (
     Sequence,
     mock,
 )
-from trackway.agent import _composition
+from trackway.agent.compose import _composition
 
 CLASSES: list[type] = [Agent, Executor, Composition, Sequence, Parallel, Conditional, Loop, LLMCall]
 

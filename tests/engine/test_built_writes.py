@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from tests.examples import examples
 from trackway import Executor, flow_chart
 from trackway.engine import Recorder, StateValueError, thaw
-from trackway.engine._values import FrozenDict
+from trackway.engine.core._values import FrozenDict
 
 json_values = st.recursive(
     st.none()

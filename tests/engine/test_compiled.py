@@ -38,8 +38,9 @@ def test_every_module_named_for_compiling_exists():
     with open(ROOT / "pyproject.toml", "rb") as project:
         folders = tomllib.load(project)["tool"]["setuptools"]["package-dir"]
     for name in _setup_list():
-        package, module = name.rsplit(".", 1)
-        assert (ROOT / folders[package] / f"{module}.py").is_file(), name
+        top, rest = name.split(".", 2)[:2], name.split(".", 2)[2]
+        folder = ROOT / folders[".".join(top)]
+        assert (folder / (rest.replace(".", "/") + ".py")).is_file(), name
 
 
 class _CompiledAsync:
@@ -68,7 +69,7 @@ def test_a_state_store_with_its_versions_survives_pickling():
     through ``__init__`` with no arguments unless it says otherwise (``_History``)."""
     import pickle
 
-    from trackway.engine._state import StateStore
+    from trackway.engine.core._state import StateStore
 
     store = StateStore()
     store.seed("a", 1)
@@ -81,16 +82,18 @@ def test_a_state_store_with_its_versions_survives_pickling():
 def test_a_compiled_function_pickles_by_its_module_and_name():
     import pickle
 
-    from trackway.engine import _compiled, _stage
+    from trackway.engine.run import _compiled, _stage
 
     assert pickle.loads(pickle.dumps(_stage.run_stage)) is _stage.run_stage
-    assert _compiled.compiled_function("trackway.engine._stage", "run_stage") is _stage.run_stage
+    assert (
+        _compiled.compiled_function("trackway.engine.run._stage", "run_stage") is _stage.run_stage
+    )
 
 
 def test_a_function_no_compiled_module_holds_is_refused_by_name():
     import pickle
 
-    from trackway.engine import _compiled
+    from trackway.engine.run import _compiled
 
     with pytest.raises(pickle.PicklingError, match="not a module attribute of trackway"):
         _compiled._by_name(lambda: None)

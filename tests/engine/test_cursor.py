@@ -20,8 +20,8 @@ from trackway import (
     MemoryStore,
     RunResult,
 )
-from trackway.engine import _session
-from trackway.engine._cursor import (
+from trackway.engine.execute import _session
+from trackway.engine.run._cursor import (
     ChainCursor,
     ForEachCursor,
     ParallelCursor,

@@ -19,7 +19,7 @@ from trackway import (
     StoreError,
     flow_chart,
 )
-from trackway.engine._values import MAX_DEPTH
+from trackway.engine.core._values import MAX_DEPTH
 
 
 def _chart():  # type: ignore[no-untyped-def]

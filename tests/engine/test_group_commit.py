@@ -25,7 +25,7 @@ from trackway import (
     SqliteStore,
     flow_chart,
 )
-from trackway.engine import _group_commit
+from trackway.engine.stores import _group_commit
 
 from .group_commit_support import (  # noqa: F401 (fixtures)
     SpySqlite,

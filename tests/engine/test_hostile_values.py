@@ -19,8 +19,8 @@ from trackway import (
     StateValueError,
     flow_chart,
 )
-from trackway.engine import _values
-from trackway.engine._values import MAX_DEPTH, encode_value
+from trackway.engine.core import _values
+from trackway.engine.core._values import MAX_DEPTH, encode_value
 
 
 def self_list() -> list[Any]:

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from trackway import Executor, StagePath, flow_chart
-from trackway.engine._paths import Segment, is_name
+from trackway.engine.core._paths import Segment, is_name
 
 names = st.text(
     alphabet=st.characters(blacklist_characters="/#:", blacklist_categories=("Zs", "Cc", "Cs")),

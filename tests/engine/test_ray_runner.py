@@ -438,9 +438,9 @@ def test_building_a_ray_chart_does_not_import_ray() -> None:
 def test_the_worker_side_runs_a_branch_as_run_parallel_does() -> None:
     """What a Ray worker runs for one branch, called here: the same commits as the branch
     of an inline run (Ray itself is only the transport)."""
-    from trackway.engine import _ray_runner
-    from trackway.engine._chart import Branch
-    from trackway.engine._ray_branches import _remote_branch, _Shared, _Task
+    from trackway.engine.chart._chart import Branch
+    from trackway.engine.scale import _ray_runner
+    from trackway.engine.scale._ray_branches import _remote_branch, _Shared, _Task
 
     here = Executor(_thousand(None)).run_sync({"base": 3})
     shared = _Shared(here.run_id, "square#1", (Branch("each", "Square", fn=_square),),
@@ -459,7 +459,7 @@ def test_the_worker_side_runs_a_branch_as_run_parallel_does() -> None:
 
 def test_an_exception_crosses_back_with_its_class_and_attributes() -> None:
     from trackway import MergeConflictError
-    from trackway.engine._ray_branches import _pack, _unpack
+    from trackway.engine.scale._ray_branches import _pack, _unpack
 
     sent = MergeConflictError("both wrote k", stage_path="f#1", key="k", branches=["a", "b"])
     back = _unpack(_pack(sent))
@@ -476,7 +476,7 @@ def test_an_exception_crosses_back_with_its_class_and_attributes() -> None:
 
 
 def test_run_many_on_a_worker_returns_the_item_and_its_snapshot() -> None:
-    from trackway.agent._run_many import _remote_item
+    from trackway.agent.compose._run_many import _remote_item
 
     chart = flow_chart("Score", _score, id="score").build()
     item, snapshot = run_async(_remote_item, Executor(chart), (4, {"amount": 5000}))
@@ -508,7 +508,7 @@ def test_a_failed_branch_lets_the_later_tasks_end_before_cancelling_the_rest() -
     # test's fork). The tasks after a failed one get a grace to end, and only those still
     # running after it are cancelled. A stand-in for ray: the race cannot be caused on
     # demand (a stress loop of 1,500 failing forks under load hit it within ~400 before).
-    from trackway.engine._ray_runner import _GRACE, _cancel
+    from trackway.engine.scale._ray_runner import _GRACE, _cancel
 
     class FakeRay:
         def __init__(self) -> None:

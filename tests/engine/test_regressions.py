@@ -17,7 +17,7 @@ from trackway import (
     StateValidationError,
     flow_chart,
 )
-from trackway.engine._values import encode_value
+from trackway.engine.core._values import encode_value
 
 
 def test_for_each_branch_without_a_result_is_reported_missing_not_given_the_parents_value():

@@ -12,7 +12,7 @@ import pytest
 
 from tests.backends import run_async
 from trackway import Executor, ExecutorUsageError, MemoryStore, SqliteStore, flow_chart
-from trackway.engine._release import Released, StopSignal, driving_with
+from trackway.engine.run._release import Released, StopSignal, driving_with
 
 
 def _chart(n: int = 8, delay: float = 0.006) -> Any:

@@ -24,7 +24,7 @@ from trackway import (
     SqliteStore,
     flow_chart,
 )
-from trackway.engine._release import Released, StopSignal, driving_with
+from trackway.engine.run._release import Released, StopSignal, driving_with
 
 pytestmark = pytest.mark.usefixtures("async_backend")
 

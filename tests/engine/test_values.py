@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from trackway import FrozenDict, FrozenList, ReadOnlyStateError, StateValueError, thaw
-from trackway.engine._values import encode_value, to_plain
+from trackway.engine.core._values import encode_value, to_plain
 
 
 class Color(enum.IntEnum):

@@ -11,7 +11,7 @@ import pytest
 
 from trackway import DocumentError, Executor, Snapshot, flow_chart
 from trackway.agent import load_recording as load_any_recording
-from trackway.engine._values import MAX_DEPTH
+from trackway.engine.core._values import MAX_DEPTH
 from trackway.recorders import jsonl, load_recording
 
 # The value depths: the first orjson cannot write, one in the middle, the deepest a recording

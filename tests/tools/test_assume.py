@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.examples import examples
-from trackway.tools._assume import (
+from trackway.tools.define._assume import (
     Filling,
     asked_answer,
     assumed_note,
@@ -20,7 +20,7 @@ from trackway.tools._assume import (
     fill,
     served_schema,
 )
-from trackway.tools._errors import ToolDefinitionError
+from trackway.tools.define._errors import ToolDefinitionError
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -11,8 +11,8 @@ from typing import Any
 import orjson
 import pytest
 
-from trackway.tools import _declared, _limits
-from trackway.tools._canonical_notes import (
+from trackway.tools.results import _declared, _limits
+from trackway.tools.results._canonical_notes import (
     CANONICAL_NOTES_FILE,
     _package_file,
     canonical_notes,
@@ -20,7 +20,7 @@ from trackway.tools._canonical_notes import (
     render,
     write,
 )
-from trackway.tools._period import PERIOD_WIRE
+from trackway.tools.results._period import PERIOD_WIRE
 
 _PUBLISHED_SUFFIXES = ("_NOTE", "_CLAUSE", "_MARKER", "_HEADING", "_LABEL", "_WIRE")
 
@@ -39,7 +39,7 @@ def _flat(notes: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_the_packaged_file_is_what_the_constants_generate() -> None:
-    # A stale file fails here: regenerate with `python -m trackway.tools._canonical_notes`.
+    # A stale file fails here: regenerate with `python -m trackway.tools.results._canonical_notes`.
     assert _packaged() == render()
     assert json.loads(_packaged()) == canonical_notes()
 
@@ -109,7 +109,7 @@ def test_main_writes_the_given_path(tmp_path: Path) -> None:
 def test_a_package_outside_a_source_tree_is_not_regenerated(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import trackway.tools._canonical_notes as module
+    import trackway.tools.results._canonical_notes as module
 
     monkeypatch.setattr(module, "files", lambda _name: object())
     with pytest.raises(SystemExit, match="source tree"):

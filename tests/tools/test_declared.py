@@ -14,8 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from trackway.engine import TrackwayWarning
-from trackway.tools._coverage_items import DeclarationRefused, record_item, served_item
-from trackway.tools._declared import (
+from trackway.tools.define._errors import ToolError
+from trackway.tools.results._coverage_items import DeclarationRefused, record_item, served_item
+from trackway.tools.results._declared import (
     ABSENCE_MARKER,
     ABSENCE_NOTE,
     COVERAGE_MARKER,
@@ -30,8 +31,7 @@ from trackway.tools._declared import (
     coverage,
     described_result,
 )
-from trackway.tools._declared_read import Declared, read_declared
-from trackway.tools._errors import ToolError
+from trackway.tools.results._declared_read import Declared, read_declared
 
 AT = "2026-08-19T10:12:00Z"
 PERIOD = {

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from trackway.tools._declared import absent, coverage, described_result
-from trackway.tools._limits import (
+from trackway.tools.results._declared import absent, coverage, described_result
+from trackway.tools.results._limits import (
     ASSUMED_LABEL,
     CANNOT_COVER_LABEL,
     CHECKED_LABEL,

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trackway.tools._coverage_items import DeclarationRefused
-from trackway.tools._period import (
+from trackway.tools.results._coverage_items import DeclarationRefused
+from trackway.tools.results._period import (
     PERIOD_VERDICTS,
     PERIOD_WIRE,
     check_instant,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from trackway import ToolDefinitionError, define_tool
-from trackway.tools._schema_refs import local_validator, schema_fault
+from trackway.tools.define._schema_refs import local_validator, schema_fault
 
 
 def _tool(schema: dict[str, Any]) -> Any:

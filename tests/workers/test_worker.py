@@ -16,7 +16,7 @@ from tests.backends import run_async
 from trackway import Executor, MemoryStore, PostgresStore
 from trackway.agent import Agent, mock, served_at
 from trackway.engine import ConfigurationError, UnknownRunError, Worker
-from trackway.engine._release import Released, StopSignal, driving_with
+from trackway.engine.run._release import Released, StopSignal, driving_with
 from trackway.tools import ask_human
 
 from .charts import CHARTS, QUESTIONS, STAGES, STEPS
@@ -377,7 +377,7 @@ def test_every_write_of_a_fenced_run_holds_its_lease(store: PostgresStore) -> No
     no longer the queue's, and lands while it is: one commit, a group, many commits, the
     run's opening and ending, its checkpoint and a claim of it."""
     from trackway.engine import LeaseLostError
-    from trackway.engine._group_commit import append_group
+    from trackway.engine.stores._group_commit import append_group
 
     rid = store.submit("approval", {})
     (claim,) = store._queue_claim("w1", 30, 1, ["approval"])

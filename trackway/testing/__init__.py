@@ -11,7 +11,7 @@
   ``@pytest.mark.block_network`` in one; fixtures ``test_model`` and ``blocked_network``.
 """
 
-from trackway.engine._public import publish as _publish
+from trackway.engine.core._public import publish as _publish
 
 from ._network import NetworkBlock as NetworkBlock
 from ._network import NetworkBlockedError as NetworkBlockedError

@@ -1,0 +1,146 @@
+"""What an agent's stages need that is not state: its definition (:class:`AgentConfig`),
+what ``configure()`` may set for one run, and the scope running user code (for
+``agent.emit``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from trackway.engine import Scope
+from trackway.tools import Tool, ToolContext
+from trackway.tools.define._providers import ToolProvider
+from trackway.tools.define._sessions import ToolSessions
+
+from ..messages._errors import AgentBuildError
+from ..providers._options import REQUEST_OPTIONS, check_request_options, check_tool_choice
+from ..providers._provider import Provider
+from ._arg_check import ArgChecks
+
+__all__ = [
+    "CONFIGURABLE",
+    "CURRENT_SCOPE",
+    "AgentConfig",
+    "apply_configured",
+    "emit",
+    "extend_built",
+]
+
+
+@dataclass
+class AgentConfig:
+    """Everything the stages need that is not state (the agent's definition)."""
+
+    provider: Provider
+    model: str
+    max_iterations: int
+    options: dict[str, Any]
+    """The request options (``_options.REQUEST_OPTIONS``) that are set, as plain JSON."""
+    name: str
+    system: str | None
+    tools: dict[str, Tool]
+    configure: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None
+    output_model: type[BaseModel] | None
+    output_retries: int
+    wrap_up: bool
+    stream: bool
+    validators: dict[str, ArgChecks] = field(default_factory=dict)
+    """One tool's argument checks per tool name (part of the definition, not of a run)."""
+    arg_validation: str = "enforce"
+    """``tool_arg_validation``: ``"enforce"``, ``"warn"`` or ``"off"``."""
+    max_tool_result_chars: int | None = None
+    """Cut longer tool results to this many characters (saying so)."""
+    repeated_call_nudge: bool = True
+    """Tell the model when a call repeats an earlier one's arguments and result."""
+    parallel_tool_calls: int = 4
+    """``max_parallel_tool_calls``: how many calls of one answer run at once."""
+    gate: Callable[[dict[str, Any], ToolContext], Any] | None = None
+    """The agent's gate over every call (a tool's own ``gate`` decides first)."""
+    providers: list[ToolProvider] = field(default_factory=list)
+    """``.tools_from(...)``: each decides which of its tools a model call is offered (their
+    tools are in ``tools`` too, so any offered one can be dispatched)."""
+    registered: tuple[str, ...] = ()
+    """The tools offered to every call (``.tool()``), in order; with providers, ``tools``
+    also holds theirs."""
+    window: Any = None
+    """``.window(strategy)``: the :class:`~._window.WindowStrategy` of the ``window`` stage."""
+    keep_last_tool_results: int = 2
+    """The planner holds the latest this many results of each tool (0: none)."""
+    pricing: dict[str, dict[str, float]] | None = None
+    """``pricing_table``: USD per million tokens by model and kind."""
+    cost_budget: dict[str, Any] | None = None
+    """``cost_budget``: ``{"usd": limit, "action": "warn" | "halt"}``."""
+    findings: bool = False
+    """``.findings()``: the reserved ``_findings`` argument and the findings ledger."""
+    limits_travel: bool = False
+    """``.limits_travel_with_the_answer()``: the tools' declared limits go with the answer."""
+    sessions: ToolSessions = field(default_factory=ToolSessions)
+    """The tool sessions live in this agent (``ctx.on_teardown``)."""
+    check_ins: dict[str, str | None] = field(default_factory=dict)
+    """Tools whose calls wait for a person's approval, with the question (``None``: a
+    default naming the call)."""
+
+    @property
+    def asks_people(self) -> bool:
+        """Some call may wait for a person (a tool that asks one, a check-in, a gate)."""
+        return (
+            bool(self.check_ins)
+            or self.gate is not None
+            or any(
+                t.asks is not None
+                or t.gate is not None
+                or any("ask" in rule for rule in (t.ask_or_assume or {}).values())
+                for t in self.tools.values()
+            )
+        )
+
+
+CURRENT_SCOPE: ContextVar[Scope | None] = ContextVar("trackway_agent_scope", default=None)
+"""The scope of the agent stage running user code (``configure()``, a tool), for
+``agent.emit``."""
+
+CONFIGURABLE = ("model", "instructions", *REQUEST_OPTIONS)
+"""What ``configure()`` may return for one run."""
+
+
+def apply_configured(cfg: AgentConfig, chosen: Mapping[str, Any], settings: dict[str, Any]) -> None:
+    """Apply what ``configure()`` returned to this run's ``settings`` (an option set to
+    ``None`` is dropped); anything it cannot take is refused, naming the key."""
+    unknown = sorted(set(chosen) - set(CONFIGURABLE))
+    if unknown:
+        raise AgentBuildError(
+            f"configure() returned {unknown}, which it cannot set; it may return "
+            f"{', '.join(CONFIGURABLE)}"
+        )
+    if "model" in chosen:
+        if not isinstance(chosen["model"], str) or not chosen["model"]:
+            raise AgentBuildError(
+                f"configure() returned model={chosen['model']!r}; return a model name "
+                "(a non-empty str), or leave 'model' out to keep the agent's model"
+            )
+        settings["model"] = chosen["model"]
+    options = check_request_options(chosen, "configure() returned ")
+    check_tool_choice(options.get("tool_choice"), cfg.tools, "configure() returned ")
+    for name in REQUEST_OPTIONS:
+        if name in options:
+            settings[name] = options[name]
+        elif name in chosen:  # returned as None: this run goes without it
+            settings.pop(name, None)
+
+
+def emit(scope: Scope, name: str, payload: Any) -> None:
+    """An agent event: in the stage's commit, heard by listeners."""
+    scope.emit(name, payload)
+
+
+def extend_built(scope: Scope, key: str, items: list[Any]) -> None:
+    """``scope.extend(key, items)`` for items the loop built of plain JSON only and hands
+    over (``Scope._extend_built``)."""
+    if type(scope) is Scope:
+        scope._extend_built(key, items)
+    else:
+        scope.extend(key, items)

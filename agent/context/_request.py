@@ -1,0 +1,354 @@
+"""Request assembly: the one pure function from committed state to the model request.
+
+``call-llm`` and ``served_at`` both use :func:`assemble`, so a request rebuilt from the log
+is the request that was sent. Hashes are kept running over per-message pieces during a run,
+so a call costs O(new messages), not O(history).
+
+The history is read as the engine holds it: each entry was decoded once, when it was
+written, and becomes a :class:`Message` without another copy or re-validation when it has a
+shape the library writes (``_history_messages``); any other entry is validated as before.
+The parts of the request that change only with the settings, the system prompt or the
+tools are built once per value of those keys (``_Frame``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+from trackway.engine import Scope, thaw
+from trackway.engine.core._values import FrozenList
+
+from ..messages._history_messages import fields_set, message_of, trusted
+from ..messages._messages import LLMRequest, Message, ToolSpec, canonical_json, sha256
+from ._window import standing_in_message
+
+__all__ = [
+    "Assembled",
+    "MessageCache",
+    "assemble",
+    "receipt_for",
+    "ticket_text",
+]
+
+
+class MessageCache:
+    """Per-run memo of the history: Message objects, and running hashes of its canonical
+    bytes, so each call hashes only the messages added since the last one."""
+
+    __slots__ = (
+        "_backing",
+        "_frame",
+        "_msg",
+        "_overlay",
+        "_prefix",
+        "_req",
+        "_served",
+        "bytes",
+        "messages",
+    )
+
+    def __init__(self) -> None:
+        self._backing: int | None = None
+        self._served: _Served | None = None
+        self._frame: _Frame | None = None
+        self._overlay: tuple[Any, Any, _Overlay] | None = None
+        self.messages: list[Message] = []
+        self.bytes: list[bytes] = []
+        self._prefix = b""
+        self._msg = hashlib.sha256(b"[")
+        self._req = hashlib.sha256()
+
+    def advance(self, history: Sequence[Any], prefix: bytes) -> None:
+        """Take in the messages added to ``history``; ``prefix`` is the request's JSON before
+        its message list (it changes only if the settings do)."""
+        backing = id(getattr(history, "_backing", history))
+        if backing != self._backing or len(history) < len(self.messages):
+            if self._backing is not None:  # another history (another mount): start over
+                self.__init__()  # type: ignore[misc]
+            self._backing = backing
+        if prefix != self._prefix:  # new settings: hash the request from the start again
+            self._prefix = prefix
+            self._req = hashlib.sha256(prefix + b"[" + b",".join(self.bytes))
+        start = len(self.messages)
+        if type(history) is FrozenList:  # the engine's own decoded entries: read, not copied
+            entries: Sequence[Any] = history._backing[start : history._n]
+        else:
+            entries = history[start:]
+        for entry in entries:
+            message, piece = message_of(entry)
+            chunk = b"," + piece if self.bytes else piece
+            self.messages.append(message)
+            self.bytes.append(piece)
+            self._msg.update(chunk)
+            self._req.update(chunk)
+
+    def overlaid(
+        self, n: int, prefix: bytes, suffix: bytes, overlay: _Overlay
+    ) -> tuple[tuple[Message, ...], str, str]:
+        """The served messages and hashes under ``overlay`` (a window view, findings
+        tickets). While the overlay and the prefix stay as they were, only new messages are
+        added; a changed overlay rebuilds the served list once (O(served))."""
+        served = self._served
+        if served is None or served.key != (overlay.key, prefix) or served.upto > n:
+            served = self._served = _Served((overlay.key, prefix), prefix)
+            overlay.build(self, n, served)
+        else:
+            for i in range(served.upto, n):
+                overlay.add(self, i, served)
+        served.upto = n
+        req = served.req.copy()
+        req.update(b"]" + suffix)
+        msg = served.msg.copy()
+        msg.update(b"]")
+        return _upto(served.messages, len(served.messages)), req.hexdigest(), msg.hexdigest()
+
+    def hashes(self, suffix: bytes) -> tuple[str, str]:
+        """(request hash, messages hash) with the message list closed and ``suffix`` added."""
+        req = self._req.copy()
+        req.update(b"]" + suffix)
+        msg = self._msg.copy()
+        msg.update(b"]")
+        return req.hexdigest(), msg.hexdigest()
+
+
+class _Served:
+    """The served list under one overlay, with running hashes of its pieces."""
+
+    __slots__ = ("key", "messages", "msg", "req", "upto")
+
+    def __init__(self, key: Any, prefix: bytes) -> None:
+        self.key = key
+        self.messages: list[Message] = []
+        self.upto = 0
+        self.req = hashlib.sha256(prefix + b"[")
+        self.msg = hashlib.sha256(b"[")
+
+    def append(self, message: Message, piece: bytes) -> None:
+        sep = b"," if self.messages else b""
+        self.messages.append(message)
+        self.req.update(sep + piece)
+        self.msg.update(sep + piece)
+
+
+class _Overlay:
+    """What a call serves instead of the history as is: the window view (dropped ranges and
+    the library message standing in for them) and findings tickets (a result the model
+    judged noise or ruled-out, served as a short ticket)."""
+
+    __slots__ = ("drop", "key", "standing", "tickets")
+
+    def __init__(self, view: Mapping[str, Any], tickets: Mapping[str, str]) -> None:
+        self.drop = [(int(a), int(b)) for a, b in view.get("drop", ())]
+        message = standing_in_message(view) if self.drop else None
+        self.standing = None if message is None else Message.model_validate(message)
+        self.tickets = dict(tickets)
+        self.key = canonical_json({"view": dict(view), "tickets": self.tickets})
+
+    def build(self, cache: MessageCache, n: int, served: _Served) -> None:
+        at = 0
+        for number, (start, end) in enumerate(self.drop):
+            for i in range(at, min(start, n)):
+                self.add(cache, i, served)
+            if number == 0 and self.standing is not None:
+                piece = canonical_json(self.standing.model_dump(mode="json", exclude_none=True))
+                served.append(self.standing, piece)
+            at = max(at, end)
+        for i in range(at, n):
+            self.add(cache, i, served)
+
+    def add(self, cache: MessageCache, i: int, served: _Served) -> None:
+        message = cache.messages[i]
+        standing = self.tickets.get(message.tool_call_id or "") if message.role == "tool" else None
+        if standing is None:
+            served.append(message, cache.bytes[i])
+            return
+        ticket = ticket_text(message.tool_call_id or "", standing)
+        short = message.model_copy(update={"content": ticket})
+        served.append(short, canonical_json(short.model_dump(mode="json", exclude_none=True)))
+
+
+def ticket_text(call_id: str, standing: str) -> str:
+    """What the model reads in place of a result it judged noise or ruled-out."""
+    return canonical_json({"collapsed": True, "standing": standing, "id": call_id}).decode()
+
+
+class Assembled(NamedTuple):
+    request: LLMRequest
+    request_hash: str
+    messages_hash: str
+    tools_hash: str | None
+    tool_hashes: dict[str, str]
+    system_hash: str | None = None
+
+
+def _field(name: str, value: bytes) -> bytes:
+    return b'"' + name.encode() + b'":' + value
+
+
+_BEFORE_MESSAGES = ("extra_body", "max_tokens")
+"""Request fields whose keys sort before ``messages`` (the hash is over sorted keys)."""
+_AFTER_MODEL = ("response_format", "seed", "stop")
+_AFTER_SYSTEM = ("temperature",)
+_AFTER_TOOLS = ("top_p",)
+
+
+def _settings_fields(settings: Mapping[str, Any], names: tuple[str, ...]) -> bytes:
+    return b"".join(
+        b"," + _field(name, canonical_json(settings[name]))
+        for name in names
+        if settings.get(name) is not None
+    )
+
+
+class _Frame(NamedTuple):
+    """What a request takes from ``settings``, ``system_prompt`` and ``tools``: built once
+    per value of those keys (``source``, compared by identity: committed values are
+    immutable, so the same object means the same bytes)."""
+
+    source: tuple[Any, Any, Any]
+    prefix: bytes
+    suffix: bytes
+    fields: dict[str, Any]
+    tools_hash: str | None
+    tool_hashes: dict[str, str]
+    system_hash: str | None
+
+
+def _frame_of(settings_value: Any, system: Any, tools_state: Any) -> _Frame:
+    settings = thaw(settings_value)
+    prefix = b"{"
+    for name in _BEFORE_MESSAGES:
+        if settings.get(name) is not None:
+            prefix += _field(name, canonical_json(settings[name])) + b","
+    prefix += b'"messages":'
+    suffix = b"," + _field("model", canonical_json(settings["model"]))
+    suffix += _settings_fields(settings, _AFTER_MODEL)
+    if system is not None:
+        suffix += b"," + _field("system", canonical_json(system))
+    suffix += _settings_fields(settings, _AFTER_SYSTEM)
+    tools: tuple[ToolSpec, ...] | None = None
+    tools_hash = None
+    tool_hashes: dict[str, str] = {}
+    tool_choice = None
+    if tools_state:
+        tools = tuple(ToolSpec.model_validate(t) for t in thaw(tools_state))
+        pieces = [canonical_json(t.model_dump(mode="json", exclude_none=True)) for t in tools]
+        tool_hashes = {t.name: sha256(b) for t, b in zip(tools, pieces, strict=True)}
+        tools_bytes = b"[" + b",".join(pieces) + b"]"
+        tools_hash = sha256(tools_bytes)
+        tool_choice = settings.get("tool_choice")  # sent only with the tools it chooses from
+        if tool_choice is not None:
+            suffix += b"," + _field("tool_choice", canonical_json(tool_choice))
+        suffix += b"," + _field("tools", tools_bytes)
+    suffix += _settings_fields(settings, _AFTER_TOOLS)
+    stop = settings.get("stop")
+    fields = {
+        "model": settings["model"],
+        "system": system,
+        "messages": (),
+        "tools": tools,
+        "temperature": settings.get("temperature"),
+        "max_tokens": settings.get("max_tokens"),
+        "tool_choice": tool_choice,
+        "seed": settings.get("seed"),
+        "top_p": settings.get("top_p"),
+        "stop": None if stop is None else tuple(stop),
+        "response_format": settings.get("response_format"),
+        "extra_body": settings.get("extra_body"),
+    }
+    system_hash = None if system is None else sha256(canonical_json(system))
+    return _Frame(
+        (settings_value, system, tools_state),
+        prefix,
+        suffix + b"}",
+        fields,
+        tools_hash,
+        tool_hashes,
+        system_hash,
+    )
+
+
+def assemble(state: Mapping[str, Any] | Scope, cache: MessageCache | None = None) -> Assembled:
+    """The request for the next model call, from state alone (pure: no clock, no config).
+
+    ``state`` is committed state, or the stage's scope (its reads tracked). The hashes are
+    of the request's canonical JSON (sorted keys), built from pieces so that
+    they equal ``sha256(request.canonical_json())`` without serializing the whole request.
+    The settings were made plain JSON when ``seed`` committed them (floats as floats, ``stop``
+    as a list), so their bytes here are the bytes the request model dumps. With a ``cache``
+    (one per run and mount), a call costs O(new messages): the frame is reused while the
+    settings, system prompt and tools are the committed values they were.
+    """
+    cache = cache if cache is not None else MessageCache()
+    history = state["history"]
+    settings_value = state["settings"]
+    system = state.get("system_prompt")
+    tools_state = None if state.get("wrap_up_asked") else state.get("tools")
+    frame = cache._frame
+    if frame is None or not _same(frame.source, (settings_value, system, tools_state)):
+        frame = cache._frame = _frame_of(settings_value, system, tools_state)
+    cache.advance(history, frame.prefix)
+    n = len(history)
+    view = state.get("window_view")
+    tickets = state.get("findings_tickets")
+    if view or tickets:  # what is served differs from history: the committed overlay
+        known = cache._overlay
+        if known is not None and known[0] is view and known[1] is tickets:
+            overlay = known[2]
+        else:
+            overlay = _Overlay(thaw(view or {}), thaw(tickets or {}))
+            cache._overlay = (view, tickets, overlay)
+        messages, request_hash, messages_hash = cache.overlaid(
+            n, frame.prefix, frame.suffix, overlay
+        )
+    else:
+        request_hash, messages_hash = cache.hashes(frame.suffix)
+        messages = _upto(cache.messages, n)
+    fields = dict(frame.fields)
+    fields["messages"] = messages
+    request = trusted(LLMRequest, fields, _REQUEST_FIELDS)
+    return _new_tuple(  # Assembled(...) without its Python-level __new__
+        Assembled,
+        (
+            request,
+            request_hash,
+            messages_hash,
+            frame.tools_hash,
+            frame.tool_hashes,
+            frame.system_hash,
+        ),
+    )
+
+
+def _same(a: tuple[Any, Any, Any], b: tuple[Any, Any, Any]) -> bool:
+    return a[0] is b[0] and a[1] is b[1] and a[2] is b[2]
+
+
+def _upto(items: list[Message], n: int) -> tuple[Message, ...]:
+    return tuple(items) if n == len(items) else tuple(items[:n])
+
+
+_REQUEST_FIELDS = fields_set(LLMRequest.model_fields)
+_new_tuple = tuple.__new__
+
+
+def receipt_for(
+    k: int, assembled: Assembled, usage: Any, stop_reason: str | None
+) -> dict[str, Any]:
+    """What ``call-llm`` commits about call ``k``: hashes of what was sent, usage reported."""
+    request = assembled.request
+    return {
+        "k": k,
+        "request_hash": assembled.request_hash,
+        "system_hash": assembled.system_hash
+        if assembled.system_hash is not None or request.system is None
+        else sha256(canonical_json(request.system)),
+        "messages_hash": assembled.messages_hash,
+        "tools_hash": assembled.tools_hash,
+        "tool_schema_hashes": assembled.tool_hashes,
+        "model": request.model,
+        "usage": usage,
+        "stop_reason": stop_reason,
+    }

@@ -1,0 +1,63 @@
+"""What the tools of a run declared they covered, as the run records it, and the limits that
+travel with the answer.
+
+Every ``absent`` / ``coverage`` / ``described_result`` statement becomes a row of the
+append-only ``coverage_declared`` key (tool, call id, iteration, the lists, the period and its
+verdict) whether or not the limits travel. With ``.limits_travel_with_the_answer()``, the
+``final`` stage composes the answer's limits from those rows and the arguments a tool's rule
+filled: a prose answer gets the block appended, a typed answer stays pure JSON and the same
+value is committed as ``answer_coverage``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from trackway.engine import Scope, thaw
+from trackway.tools.results._limits import answer_coverage, limits_block
+from trackway.tools.results._period import period_verdict
+
+__all__ = ["ROW_KEYS", "answer_limits", "coverage_row", "statement_of"]
+
+ROW_KEYS = ("tool", "id", "iteration", "verdict")
+"""The keys a ``coverage_declared`` row adds to the statement the tool made."""
+
+
+def coverage_row(
+    call: Mapping[str, Any], iteration: int, statement: Mapping[str, Any]
+) -> dict[str, Any]:
+    """One ``coverage_declared`` row: who said it, then what was said, then the period's
+    verdict when a period was declared."""
+    row: dict[str, Any] = {
+        "tool": call["name"],
+        "id": call["id"],
+        "iteration": iteration,
+        **thaw(statement),
+    }
+    if row.get("period") is not None:
+        row["verdict"] = period_verdict(row["period"])
+    return row
+
+
+def statement_of(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The statement a recorded row holds (for a replay, which serves it again)."""
+    return {k: v for k, v in thaw(row).items() if k not in ROW_KEYS}
+
+
+def answer_limits(scope: Scope) -> dict[str, Any] | None:
+    """The limits of this turn's answer: every coverage statement of the run, and every
+    argument a tool's rule filled (``None`` when there are neither)."""
+    rows = thaw(scope.get("coverage_declared", []))
+    assumed = [
+        {"tool": r["name"], "id": r["id"], **a}
+        for r in thaw(scope.get("tool_results", []))
+        for a in r.get("assumed", ())
+        if "proposed" not in a
+    ]
+    return answer_coverage(rows, assumed)
+
+
+def with_limits(answer: str, limits: Mapping[str, Any]) -> str:
+    """A prose answer with its limits block appended."""
+    return f"{answer}\n\n{limits_block(limits)}"

@@ -1,0 +1,142 @@
+"""Asking the model, for the stages: the committed state as ``assemble`` and tool providers
+read it (tracked reads), one call streamed or not (notes held back from the token stream
+under ``.findings()``), and an answer judged against the output schema."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextlib import aclosing
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from trackway.engine import Scope
+
+from ..context._config import AgentConfig
+from ..context._findings import AnswerHoldback
+from ..messages._messages import LLMResponse, StreamDelta, ToolCall, Usage
+from ..providers._provider import ProviderResponseError
+
+__all__ = [
+    "PROVIDER_KEYS",
+    "REQUEST_KEYS",
+    "StateView",
+    "answer_record",
+    "output_error",
+    "stream_model",
+    "streams",
+]
+
+
+class StateView(Mapping[str, Any]):
+    """Committed state read through the scope (read-only, every read tracked), listing the
+    ``keys`` its reader is about: ``REQUEST_KEYS`` for ``assemble``, ``PROVIDER_KEYS`` for a
+    tool provider."""
+
+    def __init__(self, scope: Scope, keys: tuple[str, ...]) -> None:
+        self._scope = scope
+        self._keys = keys
+
+    def __getitem__(self, key: str) -> Any:
+        return self._scope[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._scope.get(key, default)
+
+    def __iter__(self) -> Any:
+        return iter([k for k in self._keys if k in self._scope])
+
+    def __len__(self) -> int:
+        return sum(1 for k in self._keys if k in self._scope)
+
+
+REQUEST_KEYS = ("history", "settings", "system_prompt", "tools", "wrap_up_asked", "window_view")
+"""What a model request is assembled from."""
+PROVIDER_KEYS = (
+    "user_message",
+    "history",
+    "iteration",
+    "tool_results",
+    "settings",
+    "identity",
+    "session_id",
+    "tools",
+)
+"""What a tool provider may read to decide its offer."""
+
+
+def streams(cfg: AgentConfig) -> bool:
+    """Whether a call is streamed: the agent asks for it and the provider can."""
+    return cfg.stream and getattr(cfg.provider, "stream", None) is not None
+
+
+async def stream_model(cfg: AgentConfig, scope: Scope, request: Any) -> LLMResponse:
+    """The provider's answer to ``request``, streamed (:func:`streams`): the tokens are
+    emitted as they come, notes held back from them under ``.findings()``. A call that
+    is not streamed is ``await cfg.provider.complete(request)``."""
+    final: LLMResponse | None = None
+    stream: Any = getattr(cfg.provider, "stream", None)  # there is one: see streams()
+    pieces = stream(request)
+    held = AnswerHoldback() if cfg.findings else None  # notes never reach the stream
+    async with aclosing(pieces):  # closed here if the run stops mid-stream
+        async for piece in pieces:
+            if isinstance(piece, StreamDelta):
+                text = piece.text if held is None or not piece.text else held.feed(piece.text)
+                if text:
+                    scope.emit("stream.token", {"text": text})
+            else:
+                final = piece
+    if held is not None and (tail := held.finish()):
+        scope.emit("stream.token", {"text": tail})
+    if final is None:
+        name = getattr(cfg.provider, "name", type(cfg.provider).__name__)
+        raise ProviderResponseError(
+            f"provider {name!r} ended a stream without its final response; the stream was "
+            "cut short (the server or the connection dropped it): retry the call",
+            quoted=(),
+        )
+    return final
+
+
+def output_error(model: type[BaseModel], content: str) -> str | None:
+    try:
+        model.model_validate_json(content)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        return f"{loc + ': ' if loc else ''}{first['msg']}"
+    return None
+
+
+def answer_record(response: LLMResponse) -> dict[str, Any]:
+    """``response.model_dump(mode="json", exclude_none=True)``, what ``call-llm`` commits,
+    built directly when every call's arguments are str, int, bool or None (a float or a
+    nested value takes pydantic's JSON-mode dump, which writes NaN as null)."""
+    if type(response) is not LLMResponse:
+        return response.model_dump(mode="json", exclude_none=True)
+    fields = response.__dict__
+    calls = []
+    for call in fields["tool_calls"]:
+        args = call.__dict__["args"]
+        if type(call) is not ToolCall or not _scalar_args(args):
+            return response.model_dump(mode="json", exclude_none=True)
+        calls.append({"id": call.id, "name": call.name, "args": dict(args)})
+    out: dict[str, Any] = {"content": fields["content"], "tool_calls": calls}
+    usage = fields["usage"]
+    if usage is not None:
+        if type(usage) is not Usage:
+            return response.model_dump(mode="json", exclude_none=True)
+        out["usage"] = {k: v for k, v in usage.__dict__.items() if v is not None}
+    if fields["stop_reason"] is not None:
+        out["stop_reason"] = fields["stop_reason"]
+    if fields["model"] is not None:
+        out["model"] = fields["model"]
+    return out
+
+
+def _scalar_args(args: dict[str, Any]) -> bool:
+    for value in args.values():
+        kind = type(value)
+        if kind is not str and kind is not int and kind is not bool and value is not None:
+            return False
+    return True

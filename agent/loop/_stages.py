@@ -1,0 +1,461 @@
+"""The agent's stages. Each reads committed state and writes what it did; nothing else is
+kept. A feature that is not configured mounts no stage and writes no key.
+
+State keys: ``user_message``, ``history`` (the conversation sent to the model, grown by
+appends), ``settings`` (model and the request options: temperature, max_tokens, tool_choice,
+seed, top_p, stop, response_format, extra_body), ``iteration``, ``max_iterations``,
+``system_prompt``, ``tools``, ``response`` (the last model answer), ``receipts`` (one per
+call), ``usage_total``, ``wrap_up_asked``, ``stopped_early``, ``output_attempts``,
+``output_error``, ``output_contract_unmet``, ``final_answer``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from trackway.engine import Decision, Scope, StagePath, thaw
+from trackway.tools import Identity
+from trackway.tools.define._providers import offered_tools
+
+from ..context._config import (
+    CONFIGURABLE,
+    CURRENT_SCOPE,
+    AgentConfig,
+    apply_configured,
+)
+from ..context._config import emit as _emit
+from ..context._cost import account, halted
+from ..context._findings import (
+    FINDINGS_ARGUMENT,
+    file_declaration,
+    findings_property,
+    offered_ids,
+    served_ids,
+    strip_answer,
+)
+from ..context._request import MessageCache, assemble, receipt_for
+from ..context._window import window_stage
+from ..messages._tool_ids import call_repairs, unique_calls
+from ..messages._usage import via
+from ._coverage import answer_limits, with_limits
+from ._dispatch import NOT_RUN, WITHDRAWN, Batch, Outcome, dispatch, run_one
+from ._model_call import (
+    PROVIDER_KEYS,
+    StateView,
+    answer_record,
+    output_error,
+    stream_model,
+    streams,
+)
+from ._person import outcome_of
+
+__all__ = [
+    "CONFIGURABLE",
+    "CURRENT_SCOPE",
+    "WRAP_UP_PROMPT",
+    "AgentConfig",
+    "apply_configured",
+    "stage_functions",
+]
+
+WRAP_UP_PROMPT = (
+    "You have reached the limit of tool calls for this request. Do not call any tools. "
+    "Give your best final answer now from what you already know, and say what you could "
+    "not find out."
+)
+
+
+def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
+    """The stage functions of one agent, closed over its configuration."""
+    vias: dict[bool, tuple[object, dict[str, Any] | None]] = {}  # by streamed: see call_llm
+
+    def seed(scope: Scope) -> None:
+        message = scope["message"]
+        prior = thaw(scope.get("prior_history", []))
+        settings: dict[str, Any] = {"model": cfg.model, **cfg.options}
+        if cfg.arg_validation != "enforce":  # what the model reads of bad arguments changes
+            settings["tool_arg_validation"] = cfg.arg_validation
+        if cfg.max_tool_result_chars is not None:
+            settings["max_tool_result_chars"] = cfg.max_tool_result_chars
+        if not cfg.repeated_call_nudge:
+            settings["repeated_call_nudge"] = False
+        if cfg.limits_travel:  # the answer handed back gains a block
+            settings["limits_travel"] = True
+        if cfg.findings:  # schemas gain the reserved argument; results may be ticketed
+            settings["findings"] = True
+        if cfg.pricing is not None:  # the cost ledger is computed from the record
+            settings["pricing"] = cfg.pricing
+        if cfg.cost_budget is not None:
+            settings["cost_budget"] = cfg.cost_budget
+        if cfg.window is not None:  # what each call is served depends on it
+            settings["window"] = {
+                "strategy": cfg.window.name,
+                **cfg.window.settings(),
+                "keep_last_tool_results": cfg.keep_last_tool_results,
+            }
+        identity = scope.get("identity")
+        if identity is not None:  # who the run is for, as the caller said (never invented)
+            scope["identity"] = identity
+        if scope.get("session_id") is not None:
+            scope["session_id"] = scope["session_id"]
+        if cfg.configure is not None:
+            context = {
+                "message": message,
+                "identity": None if identity is None else Identity.model_validate(thaw(identity)),
+                "run_id": scope.run_id,
+                "defaults": {"model": cfg.model, "instructions": cfg.system, **cfg.options},
+            }
+            token = CURRENT_SCOPE.set(scope)
+            try:
+                chosen = dict(cfg.configure(context))
+            finally:
+                CURRENT_SCOPE.reset(token)
+            apply_configured(cfg, chosen, settings)
+            if "instructions" in chosen:
+                scope["resolved_instructions"] = chosen["instructions"]
+        scope["settings"] = settings
+        scope["user_message"] = message
+        scope["iteration"] = 1
+        scope["max_iterations"] = cfg.max_iterations
+        if scope.get("retry"):  # resume_on_error: the failed call is asked again as it was
+            scope.extend("history", prior)
+        else:
+            scope.extend("history", [*prior, {"role": "user", "content": message}])
+        _emit(scope, "agent.turn_start", {"message": message, "agent": cfg.name})
+
+    def system_prompt(scope: Scope) -> None:
+        text = scope.get("resolved_instructions", cfg.system)
+        if text is not None:
+            scope["system_prompt"] = text
+
+    def tools(scope: Scope) -> None:
+        scope["tools"] = [cfg.tools[name].spec() for name in cfg.registered]
+        if cfg.asks_people:  # which calls wait for a person: replay needs no code for it
+            scope["people"] = {
+                "asks": {n: dict(t.asks) for n, t in cfg.tools.items() if t.asks is not None},
+                "check_ins": dict(cfg.check_ins),
+                "gated": cfg.gate is not None
+                or any(t.gate is not None for t in cfg.tools.values()),
+            }
+        rules = {
+            n: {
+                "ask_or_assume": thaw(t.ask_or_assume),
+                "period": thaw(t.period),
+                "input_schema": thaw(t.input_schema),  # the author's: it judges the arguments
+            }
+            for n, t in cfg.tools.items()
+            if t.ask_or_assume or t.period
+        }
+        if rules:  # what fills or asks for arguments: replay needs no code for it
+            scope["tool_rules"] = {n: {k: v for k, v in r.items() if v} for n, r in rules.items()}
+
+    async def window(scope: Scope) -> None:
+        await window_stage(scope, cfg.window, cfg.keep_last_tool_results, id(cfg))
+
+    def offer(scope: Scope) -> None:
+        """The tools this model call is offered: the registered ones, then each provider's
+        choice over the committed state (written only when it changes)."""
+        view = StateView(scope, PROVIDER_KEYS)
+        names = list(cfg.registered)
+        for provider in cfg.providers:
+            names += [t.name for t in offered_tools(provider, view) if t.name not in names]
+        specs = [cfg.tools[name].spec() for name in names]
+        if cfg.findings:  # the reserved argument, bound to the results nameable now
+            prop = findings_property(*offered_ids(scope))
+            for spec in specs:
+                schema = spec["input_schema"]
+                properties = {**(schema.get("properties") or {}), FINDINGS_ARGUMENT: prop}
+                spec["input_schema"] = {**schema, "properties": properties}
+        if thaw(scope.get("tools", [])) != specs:
+            scope["tools"] = specs
+            _emit(scope, "tools.offered", {"iteration": scope["iteration"], "names": names})
+
+    async def call_llm(scope: Scope) -> None:
+        # one cache per run and per mounted copy of the chart; it dies with the run
+        mount = StagePath.parent_of(scope.stage_path)  # the key only: no parse
+        cache = scope.run_local(("agent-messages", id(cfg), mount), MessageCache)
+        assembled = assemble(scope, cache)  # reads REQUEST_KEYS, each tracked
+        k = len(scope.get("receipts", [])) + 1
+        iteration = scope["iteration"]
+        built = scope._emit_built  # the loop's own events: exact JSON, encoded once
+        built("agent.iteration_start", {"iteration": iteration})
+        built("stream.llm_start", {"k": k, "model": assembled.request.model})
+        provider = cfg.provider
+        streamed = streams(cfg)
+        if streamed:
+            response = await stream_model(cfg, scope, assembled.request)
+        else:
+            response = await provider.complete(assembled.request)
+        # the answer is committed as the model gave it; the calls are acted on with one id
+        # each (unique_calls, applied again by every stage that reads them)
+        repairs = call_repairs(response.tool_calls) if len(response.tool_calls) > 1 else None
+        usage = None if response.usage is None else response.usage.model_dump(exclude_none=True)
+        receipt = receipt_for(k, assembled, usage, response.stop_reason)
+        known = vias.get(streamed)
+        if known is not None and known[0] is provider:
+            described = known[1]  # shared read-only by the receipts, as committed values are
+        else:
+            described = via(provider, streamed)
+            if not callable(getattr(provider, "describe_call", None)):  # the same every call
+                vias[streamed] = (provider, described)
+        if described is not None:
+            receipt["via"] = described
+        if repairs:
+            receipt["tool_call_repairs"] = repairs
+            _emit(scope, "agent.tool_calls_repaired", {"k": k, "repairs": repairs})
+        scope._extend_built("receipts", [receipt])
+        # a JSON-mode dump is plain JSON (NaN as null, tuples as lists): handed over as is
+        scope._set_built("response", answer_record(response))
+        # the sum of what providers reported; a call that reported nothing has usage None in
+        # its receipt and is not counted as zero (RunUsage.unreported_calls)
+        tick = account(scope, k, assembled.request.model, usage)
+        built(
+            "stream.llm_end",
+            {
+                "k": k,
+                "tool_calls": len(response.tool_calls),
+                "usage": usage,
+                "stop_reason": response.stop_reason,
+            },
+        )
+        built("cost.tick", tick)
+
+    def route(scope: Scope) -> Decision:
+        response = scope["response"]
+        calls = response.get("tool_calls") or ()
+        iteration = scope["iteration"]
+        limit = scope["max_iterations"]
+        evidence: dict[str, Any] = {
+            "tool_calls": len(calls),
+            "iteration": iteration,
+            "max_iterations": limit,
+        }
+        if halted(scope) is not None:  # over the cost budget: no further call
+            if cfg.output_model is not None:  # the final stage judges this answer, not an older
+                content = response.get("content", "")
+                judged = strip_answer(content)[0] if cfg.findings else content
+                error = output_error(cfg.output_model, judged)
+                if error is not None:
+                    scope["output_error"] = error
+                elif "output_error" in scope:
+                    del scope["output_error"]
+            return Decision("final", {**evidence, "chosen": "final", "why": "cost budget"})
+        if calls and cfg.tools:
+            if iteration < limit:
+                return Decision("tool-calls", {**evidence, "chosen": "tool-calls"})
+            if cfg.wrap_up and not scope.get("wrap_up_asked"):
+                return Decision(
+                    "wrap-up",
+                    {
+                        **evidence,
+                        "chosen": "wrap-up",
+                        "why": "max_iterations reached with tool calls",
+                    },
+                )
+            return Decision("final", {**evidence, "chosen": "final", "why": "cut short"})
+        if cfg.output_model is not None:
+            content = response.get("content", "")
+            if cfg.findings:  # judged without the notes the answer will lose
+                content = strip_answer(content)[0]
+            error = output_error(cfg.output_model, content)
+            if error is not None:
+                scope["output_error"] = error
+                attempts = scope.get("output_attempts", 0)
+                if attempts < cfg.output_retries:
+                    return Decision(
+                        "output-retry", {**evidence, "chosen": "output-retry", "error": error}
+                    )
+            elif "output_error" in scope:
+                del scope["output_error"]
+        return Decision("final", {**evidence, "chosen": "final"})
+
+    async def tool_calls(scope: Scope) -> None:
+        response = scope["response"]
+        calls = unique_calls(response["tool_calls"])[0]
+        batch = Batch(scope["iteration"])
+        batch.messages.append(
+            {"role": "assistant", "content": response.get("content", ""), "tool_calls": calls}
+        )
+        await dispatch(cfg, scope, calls, 0, batch)
+
+    async def tool_calls_resumed(scope: Scope, value: Any) -> None:
+        """The person answered: the waiting call gets its result, then the rest run."""
+        pending = thaw(scope["pending_question"])
+        calls = unique_calls(scope["response"]["tool_calls"])[0]
+        index = pending["index"]
+        call = calls[index]
+        value = thaw(value)
+        _emit(scope, "agent.resumed", {"id": call["id"], "name": call["name"], **value})
+        if value.get("abandon"):
+            batch = Batch(scope["iteration"])
+            batch.add(scope, call, Outcome("denied", WITHDRAWN), announce=False)
+            for later in calls[index + 1 :]:
+                batch.add(scope, later, Outcome("denied", NOT_RUN), announce=False)
+            batch.flush(scope)
+            scope["abandoned_question"] = pending
+            del scope["pending_question"]
+            scope.break_()
+            return
+        status, text = outcome_of(pending, value)
+        iteration = scope["iteration"]
+        if pending["kind"] == "arguments":  # checked, gated and run with the person's values
+            await dispatch(cfg, scope, calls, index, Batch(iteration), value["answer"])
+            return
+        if status == "run":
+            done = await run_one(cfg, scope, call, iteration, answered=pending.get("answered"))
+        else:
+            assert text is not None
+            done = Outcome(status, text)
+        if pending.get("gate"):  # a gate asked: the row says so, for replay and readers
+            done = done._replace(flags={**(done.flags or {}), "gate": "ask"})
+        batch = Batch(iteration)
+        batch.add(scope, call, done)
+        await dispatch(cfg, scope, calls, index + 1, batch)
+
+    def wrap_up(scope: Scope) -> None:
+        response = scope["response"]
+        iteration = scope["iteration"]
+        scope.append("history", {"role": "user", "content": WRAP_UP_PROMPT, "origin": "library"})
+        scope["wrap_up_asked"] = True
+        pending = unique_calls(response.get("tool_calls"))[0]
+        stopped = {
+            "reason": "max-iterations",
+            "iteration": iteration,
+            "limit": scope["max_iterations"],
+            "pending_tool_calls": pending,
+            "pending_count": len(pending),
+            "wrapped_up": True,
+        }
+        scope["stopped_early"] = stopped
+        scope["iteration"] = iteration + 1
+        _emit(scope, "agent.budget_exhausted", {**stopped, "action": "wrapped-up"})
+        _emit(scope, "agent.iteration_end", {"iteration": iteration, "tool_calls": 0})
+
+    def output_retry(scope: Scope) -> None:
+        response = scope["response"]
+        error = scope["output_error"]
+        attempts = scope.get("output_attempts", 0) + 1
+        scope.extend(
+            "history",
+            [
+                {"role": "assistant", "content": response.get("content", "")},
+                {
+                    "role": "user",
+                    "content": "Your answer did not match the required output "
+                    f"schema: {error}. Answer again with JSON that matches it exactly.",
+                    "origin": "library",
+                },
+            ],
+        )
+        scope["output_attempts"] = attempts
+        scope["iteration"] = scope["iteration"] + 1
+        _emit(scope, "agent.output_retry", {"attempt": attempts, "error": error})
+
+    def final(scope: Scope) -> None:
+        response = scope["response"]
+        answer = response.get("content", "")
+        calls = response.get("tool_calls") or []
+        hit = halted(scope)
+        if calls and cfg.tools and not scope.get("wrap_up_asked"):
+            pending = unique_calls(calls)[0]
+            stopped = {
+                "reason": "max-iterations",
+                "iteration": scope["iteration"],
+                "limit": scope["max_iterations"],
+                "pending_tool_calls": pending,
+                "pending_count": len(pending),
+                "wrapped_up": False,
+            }
+            if hit is not None:  # the spend, not the iterations, ended the turn
+                stopped.update(reason="cost-budget", limit=hit["limit"], spend=hit["spend"])
+            scope["stopped_early"] = stopped
+            _emit(scope, "agent.budget_exhausted", {**stopped, "action": "cut-short"})
+        elif hit is not None and cfg.output_model is not None and scope.get("output_error"):
+            stopped = {
+                "reason": "cost-budget",
+                "iteration": scope["iteration"],
+                "limit": hit["limit"],
+                "spend": hit["spend"],
+                "pending_count": 0,
+                "wrapped_up": False,
+            }
+            scope["stopped_early"] = stopped
+            _emit(scope, "agent.budget_exhausted", {**stopped, "action": "cut-short"})
+        if response.get("stop_reason") == "max_tokens":
+            k = len(scope.get("receipts", []))
+            earlier = scope.get("stopped_early")
+            settings = scope["settings"]
+            if earlier is None:
+                cut = {
+                    "reason": "max-tokens",
+                    "iteration": scope["iteration"],
+                    "k": k,
+                    "limit": settings.get("max_tokens"),
+                    "pending_count": 0,
+                }
+            else:  # a wrap-up answer that was cut as well: both are said
+                cut = {**thaw(earlier), "answer_cut_at_max_tokens": True, "k": k}
+            scope["stopped_early"] = cut
+            _emit(
+                scope,
+                "agent.answer_truncated",
+                {"k": k, "iteration": scope["iteration"], "max_tokens": settings.get("max_tokens")},
+            )
+        if cfg.findings:  # notes the model wrote into its answer are filed, not handed on
+            answer, declared = strip_answer(answer)
+            if declared is not None:
+                offered = served_ids(scope)
+                file_declaration(
+                    scope, declared, by="answer", iteration=scope["iteration"], offered=offered
+                )
+        if cfg.output_model is not None:
+            # also when the turn was cut short: the answer may never have been judged
+            error = scope.get("output_error") or output_error(cfg.output_model, answer)
+            if error is not None:
+                scope["output_contract_unmet"] = {
+                    "error": error,
+                    "attempts": scope.get("output_attempts", 0) + 1,
+                }
+        limits = answer_limits(scope) if cfg.limits_travel else None
+        if limits is not None:  # composed from the record: the model cannot drop it
+            scope["answer_coverage"] = limits
+            if cfg.output_model is None:  # a typed answer stays JSON
+                answer = with_limits(answer, limits)
+        scope["final_answer"] = answer
+        stopped_early = scope.get("stopped_early")
+        if stopped_early is not None:  # whether the answer handed back has any text at all
+            stopped_early = {**thaw(stopped_early), "empty_answer": not answer.strip()}
+            scope["stopped_early"] = stopped_early
+        usage = scope.get("usage_total")
+        _emit(
+            scope,
+            "agent.turn_end",
+            {
+                "answer": answer,
+                "iterations": scope["iteration"],
+                "usage": thaw(usage) if usage else None,
+                "stopped_early": None
+                if stopped_early is None
+                else {
+                    key: stopped_early.get(key)
+                    for key in ("reason", "limit", "pending_count", "empty_answer")
+                },
+                **({"answer_coverage": limits} if limits is not None else {}),
+            },
+        )
+
+    return {
+        "seed": seed,
+        "system-prompt": system_prompt,
+        "tools": tools,
+        "call-llm": call_llm,
+        "offer": offer,
+        "window": window,
+        "route": route,
+        "tool-calls": tool_calls,
+        "tool-calls-resumed": tool_calls_resumed,
+        "wrap-up": wrap_up,
+        "output-retry": output_retry,
+        "final": final,
+    }

@@ -1,0 +1,454 @@
+"""``anthropic(...)``: the Anthropic Messages API.
+
+Wire mapping (``LLMRequest`` -> body):
+
+- ``system`` -> the top-level ``system`` field;
+- an assistant message -> content blocks: a ``text`` block (when it has text), then one
+  ``tool_use`` block per tool call (``input`` is the arguments object);
+- tool messages -> ``tool_result`` blocks in a user message; consecutive tool results are
+  merged into one user message, as the API expects after a turn with several calls;
+- ``tools`` -> ``{"name", "description", "input_schema"}``;
+- ``max_tokens`` is required by the API: the request's, else the provider's default (1024);
+- ``tool_choice`` -> ``{"type": "auto"}``, ``{"type": "any"}`` for ``"required"``,
+  ``{"type": "none"}``, or ``{"type": "tool", "name": ...}`` (sent only with ``tools``);
+- ``temperature`` and ``top_p`` as given, ``stop`` -> ``stop_sequences``; ``extra_body``'s
+  fields are added to the body as they are. The Messages API has no ``seed`` and no
+  ``response_format``: a request with either is refused (:class:`ProviderRequestError`)
+  rather than sent without it.
+
+Stop reasons are normalised: ``end_turn`` and ``stop_sequence`` -> ``stop``, ``tool_use``,
+``max_tokens``, ``refusal`` -> ``content_filter``, otherwise the API's own word. Streaming
+reads the SSE events (``content_block_*``, ``message_delta``); thinking blocks are not
+carried (the neutral response has no place for them yet). A body or event of the wrong shape
+(a ``delta``, ``content_block`` or ``usage`` that is not an object, text that is not a string,
+a ``tool_use`` block without a name) is a :class:`ProviderResponseError` naming the field.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+import httpx2
+import orjson
+
+from ..messages._messages import LLMRequest, LLMResponse, ToolCall, Usage
+from ..messages._payload import (
+    UNPARSED_ARGUMENTS,
+    MalformedPayload,
+    optional_int,
+    optional_object,
+    optional_str,
+    parse_arguments,
+    required_object,
+    required_str,
+    shared_id_arguments,
+)
+from ._http import (
+    MAX_ERROR_BODY,
+    MAX_RESPONSE_BODY,
+    HTTPProvider,
+)
+from ._provider import (
+    ProviderConfigError,
+    ProviderError,
+    ProviderRateLimitError,
+    ProviderRequestError,
+    ProviderResponseError,
+)
+
+__all__ = ["AnthropicProvider", "anthropic"]
+
+API_VERSION = "2023-06-01"
+"""The ``anthropic-version`` header sent with every call."""
+
+_TOOL_CHOICES: dict[str, dict[str, str]] = {
+    "auto": {"type": "auto"},
+    "required": {"type": "any"},
+    "none": {"type": "none"},
+}
+
+_STOP_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "refusal": "content_filter",
+}
+
+
+def _stop_reason(value: Any) -> str | None:
+    if not isinstance(value, str) or not value:
+        return None
+    return _STOP_REASONS.get(value, value)
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+class _Block:
+    """One content block being assembled from stream events."""
+
+    def __init__(self, kind: str, call_id: str = "", name: str = "") -> None:
+        self.kind = kind
+        self.id = call_id
+        self.name = name
+        self.pieces: list[str] = []
+        self.input: dict[str, Any] = {}
+
+
+def _usage(data: Any, usage: Usage | None = None) -> Usage | None:
+    """``usage`` updated with what ``data`` reports (stream events report in parts)."""
+    if not isinstance(data, Mapping):
+        return usage
+    reported = {
+        "input_tokens": _int(data.get("input_tokens")),
+        "output_tokens": _int(data.get("output_tokens")),
+        "cache_read_tokens": _int(data.get("cache_read_input_tokens")),
+        "cache_write_tokens": _int(data.get("cache_creation_input_tokens")),
+    }
+    base = usage or Usage()
+    return base.model_copy(update={k: v for k, v in reported.items() if v is not None})
+
+
+class _Stream:
+    """A streamed message being assembled from its events.
+
+    An event of the wrong shape (a ``delta`` or ``content_block`` that is not an object, a
+    ``tool_use`` block without a name, text that is not a string, ...) raises
+    :class:`MalformedPayload`.
+    """
+
+    def __init__(self) -> None:
+        self.blocks: dict[int, _Block] = {}
+        self.usage: Usage | None = None
+        self.stop_reason: str | None = None
+        self.model: str | None = None
+        self.stopped = False
+
+    def feed(self, event: str, data: dict[str, Any]) -> str:
+        """Take one event in; the text it adds (maybe empty)."""
+        kind = optional_str(data.get("type"), "type") or event
+        if kind == "message_start":
+            message = optional_object(data.get("message"), "message")
+            if message is not None:
+                if isinstance(message.get("model"), str):
+                    self.model = message["model"]
+                usage = optional_object(message.get("usage"), "message.usage")
+                self.usage = _usage(usage, self.usage)
+        elif kind == "content_block_start":
+            return self._start(data)
+        elif kind == "content_block_delta":
+            return self._delta(data)
+        elif kind == "message_stop":
+            self.stopped = True
+        elif kind == "message_delta":
+            delta = optional_object(data.get("delta"), "delta")
+            if delta is not None:
+                self.stop_reason = _stop_reason(delta.get("stop_reason")) or self.stop_reason
+            self.usage = _usage(optional_object(data.get("usage"), "usage"), self.usage)
+        return ""
+
+    def _delta(self, data: dict[str, Any]) -> str:
+        delta = required_object(data.get("delta"), "delta")
+        delta_type = optional_str(delta.get("type"), "delta.type")
+        if delta_type == "text_delta":
+            piece = required_str(delta.get("text"), "delta.text")
+        elif delta_type == "input_json_delta":
+            piece = required_str(delta.get("partial_json"), "delta.partial_json")
+        else:
+            return ""  # thinking, signatures, citations: not carried
+        json_delta = delta_type == "input_json_delta"
+        target = self.blocks.setdefault(
+            _index(data, len(self.blocks)), _Block("tool_use" if json_delta else "text")
+        )
+        target.pieces.append(piece)
+        return "" if json_delta else piece
+
+    def _start(self, data: dict[str, Any]) -> str:
+        block = required_object(data.get("content_block"), "content_block")
+        kind = optional_str(block.get("type"), "content_block.type") or ""
+        call_id = optional_str(block.get("id"), "content_block.id") or ""
+        name = optional_str(block.get("name"), "content_block.name") or ""
+        if kind == "tool_use" and not name:
+            raise MalformedPayload("content_block.name is missing: a tool_use block needs one")
+        started = _Block(kind, call_id, name)
+        if isinstance(block.get("input"), dict):
+            started.input = block["input"]
+        self.blocks[_index(data, len(self.blocks))] = started
+        text = optional_str(block.get("text"), "content_block.text") if kind == "text" else None
+        if text:
+            started.pieces.append(text)
+            return text
+        return ""
+
+    def finished(self, saw_done: bool) -> bool:
+        """A stream is whole once it sent ``message_stop`` or said why the message stopped."""
+        return self.stopped or self.stop_reason is not None
+
+    def response(self) -> LLMResponse:
+        text: list[str] = []
+        calls: list[ToolCall] = []
+        ids = Counter(b.id for b in self.blocks.values() if b.kind == "tool_use" and b.id)
+        for index, block in sorted(self.blocks.items()):
+            if block.kind == "text":
+                text.extend(block.pieces)
+            elif block.kind == "tool_use":
+                if not block.name:
+                    raise MalformedPayload(
+                        f"tool_use block {index} came without a name (no content_block_start)"
+                    )
+                raw = "".join(block.pieces)
+                if ids[block.id] > 1:  # a piece of a split call: joined by the agent
+                    args = shared_id_arguments(raw) if raw else block.input
+                else:
+                    args = parse_arguments(raw) if raw else block.input
+                calls.append(ToolCall(id=block.id or f"call_{index}", name=block.name, args=args))
+        return LLMResponse(
+            content="".join(text),
+            tool_calls=tuple(calls),
+            usage=self.usage,
+            stop_reason=self.stop_reason,
+            model=self.model,
+        )
+
+
+class AnthropicProvider(HTTPProvider):
+    """A Messages API provider; build it with :func:`anthropic`."""
+
+    name = "anthropic"
+    key_env = "ANTHROPIC_API_KEY"
+    api_label = "a Messages API response"
+    default_base_url = "https://api.anthropic.com"
+    path = "/v1/messages"
+    stream_item = "an event"
+
+    def __init__(self, model: str, *, max_tokens: int = 1024, **options: Any) -> None:
+        """``max_tokens`` is sent when a request sets none; ``options`` as for
+        :class:`HTTPProvider` (base_url, api_key, timeout, max_retries, backoff, ...)."""
+        if not (isinstance(max_tokens, int) and max_tokens > 0):
+            raise ProviderConfigError(
+                f"anthropic(max_tokens={max_tokens!r}): use a positive integer"
+            )
+        super().__init__(model, **options)
+        self.max_tokens = max_tokens
+
+    unsupported_options = ("seed", "response_format")
+    """Request options the Messages API has no field for (refused when the agent is built)."""
+
+    def describe_call(self, streamed: bool) -> dict[str, Any]:
+        """As for every HTTP provider, plus the ``max_tokens`` sent when a request sets none
+        (the body depends on it)."""
+        return {**super().describe_call(streamed), "default_max_tokens": self.max_tokens}
+
+    def _auth_headers(self, api_key: str) -> dict[str, str]:
+        return {"x-api-key": api_key}
+
+    def _static_headers(self) -> dict[str, str]:
+        return {"anthropic-version": API_VERSION}
+
+    def _endpoint_hint(self) -> str:
+        return "the Messages API root (e.g. https://api.anthropic.com, without /v1)"
+
+    def _models_hint(self) -> str:
+        return f"; GET {self.base_url}/v1/models lists the models the key may use"
+
+    # -- request -----------------------------------------------------------------------------
+
+    def body(self, request: LLMRequest) -> dict[str, Any]:
+        """The Messages API body for ``request`` (what goes on the wire)."""
+        for option in self.unsupported_options:
+            if getattr(request, option) is not None:
+                raise ProviderRequestError(
+                    f"anthropic: the Messages API has no {option}, so a request with "
+                    f"{option}= cannot be sent as recorded; drop {option}= from the agent (or "
+                    "pass the vendor's own field through extra_body=)"
+                )
+        messages: list[dict[str, Any]] = []
+        results: list[dict[str, Any]] | None = None  # the open user message of tool results
+        for index, message in enumerate(request.messages):
+            if message.role == "tool":
+                if not message.tool_call_id:
+                    raise ProviderRequestError(
+                        f"messages[{index}] is a tool result without tool_call_id; set "
+                        "Message(role='tool', tool_call_id=<the id of the call it answers>)"
+                    )
+                block = {
+                    "type": "tool_result",
+                    "tool_use_id": message.tool_call_id,
+                    "content": message.content,
+                }
+                if results is None:
+                    results = []
+                    messages.append({"role": "user", "content": results})
+                results.append(block)
+                continue
+            results = None
+            if message.role == "assistant" and message.tool_calls:
+                blocks: list[dict[str, Any]] = []
+                if message.content:
+                    blocks.append({"type": "text", "text": message.content})
+                blocks.extend(
+                    {"type": "tool_use", "id": call.id, "name": call.name, "input": call.args}
+                    for call in message.tool_calls
+                )
+                messages.append({"role": "assistant", "content": blocks})
+            else:
+                messages.append({"role": message.role, "content": message.content})
+        body: dict[str, Any] = {
+            "model": request.model or self.model,
+            "max_tokens": request.max_tokens if request.max_tokens is not None else self.max_tokens,
+        }
+        if request.system:
+            body["system"] = request.system
+        body["messages"] = messages
+        if request.tools:
+            body["tools"] = [
+                {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "input_schema": tool.input_schema,
+                }
+                for tool in request.tools
+            ]
+            if request.tool_choice is not None:
+                body["tool_choice"] = _TOOL_CHOICES.get(
+                    request.tool_choice, {"type": "tool", "name": request.tool_choice}
+                )
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.top_p is not None:
+            body["top_p"] = request.top_p
+        if request.stop is not None:
+            body["stop_sequences"] = list(request.stop)
+        if request.extra_body:
+            body.update(request.extra_body)
+        return body
+
+    # -- response ----------------------------------------------------------------------------
+
+    def _parse(self, data: Any) -> LLMResponse:
+        content = data.get("content") if isinstance(data, dict) else None
+        if not isinstance(content, list):
+            raise self._malformed(orjson.dumps(data), "no 'content' list")
+        text: list[str] = []
+        calls: list[ToolCall] = []
+        for index, block in enumerate(content):
+            if not isinstance(block, dict):
+                raise self._malformed(orjson.dumps(data), f"content[{index}] is not a block")
+            kind = optional_str(block.get("type"), f"content[{index}].type")
+            if kind == "text":
+                text.append(required_str(block.get("text"), f"content[{index}].text"))
+            elif kind == "tool_use":
+                name, arguments = block.get("name"), block.get("input")
+                if not isinstance(name, str):
+                    raise self._malformed(orjson.dumps(data), f"content[{index}] has no name")
+                call_id = optional_str(block.get("id"), f"content[{index}].id")
+                calls.append(
+                    ToolCall(
+                        id=call_id or f"call_{index}",
+                        name=name,
+                        args=arguments
+                        if isinstance(arguments, dict)
+                        else {}
+                        if arguments is None
+                        else {UNPARSED_ARGUMENTS: orjson.dumps(arguments).decode()},
+                    )
+                )
+        model = data.get("model")
+        return LLMResponse(
+            content="".join(text),
+            tool_calls=tuple(calls),
+            usage=_usage(optional_object(data.get("usage"), "usage")),
+            stop_reason=_stop_reason(data.get("stop_reason")),
+            model=model if isinstance(model, str) and model else None,
+        )
+
+    # -- streaming ---------------------------------------------------------------------------
+
+    def _assembly(self) -> _Stream:
+        return _Stream()
+
+    def _stream_failure(self, event: str, data: dict[str, Any]) -> ProviderError | None:
+        return self._stream_error(data) if data.get("type", event) == "error" else None
+
+    def _stream_error(self, data: dict[str, Any]) -> ProviderError:
+        error = data.get("error")
+        kind = error.get("type") if isinstance(error, dict) else None
+        detail = error.get("message") if isinstance(error, dict) else error
+        said = self._quote(f"{kind or 'error'}: {detail or 'no message'}")
+        text = self._scrub(
+            f"{self.name}: the server at {self.base_url} reported an error mid-stream "
+            f"({said}). Retry the call."
+        )
+        if kind == "rate_limit_error":
+            return ProviderRateLimitError(text, status=429, quoted=(said,))
+        return ProviderResponseError(text, quoted=(said,))
+
+
+def _index(data: Mapping[str, Any], default: int) -> int:
+    index = optional_int(data.get("index"), "index")
+    return default if index is None else index
+
+
+def anthropic(
+    model: str,
+    *,
+    base_url: str = AnthropicProvider.default_base_url,
+    api_key: str | None = None,
+    max_tokens: int = 1024,
+    timeout: float = 60.0,
+    max_retries: int = 2,
+    backoff: float = 0.5,
+    transport: httpx2.AsyncBaseTransport | None = None,
+    headers: Mapping[str, str] | None = None,
+    max_error_body: int = MAX_ERROR_BODY,
+    max_response_body: int = MAX_RESPONSE_BODY,
+    retry_read_timeouts: bool = False,
+) -> AnthropicProvider:
+    """A provider for the Anthropic Messages API.
+
+    Args:
+        model: the model. The agent uses it unless ``Agent.create(model=)`` names the same
+            one; naming two different models is refused (``configure()`` may pick another
+            for one run).
+        base_url: the API root, without ``/v1`` (the provider posts to ``/v1/messages``).
+        api_key: sent as ``x-api-key``. Default: ``$ANTHROPIC_API_KEY``, but only when
+            ``base_url`` is Anthropic's own host (pass ``api_key=`` for a gateway);
+            ``api_key=""`` sends none, e.g. behind a proxy that adds it. Anthropic's own
+            host with no key at all: the first call raises :class:`MissingAPIKeyError`,
+            before connecting.
+        max_tokens: the answer's token cap when the request sets none (the API needs one).
+        timeout: seconds to wait for the connection and for each read.
+        max_retries: extra attempts on 408, 429, 5xx (529 overloaded included), connection
+            errors, connect timeouts and a stream that ended before its answer (while no text
+            was streamed).
+        backoff: the first wait between attempts in seconds, doubled each time; a
+            ``retry-after`` from the server wins.
+        transport: an ``httpx2`` async transport (``httpx2.MockTransport`` in tests, or a
+            pooling ``httpx2.AsyncHTTPTransport`` you own and close, to reuse connections).
+        headers: extra HTTP headers sent with every call (e.g. ``anthropic-beta``).
+        max_error_body: bytes read of an error response; the rest is not read, and the
+            message says where the body was cut.
+        max_response_body: the largest answer read, in bytes (also the largest streamed
+            event); a larger one is a :class:`ProviderResponseError`.
+        retry_read_timeouts: send the call again after a read timeout. Off by default: the
+            server had the request and may still be generating, so a second request would
+            queue behind the first (on a local server the next call then waits for both).
+    """
+    return AnthropicProvider(
+        model,
+        max_tokens=max_tokens,
+        base_url=base_url,
+        api_key=api_key,
+        timeout=timeout,
+        max_retries=max_retries,
+        backoff=backoff,
+        transport=transport,
+        headers=headers,
+        max_error_body=max_error_body,
+        max_response_body=max_response_body,
+        retry_read_timeouts=retry_read_timeouts,
+    )

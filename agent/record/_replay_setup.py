@@ -1,0 +1,242 @@
+"""The agent a replay runs as: configured from what its recording committed (settings, system
+prompt, tool specs, argument rules, who asks people), with code it cannot rerun (gates, tool
+providers) replaced by the decisions the recording kept."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from trackway.engine import Snapshot, thaw
+from trackway.tools import define_tool
+
+from ..context._cost import budget_option
+from ..context._window import WindowPlan, WindowVisit
+from ..messages._errors import ReplayDivergence
+from ..providers._mock import MockProvider
+from ..providers._options import REQUEST_OPTIONS
+from ..runtime._agent import Agent
+
+__all__ = [
+    "RecordedOffers",
+    "RecordedWindow",
+    "agent_from_recording",
+    "recorded_gate",
+    "recorded_offers",
+]
+
+
+def agent_from_recording(snap: Snapshot) -> Agent:
+    """An agent configured from what its recording committed."""
+    from ..runtime._builder import AgentBuilder
+
+    if not any(c.frame == "" and c.stage_id == "seed" for c in snap.history()):
+        raise ReplayDivergence(
+            f"this recording ({snap.chart_id!r}) is not of one agent: replay it with the runner "
+            "that made it, replay(record, runner); the calls of agents mounted in a chart are "
+            "checked with receipts(record) and served_at(record, k)",
+            stage_path="",
+            key=None,
+        )
+    writes: dict[str, Any] = {}
+    for c in snap.history():
+        if c.frame == "" and c.stage_id in ("seed", "system-prompt", "tools", "final"):
+            for op in c.ops:
+                writes.setdefault(op.key, thaw(op.value))
+        if c.stage_id == "output-retry" or (
+            c.frame == "" and any(op.key.startswith("output_") for op in c.ops)
+        ):
+            raise ReplayDivergence(
+                "this recording used an output schema, whose validator is code: replay it "
+                "with the runner that made it (the agent, or the composition it is a member "
+                "of), replay(record, runner)",
+                stage_path=c.stage_path,
+                key=None,
+            )
+    settings = writes.get("settings", {})
+    stopped = writes.get("stopped_early") or {}
+    builder = AgentBuilder(
+        MockProvider(replies=[]),
+        settings.get("model", "replay"),
+        max_iterations=writes.get("max_iterations", 10),
+        **{name: settings.get(name) for name in REQUEST_OPTIONS},
+        name=snap.chart_id.removeprefix("agent-"),
+        wrap_up_at_max_iterations=stopped.get("wrapped_up", True),
+        tool_arg_validation=settings.get("tool_arg_validation", "enforce"),
+        max_tool_result_chars=settings.get("max_tool_result_chars"),
+        repeated_call_nudge=settings.get("repeated_call_nudge", True),
+        pricing_table=settings.get("pricing"),
+        cost_budget=budget_option(settings.get("cost_budget")),
+        stream=False,
+    )
+    if settings.get("limits_travel"):
+        builder.limits_travel_with_the_answer()
+    if settings.get("findings"):
+        builder.findings()
+    if settings.get("window"):
+        keep = settings["window"].get("keep_last_tool_results", 2)
+        builder.window(RecordedWindow(snap), keep_last_tool_results=keep)
+    ran_system_stage = any(c.stage_id == "system-prompt" for c in snap.history())
+    if "resolved_instructions" in writes:
+        recorded = {"model": settings.get("model"), "instructions": writes["resolved_instructions"]}
+        builder.configure(lambda ctx: recorded)
+    elif "system_prompt" in writes:
+        builder.system(writes["system_prompt"])
+    elif ran_system_stage:  # configure() chose only a model: the stage ran and wrote nothing
+        model = settings.get("model")
+        builder.configure(lambda ctx: {"model": model})
+    people = writes.get("people") or {}
+    asks = people.get("asks", {})
+    rules = writes.get("tool_rules") or {}
+
+    def stub(spec: dict[str, Any]) -> Any:
+        ruled = rules.get(spec["name"], {})
+        tool = define_tool(
+            name=spec["name"],
+            description=spec["description"],
+            input_schema=ruled.get("input_schema", spec["input_schema"]),
+            execute=_unreachable,
+        )
+        return dataclasses.replace(
+            tool,
+            asks=asks.get(spec["name"]),
+            ask_or_assume=ruled.get("ask_or_assume"),
+            period=ruled.get("period"),
+        )
+
+    registered = [spec["name"] for spec in writes.get("tools", [])]
+    for spec in writes.get("tools", []):
+        builder.tool(stub(spec))
+    offers, provided = recorded_offers(snap, registered)
+    if offers:
+        builder.tools_from(RecordedOffers([stub(s) for s in provided.values()], offers))
+    for name, question in people.get("check_ins", {}).items():
+        builder.check_in([name], question=question)
+    if people.get("gated"):
+        builder.gate(recorded_gate(snap))
+    return builder.build()
+
+
+def recorded_gate(snap: Snapshot) -> Any:
+    """The gates' recorded decisions, by call id (gates are code: replay reads what they
+    decided rather than asking them again)."""
+    from trackway.tools import allow, ask, deny
+
+    rows = {r["id"]: r for r in thaw(snap.state.get("tool_results", []))}
+    served = {
+        m["tool_call_id"]: m["content"]
+        for m in thaw(snap.state.get("history", []))
+        if m.get("role") == "tool"
+    }
+    questions = {
+        c.detail["pause"]["call"]["id"]: c.detail["pause"]["question"]
+        for c in snap.history()
+        if isinstance(c.detail, dict)
+        and isinstance(c.detail.get("pause"), dict)
+        and c.detail["pause"].get("gate")
+    }
+
+    def decided(call: dict[str, Any], ctx: Any) -> Any:
+        row = rows.get(call["id"], {})
+        if row.get("gate") == "deny":
+            return deny(served.get(call["id"], "").removeprefix("Denied: ") or "denied")
+        if row.get("gate") == "ask" or call["id"] in questions:
+            return ask(questions.get(call["id"], "approve?"))
+        return allow()
+
+    return decided
+
+
+def recorded_offers(
+    snap: Snapshot, registered: list[str]
+) -> tuple[list[list[str] | None], dict[str, dict[str, Any]]]:
+    """What the tool providers offered at each model call (``None``: as before), and the
+    spec of every tool they offered."""
+    offers: list[list[str] | None] = []
+    provided: dict[str, dict[str, Any]] = {}
+    for c in snap.history():
+        if c.frame != "" or c.stage_id != "offer":
+            continue
+        written = [thaw(op.value) for op in c.ops if op.key == "tools"]
+        if not written:
+            offers.append(None)
+            continue
+        names = []
+        for spec in written[-1]:
+            if spec["name"] not in registered:
+                provided.setdefault(spec["name"], spec)
+                names.append(spec["name"])
+        offers.append(names)
+    return offers, provided
+
+
+class RecordedOffers:
+    """A tool provider that offers what the recording says was offered, call by call
+    (providers are code: replay reads what they decided rather than asking again)."""
+
+    def __init__(self, tools: list[Any], offers: list[list[str] | None]) -> None:
+        self.tools = tuple(tools)
+        self._offers = list(offers)
+        self._current: list[str] = []
+
+    def offer(self, state: Any) -> list[str]:
+        chosen = self._offers.pop(0) if self._offers else None
+        if chosen is not None:
+            self._current = chosen
+        return self._current
+
+    def __repr__(self) -> str:
+        return "recorded offers"
+
+
+def _unreachable(args: dict[str, Any], ctx: Any) -> str:  # pragma: no cover - replaced
+    raise AssertionError("replay tools are replaced by the recorded results")
+
+
+_RECORD_KEYS = (
+    "strategy",
+    "iteration",
+    "k",
+    "why",
+    "removed",
+    "removed_messages",
+    "refused",
+    "held",
+    "chars_before",
+    "chars_after",
+)
+
+
+class RecordedWindow:
+    """A window strategy that decides what the recording says each visit decided (a
+    strategy is code, and a summary is a model call: replay reads both from the record)."""
+
+    def __init__(self, snap: Snapshot) -> None:
+        settings = dict(thaw(snap.state.get("settings", {})).get("window") or {})
+        self.name = str(settings.pop("strategy", "recorded"))
+        settings.pop("keep_last_tool_results", None)
+        self._settings = settings
+        self._records = list(thaw(snap.state.get("window", [])))
+        self._summaries = list(thaw(snap.state.get("summaries", [])))
+
+    def settings(self) -> dict[str, Any]:
+        return dict(self._settings)
+
+    def plan(self, visit: WindowVisit) -> WindowPlan:
+        if not self._records:
+            raise ReplayDivergence(
+                "the replay visited the window more often than the recording did",
+                stage_path="window",
+                key="window",
+            )
+        record = self._records.pop(0)
+        ranges = [(int(a), int(b)) for a, b in record.get("removed", ())]
+        remove = [t.head for t in visit.kept if any(a <= t.head < b for a, b in ranges)]
+        details = {k: v for k, v in record.items() if k not in _RECORD_KEYS}
+        summary = call = None
+        details.pop("summary_chars", None)  # the stage files it again with the summary
+        if "summary_chars" in record and self._summaries:
+            row = dict(self._summaries.pop(0))
+            summary = row.pop("summary")
+            call = {k: v for k, v in row.items() if k not in ("n", "at_k")}
+        return WindowPlan(remove, record.get("why", ""), details, summary, call)

@@ -1,0 +1,157 @@
+"""How an agent's conversation goes on after a run: ``checkpoint()`` (the conversation with
+its last answer), ``follow_up`` (a new message on it), and ``resume_on_error`` (a new run from
+the conversation a provider failure carried, see ``_with_checkpoint``). A part of
+:class:`~._agent.Agent`."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+from trackway.engine import Executor, RunResult, Snapshot, thaw
+from trackway.tools import Identity
+
+from ..context._config import AgentConfig
+from ..loop._inputs import checkpointed, run_input
+from ..messages._conversation import Conversation
+from ..messages._errors import (
+    InvalidRunInputError,
+    NoConversationError,
+    PendingQuestionError,
+    RunCheckpointError,
+    RunInFlightError,
+)
+from ..messages._messages import is_said_by_person
+from ..messages._paused import Paused
+from ..providers._provider import MissingAPIKeyError, ProviderError
+
+__all__ = ["Continuing"]
+
+
+class Continuing:
+    """``checkpoint``, ``follow_up``, ``resume_on_error`` (mixed into ``Agent``)."""
+
+    _cfg: AgentConfig
+    _running: bool
+    _last: Snapshot | None
+    _pending: Paused | None
+
+    if TYPE_CHECKING:
+
+        async def run(
+            self,
+            message: str | Mapping[str, Any],
+            *,
+            identity: Identity | Mapping[str, Any] | None = None,
+            session_id: str | None = None,
+            continue_from: Conversation | None = None,
+            timeout: float | None = None,
+        ) -> str | Paused: ...
+
+        async def _drive(
+            self,
+            start: Callable[[Executor], Awaitable[RunResult]],
+            kept: list[RunResult] | None = None,
+        ) -> str | Paused: ...
+
+        def _state(self) -> Mapping[str, Any]: ...
+
+    def _with_checkpoint(self, error: Exception, state: Mapping[str, Any]) -> Exception:
+        """A provider failure, carrying the conversation up to the last completed iteration
+        (``resume_on_error`` retries from there). A missing key is raised as itself: nothing
+        was sent, so there is nothing to resume (set the key and run again)."""
+        if (
+            not isinstance(error, ProviderError)
+            or isinstance(error, MissingAPIKeyError)
+            or "history" not in state
+        ):
+            return error
+        history = [dict(m) for m in thaw(state["history"])]
+        failed = cast(RunCheckpointError, checkpointed(type(error))(*error.args))
+        failed.__dict__.update(error.__dict__)
+        failed.__cause__ = error.__cause__
+        failed.checkpoint = Conversation(history=history, agent=self._cfg.name)
+        failed.run_id = self._last.run_id if self._last is not None else ""
+        failed.last_completed_iteration = max(0, int(state.get("iteration", 1)) - 1)
+        if failed.stage_error is not None:  # the engine's record points at what was raised
+            failed.stage_error.__cause__ = failed
+        return failed
+
+    async def resume_on_error(
+        self,
+        checkpoint: Conversation | str | bytes,
+        *,
+        identity: Identity | Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        timeout: float | None = None,
+    ) -> str | Paused:
+        """Retry a run that failed at its provider, from the conversation it carried
+        (``err.checkpoint`` of a :class:`RunCheckpointError`, or its JSON), in any process.
+
+        No new user message is added: the next model call is the one that failed. It is a
+        new run (a new run id, a full ``max_iterations``); tool calls of the failed
+        iteration were never answered, so the model may ask for them again.
+        """
+        if isinstance(checkpoint, (str, bytes)):
+            checkpoint = Conversation.from_json(checkpoint)
+        if not isinstance(checkpoint, Conversation) or not checkpoint.history:
+            raise InvalidRunInputError(
+                "resume_on_error takes the checkpoint of a RunCheckpointError (a Conversation "
+                "with at least the person's message)"
+            )
+        said = [m for m in checkpoint.history if is_said_by_person(m)]
+        if not said:
+            raise InvalidRunInputError(
+                "resume_on_error: the conversation holds no message from the person to answer"
+            )
+        initial = run_input(str(said[-1]["content"]), checkpoint, identity, session_id)
+        initial["retry"] = True
+        return await self._drive(lambda ex: ex.run(initial, timeout=timeout, raise_on_error=False))
+
+    def checkpoint(self) -> Conversation:
+        """The conversation so far, with the last answer appended: continue it anywhere."""
+        state = self._state()
+        history = [dict(m) for m in thaw(state["history"])]
+        if "final_answer" in state:
+            history.append({"role": "assistant", "content": state["final_answer"]})
+        return Conversation(history=history, agent=self._cfg.name)
+
+    async def follow_up(
+        self,
+        message: str | Mapping[str, Any],
+        *,
+        identity: Identity | Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        timeout: float | None = None,
+    ) -> str | Paused:
+        """Continue this agent's last conversation with a new message.
+
+        Before any run there is nothing to continue: :class:`NoConversationError` (a
+        follow-up that quietly became a first turn would hide the mistake).
+        """
+        if self._running:
+            raise RunInFlightError(
+                f"agent {self._cfg.name!r} is running a turn, so its last conversation is not "
+                "settled; await that run first (or continue a kept Conversation with "
+                "run(..., continue_from=...))"
+            )
+        if self._pending is not None:
+            raise PendingQuestionError(
+                f"agent {self._cfg.name!r} is waiting for a person's answer to "
+                f"{self._pending.question!r} (call {self._pending.call.get('id')!r}) in the "
+                "conversation follow_up would continue: resume it with "
+                "agent.resume(paused.checkpoint, answer), or drop it with "
+                "agent.abandon_pause() first"
+            )
+        if self._last is None:
+            raise NoConversationError(
+                f"agent {self._cfg.name!r} has no conversation to follow up: call run(...) "
+                "first, or pass continue_from= a Conversation you kept"
+            )
+        return await self.run(
+            message,
+            identity=identity,
+            session_id=session_id,
+            continue_from=self.checkpoint(),
+            timeout=timeout,
+        )

@@ -1,0 +1,110 @@
+"""What an agent's last run recorded, read back: its snapshot (live during a run), its
+commit count, and the ledgers a caller asks about (``stopped_early``, ``findings``,
+``answer_coverage``, ``output_contract_unmet``). A part of :class:`~._agent.Agent`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from trackway.engine import Commit, FlowChart, Recorder, RunStartEvent, Snapshot, thaw
+
+from ..context._config import AgentConfig
+from ..messages._errors import AgentNotRunError
+
+if TYPE_CHECKING:
+    from ..record._transcript import TranscriptCall
+
+__all__ = ["LiveLog", "RunRecord"]
+
+
+class LiveLog(Recorder):
+    """Keeps the commits of the run in flight, so ``agent.snapshot()`` is live."""
+
+    name = "agent-live-log"
+
+    def __init__(self) -> None:
+        self.run_id = ""
+        self.initial: dict[str, Any] = {}
+        self.commits: list[Commit] = []
+
+    def on_run_start(self, event: RunStartEvent) -> None:
+        if event.seq == 0:
+            self.commits = []
+            self.initial = thaw(event.input)
+        self.run_id = event.run_id
+
+    def on_commit(self, commit: Commit) -> None:
+        self.commits.append(commit)
+
+
+class RunRecord:
+    """The readers of the last run's record (mixed into ``Agent``)."""
+
+    _cfg: AgentConfig
+    _chart: FlowChart
+    _live: LiveLog
+    _running: bool
+    _last: Snapshot | None
+    _last_state: Mapping[str, Any] | None
+
+    def snapshot(self) -> Snapshot:
+        """The last run's snapshot; during a run, the commits so far."""
+        if self._running:
+            return Snapshot.from_commits(
+                run_id=self._live.run_id,
+                chart_id=self._chart.id,
+                status="running",
+                initial=self._live.initial,
+                commits=list(self._live.commits),
+            )
+        if self._last is None:
+            raise AgentNotRunError(
+                f"agent {self._cfg.name!r} has not run yet, so it has no snapshot; call "
+                "run(...) first"
+            )
+        return self._last
+
+    def transcript(self) -> list[TranscriptCall]:
+        """The last run's conversation as it was served, call by call: what each model call
+        was served that the one before was not, what it answered, the usage reported."""
+        from ..record._transcript import transcript
+
+        return transcript(self.snapshot())
+
+    def commit_count(self) -> int:
+        if self._running:
+            return len(self._live.commits)
+        return 0 if self._last is None else len(self._last)
+
+    def _state(self) -> Mapping[str, Any]:
+        """The last run's state with real values (the snapshot may be redacted)."""
+        if self._running or self._last_state is None:
+            return self.snapshot().state
+        return self._last_state
+
+    def stopped_early(self) -> dict[str, Any] | None:
+        """Why the last answer is not one the model finished (or ``None``): ``reason`` is
+        ``"max-iterations"`` (the tool budget ran out) or ``"max-tokens"`` (cut at the token
+        limit)."""
+        value = self._state().get("stopped_early")
+        return None if value is None else dict(thaw(value))
+
+    def findings(self) -> list[dict[str, Any]]:
+        """The last run's findings ledger (``.findings()``): ``basis``, ``standing`` and
+        ``dropped`` rows in the order the model declared them (empty when nothing was
+        declared)."""
+        return [dict(row) for row in thaw(self._state().get("findings", []))]
+
+    def answer_coverage(self) -> dict[str, Any] | None:
+        """The limits of the last answer, as data (with ``.limits_travel_with_the_answer()``):
+        ``checked``, ``not_checked``, ``cannot_cover``, and when present ``in_progress``,
+        ``periods`` and ``assumed``; ``None`` when no tool declared a limit and nothing was
+        assumed. The same entries a prose answer's block lists."""
+        value = self._state().get("answer_coverage")
+        return None if value is None else dict(thaw(value))
+
+    def output_contract_unmet(self) -> dict[str, Any] | None:
+        """How the last answer failed the output schema after every retry (or ``None``)."""
+        value = self._state().get("output_contract_unmet")
+        return None if value is None else dict(thaw(value))

@@ -1,0 +1,234 @@
+"""The executor's side of a store: open or reopen a run, claim checkpoints, close the run.
+
+Every write to a store goes through the run's redaction funnel first (a store keeps only
+what the policy lets through). A store failure becomes a :class:`StoreError`, or, while a
+run is writing, a :class:`StoreWriteError` that fails the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, TypeVar
+
+from ..core._commit import ErrorInfo
+from ..core._errors import CheckpointClaimedError, StoreError, StoreWriteError, TrackwayError
+from ..core._snapshot import Snapshot
+from ..core._values import thaw, to_bytes
+from ..run._context import RunContext, error_info
+from ..stores._checkpoint import Checkpoint, core_digest, masked
+from ..stores._sqlstore import initial_doc
+from ..stores._store import Durability, RunStore, Sink, make_sink
+
+__all__ = ["ProcessClaims", "StoreSession", "claim"]
+
+_T = TypeVar("_T")
+
+
+class ProcessClaims:
+    """Checkpoints resumed in this process by executors without a store.
+
+    A claim must outlive the run that made it (a spent checkpoint never resumes again), so
+    it cannot be run-local; it is kept here, bounded: the oldest ``limit`` claims are
+    forgotten first. Only a store makes resume-once hold across processes.
+    """
+
+    def __init__(self, limit: int = 65_536) -> None:
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._ids: OrderedDict[str, None] = OrderedDict()
+
+    def claim(self, checkpoint_id: str) -> bool:
+        """True the first time ``checkpoint_id`` is claimed here."""
+        with self._lock:
+            if checkpoint_id in self._ids:
+                return False
+            self._ids[checkpoint_id] = None
+            if len(self._ids) > self.limit:
+                self._ids.popitem(last=False)
+            return True
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+
+PROCESS_CLAIMS = ProcessClaims()
+
+
+def claim(
+    store: RunStore | None, cp: Checkpoint, answer: bytes, sealed: bytes | None = None
+) -> None:
+    """Claim ``cp`` once: atomically in the store (which keeps ``answer``, the resume
+    value's JSON, so a resume that dies before using it can be recovered, and ``sealed``,
+    the real one sealed when ``answer`` is redacted), or in this process without one."""
+    if store is not None:
+        won = call_store(
+            store,
+            lambda s: (
+                s.claim_checkpoint(cp.checkpoint_id, answer)
+                if sealed is None
+                else s.claim_checkpoint(cp.checkpoint_id, answer, sealed=sealed)  # type: ignore[call-arg]
+            ),
+            "claim the checkpoint",
+        )
+    else:
+        won = PROCESS_CLAIMS.claim(cp.checkpoint_id)
+    if not won:
+        raise CheckpointClaimedError(
+            f"checkpoint {cp.checkpoint_id} was already resumed; a checkpoint resumes once. "
+            "If the run paused again, resume its newer checkpoint (RunResult.checkpoint)."
+        )
+
+
+def call_store(
+    store: RunStore, action: Callable[[RunStore], _T], what: str, *, in_run: bool = False
+) -> _T:
+    """Call the store; a failure names the store and what it could not do. ``in_run``: the
+    run is under way, so the failure fails it (:class:`StoreWriteError`)."""
+    try:
+        return action(store)
+    except StoreWriteError:
+        raise
+    except TrackwayError as exc:
+        if not in_run:
+            raise
+        raise StoreWriteError(f"{type(store).__name__} could not {what}: {exc}") from exc
+    except Exception as exc:
+        cls = StoreWriteError if in_run else StoreError
+        raise cls(f"{type(store).__name__} could not {what}: {type(exc).__name__}: {exc}") from exc
+
+
+class StoreSession:
+    """One executor's store, durability and queue size; opened and closed per run."""
+
+    def __init__(self, store: RunStore, chart_id: str, durability: Durability, queue_size: int):
+        self.store = store
+        self.chart_id = chart_id
+        self.durability = durability
+        self.queue_size = queue_size
+
+    def call(self, action: Callable[[RunStore], _T], what: str, *, in_run: bool = False) -> _T:
+        return call_store(self.store, action, what, in_run=in_run)
+
+    def begin(self, run: RunContext, *, with_log: bool = False) -> None:
+        """Open (or reopen) the run in the store, through the redaction funnel like every
+        other retained write; ``with_log`` also stores the commits it already has."""
+        redactor = run.redactor
+        initial = run.initial
+        if redactor is None:
+            self.call(lambda s: s.begin_run(run.run_id, self.chart_id, initial), "open the run")
+        else:
+            initial = {k: to_bytes(v) for k, v in redactor.initial(run.initial).items()}
+            seal = redactor.seal
+            if seal is not None and initial != run.initial:  # the real input, sealed beside
+                sealed = seal.seal(initial_doc(run.initial), f"initial:{run.run_id}")
+                self.call(
+                    lambda s: s.begin_run(run.run_id, self.chart_id, initial, sealed=sealed),  # type: ignore[call-arg]
+                    "open the run",
+                )
+            else:
+                self.call(lambda s: s.begin_run(run.run_id, self.chart_id, initial), "open the run")
+        if with_log and run.log:
+            log = run.log if redactor is None else [redactor.for_store(c) for c in run.log]
+            self.call(lambda s: s.append(run.run_id, log), "store the log so far")
+
+    def adopt(self, run: RunContext, *, embedded: bool) -> None:
+        """Reopen a resumed run; a run the store has never seen gets the log so far first."""
+        from ..core._errors import UnknownRunError
+
+        known = True
+        if embedded:
+            try:
+                self.call(lambda s: s.history(run.run_id), "look the run up")
+            except UnknownRunError:
+                known = False
+        self.begin(run, with_log=not known)
+
+    def open_sink(self, run: RunContext) -> Sink:
+        sink = make_sink(self.store, run.run_id, self.durability, self.queue_size)
+        run.sink = sink
+        return sink
+
+    def close(
+        self,
+        run: RunContext,
+        sink: Sink,
+        status: str,
+        info: ErrorInfo | None,
+        checkpoint: Checkpoint | None,
+        broke: str | None,
+        carried: Snapshot | None = None,
+    ) -> None:
+        """Flush the last commits, keep the checkpoint (masked under a policy) with the
+        digest of what the run returns (``carried``: the log the returned checkpoint will
+        embed), and record how the run ended."""
+        try:
+            sink.flush()
+        except StoreWriteError:
+            raise
+        except Exception as exc:
+            # Still record how the run ended, then report the lost writes.
+            with contextlib.suppress(Exception):
+                self.store.finish_run(run.run_id, "failed", {"error": list(error_info(exc))})
+            raise StoreWriteError(
+                f"{type(self.store).__name__} could not write the run's last commits: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        finally:
+            closer: Callable[[], None] | None = getattr(sink, "close", None)
+            if closer is not None:
+                closer()
+        if checkpoint is not None:
+            # the digest of what the run returns: a resume is checked against it
+            kept = replace(checkpoint, digest=core_digest(checkpoint, carried))
+            sealed = None
+            if run.redactor is not None:
+                # Store rows are always redacted: the store keeps a masked copy, which cannot
+                # be resumed; RunResult.checkpoint keeps the real values for the caller. A
+                # store with a seal keeps the real checkpoint sealed beside it.
+                seal = run.redactor.seal
+                if seal is not None and carried is not None:
+                    real = replace(kept, snapshot=carried).to_json()
+                    sealed = seal.seal(real, f"checkpoint:{kept.checkpoint_id}")
+                kept = masked(kept, thaw(run.redactor.state(run.root.current())), None)
+                kept = replace(kept, payload=run.redactor.pause_value(kept.payload))
+            if sealed is None:
+                self.call(lambda s: s.save_checkpoint(kept), "save the checkpoint", in_run=True)
+            else:
+                self.call(
+                    lambda s: s.save_checkpoint(kept, sealed=sealed),  # type: ignore[call-arg]
+                    "save the checkpoint",
+                    in_run=True,
+                )
+        outcome: dict[str, Any] = {
+            "error": None if info is None else list(info),
+            "break_reason": broke,
+            "recorder_failures": [
+                {"recorder": f.recorder, "hook": f.hook, "error": list(f.error)}
+                for f in run.recorders.failures
+            ],
+        }
+        self.call(
+            lambda s: s.finish_run(run.run_id, status, outcome), "finish the run", in_run=True
+        )
+
+    def release(self, sink: Sink) -> None:
+        """A worker let the run go at a stage boundary: write what it committed and leave
+        the run ``running`` (never finished), so ``recover()`` continues it."""
+        try:
+            sink.flush()
+        finally:
+            closer: Callable[[], None] | None = getattr(sink, "close", None)
+            if closer is not None:
+                closer()
+
+    def abandon(self, run: RunContext, sink: Sink | None) -> None:
+        """The run was cancelled from outside: keep what committed, mark it failed."""
+        if sink is None:
+            return
+        with contextlib.suppress(Exception):
+            cancelled = ErrorInfo("Cancelled", "the run was cancelled from outside")
+            self.close(run, sink, "failed", cancelled, None, None)

@@ -1,0 +1,327 @@
+"""PostgresStore: runs, commits and checkpoints in PostgreSQL (psycopg 3, the postgres extra)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from ..core._errors import ConfigurationError, StoreError
+from ..observe._seal import Seal, check_seal
+from ._run_queue import QUEUE_SCHEMA, PgRunQueue
+from ._sqlstore import SqlRunStore, run_deleted
+
+_ONE_STATEMENT = 8  # up to this many commit rows: lock and insert in one statement
+_ROW = "(%s::bigint, %s::text, %s::text, %s::text, %s::text, %s::float8, %s::float8, %s::bytea)"
+
+__all__ = ["PostgresStore"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS trackway_runs (
+    run_no BIGSERIAL PRIMARY KEY,
+    run_id TEXT NOT NULL UNIQUE,
+    chart_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    started_at DOUBLE PRECISION NOT NULL,
+    ended_at DOUBLE PRECISION,
+    initial BYTEA NOT NULL,
+    outcome BYTEA
+);
+-- keyed by run_no * 2^32 + seq: no run id repeated per row, one small integer index
+CREATE TABLE IF NOT EXISTS trackway_commits (
+    id BIGINT PRIMARY KEY,
+    stage_path TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    frame TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    started_at DOUBLE PRECISION NOT NULL,
+    ended_at DOUBLE PRECISION NOT NULL,
+    doc BYTEA NOT NULL
+);
+-- saved checkpoints and claims (the answer a claim resumed with, for recovery)
+CREATE TABLE IF NOT EXISTS trackway_checkpoints (
+    checkpoint_id TEXT PRIMARY KEY,
+    doc BYTEA,
+    claimed_at DOUBLE PRECISION,
+    answer BYTEA
+);
+ALTER TABLE trackway_checkpoints ADD COLUMN IF NOT EXISTS answer BYTEA;
+-- sealed copies of what a redaction policy hides (a store given seal=Seal(key))
+ALTER TABLE trackway_runs ADD COLUMN IF NOT EXISTS sealed BYTEA;
+ALTER TABLE trackway_checkpoints ADD COLUMN IF NOT EXISTS sealed BYTEA;
+ALTER TABLE trackway_checkpoints ADD COLUMN IF NOT EXISTS sealed_answer BYTEA;
+"""
+
+
+_HELD = (
+    " AND EXISTS (SELECT 1 FROM trackway_queue WHERE run_id = %s AND lease_token = %s "
+    "AND state = 'running' FOR SHARE)"
+)
+"""A worker's write lands only while its claim's lease is held (the queue row locked)."""
+_DDL_LOCK = 0x7472_6B77_6179  # "trkway": the advisory lock stores take to create the schema
+_NEWEST = (
+    ("trackway_runs", "sealed"),
+    ("trackway_commits", "doc"),
+    ("trackway_checkpoints", "answer"),
+    ("trackway_checkpoints", "sealed"),
+    ("trackway_checkpoints", "sealed_answer"),
+    ("trackway_queue", "claims"),
+    ("trackway_queue", "lease_token"),
+    ("trackway_queue", "solo"),
+    ("trackway_workers", "redacting"),
+)
+"""A column of each table, and every column a later version added: all present, the schema
+is this version's."""
+
+
+def _schema_current(db: Any) -> bool:
+    """Whether the tables, columns and index this version uses are all there (one catalog
+    query, no lock taken)."""
+    found = db.execute(
+        "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() "
+        "AND (table_name, column_name) IN (SELECT * FROM unnest(%s::text[], %s::text[]))",
+        ([t for t, _ in _NEWEST], [c for _, c in _NEWEST]),
+    ).fetchone()[0]
+    if found != len(_NEWEST):
+        return False
+    index = db.execute(
+        "SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema() "
+        "AND indexname = 'trackway_queue_open'"
+    ).fetchone()[0]
+    return bool(index == 1)
+
+
+def _where(dsn: str) -> str:
+    """``host:port/dbname`` of a DSN, never its password."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        info = conninfo_to_dict(dsn)
+    except Exception:
+        return "the given DSN (unparseable)"
+    host = info.get("host") or "localhost"
+    return f"{host}:{info.get('port') or 5432}/{info.get('dbname') or ''}"
+
+
+class PostgresStore(PgRunQueue, SqlRunStore):
+    """A :class:`RunStore` on PostgreSQL. Claims are atomic across processes and hosts.
+
+    ``dsn`` is a libpq connection string or URL. Install with ``pip install
+    'trackway[postgres]'``. A dropped connection is opened again before the next
+    transaction (up to ``reconnect_attempts`` tries, waiting 0.1 s, 0.2 s, 0.4 s, ...); the
+    call whose transaction it broke fails with :class:`StoreError` and is never retried
+    blindly (its writes may or may not have committed; a run's log tells which). ``seal``:
+    a :class:`Seal` that keeps what a redaction policy hides sealed beside its redacted rows
+    and seals the queue's inputs and answers, so workers can resume and recover redacted
+    runs while no table holds a hidden value in clear.
+    """
+
+    _P = "%s"
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        connect_timeout: float = 10.0,
+        reconnect_attempts: int = 5,
+        seal: Seal | None = None,
+    ) -> None:
+        try:
+            import psycopg
+        except ImportError as exc:
+            raise StoreError(
+                "PostgresStore needs psycopg 3: pip install 'trackway[postgres]'"
+            ) from exc
+        if isinstance(reconnect_attempts, bool) or not isinstance(reconnect_attempts, int):
+            raise ConfigurationError("reconnect_attempts must be an int >= 0")
+        if reconnect_attempts < 0:
+            raise ConfigurationError("reconnect_attempts must be an int >= 0")
+        self.seal = check_seal(seal)
+        self.where = _where(dsn)
+        self._dsn = dsn
+        self._connect_timeout = max(1, int(connect_timeout))
+        self.reconnect_attempts = reconnect_attempts
+        self.reconnects = 0
+        """How often this store opened its connection again after losing it."""
+        self._lock = threading.Lock()
+        self._run_nos: dict[str, int] = {}
+        self._fences: dict[str, str] = {}
+        self._db = self._connect()
+        try:
+            with self._db.transaction():
+                # Only a store missing a table, a column or the index runs the DDL: ALTER TABLE
+                # takes an exclusive lock even when the column exists, which would stall (and
+                # can deadlock with) the workers already writing these tables. Stores opened
+                # at once on a new database take turns (CREATE ... IF NOT EXISTS is not safe
+                # against itself), each asking again once it has the lock.
+                if not _schema_current(self._db):
+                    self._db.execute("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK,))
+                    if not _schema_current(self._db):
+                        self._db.execute(_SCHEMA)
+                        self._db.execute(QUEUE_SCHEMA)
+        except psycopg.Error as exc:
+            self._db.close()
+            raise self._unreachable(exc) from None
+
+    def __repr__(self) -> str:
+        return f"<PostgresStore {self.where}>"
+
+    def _source(self) -> str:
+        return self.where
+
+    def _connect(self) -> Any:
+        import psycopg
+
+        try:
+            return psycopg.connect(self._dsn, connect_timeout=self._connect_timeout)
+        except psycopg.Error as exc:
+            raise self._unreachable(exc) from None
+
+    def _unreachable(self, exc: BaseException) -> StoreError:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return StoreError(
+            f"cannot reach PostgreSQL at {self.where}: {_scrub(reason, self._dsn)}. Check that "
+            "the server is running and accepts connections there, and the user and password."
+        )
+
+    def _live(self) -> Any:
+        """The connection, opened again (bounded, with backoff) if it was lost. Called
+        between transactions only: nothing half-done is ever sent again."""
+        if not (self._db.closed or self._db.broken):
+            return self._db
+        error: StoreError | None = None
+        for attempt in range(self.reconnect_attempts + 1):
+            if attempt:
+                time.sleep(min(2.0, 0.1 * 2 ** (attempt - 1)))
+            try:
+                self._db = self._connect()
+            except StoreError as exc:
+                error = exc
+                continue
+            self.reconnects += 1
+            return self._db
+        assert error is not None
+        raise StoreError(
+            f"{error} (the connection was lost; {self.reconnect_attempts + 1} attempts to "
+            "open it again failed)"
+        )
+
+    @contextmanager
+    def _tx(self) -> Iterator[Any]:
+        import psycopg
+
+        with self._lock:
+            db = self._live()
+            try:
+                with db.transaction():
+                    yield db
+            except psycopg.OperationalError as exc:
+                if db.broken or db.closed:  # the next transaction opens a new connection
+                    raise StoreError(
+                        f"the connection to PostgreSQL at {self.where} was lost during a "
+                        f"transaction ({_scrub(str(exc).strip(), self._dsn) or 'no reason'}); "
+                        "it was not retried, since it may have committed. The next call "
+                        "reconnects."
+                    ) from exc
+                raise
+
+    def _write_commits(
+        self, db: Any, run_id: str, run_no: int, rows: Sequence[tuple[Any, ...]]
+    ) -> None:
+        """Lock the run's row for this transaction (a concurrent prune waits until it ends)
+        and insert only while the row is there, and, for a worker's run, only while its
+        lease is held (the queue row locked too): a few rows in one statement (one round
+        trip, the common "sync" case), many rows after the checks (a pipelined batch)."""
+        if len(rows) > _ONE_STATEMENT:
+            self._check_lease(db, run_id)
+            row = db.execute(
+                "SELECT 1 FROM trackway_runs WHERE run_no = %s FOR SHARE", (run_no,)
+            ).fetchone()
+            if row is None:
+                self._run_nos.pop(run_id, None)
+                raise run_deleted(run_id, self)
+            self._insert_many(db, "INSERT INTO trackway_commits VALUES " + _ROW, rows)
+            return
+        token = self._fences.get(run_id)
+        params: list[Any] = [run_no]
+        held = ""
+        if token is not None:  # the lease check rides in the same statement
+            held = (
+                ", held AS (SELECT 1 FROM trackway_queue WHERE run_id = %s AND lease_token = %s "
+                "AND state = 'running' FOR SHARE)"
+            )
+            params += [run_id, token]
+        for one in rows:
+            params.extend(one)
+        cur = db.execute(
+            "WITH live AS (SELECT run_no FROM trackway_runs WHERE run_no = %s FOR SHARE)"
+            + held
+            + " INSERT INTO trackway_commits SELECT v.* FROM (VALUES "
+            + ", ".join([_ROW] * len(rows))
+            + ") AS v WHERE EXISTS (SELECT 1 FROM live)"
+            + (" AND EXISTS (SELECT 1 FROM held)" if held else ""),
+            params,
+        )
+        if cur.rowcount != len(rows):
+            self._check_lease(db, run_id)  # a lost lease, said as such; else it was deleted
+            self._run_nos.pop(run_id, None)
+            raise run_deleted(run_id, self)
+
+    def _insert_many(self, db: Any, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        with db.cursor() as cur:
+            cur.executemany(sql, rows)
+
+    def _held_clause(self, run_id: str) -> tuple[str, tuple[Any, ...]]:
+        token = self._fences.get(run_id)
+        if token is None:
+            return "", ()
+        return _HELD, (run_id, token)
+
+    def _group_locks(
+        self, db: Any, run_nos: Sequence[int], run_ids: Sequence[str]
+    ) -> tuple[set[int], set[str]]:
+        """The live runs and the lost leases of a group in one query, each row locked for
+        this transaction (a prune, or another worker's claim, waits until it ends)."""
+        fences = self._fences
+        pairs = {r: fences[r] for r in run_ids if r in fences}
+        if not pairs:
+            return self._live_run_nos(db, run_nos), set()
+        rows = db.execute(
+            "WITH r AS (SELECT run_no FROM trackway_runs WHERE run_no = ANY(%s) "
+            "ORDER BY run_no FOR SHARE), q AS (SELECT run_id FROM trackway_queue "
+            "WHERE state = 'running' AND (run_id, lease_token) IN "
+            "(SELECT * FROM unnest(%s::text[], %s::text[])) FOR SHARE) "
+            "SELECT run_no, NULL FROM r UNION ALL SELECT NULL, run_id FROM q",
+            (list(run_nos), list(pairs), list(pairs.values())),
+        ).fetchall()
+        live = {int(no) for no, _ in rows if no is not None}
+        held = {rid for _, rid in rows if rid is not None}
+        return live, set(pairs) - held
+
+    def _live_run_nos(self, db: Any, run_nos: Sequence[int]) -> set[int]:
+        """Group commit: lock the runs' rows for this transaction in one query (a concurrent
+        prune waits until it ends) and return the ones still there."""
+        if not run_nos:
+            return set()
+        cur = db.execute(
+            "SELECT run_no FROM trackway_runs WHERE run_no = ANY(%s) ORDER BY run_no FOR SHARE",
+            (list(run_nos),),
+        )
+        return {int(r[0]) for r in cur.fetchall()}
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def _scrub(text: str, dsn: str) -> str:
+    """Remove the password from a driver message, in case the driver echoed it."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        password = conninfo_to_dict(dsn).get("password")
+    except Exception:
+        return text
+    return text.replace(str(password), "***") if password else text
