@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+import trackway.agent as agent_api
 from tests.backends import run_async
 from trackway import (
     Agent,
@@ -167,3 +168,43 @@ def test_inside_an_event_loop_each_names_its_async_twin(
             call(agent)
 
     run_async(inside)
+
+
+def _parameters(fn: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
+    return [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values()]
+
+
+FUNCTION_TWINS = [
+    (agent_api.run_many_sync, agent_api.run_many),
+    (agent_api.replay, agent_api.replay_async),
+]
+"""Module-level sync twins and their async originals: written out, not generated, so each
+keeps an explicit signature a reader and a type checker see."""
+
+
+@pytest.mark.parametrize(
+    ("twin", "original"), FUNCTION_TWINS, ids=lambda fn: getattr(fn, "__name__", "")
+)
+def test_each_sync_function_takes_its_async_originals_parameters(
+    twin: Callable[..., Any], original: Callable[..., Any]
+) -> None:
+    assert inspect.iscoroutinefunction(original) and not inspect.iscoroutinefunction(twin)
+    assert _parameters(twin) == _parameters(original)
+    assert inspect.signature(twin).return_annotation == (
+        inspect.signature(original).return_annotation
+    )
+
+
+def test_stream_takes_runs_parameters_and_its_buffer() -> None:
+    run = _parameters(Agent.run)
+    stream = _parameters(Agent.stream)
+    assert stream[: len(run)] == run
+    assert [name for name, _, _ in stream[len(run) :]] == ["buffer"]
+
+
+def test_the_parameter_check_sees_a_difference() -> None:
+    def original(a: int, *, b: int = 1) -> None: ...
+
+    def drifted(a: int, *, b: int = 2) -> None: ...
+
+    assert _parameters(drifted) != _parameters(original)
