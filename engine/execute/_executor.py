@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -27,6 +26,7 @@ from ..chart._contract import check_input, check_output
 from ..core._commit import Commit
 from ..core._errors import ExecutorUsageError, RunError, StateValueError, StoreWriteError
 from ..core._keywords import checked_keywords
+from ..core._paths import new_run_id
 from ..core._snapshot import Snapshot
 from ..core._values import FrozenDict, encode_entries, freeze, thaw
 from ..observe._redact import RedactionPolicy, Redactor
@@ -50,11 +50,6 @@ from ._trust import PROCESS_KEY
 __all__ = ["Executor", "RunResult", "RunStatus"]
 
 RunStatus = Literal["done", "broken", "failed", "paused"]
-
-
-def new_run_id() -> str:
-    """A run id that sorts by start time: ``run-<ns since epoch, hex>-<random>``."""
-    return f"run-{time.time_ns():016x}-{secrets.token_hex(3)}"
 
 
 @dataclass(frozen=True)
