@@ -68,6 +68,8 @@ from .core._paths import Segment as Segment
 from .core._paths import StagePath as StagePath
 from .core._retry import Retry as Retry
 from .core._snapshot import SNAPSHOT_FORMAT as SNAPSHOT_FORMAT
+from .core._snapshot import ObserverStats as ObserverStats
+from .core._snapshot import RecorderFailure as RecorderFailure
 from .core._snapshot import Snapshot as Snapshot
 from .core._snapshot import StateDiff as StateDiff
 from .core._state import MISSING as MISSING
@@ -95,11 +97,9 @@ from .run._recorder import DecisionEvent as DecisionEvent
 from .run._recorder import Deferred as Deferred
 from .run._recorder import EmitEvent as EmitEvent
 from .run._recorder import ErrorEvent as ErrorEvent
-from .run._recorder import ObserverStats as ObserverStats
 from .run._recorder import PauseEvent as PauseEvent
 from .run._recorder import ReadEvent as ReadEvent
 from .run._recorder import Recorder as Recorder
-from .run._recorder import RecorderFailure as RecorderFailure
 from .run._recorder import ResumeEvent as ResumeEvent
 from .run._recorder import RunEndEvent as RunEndEvent
 from .run._recorder import RunStartEvent as RunStartEvent

@@ -120,7 +120,7 @@ def snapshot_from_rows(
     naming ``where`` (the store's repr) and ``source`` (its file or host).
     """
     from ..core._commit import ErrorInfo
-    from ..run._recorder import RecorderFailure
+    from ..core._snapshot import RecorderFailure
 
     what, column = "its ending", "trackway_runs.outcome"
     try:
