@@ -35,10 +35,11 @@ from ..run._context import RunContext
 from ..run._cursor import RootCursor
 from ..run._recorder import ErrorEvent, RunEndEvent, RunStartEvent, check_recorder
 from ..run._release import Released
+from ..run._sinks import Sink
 from ..run._stage import Paused
 from ..run._walker import run_root
 from ..stores._checkpoint import Checkpoint, make_checkpoint, masked, sign
-from ..stores._store import Durability, RunStore, Sink
+from ..stores._store import Durability, RunStore
 from ._executor_continue import ContinuingRuns
 from ._executor_sync import SyncTwins
 from ._fork import fork_run
