@@ -12,6 +12,7 @@ from .chart._chart import Branch as Branch
 from .chart._chart import FlowChart as FlowChart
 from .chart._chart import MergePolicy as MergePolicy
 from .chart._chart import Node as Node
+from .chart._runner import BranchRunner as BranchRunner
 from .core._commit import Commit as Commit
 from .core._commit import CommitDoc as CommitDoc
 from .core._commit import EmittedEvent as EmittedEvent
@@ -135,6 +136,7 @@ __all__ = [
     "OPERATORS",
     "SNAPSHOT_FORMAT",
     "Branch",
+    "BranchRunner",
     "CausalChain",
     "CausalProfile",
     "ChartBuildError",

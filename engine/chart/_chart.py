@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from ..run._scope import Scope
-    from ..scale._ray_runner import RayRunner
+    from ._runner import BranchRunner
 
 __all__ = [
     "Branch",
@@ -108,7 +108,7 @@ class Node:
     overflow: Literal["error", "truncate"] = "error"
     concurrency: int | None = None
     result_key: str = "result"
-    runner: RayRunner | None = None
+    runner: BranchRunner | None = None
     """Fork and for-each: where the branches run (``ray_runner()``); ``None``: here."""
 
 
