@@ -13,6 +13,7 @@ from .chart._chart import FlowChart as FlowChart
 from .chart._chart import MergePolicy as MergePolicy
 from .chart._chart import Node as Node
 from .chart._runner import BranchRunner as BranchRunner
+from .chart._scope_api import Scope as Scope
 from .core._commit import Commit as Commit
 from .core._commit import CommitDoc as CommitDoc
 from .core._commit import EmittedEvent as EmittedEvent
@@ -109,7 +110,6 @@ from .run._recorder import StageStartEvent as StageStartEvent
 from .run._recorder import SubflowEvent as SubflowEvent
 from .run._recorder import WriteEvent as WriteEvent
 from .run._recorder import deferred as deferred
-from .run._scope import Scope as Scope
 from .scale._ray_runner import RayBranchError as RayBranchError
 from .scale._ray_runner import RayRunner as RayRunner
 from .scale._ray_runner import ray_runner as ray_runner

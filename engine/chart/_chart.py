@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     import networkx as nx
     from pydantic import BaseModel
 
-    from ..run._scope import Scope
     from ._runner import BranchRunner
+    from ._scope_api import Scope
 
 __all__ = [
     "Branch",

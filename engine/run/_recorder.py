@@ -39,8 +39,8 @@ from ..core._state import MISSING
 from ..core._values import freeze
 
 if TYPE_CHECKING:
+    from ..chart._scope_api import Scope
     from ..observe._redact import Redactor
-    from ._scope import Scope
 
 __all__ = [
     "DecisionEvent",
