@@ -12,6 +12,8 @@ from .chart._chart import Branch as Branch
 from .chart._chart import FlowChart as FlowChart
 from .chart._chart import MergePolicy as MergePolicy
 from .chart._chart import Node as Node
+from .chart._runner import BranchRunner as BranchRunner
+from .chart._scope_api import Scope as Scope
 from .core._commit import Commit as Commit
 from .core._commit import CommitDoc as CommitDoc
 from .core._commit import EmittedEvent as EmittedEvent
@@ -68,6 +70,8 @@ from .core._paths import Segment as Segment
 from .core._paths import StagePath as StagePath
 from .core._retry import Retry as Retry
 from .core._snapshot import SNAPSHOT_FORMAT as SNAPSHOT_FORMAT
+from .core._snapshot import ObserverStats as ObserverStats
+from .core._snapshot import RecorderFailure as RecorderFailure
 from .core._snapshot import Snapshot as Snapshot
 from .core._snapshot import StateDiff as StateDiff
 from .core._state import MISSING as MISSING
@@ -95,11 +99,9 @@ from .run._recorder import DecisionEvent as DecisionEvent
 from .run._recorder import Deferred as Deferred
 from .run._recorder import EmitEvent as EmitEvent
 from .run._recorder import ErrorEvent as ErrorEvent
-from .run._recorder import ObserverStats as ObserverStats
 from .run._recorder import PauseEvent as PauseEvent
 from .run._recorder import ReadEvent as ReadEvent
 from .run._recorder import Recorder as Recorder
-from .run._recorder import RecorderFailure as RecorderFailure
 from .run._recorder import ResumeEvent as ResumeEvent
 from .run._recorder import RunEndEvent as RunEndEvent
 from .run._recorder import RunStartEvent as RunStartEvent
@@ -108,7 +110,6 @@ from .run._recorder import StageStartEvent as StageStartEvent
 from .run._recorder import SubflowEvent as SubflowEvent
 from .run._recorder import WriteEvent as WriteEvent
 from .run._recorder import deferred as deferred
-from .run._scope import Scope as Scope
 from .scale._ray_runner import RayBranchError as RayBranchError
 from .scale._ray_runner import RayRunner as RayRunner
 from .scale._ray_runner import ray_runner as ray_runner
@@ -135,6 +136,7 @@ __all__ = [
     "OPERATORS",
     "SNAPSHOT_FORMAT",
     "Branch",
+    "BranchRunner",
     "CausalChain",
     "CausalProfile",
     "ChartBuildError",

@@ -154,6 +154,7 @@ if _typing.TYPE_CHECKING:
     from trackway.engine import OPERATORS as OPERATORS
     from trackway.engine import SNAPSHOT_FORMAT as SNAPSHOT_FORMAT
     from trackway.engine import Branch as Branch
+    from trackway.engine import BranchRunner as BranchRunner
     from trackway.engine import CausalChain as CausalChain
     from trackway.engine import CausalProfile as CausalProfile
     from trackway.engine import ChartBuilder as ChartBuilder
@@ -365,6 +366,7 @@ __all__ = [
     "AgentStream",
     "AnthropicProvider",
     "Branch",
+    "BranchRunner",
     "CausalChain",
     "CausalProfile",
     "ChartBuildError",

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from trackway.engine import Scope
+from trackway.engine.run._scope import TrackedScope
 from trackway.tools import Tool, ToolContext
 from trackway.tools.define._providers import ToolProvider
 from trackway.tools.define._sessions import ToolSessions
@@ -139,8 +140,8 @@ def emit(scope: Scope, name: str, payload: Any) -> None:
 
 def extend_built(scope: Scope, key: str, items: list[Any]) -> None:
     """``scope.extend(key, items)`` for items the loop built of plain JSON only and hands
-    over (``Scope._extend_built``)."""
-    if type(scope) is Scope:
+    over (``TrackedScope._extend_built``, on the scope the engine gives a stage)."""
+    if type(scope) is TrackedScope:
         scope._extend_built(key, items)
     else:
         scope.extend(key, items)

@@ -7,9 +7,10 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from trackway.engine import Scope, thaw
+from trackway.engine.run._scope import TrackedScope
 from trackway.tools import Tool
 from trackway.tools.define._gate import GateDecision, gate_decision
 from trackway.tools.results._outcome import argument_errors, unparsed
@@ -53,7 +54,7 @@ class Batch:
         self, scope: Scope, call: Mapping[str, Any], done: Outcome, *, announce: bool = True
     ) -> None:
         if announce:
-            scope._emit_built(
+            cast(TrackedScope, scope)._emit_built(
                 "stream.tool_end",
                 {
                     "id": call["id"],
@@ -147,7 +148,7 @@ async def dispatch(
                     name=call["name"],
                 )
         if given is None:
-            scope._emit_built(
+            cast(TrackedScope, scope)._emit_built(
                 "stream.tool_start",
                 {"id": call["id"], "name": call["name"], "args": call.get("args", {})},
             )
@@ -212,7 +213,9 @@ async def dispatch(
     if scope.get("pending_question") is not None:
         del scope["pending_question"]
     scope["iteration"] = iteration + 1
-    scope._emit_built("agent.iteration_end", {"iteration": iteration, "tool_calls": len(calls)})
+    cast(TrackedScope, scope)._emit_built(
+        "agent.iteration_end", {"iteration": iteration, "tool_calls": len(calls)}
+    )
 
 
 async def _gated(

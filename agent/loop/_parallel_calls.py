@@ -4,7 +4,7 @@ The calls of one answer that need nobody (no question, no refusal) and whose too
 ``async`` run concurrently, at most ``max_parallel_tool_calls`` at a time (a sync tool
 blocks the event loop, so with one in the batch they run one after another, in call order).
 What they leave on the record does not depend on which finished first: each call's events
-(progress, sessions, filled arguments) are held (``Scope._hold_emits``) and emitted in call
+(progress, sessions, filled arguments) are held (``TrackedScope._hold_emits``) and emitted in call
 order once all are done, the repeated-call nudge is judged in call order, and their messages
 and rows are written in call order in the one commit of the batch — so a replay, which runs
 no tool, writes the same bytes.
@@ -13,11 +13,12 @@ no tool, writes the same bytes.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
 import anyio
 
 from trackway.engine import Scope
+from trackway.engine.run._scope import TrackedScope
 
 from ._nudge import NUDGE_LATER
 from ._served import Outcome
@@ -44,7 +45,7 @@ async def run_together(
     async def one(i: int) -> None:  # a task of its own: what it sets is its own
         async with gate:
             NUDGE_LATER.set(True)
-            held[i] = scope._hold_emits()
+            held[i] = cast(TrackedScope, scope)._hold_emits()  # the engine's scope
             outcomes[i] = await jobs[i](scope)
 
     async with anyio.create_task_group() as group:

@@ -12,9 +12,10 @@ call), ``usage_total``, ``wrap_up_asked``, ``stopped_early``, ``output_attempts`
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from trackway.engine import Decision, Scope, StagePath, thaw
+from trackway.engine.run._scope import TrackedScope
 from trackway.tools import Identity
 from trackway.tools.define._providers import offered_tools
 
@@ -178,7 +179,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         assembled = assemble(scope, cache)  # reads REQUEST_KEYS, each tracked
         k = len(scope.get("receipts", [])) + 1
         iteration = scope["iteration"]
-        built = scope._emit_built  # the loop's own events: exact JSON, encoded once
+        tracked = cast(TrackedScope, scope)  # the engine's scope: its built writes and emits
+        built = tracked._emit_built  # the loop's own events: exact JSON, encoded once
         built("agent.iteration_start", {"iteration": iteration})
         built("stream.llm_start", {"k": k, "model": assembled.request.model})
         provider = cfg.provider
@@ -204,9 +206,9 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         if repairs:
             receipt["tool_call_repairs"] = repairs
             _emit(scope, "agent.tool_calls_repaired", {"k": k, "repairs": repairs})
-        scope._extend_built("receipts", [receipt])
+        tracked._extend_built("receipts", [receipt])
         # a JSON-mode dump is plain JSON (NaN as null, tuples as lists): handed over as is
-        scope._set_built("response", answer_record(response))
+        tracked._set_built("response", answer_record(response))
         # the sum of what providers reported; a call that reported nothing has usage None in
         # its receipt and is not counted as zero (RunUsage.unreported_calls)
         tick = account(scope, k, assembled.request.model, usage)

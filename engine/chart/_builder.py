@@ -37,23 +37,22 @@ from ._chart import (
     is_async_callable,
 )
 from ._contract import Schema, check_schema
+from ._runner import BranchRunner
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from ..scale._ray_runner import RayRunner
     from ._branch_builders import DeciderBuilder, SelectorBuilder
 
 __all__ = ["ChartBuilder", "flow_chart"]
 
 
-def _check_runner(runner: object, owner: str) -> RayRunner | None:
-    """``runner=`` of a fork or for-each: ``None`` (here) or ``ray_runner()``."""
+def _check_runner(runner: object, owner: str) -> BranchRunner | None:
+    """``runner=`` of a fork or for-each: ``None`` (here) or a :class:`BranchRunner`
+    (``ray_runner()``)."""
     if runner is None:
         return None
-    from ..scale._ray_runner import RayRunner
-
-    if not isinstance(runner, RayRunner):
+    if not isinstance(runner, BranchRunner):
         raise ChartBuildError(
             f"{owner}: runner= takes ray_runner() (from trackway import ray_runner) or None, "
             f"got {runner!r}"
@@ -279,7 +278,7 @@ class ChartBuilder:
         id: str | None = None,
         description: str | None = None,
         merge: MergePolicy = "error_on_conflict",
-        runner: RayRunner | None = None,
+        runner: BranchRunner | None = None,
     ) -> ChartBuilder:
         """Run every branch in parallel, each on its own view of state, then merge them.
 
@@ -370,7 +369,7 @@ class ChartBuilder:
         result_key: str = "result",
         overflow: Literal["error", "truncate"] = "error",
         concurrency: int | None = None,
-        runner: RayRunner | None = None,
+        runner: BranchRunner | None = None,
     ) -> ChartBuilder:
         """Run ``branch`` once per item, in parallel, and write the results to ``into``.
 

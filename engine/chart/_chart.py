@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     import networkx as nx
     from pydantic import BaseModel
 
-    from ..run._scope import Scope
-    from ..scale._ray_runner import RayRunner
+    from ._runner import BranchRunner
+    from ._scope_api import Scope
 
 __all__ = [
     "Branch",
@@ -108,7 +108,7 @@ class Node:
     overflow: Literal["error", "truncate"] = "error"
     concurrency: int | None = None
     result_key: str = "result"
-    runner: RayRunner | None = None
+    runner: BranchRunner | None = None
     """Fork and for-each: where the branches run (``ray_runner()``); ``None``: here."""
 
 

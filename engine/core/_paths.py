@@ -18,6 +18,8 @@ Paths are plain ``str`` on the hot path (``join`` formats them); readers parse t
 from __future__ import annotations
 
 import re
+import secrets
+import time
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
@@ -29,6 +31,7 @@ __all__ = [
     "is_name",
     "join",
     "name_fault",
+    "new_run_id",
     "parent_of",
     "resumed",
 ]
@@ -176,3 +179,10 @@ def _parse(text: str) -> StagePath:
         resume = m["resume"]
         segments.append(Segment(m["name"], None if index is None else int(index), int(resume or 0)))
     return StagePath(tuple(segments))
+
+
+def new_run_id() -> str:
+    """A run id that sorts by start time: ``run-<ns since epoch, hex>-<random>``. The root of
+    every path above; here, below the executor that starts runs and the queue that submits
+    them, so both name runs the same way."""
+    return f"run-{time.time_ns():016x}-{secrets.token_hex(3)}"

@@ -8,7 +8,6 @@ from typing import Any, NamedTuple, NotRequired
 import orjson
 from typing_extensions import TypedDict  # pydantic validates these on 3.11
 
-from ..run._recorder import ObserverStats, RecorderFailure
 from ._commit import Commit, CommitDoc, ErrorInfo
 from ._documents import check_document, load_document, unencodable
 from ._errors import DocumentError, OutOfRangeError
@@ -16,9 +15,29 @@ from ._paths import StagePath
 from ._state import MISSING, StateStore
 from ._values import FrozenDict, FrozenList, freeze, to_bytes, to_plain
 
-__all__ = ["SNAPSHOT_FORMAT", "Snapshot", "StateDiff"]
+__all__ = ["SNAPSHOT_FORMAT", "ObserverStats", "RecorderFailure", "Snapshot", "StateDiff"]
 
 SNAPSHOT_FORMAT = "trackway.snapshot/1"
+
+
+# What the run's recorders left on the snapshot: data the snapshot keeps and reloads, so it
+# lives here; the recorder dispatch (``run._recorder``) makes them.
+class RecorderFailure(NamedTuple):
+    """A recorder hook that raised: kept as data, never allowed to break the run."""
+
+    recorder: str
+    hook: str
+    error: ErrorInfo
+
+
+class ObserverStats(NamedTuple):
+    """How a deferred recorder's queue fared in one run (kept on the snapshot)."""
+
+    recorder: str
+    delivered: int
+    dropped: int
+    inline_flushes: int
+    max_depth: int
 
 
 class _FailureDoc(TypedDict):

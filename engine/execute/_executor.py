@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -27,6 +26,7 @@ from ..chart._contract import check_input, check_output
 from ..core._commit import Commit
 from ..core._errors import ExecutorUsageError, RunError, StateValueError, StoreWriteError
 from ..core._keywords import checked_keywords
+from ..core._paths import new_run_id
 from ..core._snapshot import Snapshot
 from ..core._values import FrozenDict, encode_entries, freeze, thaw
 from ..observe._redact import RedactionPolicy, Redactor
@@ -35,10 +35,11 @@ from ..run._context import RunContext
 from ..run._cursor import RootCursor
 from ..run._recorder import ErrorEvent, RunEndEvent, RunStartEvent, check_recorder
 from ..run._release import Released
+from ..run._sinks import Sink
 from ..run._stage import Paused
 from ..run._walker import run_root
 from ..stores._checkpoint import Checkpoint, make_checkpoint, masked, sign
-from ..stores._store import Durability, RunStore, Sink
+from ..stores._store import Durability, RunStore
 from ._executor_continue import ContinuingRuns
 from ._executor_sync import SyncTwins
 from ._fork import fork_run
@@ -50,11 +51,6 @@ from ._trust import PROCESS_KEY
 __all__ = ["Executor", "RunResult", "RunStatus"]
 
 RunStatus = Literal["done", "broken", "failed", "paused"]
-
-
-def new_run_id() -> str:
-    """A run id that sorts by start time: ``run-<ns since epoch, hex>-<random>``."""
-    return f"run-{time.time_ns():016x}-{secrets.token_hex(3)}"
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from ..core._commit import Commit, Write
 from ..core._detail import CommitDetail
 from ..core._errors import ChartMismatchError, ExecutorUsageError, OutOfRangeError, StateValueError
+from ..core._paths import new_run_id
 from ..core._snapshot import Snapshot
 from ..core._values import encode_entries
 from ._recovery import replay_index
@@ -43,8 +44,6 @@ def fork_run(
 ) -> tuple[RunContext, Commit]:
     """The new run's context (its log: the source's first ``k`` commits, under the new run
     id; a replay index over them) and the ``forked-from`` commit the run opens with."""
-    from ._executor import new_run_id
-
     snapshot = _source(executor, source)
     if snapshot.chart_id != executor.chart.id:
         raise ChartMismatchError(

@@ -19,9 +19,10 @@ from ..core._errors import CheckpointClaimedError, StoreError, StoreWriteError, 
 from ..core._snapshot import Snapshot
 from ..core._values import thaw, to_bytes
 from ..run._context import RunContext, error_info
+from ..run._sinks import Sink
 from ..stores._checkpoint import Checkpoint, core_digest, masked
 from ..stores._sqlstore import initial_doc
-from ..stores._store import Durability, RunStore, Sink, make_sink
+from ..stores._store import Durability, RunStore, make_sink
 
 __all__ = ["ProcessClaims", "StoreSession", "claim"]
 

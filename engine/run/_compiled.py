@@ -27,11 +27,19 @@ def compiled_modules() -> tuple[str, ...]:
     for package in _PACKAGES:
         spec = importlib.util.find_spec(package)
         for folder in (spec and spec.submodule_search_locations) or ():
-            for entry in os.listdir(folder):
-                for suffix in suffixes:
-                    if entry.endswith(suffix):
-                        found.append(f"{package}.{entry[: -len(suffix)]}")
-                        break
+            # the layers' subpackages too (trackway.engine.run, ...): each folder with an
+            # __init__.py below the layer's
+            for here, subfolders, entries in os.walk(folder):
+                subfolders[:] = sorted(
+                    d for d in subfolders if os.path.isfile(os.path.join(here, d, "__init__.py"))
+                )
+                inside = os.path.relpath(here, folder)
+                name = package if inside == "." else f"{package}.{inside.replace(os.sep, '.')}"
+                for entry in entries:
+                    for suffix in suffixes:
+                        if entry.endswith(suffix):
+                            found.append(f"{name}.{entry[: -len(suffix)]}")
+                            break
     return tuple(sorted(found))
 
 

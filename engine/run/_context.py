@@ -28,8 +28,7 @@ from ._release import current_stop_signal
 _new_tuple = tuple.__new__
 
 if TYPE_CHECKING:
-    from ..execute._stream import CommitTap
-    from ..stores._store import Sink
+    from ._sinks import Sink, StreamTap
 
 __all__ = ["Frame", "RunContext", "RunLocals", "Strand", "error_info"]
 
@@ -150,7 +149,7 @@ class RunContext:
         self.sink: Sink | None = None
         self.stop = current_stop_signal()
         """A worker's request to let the run go at the next stage boundary (``_release``)."""
-        self.tap: CommitTap | None = None
+        self.tap: StreamTap | None = None
         # time.monotonic() past which a stage that returns ends the run (timeout=): a sync
         # stage cannot be cancelled while it runs, so the deadline is checked when it returns
         self.deadline: float | None = None

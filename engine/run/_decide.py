@@ -10,14 +10,15 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from ..core._errors import ConfigurationError
 from ..core._state import MISSING
 from ..core._values import FrozenDict, FrozenList
 
 if TYPE_CHECKING:
-    from ._scope import Scope
+    from ..chart._scope_api import Scope
+    from ._scope import TrackedScope
 
 __all__ = ["OPERATORS", "Decision", "Rule", "Selection", "decide", "select"]
 
@@ -93,14 +94,15 @@ def _evaluate(scope: Scope, rule: Rule, index: int) -> dict[str, Any]:
     ev: dict[str, Any] = {"rule": index, "then": rule.then, "label": rule.label}
     when = rule.when
     if callable(when):
-        before = len(scope._reads)
+        tracked = cast("TrackedScope", scope)  # the scope the engine gave the stage
+        before = len(tracked._reads)
         try:
             matched = bool(when(scope))
         except Exception as exc:  # a failing predicate is a non-match, recorded as such
             ev["error"] = f"{type(exc).__name__}: {exc}"
             matched = False
-        keys = list(scope._reads)[before:]
-        ev["inputs"] = [{"key": k, "value": _summary(scope._peek(k))} for k in keys]
+        keys = list(tracked._reads)[before:]
+        ev["inputs"] = [{"key": k, "value": _summary(tracked._peek(k))} for k in keys]
         ev["matched"] = matched
         return ev
     if not isinstance(when, Mapping):

@@ -22,7 +22,7 @@ from ..core._values import FrozenList, encode_value, freeze, thaw, to_bytes
 from ._context import Strand
 from ._cursor import ForEachCursor
 from ._parallel import run_parallel, take_committed
-from ._scope import PauseSignal, Scope
+from ._scope import PauseSignal, TrackedScope
 from ._stage import Paused, validate_writes
 
 __all__ = ["exec_for_each", "resume_for_each"]
@@ -34,7 +34,7 @@ async def exec_for_each(strand: Strand, node: Node) -> str | None:
     if take_committed(strand.frame, path, node.id):  # recovering: its merge is in the log
         return node.next
     started = time()
-    scope = Scope(strand, path, node.id)
+    scope = TrackedScope(strand, path, node.id)
     try:
         items = _items(node, scope)
     except Exception as exc:
@@ -134,7 +134,7 @@ def _limits(node: Node, total: int) -> ForEachRecord:
     }
 
 
-def _items(node: Node, scope: Scope) -> list[Any]:
+def _items(node: Node, scope: TrackedScope) -> list[Any]:
     source = node.items
     if isinstance(source, str):
         value = scope[source]

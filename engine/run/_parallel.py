@@ -29,7 +29,7 @@ from ._merge import BranchResult, merge_ops
 from ._stage import Paused, resume_stage, run_stage, validate_writes
 
 if TYPE_CHECKING:
-    from ..scale._ray_runner import RayRunner
+    from ..chart._runner import BranchRunner
 
 __all__ = [
     "exec_fork",
@@ -83,21 +83,22 @@ async def run_parallel(
     limit: int | None = None,
     resume: Mapping[str, BranchState] | None = None,
     chooser: str | None = None,
-    runner: RayRunner | None = None,
+    runner: BranchRunner | None = None,
 ) -> list[BranchResult]:
     """Run branches concurrently on isolated frames; hand their commits up in order.
 
     If some branches pause, the others still finish; then :class:`Paused` carries, per
     branch, its counter and where it paused (``None``: done). Resuming rebuilds every
-    branch's frame from the log and runs only the paused ones. With a ``runner`` each
-    branch runs as a Ray task (``_ray_runner``), except when resuming or recovering, which
-    take the branches' commits from the log here.
+    branch's frame from the log and runs only the paused ones. With a ``runner`` the
+    branches run where it sends them (``ray_runner()``: one Ray task each), except when
+    resuming or recovering, which take the branches' commits from the log here.
     """
     run = strand.run
     if runner is not None and resume is None and run.replay is None:
-        from ..scale._ray_branches import run_on_ray
-
-        return await run_on_ray(runner, strand, pairs, base_path, seeds, limit, chooser)
+        results: list[BranchResult] = await runner.run_branches(
+            strand, pairs, base_path, seeds, limit, chooser
+        )
+        return results
     frames: list[Frame] = []
     prior: list[list[Commit]] = []
     before: list[Commit]

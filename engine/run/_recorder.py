@@ -34,23 +34,22 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from ..core._commit import Commit, EmittedEvent, ErrorInfo, Op, error_info
 from ..core._errors import ConfigurationError
+from ..core._snapshot import ObserverStats, RecorderFailure
 from ..core._state import MISSING
 from ..core._values import freeze
 
 if TYPE_CHECKING:
+    from ..chart._scope_api import Scope
     from ..observe._redact import Redactor
-    from ._scope import Scope
 
 __all__ = [
     "DecisionEvent",
     "Deferred",
     "EmitEvent",
     "ErrorEvent",
-    "ObserverStats",
     "PauseEvent",
     "ReadEvent",
     "Recorder",
-    "RecorderFailure",
     "ResumeEvent",
     "RunEndEvent",
     "RunStartEvent",
@@ -174,14 +173,6 @@ class RunEndEvent(NamedTuple):
     break_reason: str | None = None
 
 
-class RecorderFailure(NamedTuple):
-    """A recorder hook that raised: kept as data, never allowed to break the run."""
-
-    recorder: str
-    hook: str
-    error: ErrorInfo
-
-
 class Recorder:
     """Optional base class: every hook is a no-op; override the ones you need.
 
@@ -204,16 +195,6 @@ class Recorder:
     def on_pause(self, event: PauseEvent) -> None: ...
     def on_resume(self, event: ResumeEvent) -> None: ...
     def on_run_end(self, event: RunEndEvent) -> None: ...
-
-
-class ObserverStats(NamedTuple):
-    """How a deferred recorder's queue fared in one run (kept on the snapshot)."""
-
-    recorder: str
-    delivered: int
-    dropped: int
-    inline_flushes: int
-    max_depth: int
 
 
 class Deferred:

@@ -1,4 +1,9 @@
-"""The tracked scope a stage reads and writes state through."""
+"""The tracked scope a stage reads and writes state through: :class:`TrackedScope`, the run
+layer's implementation of the :class:`~trackway.engine.Scope` protocol (``chart._scope_api``).
+
+The engine makes and calls it as this class, never through the protocol, so the compiled build
+keeps its calls native (docs/compiled.md). Its public members' documentation is the protocol's.
+"""
 
 from __future__ import annotations
 
@@ -25,17 +30,17 @@ if TYPE_CHECKING:
     from ..observe._redact import RedactionPolicy
     from ._context import Strand
 
-__all__ = ["Scope"]
+__all__ = ["PauseSignal", "TrackedScope"]
 
 _new_tuple = tuple.__new__
 
 _T = TypeVar("_T")
 
-_HELD: ContextVar[tuple[Scope, list[tuple[object, Any]]] | None] = ContextVar(
+_HELD: ContextVar[tuple[TrackedScope, list[tuple[object, Any]]] | None] = ContextVar(
     "trackway_held_emits", default=None
 )
 """The scope whose emits the current task holds, and the list they go to: see
-:meth:`Scope._hold_emits`."""
+:meth:`TrackedScope._hold_emits`."""
 
 
 class PauseSignal(BaseException):
@@ -47,11 +52,14 @@ class PauseSignal(BaseException):
         self.payload = payload
 
 
-class Scope:
-    """A stage's handle on state: tracked reads, staged writes, events and control.
+class TrackedScope:
+    """A stage's handle on state (the :class:`~trackway.engine.Scope` a stage function
+    gets): tracked reads, staged writes, events and control.
 
-    Reads see committed state plus this stage's own staged writes. Writes are validated and
-    serialized when made, and become one commit when the stage ends (return, raise or pause).
+    Reads see committed state plus this stage's own staged writes (``_touched``, folded
+    into ``_staged`` on demand). Writes are validated and serialized when made, kept in
+    ``_ops``, and become one commit when the stage ends (return, raise or pause); the keys
+    read (``_reads``) go on the commit too.
     """
 
     __slots__ = (
@@ -93,19 +101,10 @@ class Scope:
 
     @property
     def redaction(self) -> RedactionPolicy | None:
-        """The run's redaction policy (``None`` without one): code that writes outside the
-        record, such as a log line, hides what the policy hides."""
         redactor = self._strand.run.redactor
         return None if redactor is None else redactor.policy
 
     def run_local(self, key: Hashable, factory: Callable[[], _T]) -> _T:
-        """A value that lives and dies with this run, made by ``factory()`` on first use.
-
-        For caches a stage keeps between its executions (parsed messages, running hashes):
-        never committed, never recorded, never seen by a resumed run, freed (and closed, if
-        it has ``close()``) when the run ends. State that matters goes through
-        ``scope[...] =``, so it is in the log.
-        """
         return self._strand.run.locals.get(key, factory)
 
     def _peek(self, key: str) -> Any:
@@ -156,7 +155,6 @@ class Scope:
         return value
 
     def get(self, key: str, default: Any = None) -> Any:
-        """Tracked read that returns ``default`` when ``key`` is absent."""
         if key in self._touched:
             value = self._peek(key)
         else:
@@ -218,11 +216,9 @@ class Scope:
         self._stage(("delete", key, b"null", None))
 
     def append(self, key: object, item: Any) -> None:
-        """Append one item to the list at ``key`` (a new list if absent). Logs the item only."""
         self._append(key, [item])
 
     def extend(self, key: object, items: Iterable[Any]) -> None:
-        """Append several items to the list at ``key``. Logs the new items only."""
         if isinstance(items, (str, bytes, Mapping)):
             raise StateValueError(
                 f"scope.extend({key!r}, ...) in stage {self.stage_path!r} needs a list of items, "
@@ -286,10 +282,6 @@ class Scope:
         self._stage(("append", key, data, items))
 
     def merge(self, key: object, values: Mapping[str, Any]) -> None:
-        """Shallow-merge ``values`` into the dict at ``key`` (a new dict if absent).
-
-        Logs only the merged entries; building the new version copies that one dict.
-        """
         if not isinstance(values, Mapping):
             raise StateValueError(
                 f"scope.merge({key!r}, ...) in stage {self.stage_path!r} needs a mapping, "
@@ -315,11 +307,6 @@ class Scope:
     # -- events and control --------------------------------------------------------------
 
     def emit(self, name: object, payload: Any = None) -> None:
-        """Record a named user event in this stage's commit and tell the recorders.
-
-        ``name`` follows the rules of state keys (a str without control characters other
-        than tab and newline); ``payload`` those of state values.
-        """
         held = _HELD.get()
         if held is not None and held[0] is self:
             held[1].append((name, payload))
@@ -365,18 +352,10 @@ class Scope:
             rec.emit(self, event, payload)
 
     def pause(self, payload: Any = None) -> NoReturn:
-        """Pause the run here: this stage's writes commit (outcome ``paused``) and the run
-        returns ``status="paused"`` with a checkpoint. Resuming calls the stage's
-        ``on_resume(scope, value)``. ``payload`` (JSON) says what the run is waiting for.
-        """
         data, owned = encode_value(payload, "pause", self.stage_path, "the pause payload")
         raise PauseSignal(data, owned)
 
     def break_(self, reason: object = None) -> None:
-        """End the chart this stage runs in once this stage commits (the first reason wins).
-
-        ``reason`` is a str or None; anything else raises :class:`StateValueError`.
-        """
         if reason is not None:
             if not isinstance(reason, str):
                 raise StateValueError(

@@ -14,7 +14,8 @@ from typing import Any
 
 import anyio
 
-from ..chart._chart import ResumeFn, is_async_callable
+from ..chart._chart import ResumeFn, StageFn, is_async_callable
+from ..chart._scope_api import Scope
 from ..core._commit import Commit, CommitKind, ErrorInfo, Outcome, Write
 from ..core._detail import FailedAttempt, as_detail
 from ..core._errors import RecoveryError, RunError, StageContractError, StageError, caused_by
@@ -32,7 +33,7 @@ from ._recorder import (
     StageEndEvent,
     StageStartEvent,
 )
-from ._scope import PauseSignal, Scope
+from ._scope import PauseSignal, TrackedScope
 
 __all__ = ["Interpret", "Paused", "resume_stage", "run_stage", "validate_writes"]
 
@@ -56,7 +57,7 @@ class Paused(Exception):
 
 def _commit_scope(
     frame: Frame,
-    scope: Scope,
+    scope: TrackedScope,
     name: str,
     kind: CommitKind,
     started: float,
@@ -92,7 +93,7 @@ async def run_stage(
     strand: Strand,
     stage_id: str,
     name: str,
-    fn: Callable[[Scope], Any] | None,
+    fn: StageFn | None,
     is_async: bool,
     kind: CommitKind,
     retry: Retry | None,
@@ -102,7 +103,7 @@ async def run_stage(
     leaf: StageCursor | None = None,
     detail: Any = None,
     on_resume: ResumeFn | None = None,
-) -> tuple[list[str], Scope]:
+) -> tuple[list[str], TrackedScope]:
     """Run one stage function and commit its writes (on return, raise, pause or cancel).
 
     ``path`` and ``leaf`` are given when resuming: the resume commit's path and the cursor a
@@ -139,7 +140,7 @@ async def run_stage(
     if strand.control is not None:
         detail = {**(detail or {}), "control": strand.control}
     while True:
-        scope = Scope(strand, path, stage_id)
+        scope = TrackedScope(strand, path, stage_id)
         try:
             result = fn(scope)
             if is_async or (
@@ -251,7 +252,7 @@ async def run_stage(
     return chosen, scope
 
 
-def apply_returned(scope: Scope, result: Any, name: str) -> None:
+def apply_returned(scope: TrackedScope, result: Any, name: str) -> None:
     """A plain stage that returns a mapping (LangGraph's habit) writes it: each key is set
     through the scope, in the same commit and with the same tracking as ``scope[key] = v``.
     Any other returned value is a mistake worth a signal, not silence."""
@@ -324,7 +325,7 @@ async def _recovered(
     name: str,
     kind: CommitKind,
     on_resume: ResumeFn | None,
-) -> tuple[list[str], Scope]:
+) -> tuple[list[str], TrackedScope]:
     """Take a stage the log holds (recovering a run): its writes, its choice, its break; a
     pause is paused again, or resumed when the run's answer was claimed but not yet used."""
     run = strand.run
@@ -365,7 +366,7 @@ async def _recovered(
         )
         if run.take_resume(path, peek=True):  # its answer was claimed, never used: use it
             await resume_stage(strand, stage_id, name, on_resume, at)
-            return [], Scope(strand, path, stage_id)
+            return [], TrackedScope(strand, path, stage_id)
         raise Paused(at, to_bytes(payload), path)
     if pending is not None and strand.broken is None:
         strand.broken = pending
@@ -376,7 +377,7 @@ async def _recovered(
         chosen = list(decision.get("selected", ()))
     else:
         chosen = []
-    return chosen, Scope(strand, path, stage_id)
+    return chosen, TrackedScope(strand, path, stage_id)
 
 
 def validate_writes(strand: Strand, ops: Sequence[Write], where: str) -> None:

@@ -21,7 +21,7 @@ from ._context import Frame, Strand
 from ._cursor import ChainCursor, SubflowCursor
 from ._parallel import rebuild_frame, take_committed
 from ._recorder import SubflowEvent
-from ._scope import PauseSignal, Scope
+from ._scope import PauseSignal, TrackedScope
 from ._stage import Paused
 
 __all__ = ["exec_subflow", "resume_subflow"]
@@ -103,8 +103,8 @@ def _write_output(strand: Strand, sub: Strand, node: Node, chart: FlowChart, mou
     if take_committed(strand.frame, out_path, node.id):  # recovering: the output is in the log
         return
     started = time()
-    cscope = Scope(sub, out_path, node.id)
-    wscope = Scope(strand, out_path, node.id)
+    cscope = TrackedScope(sub, out_path, node.id)
+    wscope = TrackedScope(strand, out_path, node.id)
     try:
         for k, v in _map(node.output, cscope).items():
             wscope[k] = v
@@ -132,7 +132,7 @@ def _seed_isolated(strand: Strand, node: Node, chart: FlowChart, child: Frame, m
     if take_committed(child, mount, node.id):  # recovering: the seed is in the log
         return
     started = time()
-    pscope = Scope(strand, mount, node.id)
+    pscope = TrackedScope(strand, mount, node.id)
     try:
         seed = _map(node.input, pscope) if node.input is not None else {}
         ops: list[Write] = []
@@ -164,7 +164,7 @@ def _mapping_failed(
     kind: CommitKind,
     path: str,
     started: float,
-    scope: Scope,
+    scope: TrackedScope,
     exc: Exception,
 ) -> StageError:
     """Commit a failed input=/output= mapping (what it read, the error) and say so."""
@@ -180,7 +180,7 @@ def _mapping_failed(
     )
 
 
-def _map(mapper: Any, scope: Scope) -> Mapping[str, Any]:
+def _map(mapper: Any, scope: TrackedScope) -> Mapping[str, Any]:
     """Apply an input/output mapper: ``{to_key: from_key}`` or a function of the scope."""
     if isinstance(mapper, Mapping):
         return {to: scope[src] for to, src in mapper.items()}

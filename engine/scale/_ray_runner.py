@@ -19,12 +19,17 @@ import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
 
 from ..core._errors import ConfigurationError, RunError
+
+if TYPE_CHECKING:
+    from ..chart._chart import Branch
+    from ..run._context import Strand
+    from ..run._merge import BranchResult
 
 __all__ = [
     "RayBranchError",
@@ -53,7 +58,8 @@ class RayBranchError(RunError):
 
 @dataclass(frozen=True)
 class RayRunner:
-    """Where a fork's or a ``parallel_for_each``'s branches run: one Ray task per branch.
+    """Where a fork's or a ``parallel_for_each``'s branches run: one Ray task per branch
+    (a :class:`~trackway.engine.BranchRunner`).
 
     Made by :func:`ray_runner`; pass it as ``runner=``. ``num_cpus`` and ``max_retries``
     and ``options`` go to Ray's ``.options(...)`` for every task.
@@ -62,6 +68,21 @@ class RayRunner:
     num_cpus: float = 1.0
     max_retries: int = 3
     options: Mapping[str, Any] = field(default_factory=dict)
+
+    async def run_branches(
+        self,
+        strand: Strand,
+        pairs: Sequence[tuple[str, Branch]],
+        base_path: str,
+        seeds: Sequence[Mapping[str, Any]] | None,
+        limit: int | None,
+        chooser: str | None,
+    ) -> list[BranchResult]:
+        """The :class:`~trackway.engine.BranchRunner` method: each branch a Ray task
+        (``_ray_branches.run_on_ray``)."""
+        from ._ray_branches import run_on_ray  # deferred: it imports this module
+
+        return await run_on_ray(self, strand, pairs, base_path, seeds, limit, chooser)
 
     def __repr__(self) -> str:
         extra = "".join(f", {k}={v!r}" for k, v in self.options.items())

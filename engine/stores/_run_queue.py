@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from ..core._errors import ConfigurationError, SealRequiredError, UnknownRunError
+from ..core._paths import new_run_id
 from ._queue_claims import NOW as _NOW
 from ._queue_claims import Claim, QueueClaims
 
@@ -164,8 +165,6 @@ class PgRunQueue(QueueClaims):
                 f"submit({name!r}, input): the input must be JSON (dicts, lists, str, numbers, "
                 f"bools, None): {exc}"
             ) from None
-        from ..execute._executor import new_run_id  # deferred: the executor imports the stores
-
         rid = run_id or new_run_id()
         with self._tx() as db:
             if self.seal is not None:

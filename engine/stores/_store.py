@@ -22,6 +22,7 @@ import orjson
 from ..core._commit import Commit
 from ..core._errors import ConfigurationError, DocumentError, UnknownRunError
 from ..core._snapshot import Snapshot
+from ..run._sinks import Sink
 from ._checkpoint import Checkpoint
 from ._damaged import corrupt
 from ._group_commit import group_sink
@@ -120,7 +121,7 @@ def snapshot_from_rows(
     naming ``where`` (the store's repr) and ``source`` (its file or host).
     """
     from ..core._commit import ErrorInfo
-    from ..run._recorder import RecorderFailure
+    from ..core._snapshot import RecorderFailure
 
     what, column = "its ending", "trackway_runs.outcome"
     try:
@@ -319,20 +320,7 @@ class MemoryStore:
         return run
 
 
-# -- durability sinks ---------------------------------------------------------------------
-
-
-class Sink(Protocol):
-    @property
-    def waiting(self) -> bool:
-        """Commits are waiting: for room in a full queue (``"batch"``), or for the group
-        flush that makes them durable (``"sync"`` shared by concurrent runs). The run waits,
-        without blocking the event loop, in ``room()`` before its next stage."""
-
-    def __call__(self, commit: Commit) -> None: ...
-    async def room(self) -> None: ...
-    def make_room(self) -> None: ...
-    def flush(self) -> None: ...
+# -- durability sinks (each a run._sinks.Sink) -----------------------------------------
 
 
 class _SyncSink:

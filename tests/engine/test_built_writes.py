@@ -1,7 +1,7 @@
 """The engine's shortcuts for the library's own values give what the checked paths give.
 
-- ``Scope._set_built`` / ``_extend_built`` (a value the library built of plain JSON, handed
-  over): the same commit bytes and the same state as ``scope[key] = v`` / ``scope.extend``;
+- ``TrackedScope._set_built`` / ``_extend_built`` (a value the library built of plain JSON,
+  handed over): the same commit bytes and the same state as ``scope[key] = v`` / ``scope.extend``;
   anything orjson refuses takes the checked path and is refused as before.
 - ``Recorder.wants_emit``: an emit no recorder wants makes no event object, yet is in its
   commit as every event is; a recorder without a filter still hears everything.
