@@ -77,8 +77,8 @@ from .record._record import save_recording as save_recording
 from .record._record import served_at as served_at
 from .record._transcript import TranscriptCall as TranscriptCall
 from .record._transcript import transcript as transcript
-from .replay._replay import replay as replay
-from .replay._replay import replay_async as replay_async
+from .rerun._replay import replay as replay
+from .rerun._replay import replay_async as replay_async
 from .runtime._agent import Agent as Agent
 from .runtime._agent_tool import agent_as_tool as agent_as_tool
 from .runtime._agent_tool import tool_run as tool_run

@@ -5,7 +5,7 @@ in it, and the exact request each was served.
 the k-th ``call-llm`` commit, through the same assembly ``call-llm`` used. The conformance
 law: ``served_at(record, k).hash == receipts(record)[k - 1]["request_hash"]`` for every k.
 ``save_recording`` and ``load_recording`` write and read the one recording format (and read
-the ones before it). Running a record again is ``trackway.agent.replay``'s.
+the ones before it). Running a record again is ``replay``'s, in the ``rerun`` layer.
 """
 
 from __future__ import annotations
