@@ -71,14 +71,14 @@ from .record import (
     _causal_profile,  # noqa: F401 - registers how a causal trace reads agent runs
     _telling,  # noqa: F401 - registers how the narrative tells agent runs
 )
-from .record._replay import load_recording as load_recording
-from .record._replay import receipts as receipts
-from .record._replay import replay as replay
-from .record._replay import replay_async as replay_async
-from .record._replay import save_recording as save_recording
-from .record._replay import served_at as served_at
+from .record._record import load_recording as load_recording
+from .record._record import receipts as receipts
+from .record._record import save_recording as save_recording
+from .record._record import served_at as served_at
 from .record._transcript import TranscriptCall as TranscriptCall
 from .record._transcript import transcript as transcript
+from .rerun._replay import replay as replay
+from .rerun._replay import replay_async as replay_async
 from .runtime._agent import Agent as Agent
 from .runtime._agent_tool import agent_as_tool as agent_as_tool
 from .runtime._agent_tool import tool_run as tool_run

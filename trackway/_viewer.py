@@ -63,7 +63,7 @@ def _header(path: Path, run_id: str) -> dict[str, Any] | None:
 def _calls(snap: Snapshot, out: Out | None) -> list[dict[str, Any]]:
     """Every model call: the request served (rebuilt from the log), its hash, its receipt."""
     from trackway.agent import receipts, served_at
-    from trackway.agent.record._replay import _llm_commits
+    from trackway.agent.record._record import _llm_commits
 
     made = receipts(snap)
     commits = _llm_commits(snap)

@@ -14,7 +14,7 @@ from trackway.engine import Snapshot, thaw
 
 from ..messages._members import member_of
 from ..messages._messages import Message
-from ._replay import Record, _llm_commits, _snapshot, served_at
+from ._record import Record, _llm_commits, _snapshot, served_at
 
 __all__ = ["TranscriptCall", "transcript"]
 
