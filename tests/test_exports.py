@@ -109,6 +109,19 @@ def test_the_top_level_is_the_first_hour_names():
     assert set(trackway.__all__) - {"__version__"} == used | ALSO_AT_THE_TOP
 
 
+def test_the_reference_lists_the_top_level_names_under_their_subpackage():
+    text = (ROOT / "docs" / "reference" / "index.md").read_text(encoding="utf-8")
+    section = text.split("## The top level\n", 1)[1].split("\n## ", 1)[0]
+    listed: dict[str, str] = {}
+    for paragraph in section.split("\n\n"):
+        found = re.match(r"From `(trackway\.\w+)`:(.*)", paragraph.strip(), re.S)
+        if found:
+            listed |= dict.fromkeys(re.findall(r"`(\w+)`", found[2]), found[1])
+    assert set(listed) == set(trackway.__all__) - {"__version__"}
+    for name, layer in listed.items():
+        assert name in importlib.import_module(layer).__all__, (name, layer)
+
+
 def test_a_top_level_name_is_its_layers_object_and_does_not_warn():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
