@@ -137,7 +137,7 @@ def machine_info() -> dict[str, Any]:
 def trackway_build() -> dict[str, Any]:
     """Which trackway build this process imports: ``compiled`` (with its compiled modules:
     ``make bench`` runs on that build, docs/compiled.md) or ``pure``."""
-    from trackway import compiled_modules
+    from trackway.engine import compiled_modules
 
     modules = compiled_modules()
     return {"build": "compiled" if modules else "pure", "compiled_modules": list(modules)}

@@ -32,7 +32,8 @@ from typing import Any
 import anyio
 from _common import pg_schema
 
-from trackway import Executor, FlowChart, PostgresStore, RunStore, SqliteStore, flow_chart
+from trackway import Executor, FlowChart, PostgresStore, SqliteStore, flow_chart
+from trackway.engine import RunStore
 from trackway.engine.stores import _group_commit
 
 PG_ENV = "TRACKWAY_TEST_PG_DSN"

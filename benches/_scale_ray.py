@@ -86,7 +86,7 @@ def _timed(chart: Any, repeats: int) -> tuple[float, Any]:
 
 def _pair(branch: Callable[[Any], None], n: int, repeats: int) -> tuple[float, float]:
     """Seconds inline and on Ray for ``n`` items; the two runs' states must agree."""
-    from trackway import ray_runner
+    from trackway.engine import ray_runner
 
     here, ours = _timed(_chart(branch, n, None), repeats)
     there, theirs = _timed(_chart(branch, n, ray_runner()), repeats)

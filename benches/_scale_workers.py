@@ -151,7 +151,7 @@ def _recovery(base: str, lease: float, samples: int) -> list[float]:
 
 
 def _commits(store: Any, run_id: str) -> int:
-    from trackway import UnknownRunError
+    from trackway.engine import UnknownRunError
 
     try:
         return len(store.history(run_id))

@@ -40,7 +40,8 @@ os.environ.setdefault("LANGSMITH_TRACING", "false")
 os.environ.setdefault("LANGCHAIN_TRACING_V2", "false")
 warnings.filterwarnings("ignore")
 
-from trackway import Commit, Executor, Recorder, deferred, flow_chart  # noqa: E402
+from trackway import Commit, Executor, Recorder, flow_chart  # noqa: E402
+from trackway.engine import deferred  # noqa: E402
 from trackway.engine.run._recorder import _RunQueue  # noqa: E402  (profile: delivery time)
 from trackway.recorders import jsonl, metrics, narrative, otel  # noqa: E402
 

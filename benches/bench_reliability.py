@@ -77,15 +77,14 @@ from trackway import (
     RunError,
     RunResult,
     RunStartEvent,
-    RunStore,
     Scope,
     Snapshot,
     SqliteStore,
     StageError,
-    StageStartEvent,
     TrackwayError,
     flow_chart,
 )
+from trackway.engine import RunStore, StageStartEvent
 
 PG_ENV = "TRACKWAY_TEST_PG_DSN"
 DURABILITIES = ("sync", "batch", "exit")

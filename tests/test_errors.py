@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from pathlib import Path
 
@@ -9,33 +10,40 @@ import httpx2
 import pytest
 
 import trackway
-from trackway import (
-    Agent,
+from trackway import Agent, ProviderError, RunError, StageError, TrackwayError, openai
+from trackway.agent import (
+    AgentBuildError,
     AgentError,
+    MockExhaustedError,
     ProviderAuthError,
-    ProviderError,
-    RunError,
-    StageError,
+    ProviderConfigError,
+)
+from trackway.engine import (
+    CheckpointError,
+    CorruptCheckpointError,
+    DocumentError,
     StoreError,
     StoreWriteError,
-    ToolError,
-    TrackwayError,
+    TrackwayWarning,
     UnknownRunError,
-    openai,
 )
 from trackway.recorders import Narrative
+from trackway.tools import ToolDefinitionError, ToolError
+
+LAYERS = ("trackway.engine", "trackway.tools", "trackway.agent")
 
 ERRORS = [
     obj
-    for name in trackway.__all__
-    if inspect.isclass(obj := getattr(trackway, name))
+    for layer in map(importlib.import_module, LAYERS)
+    for name in layer.__all__
+    if inspect.isclass(obj := getattr(layer, name))
     and issubclass(obj, BaseException)
     and not issubclass(obj, Warning)
 ]
 
 
 def test_the_one_warning_category_is_documented():
-    assert issubclass(trackway.TrackwayWarning, UserWarning)
+    assert issubclass(TrackwayWarning, UserWarning)
     text = (Path(__file__).resolve().parent.parent / "docs" / "guide" / "errors.md").read_text()
     assert "TrackwayWarning" in text
 
@@ -47,23 +55,27 @@ def test_every_exported_exception_is_a_trackway_error():
 
 
 def test_the_subtrees():
-    assert issubclass(trackway.ToolDefinitionError, ToolError)
-    assert issubclass(trackway.AgentBuildError, AgentError)
+    assert issubclass(ToolDefinitionError, ToolError)
+    assert issubclass(AgentBuildError, AgentError)
     assert issubclass(trackway.ReplayDivergence, AgentError)
-    assert issubclass(trackway.MockExhaustedError, ProviderError)
-    assert issubclass(trackway.ProviderConfigError, ProviderError)
+    assert issubclass(MockExhaustedError, ProviderError)
+    assert issubclass(ProviderConfigError, ProviderError)
     assert issubclass(UnknownRunError, StoreError)
     assert issubclass(StoreWriteError, StoreError) and issubclass(StoreWriteError, RunError)
-    assert issubclass(trackway.CorruptCheckpointError, trackway.CheckpointError)
-    assert issubclass(trackway.CorruptCheckpointError, trackway.DocumentError)
+    assert issubclass(CorruptCheckpointError, CheckpointError)
+    assert issubclass(CorruptCheckpointError, DocumentError)
 
 
 def test_public_classes_show_their_public_module():
-    for name in trackway.__all__:
-        obj = getattr(trackway, name)
-        if inspect.isclass(obj) or inspect.isfunction(obj):
-            assert obj.__module__ == "trackway", name
+    # the top-level names under trackway, the rest under the subpackage that exports them
+    for layer in map(importlib.import_module, LAYERS):
+        for name in layer.__all__:
+            obj = getattr(layer, name)
+            if inspect.isclass(obj) or inspect.isfunction(obj):
+                home = "trackway" if name in trackway.__all__ else layer.__name__
+                assert obj.__module__ == home, name
     assert repr(StageError) == "<class 'trackway.StageError'>"
+    assert repr(CheckpointError) == "<class 'trackway.engine.CheckpointError'>"
     assert Narrative.__module__ == "trackway.recorders"
 
 

@@ -37,6 +37,11 @@ def test_a_flowchart_name_does_not_load_the_agent_layer_or_its_http_client():
     assert loaded == set()
 
 
+def test_a_deprecated_engine_name_does_not_load_the_agent_layer_either():
+    code = "import warnings; warnings.simplefilter('ignore'); import trackway; trackway.Checkpoint"
+    assert _loaded_after(code, ("trackway.engine", "trackway.agent")) == {"trackway.engine"}
+
+
 def test_an_agent_name_loads_the_layers_it_needs():
     loaded = _loaded_after("from trackway import Agent", ("trackway.engine", "trackway.agent"))
     assert loaded == {"trackway.engine", "trackway.agent"}
@@ -56,6 +61,23 @@ def test_public_names_show_the_facade_however_their_layer_was_imported(code):
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
     assert out.stdout.strip() == "<class 'trackway.StageError'>"
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import trackway.engine; name = trackway.engine.CheckpointError",
+        "from trackway.engine import CheckpointError as name",
+        "import trackway; from trackway import StageError; import trackway.engine as e; "
+        "name = e.CheckpointError",
+    ],
+)
+def test_names_off_the_top_level_show_their_subpackage_however_it_was_imported(code):
+    probe = f"{code}\nprint(repr(name))"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.strip() == "<class 'trackway.engine.CheckpointError'>"
 
 
 def test_star_import_and_dir_see_every_public_name():

@@ -9,14 +9,8 @@ from pydantic import BaseModel
 from tests.backends import run_async
 from trackway import (
     Agent,
-    AgentBuildError,
-    Conversation,
-    Decision,
     Executor,
-    InvalidRunInputError,
     MemoryStore,
-    OutputContractError,
-    RedactionPolicy,
     Snapshot,
     SqliteStore,
     StageError,
@@ -27,6 +21,8 @@ from trackway import (
     replay,
     served_at,
 )
+from trackway.agent import AgentBuildError, Conversation, InvalidRunInputError, OutputContractError
+from trackway.engine import Decision, RedactionPolicy
 
 
 def asker(k):

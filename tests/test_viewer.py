@@ -8,11 +8,12 @@ from typing import Any
 
 import orjson
 
-from trackway import Executor, flow_chart, select
+from trackway import Executor, flow_chart
 from trackway._demo import demo_chart
 from trackway._viewer import build_view, render_page, write_viewer
 from trackway._viewer_chart import chart_from_log, chart_from_mermaid, draw, node_of
 from trackway.agent import LLMCall, Parallel, Sequence, mock, receipts, save_recording, served_at
+from trackway.engine import select
 from trackway.recorders import jsonl, narrative_from_log
 
 DEMO_INPUT = {"application": {"name": "Ada", "amount": 18_000, "income": 64_000}}

@@ -12,7 +12,7 @@ import anyio
 import pytest
 from pydantic import BaseModel
 
-from trackway import Executor, RunTimeoutError, SqliteStore, flow_chart
+from trackway import Executor, SqliteStore, flow_chart
 from trackway.agent import (
     Agent,
     Conditional,
@@ -27,7 +27,7 @@ from trackway.agent import (
     save_recording,
 )
 from trackway.cli import main
-from trackway.engine import ConfigurationError
+from trackway.engine import ConfigurationError, RunTimeoutError
 from trackway.recorders import narrative, narrative_from_log
 from trackway.tools import ToolContext, ask_human, define_tool, static_tools
 

@@ -17,14 +17,12 @@ import pytest
 from tests.agent.wire_server import collect_stream
 from tests.backends import run_async
 from tests.local_http import Handler, base_url, serving
-from trackway import (
-    Agent,
+from trackway import Agent, anthropic, openai
+from trackway.agent import (
     MissingAPIKeyError,
     ProviderAuthError,
     ProviderConfigError,
     RunCheckpointError,
-    anthropic,
-    openai,
 )
 from trackway.agent.messages._messages import LLMRequest, Message
 from trackway.agent.providers._http import HTTPProvider

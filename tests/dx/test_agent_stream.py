@@ -7,8 +7,9 @@ from typing import Any
 import anyio
 import pytest
 
-from trackway import Agent, AgentError, ProviderError, define_tool, mock
+from trackway import Agent, ProviderError, define_tool, mock
 from trackway._demo import demo_agent
+from trackway.agent import AgentError
 
 from ..backends import run_async
 

@@ -7,16 +7,9 @@ from typing import Any
 import anyio
 import pytest
 
-from trackway import (
-    Agent,
-    Paused,
-    PendingQuestionError,
-    ask_human,
-    define_tool,
-    mock,
-    receipts,
-    served_at,
-)
+from trackway import Agent, define_tool, mock, receipts, served_at
+from trackway.agent import Paused, PendingQuestionError
+from trackway.tools import ask_human
 
 from ..backends import run_async
 

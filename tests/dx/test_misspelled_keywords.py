@@ -13,17 +13,17 @@ from pydantic import BaseModel
 
 from trackway import (
     Agent,
-    AgentBuildError,
     Executor,
     Scope,
     Sequence,
     TrackwayError,
-    UnknownKeywordError,
     define_tool,
     flow_chart,
     mcp_client,
     mock,
 )
+from trackway.agent import AgentBuildError
+from trackway.engine import UnknownKeywordError
 from trackway.engine.core._keywords import checked_keywords
 
 

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from tests.local_http import Handler, base_url, serving
-from trackway import Agent, AgentBuildError, AnthropicProvider, OpenAIProvider, receipts
+from trackway import Agent, receipts
+from trackway.agent import AgentBuildError, AnthropicProvider, OpenAIProvider
 
 SEEN: list[dict[str, Any]] = []
 

@@ -8,8 +8,8 @@ from typing import Any
 import anyio
 import pytest
 
-from trackway import Agent, AgentBuildError, define_tool, mock
-from trackway.agent import replay, save_recording
+from trackway import Agent, define_tool, mock
+from trackway.agent import AgentBuildError, replay, save_recording
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 
@@ -118,7 +118,8 @@ def test_a_bad_bound_is_refused(bad: Any) -> None:
 def test_a_question_among_the_calls_settles_the_ones_before_it_then_pauses(
     tmp_path: Path,
 ) -> None:
-    from trackway import Paused, ask_human
+    from trackway.agent import Paused
+    from trackway.tools import ask_human
 
     probe = Probe({0: 0.03, 1: 0.0, 3: 0.0})
     tool = define_tool(name="probe", description="P.", input_schema=SCHEMA, execute=probe.execute)

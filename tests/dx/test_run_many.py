@@ -8,19 +8,10 @@ from typing import Any
 import anyio
 import pytest
 
-from trackway import (
-    Agent,
-    ConfigurationError,
-    Executor,
-    SqliteStore,
-    ask_human,
-    define_tool,
-    flow_chart,
-    mock,
-    run_many,
-    run_many_sync,
-)
-from trackway.agent import load_recording, served_at
+from trackway import Agent, Executor, SqliteStore, define_tool, flow_chart, mock
+from trackway.agent import load_recording, run_many, run_many_sync, served_at
+from trackway.engine import ConfigurationError
+from trackway.tools import ask_human
 
 from ..backends import run_async
 

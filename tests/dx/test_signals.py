@@ -8,22 +8,9 @@ from typing import Any
 import httpx2
 import pytest
 
-from trackway import (
-    Agent,
-    AgentBuildError,
-    ChartBuildError,
-    ConfigurationError,
-    Executor,
-    ProviderConfigError,
-    Recorder,
-    RunTimeoutError,
-    anthropic,
-    decide,
-    deferred,
-    flow_chart,
-    mock,
-    openai,
-)
+from trackway import Agent, Executor, Recorder, anthropic, decide, flow_chart, mock, openai
+from trackway.agent import AgentBuildError, ProviderConfigError
+from trackway.engine import ChartBuildError, ConfigurationError, RunTimeoutError, deferred
 
 
 class _Misspelled(Recorder):

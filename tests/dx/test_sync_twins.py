@@ -18,21 +18,10 @@ from pydantic import BaseModel
 
 import trackway.agent as agent_api
 from tests.backends import run_async
-from trackway import (
-    Agent,
-    AgentResult,
-    Composition,
-    Conditional,
-    Executor,
-    ExecutorUsageError,
-    LLMCall,
-    Loop,
-    NoConversationError,
-    Parallel,
-    Sequence,
-    mock,
-)
+from trackway import Agent, Executor, LLMCall, Loop, Parallel, Sequence, mock
+from trackway.agent import AgentResult, Composition, Conditional, NoConversationError
 from trackway.agent.compose import _composition
+from trackway.engine import ExecutorUsageError
 
 CLASSES: list[type] = [Agent, Executor, Composition, Sequence, Parallel, Conditional, Loop, LLMCall]
 

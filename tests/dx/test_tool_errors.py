@@ -9,8 +9,9 @@ from typing import Any
 import anyio
 import pytest
 
-from trackway import Agent, ToolDefinitionError, define_tool, mock
+from trackway import Agent, define_tool, mock
 from trackway.agent import replay, save_recording
+from trackway.tools import ToolDefinitionError
 
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 

@@ -21,7 +21,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from trackway import Checkpoint, Commit, Executor, FlowChart, SqliteStore, flow_chart
+from trackway import Commit, Executor, FlowChart, SqliteStore, flow_chart
+from trackway.engine import Checkpoint
 
 MODE = {"mode": "none", "target": "", "ran": ""}
 

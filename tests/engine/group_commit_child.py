@@ -15,7 +15,8 @@ from typing import Any
 
 import anyio
 
-from trackway import Executor, FlowChart, PostgresStore, RunStore, SqliteStore, flow_chart
+from trackway import Executor, FlowChart, PostgresStore, SqliteStore, flow_chart
+from trackway.engine import RunStore
 
 
 def chart(stages: int) -> FlowChart:

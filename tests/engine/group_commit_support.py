@@ -15,16 +15,8 @@ import anyio.lowlevel
 import pytest
 
 from tests.pg import pg_schema
-from trackway import (
-    Commit,
-    Executor,
-    FlowChart,
-    PostgresStore,
-    RunResult,
-    RunStore,
-    SqliteStore,
-    flow_chart,
-)
+from trackway import Commit, Executor, FlowChart, PostgresStore, RunResult, SqliteStore, flow_chart
+from trackway.engine import RunStore
 
 MARKER = "BOOM-MARKER"  # a commit holding this value trips the injected store fault
 

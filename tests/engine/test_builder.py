@@ -5,7 +5,8 @@ import functools
 import networkx as nx
 import pytest
 
-from trackway import ChartBuildError, Executor, FlowChart, flow_chart
+from trackway import Executor, FlowChart, flow_chart
+from trackway.engine import ChartBuildError
 
 
 def noop(scope):

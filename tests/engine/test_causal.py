@@ -89,7 +89,7 @@ def test_absent_reads_and_resume_values_are_reported_as_gaps():
 
 
 def test_selector_branches_subflow_inputs_for_each_items_and_multi_branch_appends():
-    from trackway import select
+    from trackway.engine import select
 
     sub = flow_chart("Inner", lambda s: s.__setitem__("y", s["x"] * 2), id="inner").build()
     chart = (

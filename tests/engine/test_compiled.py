@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-import trackway
-from trackway import ChartBuildError, Executor, flow_chart
+from trackway import Executor, flow_chart
+from trackway.engine import ChartBuildError, compiled_modules
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,7 +31,7 @@ def _setup_list() -> tuple[str, ...]:
 
 def test_the_build_under_test_is_the_one_expected():
     expected = _setup_list() if os.environ.get("TRACKWAY_EXPECT_COMPILED") == "1" else ()
-    assert trackway.compiled_modules() == expected
+    assert compiled_modules() == expected
 
 
 def test_every_module_named_for_compiling_exists():

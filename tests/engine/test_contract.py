@@ -4,13 +4,8 @@ import jsonschema
 import pytest
 from pydantic import BaseModel
 
-from trackway import (
-    ChartBuildError,
-    Executor,
-    InputValidationError,
-    OutputValidationError,
-    flow_chart,
-)
+from trackway import Executor, flow_chart
+from trackway.engine import ChartBuildError, InputValidationError, OutputValidationError
 
 
 class LoanIn(BaseModel):

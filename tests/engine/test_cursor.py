@@ -8,17 +8,14 @@ from typing import Any
 import orjson
 import pytest
 
-from trackway import (
+from trackway import CheckpointClaimedError, Executor, MemoryStore, RunResult
+from trackway.engine import (
     CHECKPOINT_FORMAT,
     Checkpoint,
-    CheckpointClaimedError,
     CheckpointError,
     CorruptCheckpointError,
     DocumentError,
-    Executor,
     ForgedCheckpointError,
-    MemoryStore,
-    RunResult,
 )
 from trackway.engine.execute import _session
 from trackway.engine.run._cursor import (

@@ -11,14 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from trackway import (
-    CorruptStoreError,
-    DocumentError,
-    Executor,
-    SqliteStore,
-    StoreError,
-    flow_chart,
-)
+from trackway import Executor, SqliteStore, flow_chart
+from trackway.engine import CorruptStoreError, DocumentError, StoreError
 from trackway.engine.core._values import MAX_DEPTH
 
 

@@ -4,7 +4,8 @@ import time
 
 import pytest
 
-from trackway import Executor, Snapshot, deferred, flow_chart
+from trackway import Executor, Snapshot, flow_chart
+from trackway.engine import deferred
 
 
 class Collect:

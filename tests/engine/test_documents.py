@@ -7,16 +7,9 @@ from typing import Any
 import orjson
 import pytest
 
-from trackway import (
-    Conversation,
-    ConversationFormatError,
-    DocumentError,
-    Executor,
-    InvalidRunInputError,
-    Snapshot,
-    flow_chart,
-    load_recording,
-)
+from trackway import Executor, Snapshot, flow_chart, load_recording
+from trackway.agent import Conversation, ConversationFormatError, InvalidRunInputError
+from trackway.engine import DocumentError
 from trackway.recorders import jsonl
 from trackway.recorders import load_recording as load_jsonl
 

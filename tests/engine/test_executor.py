@@ -7,15 +7,13 @@ import anyio.lowlevel
 import pytest
 
 from tests.backends import run_async
-from trackway import (
-    Executor,
+from trackway import Executor, StageError, flow_chart
+from trackway.engine import (
     ExecutorUsageError,
     LoopLimitError,
     Retry,
     RunTimeoutError,
-    StageError,
     UnknownBranchError,
-    flow_chart,
 )
 
 

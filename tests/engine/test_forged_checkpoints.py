@@ -8,15 +8,8 @@ from typing import Any
 import orjson
 import pytest
 
-from trackway import (
-    CheckpointClaimedError,
-    Executor,
-    ForgedCheckpointError,
-    MemoryStore,
-    RedactionPolicy,
-    SqliteStore,
-    flow_chart,
-)
+from trackway import CheckpointClaimedError, Executor, MemoryStore, SqliteStore, flow_chart
+from trackway.engine import ForgedCheckpointError, RedactionPolicy
 
 PAID: list[Any] = []
 

@@ -6,20 +6,17 @@ import orjson
 import pytest
 
 from tests.backends import run_async
-from trackway import (
+from trackway import Executor, MemoryStore, Snapshot, flow_chart
+from trackway.agent import load_recording
+from trackway.engine import (
     ChartMismatchError,
     DocumentError,
-    Executor,
     ExecutorUsageError,
-    MemoryStore,
     OutOfRangeError,
     RedactionPolicy,
-    Snapshot,
+    SqliteStore,
     StateValueError,
-    flow_chart,
 )
-from trackway.agent import load_recording
-from trackway.engine import SqliteStore
 from trackway.recorders import jsonl, narrative, narrative_from_log, write_recording
 
 from . import pause_charts as pc

@@ -12,14 +12,8 @@ import anyio.lowlevel
 import pytest
 
 from tests.backends import run_async
-from trackway import (
-    Executor,
-    PostgresStore,
-    RunResult,
-    SqliteStore,
-    StoreWriteError,
-    flow_chart,
-)
+from trackway import Executor, PostgresStore, RunResult, SqliteStore, flow_chart
+from trackway.engine import StoreWriteError
 
 from .group_commit_support import (  # noqa: F401 (fixtures)
     counting_chart,

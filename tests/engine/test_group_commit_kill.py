@@ -21,7 +21,8 @@ import pytest
 
 from tests.backends import current_backend
 from tests.pg import pg_schema
-from trackway import PostgresStore, RunStore, SqliteStore
+from trackway import PostgresStore, SqliteStore
+from trackway.engine import RunStore
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 

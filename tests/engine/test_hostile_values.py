@@ -10,15 +10,8 @@ from typing import Any
 import orjson
 import pytest
 
-from trackway import (
-    Executor,
-    FrozenDict,
-    FrozenList,
-    MemoryStore,
-    StageError,
-    StateValueError,
-    flow_chart,
-)
+from trackway import Executor, MemoryStore, StageError, flow_chart
+from trackway.engine import FrozenDict, FrozenList, StateValueError
 from trackway.engine.core import _values
 from trackway.engine.core._values import MAX_DEPTH, encode_value
 

@@ -3,15 +3,8 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from trackway import (
-    Executor,
-    MergeConflictError,
-    ParallelLimitError,
-    StageError,
-    UnknownBranchError,
-    flow_chart,
-    select,
-)
+from trackway import Executor, StageError, flow_chart
+from trackway.engine import MergeConflictError, ParallelLimitError, UnknownBranchError, select
 
 
 def writer(**values):

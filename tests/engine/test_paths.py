@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trackway import Executor, StagePath, flow_chart
+from trackway import Executor, flow_chart
+from trackway.engine import StagePath
 from trackway.engine.core._paths import Segment, is_name
 
 names = st.text(

@@ -8,16 +8,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from trackway import (
-    ChartMismatchError,
-    Checkpoint,
-    CheckpointClaimedError,
-    CheckpointError,
-    Executor,
-    LoopLimitError,
-    StageError,
-    flow_chart,
-)
+from trackway import CheckpointClaimedError, Executor, StageError, flow_chart
+from trackway.engine import ChartMismatchError, Checkpoint, CheckpointError, LoopLimitError
 
 from . import pause_charts as pc
 

@@ -6,16 +6,14 @@ from __future__ import annotations
 import pytest
 
 from tests.backends import run_async
-from trackway import (
-    CheckpointClaimedError,
-    Executor,
+from trackway import CheckpointClaimedError, Executor, flow_chart
+from trackway.engine import (
     ExecutorUsageError,
     PausedRun,
     RedactionPolicy,
+    SqliteStore,
     UnknownRunError,
-    flow_chart,
 )
-from trackway.engine import SqliteStore
 
 from . import pause_charts as pc
 

@@ -20,24 +20,16 @@ from typing import Any
 import anyio
 import pytest
 
-from trackway import (
-    Agent,
+from trackway import Agent, Commit, Executor, MemoryStore, RunResult, StageError, flow_chart, mock
+from trackway.agent import load_recording, receipts, run_many_sync, served_at
+from trackway.engine import (
     ChartBuildError,
-    Commit,
     ConfigurationError,
-    Executor,
-    MemoryStore,
     RayBranchError,
     Retry,
-    RunResult,
     RunTimeoutError,
-    StageError,
-    flow_chart,
-    mock,
     ray_runner,
-    run_many_sync,
 )
-from trackway.agent import load_recording, receipts, served_at
 
 from ..backends import run_async
 
@@ -421,7 +413,8 @@ def test_runner_options_are_checked_and_a_wrong_runner_is_refused() -> None:
 def test_building_a_ray_chart_does_not_import_ray() -> None:
     code = (
         "import sys\n"
-        "from trackway import flow_chart, ray_runner\n"
+        "from trackway import flow_chart\n"
+        "from trackway.engine import ray_runner\n"
         "flow_chart('S', lambda s: None).fork('F', {'a': lambda s: None}, runner=ray_runner())"
         ".build()\n"
         "print('ray' in sys.modules)\n"
@@ -458,7 +451,7 @@ def test_the_worker_side_runs_a_branch_as_run_parallel_does() -> None:
 
 
 def test_an_exception_crosses_back_with_its_class_and_attributes() -> None:
-    from trackway import MergeConflictError
+    from trackway.engine import MergeConflictError
     from trackway.engine.scale._ray_branches import _pack, _unpack
 
     sent = MergeConflictError("both wrote k", stage_path="f#1", key="k", branches=["a", "b"])

@@ -16,15 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from trackway import (
-    Executor,
-    LoopLimitError,
-    MemoryStore,
-    RecoveryError,
-    RunResult,
-    SqliteStore,
-    flow_chart,
-)
+from trackway import Executor, MemoryStore, RunResult, SqliteStore, flow_chart
+from trackway.engine import LoopLimitError, RecoveryError
 
 from . import crash_depth
 

@@ -4,17 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from trackway import (
-    CheckpointError,
-    ConfigurationError,
-    Executor,
-    RedactionPolicy,
-    Rule,
-    Snapshot,
-    SqliteStore,
-    decide,
-    flow_chart,
-)
+from trackway import Executor, Rule, Snapshot, SqliteStore, decide, flow_chart
+from trackway.engine import CheckpointError, ConfigurationError, RedactionPolicy
 
 SECRET = "sk-live-0123456789"
 CARD = "4111111111111111"
@@ -170,7 +161,8 @@ def test_a_store_that_first_sees_a_run_at_its_resume_gets_it_redacted(tmp_path):
 
 
 def test_pauses_hides_pause_payloads_and_resume_values_from_every_surface(tmp_path):
-    from trackway import Executor, RedactionPolicy, SqliteStore, flow_chart
+    from trackway import Executor, SqliteStore, flow_chart
+    from trackway.engine import RedactionPolicy
 
     secret_q, secret_a = "sk-live-Q-91ab77", "sk-live-A-02cd55"
     heard = []
@@ -207,7 +199,8 @@ def test_pauses_hides_pause_payloads_and_resume_values_from_every_surface(tmp_pa
 
 
 def test_redacted_checkpoints_hide_the_pause_payload_under_pauses():
-    from trackway import Executor, RedactionPolicy, flow_chart
+    from trackway import Executor, flow_chart
+    from trackway.engine import RedactionPolicy
 
     chart = flow_chart("Ask", lambda scope: scope.pause({"q": "sk-live-Z-88"})).build()
     policy = RedactionPolicy(pauses=True, redact_checkpoints=True)

@@ -8,15 +8,8 @@ from typing import Any
 import pydantic
 import pytest
 
-from trackway import (
-    ConfigurationError,
-    Executor,
-    RedactionPolicy,
-    SqliteStore,
-    StageError,
-    TrackwayError,
-    flow_chart,
-)
+from trackway import Executor, SqliteStore, StageError, TrackwayError, flow_chart
+from trackway.engine import ConfigurationError, RedactionPolicy
 from trackway.recorders import jsonl, narrative
 
 SECRET = "sk-live-9876543210"

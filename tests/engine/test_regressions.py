@@ -8,15 +8,8 @@ import time
 import pytest
 from pydantic import BaseModel, Field
 
-from trackway import (
-    ChartBuildError,
-    Executor,
-    LoopLimitError,
-    RunTimeoutError,
-    StageError,
-    StateValidationError,
-    flow_chart,
-)
+from trackway import Executor, StageError, flow_chart
+from trackway.engine import ChartBuildError, LoopLimitError, RunTimeoutError, StateValidationError
 from trackway.engine.core._values import encode_value
 
 
@@ -154,7 +147,8 @@ def test_recover_after_a_committed_break_ends_the_run_broken():
 
 
 def test_a_store_failing_at_the_final_flush_fails_the_run_cleanly():
-    from trackway import MemoryStore, StoreError
+    from trackway import MemoryStore
+    from trackway.engine import StoreError
 
     class Broken(MemoryStore):
         def append(self, run_id, commits):

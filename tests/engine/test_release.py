@@ -11,7 +11,8 @@ import anyio
 import pytest
 
 from tests.backends import run_async
-from trackway import Executor, ExecutorUsageError, MemoryStore, SqliteStore, flow_chart
+from trackway import Executor, MemoryStore, SqliteStore, flow_chart
+from trackway.engine import ExecutorUsageError
 from trackway.engine.run._release import Released, StopSignal, driving_with
 
 

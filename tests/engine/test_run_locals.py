@@ -5,15 +5,8 @@ from __future__ import annotations
 import gc
 import tracemalloc
 
-from trackway import (
-    Agent,
-    Executor,
-    LLMRequest,
-    LLMResponse,
-    ToolCall,
-    define_tool,
-    flow_chart,
-)
+from trackway import Agent, Executor, LLMRequest, define_tool, flow_chart
+from trackway.agent import LLMResponse, ToolCall
 
 
 class Closeable:

@@ -3,14 +3,8 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from trackway import (
-    Executor,
-    ReadOnlyStateError,
-    StageError,
-    StateValidationError,
-    StateValueError,
-    flow_chart,
-)
+from trackway import Executor, StageError, flow_chart
+from trackway.engine import ReadOnlyStateError, StateValidationError, StateValueError
 
 
 def run_one(fn, input=None, state=None):

@@ -14,15 +14,13 @@ from typing import Any
 import pytest
 
 from tests.backends import run_async
-from trackway import (
+from trackway import Executor, SqliteStore, flow_chart
+from trackway.engine import (
     ConfigurationError,
-    Executor,
     ExecutorUsageError,
     RedactionPolicy,
     Seal,
     SealError,
-    SqliteStore,
-    flow_chart,
 )
 from trackway.engine.run._release import Released, StopSignal, driving_with
 

@@ -14,18 +14,9 @@ from typing import Any
 import anyio
 import pytest
 
-from trackway import (
-    Commit,
-    Executor,
-    MemoryStore,
-    PostgresStore,
-    RunTimeoutError,
-    SqliteStore,
-    StoreError,
-    StoreWriteError,
-    flow_chart,
-)
+from trackway import Commit, Executor, MemoryStore, PostgresStore, SqliteStore, flow_chart
 from trackway.cli import main as cli
+from trackway.engine import RunTimeoutError, StoreError, StoreWriteError
 
 from ..backends import run_async
 

@@ -10,16 +10,8 @@ import pytest
 
 from tests.backends import run_async
 from tests.pg import pg_schema
-from trackway import (
-    CheckpointClaimedError,
-    Executor,
-    MemoryStore,
-    RunStore,
-    StoreError,
-    UnknownRunError,
-    flow_chart,
-)
-from trackway.engine import PostgresStore, SqliteStore
+from trackway import CheckpointClaimedError, Executor, MemoryStore, flow_chart
+from trackway.engine import PostgresStore, RunStore, SqliteStore, StoreError, UnknownRunError
 
 from . import pause_charts as pc
 

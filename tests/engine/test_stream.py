@@ -6,17 +6,8 @@ import anyio
 import pytest
 
 from tests.backends import run_async
-from trackway import (
-    Commit,
-    Executor,
-    ExecutorUsageError,
-    MemoryStore,
-    RedactionPolicy,
-    RunStream,
-    StageError,
-    StateValueError,
-    flow_chart,
-)
+from trackway import Commit, Executor, MemoryStore, StageError, flow_chart
+from trackway.engine import ExecutorUsageError, RedactionPolicy, RunStream, StateValueError
 
 from . import pause_charts as pc
 

@@ -7,7 +7,9 @@ import asyncio
 import pytest
 import trio
 
-from trackway import Agent, Executor, ExecutorUsageError, flow_chart, mock, replay, replay_async
+from trackway import Agent, Executor, flow_chart, mock, replay
+from trackway.agent import replay_async
+from trackway.engine import ExecutorUsageError
 
 
 def _chart():

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trackway import FrozenDict, FrozenList, ReadOnlyStateError, StateValueError, thaw
+from trackway import thaw
+from trackway.engine import FrozenDict, FrozenList, ReadOnlyStateError, StateValueError
 from trackway.engine.core._values import encode_value, to_plain
 
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from trackway import DocumentError, Executor, Snapshot, flow_chart
+from trackway import Executor, Snapshot, flow_chart
 from trackway.agent import load_recording as load_any_recording
+from trackway.engine import DocumentError
 from trackway.engine.core._values import MAX_DEPTH
 from trackway.recorders import jsonl, load_recording
 

@@ -6,19 +6,8 @@ from typing import Any
 import orjson
 import pytest
 
-from trackway import (
-    ConfigurationError,
-    Executor,
-    FlowChart,
-    Retry,
-    Rule,
-    RunResult,
-    Scope,
-    Snapshot,
-    decide,
-    flow_chart,
-    select,
-)
+from trackway import Executor, FlowChart, Rule, RunResult, Scope, Snapshot, decide, flow_chart
+from trackway.engine import ConfigurationError, Retry, select
 from trackway.recorders import (
     RECORDING_FORMAT,
     jsonl,

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from trackway import Executor, Scope, StageEndEvent, StageStartEvent, flow_chart
+from trackway import Executor, Scope, flow_chart
+from trackway.engine import StageEndEvent, StageStartEvent
 from trackway.recorders import Metrics, metrics
 
 

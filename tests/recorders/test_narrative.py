@@ -5,18 +5,8 @@ from typing import Any
 import anyio
 import pytest
 
-from trackway import (
-    Executor,
-    FrozenDict,
-    FrozenList,
-    Retry,
-    Rule,
-    Scope,
-    UnknownRunError,
-    decide,
-    flow_chart,
-    select,
-)
+from trackway import Executor, Rule, Scope, decide, flow_chart
+from trackway.engine import FrozenDict, FrozenList, Retry, UnknownRunError, select
 from trackway.recorders import Narrative, NarrativeEntry, narrative
 from trackway.recorders._wording import summarize
 

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from trackway import Agent, AgentBuildError, RunInFlightError, define_tool, mock, openai
+from trackway import Agent, define_tool, mock, openai
+from trackway.agent import AgentBuildError, RunInFlightError
 from trackway.testing import TestModel
 
 

@@ -9,18 +9,11 @@ import anyio
 import pytest
 from pydantic import BaseModel
 
-from trackway import (
-    Agent,
-    LLMRequest,
-    Message,
-    ProviderRequestError,
-    ToolDefinitionError,
-    ToolSpec,
-    define_tool,
-    tool,
-)
+from trackway import Agent, LLMRequest, define_tool, tool
+from trackway.agent import Message, ProviderRequestError, ToolSpec
 from trackway.testing import TestModel
 from trackway.testing._schema_values import Unsatisfiable, value_for
+from trackway.tools import ToolDefinitionError
 
 
 def _echo(name: str, schema: dict[str, Any]):

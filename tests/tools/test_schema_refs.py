@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from trackway import ToolDefinitionError, define_tool
+from trackway import define_tool
+from trackway.tools import ToolDefinitionError
 from trackway.tools.define._schema_refs import local_validator, schema_fault
 
 

@@ -129,7 +129,8 @@ def _secret_respond(request: Any) -> Any:
 
 
 def secret_agent() -> Any:
-    from trackway import Agent, conversation_redaction, define_tool, mock
+    from trackway import Agent, define_tool, mock
+    from trackway.agent import conversation_redaction
 
     lookup = define_tool(
         name="lookup",

@@ -13,16 +13,10 @@ from typing import Any
 import psycopg
 import pytest
 
-from trackway import (
-    Agent,
-    ConfigurationError,
-    PostgresStore,
-    Seal,
-    Worker,
-    ask_human,
-    conversation_redaction,
-    mock,
-)
+from trackway import Agent, PostgresStore, mock
+from trackway.agent import conversation_redaction
+from trackway.engine import ConfigurationError, Seal, Worker
+from trackway.tools import ask_human
 
 from .charts import SECRET_MESSAGE, SIDE_FILE
 from .test_worker_processes import Pool, _wait_until
