@@ -183,7 +183,7 @@ def test_an_unknown_name_is_an_attribute_error():
 
 def test_engine_does_not_import_the_layers_above_it():
     root = pathlib.Path(importlib.import_module("trackway.engine").__file__).parent
-    for path in root.glob("*.py"):
+    for path in root.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module:
                 assert not node.module.startswith("trackway"), f"{path.name}: {node.module}"

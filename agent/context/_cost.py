@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from trackway.engine import Scope, thaw
+from trackway.engine import thaw
+from trackway.engine.run._scope import TrackedScope
 
 from ..messages._errors import AgentBuildError
 from ..messages._usage import usage_reported
@@ -109,7 +110,9 @@ def _priced(
     return round(usd, 10), None
 
 
-def account(scope: Scope, k: int, model: str, usage: Mapping[str, Any] | None) -> dict[str, Any]:
+def account(
+    scope: TrackedScope, k: int, model: str, usage: Mapping[str, Any] | None
+) -> dict[str, Any]:
     """Add call ``k``'s usage (and cost, when priced) to the ledgers; returns the
     ``cost.tick`` payload."""
     current = scope.get("usage_total")
@@ -145,7 +148,7 @@ def account(scope: Scope, k: int, model: str, usage: Mapping[str, Any] | None) -
     return tick
 
 
-def halted(scope: Scope) -> dict[str, Any] | None:
+def halted(scope: TrackedScope) -> dict[str, Any] | None:
     """The budget hit that stops the run before its next call (``"halt"`` only)."""
     hit = scope.get("cost_budget_hit")
     return None if hit is None or hit["action"] != "halt" else dict(thaw(hit))

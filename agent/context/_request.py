@@ -17,8 +17,9 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from trackway.engine import Scope, thaw
+from trackway.engine import thaw
 from trackway.engine.core._values import FrozenList
+from trackway.engine.run._scope import TrackedScope
 
 from ..messages._history_messages import fields_set, message_of, trusted
 from ..messages._messages import LLMRequest, Message, ToolSpec, canonical_json, sha256
@@ -270,7 +271,9 @@ def _frame_of(settings_value: Any, system: Any, tools_state: Any) -> _Frame:
     )
 
 
-def assemble(state: Mapping[str, Any] | Scope, cache: MessageCache | None = None) -> Assembled:
+def assemble(
+    state: Mapping[str, Any] | TrackedScope, cache: MessageCache | None = None
+) -> Assembled:
     """The request for the next model call, from state alone (pure: no clock, no config).
 
     ``state`` is committed state, or the stage's scope (its reads tracked). The hashes are

@@ -7,9 +7,9 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any
 
-from trackway.engine import Scope, thaw
+from trackway.engine import thaw
 from trackway.engine.run._scope import TrackedScope
 from trackway.tools import Tool
 from trackway.tools.define._gate import GateDecision, gate_decision
@@ -51,10 +51,10 @@ class Batch:
         self.runs: list[dict[str, Any]] = []
 
     def add(
-        self, scope: Scope, call: Mapping[str, Any], done: Outcome, *, announce: bool = True
+        self, scope: TrackedScope, call: Mapping[str, Any], done: Outcome, *, announce: bool = True
     ) -> None:
         if announce:
-            cast(TrackedScope, scope)._emit_built(
+            scope._emit_built(
                 "stream.tool_end",
                 {
                     "id": call["id"],
@@ -103,7 +103,7 @@ class Batch:
             _emit(scope, name, declared)
             self.coverage.append(declared)
 
-    def flush(self, scope: Scope) -> None:
+    def flush(self, scope: TrackedScope) -> None:
         if self.messages:  # built here of str fields and the committed calls: plain JSON
             extend_built(scope, "history", self.messages)
         if self.rows and self.plain_rows:  # ids and names the model gave, counts, statuses
@@ -120,7 +120,7 @@ class Batch:
 
 async def dispatch(
     cfg: AgentConfig,
-    scope: Scope,
+    scope: TrackedScope,
     calls: list[dict[str, Any]],
     start: int,
     batch: Batch,
@@ -148,7 +148,7 @@ async def dispatch(
                     name=call["name"],
                 )
         if given is None:
-            cast(TrackedScope, scope)._emit_built(
+            scope._emit_built(
                 "stream.tool_start",
                 {"id": call["id"], "name": call["name"], "args": call.get("args", {})},
             )
@@ -213,15 +213,13 @@ async def dispatch(
     if scope.get("pending_question") is not None:
         del scope["pending_question"]
     scope["iteration"] = iteration + 1
-    cast(TrackedScope, scope)._emit_built(
-        "agent.iteration_end", {"iteration": iteration, "tool_calls": len(calls)}
-    )
+    scope._emit_built("agent.iteration_end", {"iteration": iteration, "tool_calls": len(calls)})
 
 
 async def _gated(
     cfg: AgentConfig,
     tool: Tool,
-    scope: Scope,
+    scope: TrackedScope,
     call: Mapping[str, Any],
     iteration: int,
     args: Mapping[str, Any],
@@ -255,7 +253,7 @@ async def _gated(
 
 
 def _found(
-    cfg: AgentConfig, scope: Scope, call: Mapping[str, Any]
+    cfg: AgentConfig, scope: TrackedScope, call: Mapping[str, Any]
 ) -> tuple[Tool | None, str | None]:
     """The tool a call names and, when the call cannot run, what the model reads instead:
     a tool that does not exist or was not offered, or arguments a provider could not read
@@ -289,7 +287,11 @@ def _found(
 
 
 def _invalid(
-    cfg: AgentConfig, scope: Scope, call: Mapping[str, Any], tool: Tool, args: Mapping[str, Any]
+    cfg: AgentConfig,
+    scope: TrackedScope,
+    call: Mapping[str, Any],
+    tool: Tool,
+    args: Mapping[str, Any],
 ) -> str | None:
     """What the model reads instead of a run when ``args`` fail the tool's schema, as
     ``tool_arg_validation`` says: ``"enforce"`` refuses with a correction naming every
@@ -320,7 +322,7 @@ def _invalid(
     )
 
 
-def _refusal(scope: Scope, kind: str, call: Mapping[str, Any], text: str) -> dict[str, str]:
+def _refusal(scope: TrackedScope, kind: str, call: Mapping[str, Any], text: str) -> dict[str, str]:
     """The ``error`` flag of a call that never ran: what kind, and what the model read (a
     schema check quotes the arguments: under ``errors=True`` the log leaves it out)."""
     marker = hidden_errors(scope)

@@ -70,7 +70,9 @@ def checkpointed(kind: type[ProviderError]) -> type[ProviderError]:
     :class:`RunCheckpointError` and ``kind`` (so ``except kind`` keeps working)."""
     made = _CHECKPOINTED.get(kind)
     if made is None:
-        made = type("RunCheckpointError", (RunCheckpointError, kind), {"__module__": "trackway"})
+        made = type(
+            "RunCheckpointError", (RunCheckpointError, kind), {"__module__": "trackway.agent"}
+        )
         _CHECKPOINTED[kind] = made
     return made
 

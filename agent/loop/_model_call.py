@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from trackway.engine import Scope
+from trackway.engine.run._scope import TrackedScope
 
 from ..context._config import AgentConfig
 from ..context._findings import AnswerHoldback
@@ -33,7 +33,7 @@ class StateView(Mapping[str, Any]):
     ``keys`` its reader is about: ``REQUEST_KEYS`` for ``assemble``, ``PROVIDER_KEYS`` for a
     tool provider."""
 
-    def __init__(self, scope: Scope, keys: tuple[str, ...]) -> None:
+    def __init__(self, scope: TrackedScope, keys: tuple[str, ...]) -> None:
         self._scope = scope
         self._keys = keys
 
@@ -70,7 +70,7 @@ def streams(cfg: AgentConfig) -> bool:
     return cfg.stream and getattr(cfg.provider, "stream", None) is not None
 
 
-async def stream_model(cfg: AgentConfig, scope: Scope, request: Any) -> LLMResponse:
+async def stream_model(cfg: AgentConfig, scope: TrackedScope, request: Any) -> LLMResponse:
     """The provider's answer to ``request``, streamed (:func:`streams`): the tokens are
     emitted as they come, notes held back from them under ``.findings()``. A call that
     is not streamed is ``await cfg.provider.complete(request)``."""

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from trackway.engine import Scope, StagePath, thaw
+from trackway.engine import StagePath, thaw
+from trackway.engine.run._scope import TrackedScope
 from trackway.tools.define._assume import assumed_note
 
 from ..context._config import emit as _emit
@@ -54,7 +55,7 @@ class _CallMemo:
         self.seen: dict[bytes, int] = {}
         self.nudged: set[bytes] = set()
 
-    def rebuild(self, scope: Scope) -> None:
+    def rebuild(self, scope: TrackedScope) -> None:
         self.built = True
         rows = thaw(scope.get("tool_results", []))
         if not rows:
@@ -84,7 +85,7 @@ class _CallMemo:
             self.seen.setdefault(key, hash(text))
 
 
-def nudged(scope: Scope, call: Mapping[str, Any], done: Outcome) -> Outcome:
+def nudged(scope: TrackedScope, call: Mapping[str, Any], done: Outcome) -> Outcome:
     """The second time a call returns what it returned before in this turn, one sentence
     says so (once per distinct call); ``tools.repeated_call`` carries fingerprints only."""
     mount = StagePath.parent_of(scope.stage_path)  # the key only: no parse

@@ -11,7 +11,8 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from trackway.engine import Scope, thaw
+from trackway.engine import thaw
+from trackway.engine.run._scope import TrackedScope
 from trackway.tools import Tool
 from trackway.tools.results._declared_read import read_declared
 from trackway.tools.results._outcome import read_envelope
@@ -42,7 +43,7 @@ class Outcome(NamedTuple):
 def served(
     cfg: AgentConfig,
     tool: Tool,
-    scope: Scope,
+    scope: TrackedScope,
     call: Mapping[str, Any],
     iteration: int,
     result: Any,
@@ -122,7 +123,7 @@ ROW_FLAGS = (
 def _measured(
     cfg: AgentConfig,
     tool: Tool,
-    scope: Scope,
+    scope: TrackedScope,
     call: Mapping[str, Any],
     iteration: int,
     done: Outcome,

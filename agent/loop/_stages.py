@@ -154,9 +154,10 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
     async def window(scope: Scope) -> None:
         await window_stage(scope, cfg.window, cfg.keep_last_tool_results, id(cfg))
 
-    def offer(scope: Scope) -> None:
+    def offer(given: Scope) -> None:
         """The tools this model call is offered: the registered ones, then each provider's
         choice over the committed state (written only when it changes)."""
+        scope = cast(TrackedScope, given)  # the engine's scope: native calls
         view = StateView(scope, PROVIDER_KEYS)
         names = list(cfg.registered)
         for provider in cfg.providers:
@@ -172,15 +173,15 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             scope["tools"] = specs
             _emit(scope, "tools.offered", {"iteration": scope["iteration"], "names": names})
 
-    async def call_llm(scope: Scope) -> None:
+    async def call_llm(given: Scope) -> None:
+        scope = cast(TrackedScope, given)  # the engine's scope: native calls
         # one cache per run and per mounted copy of the chart; it dies with the run
         mount = StagePath.parent_of(scope.stage_path)  # the key only: no parse
         cache = scope.run_local(("agent-messages", id(cfg), mount), MessageCache)
         assembled = assemble(scope, cache)  # reads REQUEST_KEYS, each tracked
         k = len(scope.get("receipts", [])) + 1
         iteration = scope["iteration"]
-        tracked = cast(TrackedScope, scope)  # the engine's scope: its built writes and emits
-        built = tracked._emit_built  # the loop's own events: exact JSON, encoded once
+        built = scope._emit_built  # the loop's own events: exact JSON, encoded once
         built("agent.iteration_start", {"iteration": iteration})
         built("stream.llm_start", {"k": k, "model": assembled.request.model})
         provider = cfg.provider
@@ -206,9 +207,9 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         if repairs:
             receipt["tool_call_repairs"] = repairs
             _emit(scope, "agent.tool_calls_repaired", {"k": k, "repairs": repairs})
-        tracked._extend_built("receipts", [receipt])
+        scope._extend_built("receipts", [receipt])
         # a JSON-mode dump is plain JSON (NaN as null, tuples as lists): handed over as is
-        tracked._set_built("response", answer_record(response))
+        scope._set_built("response", answer_record(response))
         # the sum of what providers reported; a call that reported nothing has usage None in
         # its receipt and is not counted as zero (RunUsage.unreported_calls)
         tick = account(scope, k, assembled.request.model, usage)
@@ -223,7 +224,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         )
         built("cost.tick", tick)
 
-    def route(scope: Scope) -> Decision:
+    def route(given: Scope) -> Decision:
+        scope = cast(TrackedScope, given)  # the engine's scope: native calls
         response = scope["response"]
         calls = response.get("tool_calls") or ()
         iteration = scope["iteration"]
@@ -272,7 +274,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
                 del scope["output_error"]
         return Decision("final", {**evidence, "chosen": "final"})
 
-    async def tool_calls(scope: Scope) -> None:
+    async def tool_calls(given: Scope) -> None:
+        scope = cast(TrackedScope, given)  # the engine's scope: native calls
         response = scope["response"]
         calls = unique_calls(response["tool_calls"])[0]
         batch = Batch(scope["iteration"])
@@ -281,8 +284,9 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         )
         await dispatch(cfg, scope, calls, 0, batch)
 
-    async def tool_calls_resumed(scope: Scope, value: Any) -> None:
+    async def tool_calls_resumed(given: Scope, value: Any) -> None:
         """The person answered: the waiting call gets its result, then the rest run."""
+        scope = cast(TrackedScope, given)  # the engine's scope: native calls
         pending = thaw(scope["pending_question"])
         calls = unique_calls(scope["response"]["tool_calls"])[0]
         index = pending["index"]
@@ -315,7 +319,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         batch.add(scope, call, done)
         await dispatch(cfg, scope, calls, index + 1, batch)
 
-    def wrap_up(scope: Scope) -> None:
+    def wrap_up(given: Scope) -> None:
+        scope = cast(TrackedScope, given)  # the engine's scope: native calls
         response = scope["response"]
         iteration = scope["iteration"]
         scope.append("history", {"role": "user", "content": WRAP_UP_PROMPT, "origin": "library"})
@@ -354,7 +359,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         scope["iteration"] = scope["iteration"] + 1
         _emit(scope, "agent.output_retry", {"attempt": attempts, "error": error})
 
-    def final(scope: Scope) -> None:
+    def final(given: Scope) -> None:
+        scope = cast(TrackedScope, given)  # the engine's scope: native calls
         response = scope["response"]
         answer = response.get("content", "")
         calls = response.get("tool_calls") or []

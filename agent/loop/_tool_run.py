@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import anyio
 
-from trackway.engine import Scope, thaw
+from trackway.engine import thaw
+from trackway.engine.run._scope import TrackedScope
 from trackway.tools import Identity, Tool, ToolContext
 from trackway.tools.define._assume import Filling
 from trackway.tools.define._define import built_context
@@ -40,7 +41,7 @@ __all__ = ["Ready", "context", "run_one"]
 
 def context(
     tool: Tool,
-    scope: Scope,
+    scope: TrackedScope,
     call: Mapping[str, Any],
     iteration: int,
     cancel_scope: Any = None,
@@ -73,7 +74,7 @@ class Ready:
     runnable calls held until :meth:`settle` runs them together (bounded by
     ``max_parallel_tool_calls``) and adds everything to the batch in call order."""
 
-    def __init__(self, cfg: AgentConfig, scope: Scope, iteration: int) -> None:
+    def __init__(self, cfg: AgentConfig, scope: TrackedScope, iteration: int) -> None:
         self.cfg, self.scope, self.iteration = cfg, scope, iteration
         self.slots: list[tuple[Mapping[str, Any], Outcome | None]] = []
         self.jobs: list[tuple[int, Mapping[str, Any], Tool, Any, Filling | None]] = []
@@ -133,7 +134,7 @@ class Ready:
 
 async def run_one(
     cfg: AgentConfig,
-    scope: Scope,
+    scope: TrackedScope,
     call: Mapping[str, Any],
     iteration: int,
     tool: Tool | None = None,
@@ -166,7 +167,7 @@ async def run_one(
 async def _execute(
     cfg: AgentConfig,
     tool: Tool,
-    scope: Scope,
+    scope: TrackedScope,
     call: Mapping[str, Any],
     iteration: int,
     args: dict[str, Any],
@@ -264,7 +265,7 @@ class _CallHooks:
     __slots__ = ("call", "context", "iteration", "name", "scope", "sessions")
 
     def __init__(
-        self, scope: Scope, call: Mapping[str, Any], name: str, iteration: int, sessions: Any
+        self, scope: TrackedScope, call: Mapping[str, Any], name: str, iteration: int, sessions: Any
     ) -> None:
         self.scope, self.call, self.name, self.iteration = scope, call, name, iteration
         self.sessions = sessions

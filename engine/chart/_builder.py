@@ -54,8 +54,8 @@ def _check_runner(runner: object, owner: str) -> BranchRunner | None:
         return None
     if not isinstance(runner, BranchRunner):
         raise ChartBuildError(
-            f"{owner}: runner= takes ray_runner() (from trackway import ray_runner) or None, "
-            f"got {runner!r}"
+            f"{owner}: runner= takes ray_runner() (from trackway.engine import ray_runner), "
+            f"another BranchRunner, or None, got {runner!r}"
         )
     return runner
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from trackway import BranchRunner, ChartBuildError, Executor, Scope, flow_chart, ray_runner
-from trackway.engine import Branch
+from trackway import Executor, Scope, flow_chart
+from trackway.engine import Branch, BranchRunner, ChartBuildError, ray_runner
 
 
 class _Here:
