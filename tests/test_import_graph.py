@@ -11,28 +11,12 @@ either, which ``make layers`` (import-linter) checks; this test is about load or
 from __future__ import annotations
 
 import ast
-import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
 import networkx as nx
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _package_folders(root: Path) -> dict[str, Path]:
-    """Each package pyproject.toml lists, and the folder that holds its modules."""
-    setuptools = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
-    mapped: dict[str, str] = setuptools["package-dir"]
-    folders = {}
-    for package in setuptools["packages"]:
-        parts = package.split(".")
-        for cut in range(len(parts), 0, -1):
-            base = mapped.get(".".join(parts[:cut]))
-            if base is not None:
-                folders[package] = root.joinpath(base, *parts[cut:])
-                break
-    return folders
+from tests.packages import ROOT, package_folders
 
 
 def _modules(folders: dict[str, Path]) -> dict[str, tuple[Path, bool]]:
@@ -69,7 +53,7 @@ def _load_time(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
 
 def load_time_graph(root: Path, prefix: str = "trackway") -> nx.DiGraph:
     """The graph of load-time imports between the modules of the packages under ``root``."""
-    modules = _modules(_package_folders(root))
+    modules = _modules(package_folders(root))
     graph = nx.DiGraph()
     graph.add_nodes_from(modules)
     for name, (path, is_package) in modules.items():

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import ast
 import os
-import tomllib
 from pathlib import Path
 
 import pytest
 
+from tests.packages import package_folders
 from trackway import Executor, flow_chart
 from trackway.engine import ChartBuildError, compiled_modules
 
@@ -35,12 +35,10 @@ def test_the_build_under_test_is_the_one_expected():
 
 
 def test_every_module_named_for_compiling_exists():
-    with open(ROOT / "pyproject.toml", "rb") as project:
-        folders = tomllib.load(project)["tool"]["setuptools"]["package-dir"]
+    folders = package_folders(ROOT)
     for name in _setup_list():
-        top, rest = name.split(".", 2)[:2], name.split(".", 2)[2]
-        folder = ROOT / folders[".".join(top)]
-        assert (folder / (rest.replace(".", "/") + ".py")).is_file(), name
+        package, module = name.rsplit(".", 1)
+        assert (folders[package] / f"{module}.py").is_file(), name
 
 
 class _CompiledAsync:
