@@ -20,6 +20,7 @@ from .context._window import WindowVisit as WindowVisit
 from .context._window import sliding_window as sliding_window
 from .context._window import summarize_oldest as summarize_oldest
 from .context._window import token_budget as token_budget
+from .loop._tool_choice import TOOL_CHOICE_QUESTION as TOOL_CHOICE_QUESTION
 from .messages._conversation import Conversation as Conversation
 from .messages._errors import AgentBuildError as AgentBuildError
 from .messages._errors import AgentError as AgentError
@@ -85,8 +86,32 @@ from .runtime._agent_tool import tool_run as tool_run
 from .runtime._builder import AgentBuilder as AgentBuilder
 from .runtime._result import AgentResult as AgentResult
 from .runtime._stream import AgentStream as AgentStream
+from .skills import ALWAYS_SERVED_TOOLS as ALWAYS_SERVED_TOOLS
+from .skills import CLASSIFIER_SCORER_UNAVAILABLE as CLASSIFIER_SCORER_UNAVAILABLE
+from .skills import ENTRY_QUESTION as ENTRY_QUESTION
+from .skills import STRICTNESS as STRICTNESS
+from .skills import ClassifierScorer as ClassifierScorer
+from .skills import EntryRequest as EntryRequest
+from .skills import EntryScorer as EntryScorer
+from .skills import EntryScoring as EntryScoring
+from .skills import Instruction as Instruction
+from .skills import Route as Route
+from .skills import Skill as Skill
+from .skills import SkillGraph as SkillGraph
+from .skills import classifier_scorer as classifier_scorer
+from .skills import define_instruction as define_instruction
+from .skills import define_skill as define_skill
+from .skills import propose_transition as propose_transition
+from .skills import require_instruction as require_instruction
+from .skills import route as route
+from .skills import skill_graph as skill_graph
 
 __all__ = [
+    "ALWAYS_SERVED_TOOLS",
+    "CLASSIFIER_SCORER_UNAVAILABLE",
+    "ENTRY_QUESTION",
+    "STRICTNESS",
+    "TOOL_CHOICE_QUESTION",
     "Agent",
     "AgentBuildError",
     "AgentBuilder",
@@ -95,12 +120,17 @@ __all__ = [
     "AgentResult",
     "AgentStream",
     "AnthropicProvider",
+    "ClassifierScorer",
     "Composition",
     "Conditional",
     "ContextLengthError",
     "Conversation",
     "ConversationFormatError",
     "DecisionRequiredError",
+    "EntryRequest",
+    "EntryScorer",
+    "EntryScoring",
+    "Instruction",
     "InvalidAnswerError",
     "InvalidRunInputError",
     "ItemResult",
@@ -130,11 +160,14 @@ __all__ = [
     "RedactedRecordError",
     "ReplayDivergence",
     "ResumeIdentityConflictError",
+    "Route",
     "RunCheckpointError",
     "RunInFlightError",
     "RunManyReport",
     "RunUsage",
     "Sequence",
+    "Skill",
+    "SkillGraph",
     "StreamDelta",
     "StreamingProvider",
     "ToolCall",
@@ -146,19 +179,26 @@ __all__ = [
     "WindowVisit",
     "agent_as_tool",
     "anthropic",
+    "classifier_scorer",
     "conversation_redaction",
+    "define_instruction",
+    "define_skill",
     "is_paused",
     "is_said_by_person",
     "load_recording",
     "mock",
     "openai",
+    "propose_transition",
     "receipts",
     "replay",
     "replay_async",
+    "require_instruction",
+    "route",
     "run_many",
     "run_many_sync",
     "save_recording",
     "served_at",
+    "skill_graph",
     "sliding_window",
     "summarize_oldest",
     "token_budget",

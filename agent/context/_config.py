@@ -81,9 +81,29 @@ class AgentConfig:
     """``.limits_travel_with_the_answer()``: the tools' declared limits go with the answer."""
     sessions: ToolSessions = field(default_factory=ToolSessions)
     """The tool sessions live in this agent (``ctx.on_teardown``)."""
+    skills: Any = None
+    """``.skill()`` / ``.instruction()`` / ``.skill_graph()``: the checked
+    :class:`~trackway.agent.skills._skillset.SkillSet` of the ``skills`` stage."""
+    tool_choice: Any = None
+    """``.tool_choice(...)``: the :class:`~trackway.agent.loop._tool_choice.ToolChoice` of the
+    ``offer`` stage."""
     check_ins: dict[str, str | None] = field(default_factory=dict)
     """Tools whose calls wait for a person's approval, with the question (``None``: a
     default naming the call)."""
+
+    @property
+    def serves_tools(self) -> bool:
+        """Some tool may be served: the agent's, a skill's, or the doors of its skills."""
+        return bool(self.tools) or (self.skills is not None and bool(self.skills.doors))
+
+    @property
+    def offers_per_call(self) -> bool:
+        """What a model call is offered is decided before it (only that may run)."""
+        return (
+            bool(self.providers)
+            or self.tool_choice is not None
+            or (self.skills is not None and self.skills.scoped)
+        )
 
     @property
     def asks_people(self) -> bool:

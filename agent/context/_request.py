@@ -208,7 +208,7 @@ class _Frame(NamedTuple):
     per value of those keys (``source``, compared by identity: committed values are
     immutable, so the same object means the same bytes)."""
 
-    source: tuple[Any, Any, Any]
+    source: tuple[Any, Any, Any, Any]
     prefix: bytes
     suffix: bytes
     fields: dict[str, Any]
@@ -217,8 +217,18 @@ class _Frame(NamedTuple):
     system_hash: str | None
 
 
-def _frame_of(settings_value: Any, system: Any, tools_state: Any) -> _Frame:
+def served_system(system: Any, pieces: Any) -> str | None:
+    """The system text a call is served: the prompt, then each committed system piece (an
+    active skill's body, instructions, leases, notes) after a blank line."""
+    if not pieces:
+        return system if system is None else str(system)
+    texts = [str(p["text"]) for p in pieces]
+    return "\n\n".join([str(system), *texts] if system is not None else texts)
+
+
+def _frame_of(settings_value: Any, system_value: Any, tools_state: Any, pieces: Any) -> _Frame:
     settings = thaw(settings_value)
+    system = served_system(system_value, pieces)
     prefix = b"{"
     for name in _BEFORE_MESSAGES:
         if settings.get(name) is not None:
@@ -261,7 +271,7 @@ def _frame_of(settings_value: Any, system: Any, tools_state: Any) -> _Frame:
     }
     system_hash = None if system is None else sha256(canonical_json(system))
     return _Frame(
-        (settings_value, system, tools_state),
+        (settings_value, system_value, tools_state, pieces),
         prefix,
         suffix + b"}",
         fields,
@@ -289,9 +299,10 @@ def assemble(
     settings_value = state["settings"]
     system = state.get("system_prompt")
     tools_state = None if state.get("wrap_up_asked") else state.get("tools")
+    pieces = state.get("system_pieces")
     frame = cache._frame
-    if frame is None or not _same(frame.source, (settings_value, system, tools_state)):
-        frame = cache._frame = _frame_of(settings_value, system, tools_state)
+    if frame is None or not _same(frame.source, (settings_value, system, tools_state, pieces)):
+        frame = cache._frame = _frame_of(settings_value, system, tools_state, pieces)
     cache.advance(history, frame.prefix)
     n = len(history)
     view = state.get("window_view")
@@ -325,8 +336,8 @@ def assemble(
     )
 
 
-def _same(a: tuple[Any, Any, Any], b: tuple[Any, Any, Any]) -> bool:
-    return a[0] is b[0] and a[1] is b[1] and a[2] is b[2]
+def _same(a: tuple[Any, Any, Any, Any], b: tuple[Any, Any, Any, Any]) -> bool:
+    return a[0] is b[0] and a[1] is b[1] and a[2] is b[2] and a[3] is b[3]
 
 
 def _upto(items: list[Message], n: int) -> tuple[Message, ...]:

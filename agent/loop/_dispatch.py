@@ -24,6 +24,7 @@ from ._arguments import arguments_question, filled
 from ._coverage import coverage_row
 from ._person import question_for
 from ._served import ROW_FLAGS, Outcome
+from ._skill_doors import door_outcome
 from ._tool_run import Ready, context, run_one
 
 _log = logging.getLogger("trackway.tools")
@@ -164,7 +165,8 @@ async def dispatch(
         if tool is not None and refused is None and asked is None:
             refused = _invalid(cfg, scope, call, tool, args)
         decision = None
-        gated = tool is not None and (tool.gate is not None or cfg.gate is not None)
+        door = cfg.skills is not None and tool is not None and tool.name in cfg.skills.doors
+        gated = not door and tool is not None and (tool.gate is not None or cfg.gate is not None)
         if gated and refused is None and asked is None:
             assert tool is not None
             decision = await _gated(cfg, tool, scope, call, iteration, args)
@@ -175,6 +177,7 @@ async def dispatch(
             and refused is None
             and decision is None
             and asked is None
+            and not door
             and (tool.asks is not None or tool.name in cfg.check_ins)
         ):
             asked = question_for(tool, call, cfg.check_ins)
@@ -203,6 +206,8 @@ async def dispatch(
             )
         elif decision is not None and decision.kind == "deny":
             ready.add(call, Outcome("denied", f"Denied: {decision.text}", (), {"gate": "deny"}))
+        elif cfg.skills is not None and tool is not None and tool.name in cfg.skills.doors:
+            ready.add(call, door_outcome(cfg, scope, call))  # library code: answered here
         else:
             assert tool is not None
             ready.run_later(call, tool, given, filling)
@@ -259,17 +264,26 @@ def _found(
     a tool that does not exist or was not offered, or arguments a provider could not read
     as a JSON object (never run, in any mode)."""
     tool = cfg.tools.get(call["name"])
+    doors = {} if cfg.skills is None else cfg.skills.doors
+    if tool is None and doors:
+        tool = doors.get(call["name"])
     offered: list[str] | None = None
-    if cfg.providers:  # only what this model call was offered may run
+    if cfg.offers_per_call:  # only what this model call was offered may run
         offered = [spec["name"] for spec in scope.get("tools", ())]
         if tool is not None and tool.name not in offered:
             names = ", ".join(offered) or "none"
+            if cfg.tool_choice is not None:  # a narrowed call missed: said, then answered
+                _emit(
+                    scope,
+                    "tools.answered_off_wire",
+                    {"id": call["id"], "name": tool.name, "offered": len(offered)},
+                )
             return None, (
                 f"Error: {tool.name} was not offered for this call, so it was not run. "
                 f"Available tools: {names}."
             )
     if tool is None:
-        names = ", ".join(list(cfg.tools) if offered is None else offered) or "none"
+        names = ", ".join([*cfg.tools, *doors] if offered is None else offered) or "none"
         return None, f"Error: there is no tool named {call['name']!r}. Available tools: {names}."
     args = call.get("args") or {}
     if unparsed(args):

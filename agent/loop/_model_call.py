@@ -50,7 +50,15 @@ class StateView(Mapping[str, Any]):
         return sum(1 for k in self._keys if k in self._scope)
 
 
-REQUEST_KEYS = ("history", "settings", "system_prompt", "tools", "wrap_up_asked", "window_view")
+REQUEST_KEYS = (
+    "history",
+    "settings",
+    "system_prompt",
+    "system_pieces",
+    "tools",
+    "wrap_up_asked",
+    "window_view",
+)
 """What a model request is assembled from."""
 PROVIDER_KEYS = (
     "user_message",

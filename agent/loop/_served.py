@@ -116,6 +116,7 @@ ROW_FLAGS = (
     "asked",
     "period",
     "error",
+    "pick",
 )
 """Row keys a replay takes from the recording as they were."""
 

@@ -50,6 +50,8 @@ from ._model_call import (
     streams,
 )
 from ._person import outcome_of
+from ._skills_stage import skills_stage
+from ._tool_choice import choose, tool_choice_outcome
 
 __all__ = [
     "CONFIGURABLE",
@@ -89,6 +91,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             settings["pricing"] = cfg.pricing
         if cfg.cost_budget is not None:
             settings["cost_budget"] = cfg.cost_budget
+        if cfg.tool_choice is not None:  # which classifier reads each call, and how
+            settings["tool_choice_by"] = cfg.tool_choice.record()
         if cfg.window is not None:  # what each call is served depends on it
             settings["window"] = {
                 "strategy": cfg.window.name,
@@ -100,6 +104,12 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             scope["identity"] = identity
         if scope.get("session_id") is not None:
             scope["session_id"] = scope["session_id"]
+        carried = scope.get("carried")
+        if carried is not None and cfg.skills is not None and cfg.skills.continuing:
+            cursor = carried.get("skill_cursor")  # continuity="conversation": it goes on
+            known = cursor is not None and cursor["skill"] in (None, *cfg.skills.skills)
+            if known:  # a skill the agent no longer has starts over
+                scope["skill_cursor"] = cursor
         if cfg.configure is not None:
             context = {
                 "message": message,
@@ -131,7 +141,14 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             scope["system_prompt"] = text
 
     def tools(scope: Scope) -> None:
-        scope["tools"] = [cfg.tools[name].spec() for name in cfg.registered]
+        if cfg.skills is not None:  # the declarations, as data: served and judged from it
+            scope["skills"] = cfg.skills.data
+        names = list(cfg.registered)
+        if cfg.skills is not None:
+            if not cfg.skills.scoped:
+                names += [n for n in cfg.skills.tools if n not in names]
+            names += list(cfg.skills.doors)
+        scope["tools"] = [_tool(name).spec() for name in names]
         if cfg.asks_people:  # which calls wait for a person: replay needs no code for it
             scope["people"] = {
                 "asks": {n: dict(t.asks) for n, t in cfg.tools.items() if t.asks is not None},
@@ -154,15 +171,44 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
     async def window(scope: Scope) -> None:
         await window_stage(scope, cfg.window, cfg.keep_last_tool_results, id(cfg))
 
-    def offer(given: Scope) -> None:
-        """The tools this model call is offered: the registered ones, then each provider's
-        choice over the committed state (written only when it changes)."""
-        scope = cast(TrackedScope, given)  # the engine's scope: native calls
+    def _tool(name: str) -> Any:
+        tool = cfg.tools.get(name)
+        return tool if tool is not None else cfg.skills.doors[name]
+
+    def offered_names(scope: TrackedScope) -> list[str]:
+        """The registered tools, each provider's choice over the committed state, then the
+        skills' tools (only the active skill's, when scoped) and the doors."""
         view = StateView(scope, PROVIDER_KEYS)
         names = list(cfg.registered)
         for provider in cfg.providers:
             names += [t.name for t in offered_tools(provider, view) if t.name not in names]
-        specs = [cfg.tools[name].spec() for name in names]
+        skills = cfg.skills
+        if skills is not None:
+            if skills.scoped:
+                cursor = scope.get("skill_cursor")
+                active = None if cursor is None else cursor["skill"]
+                owned = () if active is None else skills.skills[active].tools
+                names += [t.name for t in owned if t.name not in names]
+            else:
+                names += [n for n in skills.tools if n not in names]
+            names += [n for n in skills.doors if n not in names]
+        return names
+
+    def offer(given: Scope) -> None:
+        """The tools this model call is offered (written only when it changes)."""
+        scope = cast(TrackedScope, given)  # the engine's scope: native calls
+        write_offer(scope, offered_names(scope))
+
+    async def offer_chosen(given: Scope) -> None:
+        """The tools this model call is offered, narrowed by the classifier's pick."""
+        scope = cast(TrackedScope, given)  # the engine's scope: native calls
+        write_offer(scope, await choose(cfg, scope, offered_names(scope)))
+
+    async def skills(given: Scope) -> None:
+        await skills_stage(cfg, given)
+
+    def write_offer(scope: TrackedScope, names: list[str]) -> None:
+        specs = [_tool(name).spec() for name in names]
         if cfg.findings:  # the reserved argument, bound to the results nameable now
             prop = findings_property(*offered_ids(scope))
             for spec in specs:
@@ -208,6 +254,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             receipt["tool_call_repairs"] = repairs
             _emit(scope, "agent.tool_calls_repaired", {"k": k, "repairs": repairs})
         scope._extend_built("receipts", [receipt])
+        if cfg.tool_choice is not None:  # what the model called against the pick
+            tool_choice_outcome(scope, k, response.tool_calls)
         # a JSON-mode dump is plain JSON (NaN as null, tuples as lists): handed over as is
         scope._set_built("response", answer_record(response))
         # the sum of what providers reported; a call that reported nothing has usage None in
@@ -245,7 +293,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
                 elif "output_error" in scope:
                     del scope["output_error"]
             return Decision("final", {**evidence, "chosen": "final", "why": "cost budget"})
-        if calls and cfg.tools:
+        if calls and cfg.serves_tools:
             if iteration < limit:
                 return Decision("tool-calls", {**evidence, "chosen": "tool-calls"})
             if cfg.wrap_up and not scope.get("wrap_up_asked"):
@@ -365,7 +413,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         answer = response.get("content", "")
         calls = response.get("tool_calls") or []
         hit = halted(scope)
-        if calls and cfg.tools and not scope.get("wrap_up_asked"):
+        if calls and cfg.serves_tools and not scope.get("wrap_up_asked"):
             pending = unique_calls(calls)[0]
             stopped = {
                 "reason": "max-iterations",
@@ -458,7 +506,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         "system-prompt": system_prompt,
         "tools": tools,
         "call-llm": call_llm,
-        "offer": offer,
+        "offer": offer_chosen if cfg.tool_choice is not None else offer,
+        "skills": skills,
         "window": window,
         "route": route,
         "tool-calls": tool_calls,

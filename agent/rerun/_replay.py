@@ -41,6 +41,7 @@ from ._replay_setup import (
     recorded_gate,
     recorded_offers,
 )
+from ._replay_skills import replay_skills
 
 __all__ = ["replay", "replay_async"]
 
@@ -200,6 +201,8 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
         )
         for t in cfg.tools.values()
     }
+    if cfg.skills is not None:  # the doors are the library's: they run again, as they ran
+        tools.update(cfg.skills.doors)
     from ..runtime._builder import AgentBuilder
 
     builder = AgentBuilder(
@@ -217,9 +220,11 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
         stream=False,
     ).tools(tools[name] for name in cfg.registered)
     if cfg.providers:  # what they offered, call by call, from the recording
-        offers, _ = recorded_offers(snap, list(cfg.registered))
-        provided = [t for name, t in tools.items() if name not in cfg.registered]
+        own = {t.name for p in cfg.providers for t in p.tools}
+        offers, _ = recorded_offers(snap, [n for n in tools if n not in own])
+        provided = [t for name, t in tools.items() if name in own]
         builder.tools_from(RecordedOffers(provided, offers))
+    replay_skills(builder, cfg, snap, tools)
     if cfg.system is not None:
         builder.system(cfg.system)
     if cfg.configure is not None:

@@ -39,8 +39,19 @@ def agent_from_recording(snap: Snapshot) -> Agent:
             key=None,
         )
     writes: dict[str, Any] = {}
+    seen: dict[str, dict[str, Any]] = {}
     for c in snap.history():
+        if c.frame == "" and c.stage_id == "offer":
+            for op in c.ops:
+                if op.key == "tools":
+                    for spec in thaw(op.value):
+                        seen.setdefault(spec["name"], spec)
         if c.frame == "" and c.stage_id in ("seed", "system-prompt", "tools", "final"):
+            if c.stage_id == "tools":
+                for op in c.ops:  # every spec the run served, for the skills' tools
+                    if op.key == "tools":
+                        for spec in thaw(op.value):
+                            seen.setdefault(spec["name"], spec)
             for op in c.ops:
                 writes.setdefault(op.key, thaw(op.value))
         if c.stage_id == "output-retry" or (
@@ -69,6 +80,8 @@ def agent_from_recording(snap: Snapshot) -> Agent:
         cost_budget=budget_option(settings.get("cost_budget")),
         stream=False,
     )
+    from ._replay_skills import apply_recorded_skills, skill_tool_names
+
     if settings.get("limits_travel"):
         builder.limits_travel_with_the_answer()
     if settings.get("findings"):
@@ -104,11 +117,14 @@ def agent_from_recording(snap: Snapshot) -> Agent:
             period=ruled.get("period"),
         )
 
-    registered = [spec["name"] for spec in writes.get("tools", [])]
-    for spec in writes.get("tools", []):
+    skilled = skill_tool_names(writes)
+    own = [spec for spec in writes.get("tools", []) if spec["name"] not in skilled]
+    registered = [spec["name"] for spec in own]
+    for spec in own:
         builder.tool(stub(spec))
-    offers, provided = recorded_offers(snap, registered)
-    if offers:
+    apply_recorded_skills(builder, snap, writes, stub, seen)
+    offers, provided = recorded_offers(snap, [*registered, *skilled])
+    if provided or (offers and not skilled):
         builder.tools_from(RecordedOffers([stub(s) for s in provided.values()], offers))
     for name, question in people.get("check_ins", {}).items():
         builder.check_in([name], question=question)

@@ -98,6 +98,8 @@ class Agent(Hooks, RunRecord, Continuing, AgentSyncTwins, Streaming, Workable):
         max_parallel_tool_calls: int = 4,
         pricing_table: Mapping[str, Mapping[str, float]] | None = None,
         cost_budget: tuple[float, Literal["warn", "halt"]] | None = None,
+        skill_scoped_tools: bool = False,
+        react_mode: Literal["dynamic", "classic"] = "dynamic",
     ) -> AgentBuilder:
         """Start configuring an agent.
 
@@ -131,6 +133,14 @@ class Agent(Hooks, RunRecord, Continuing, AgentSyncTwins, Streaming, Workable):
         ledger; ``cost_budget=(usd, "warn" | "halt")`` records the call that goes over it and,
         under ``"halt"``, stops the run before its next call (``stopped_early`` reason
         ``cost-budget``).
+
+        ``skill_scoped_tools=True`` serves a skill's tools only while that skill is active
+        (the agent's own ``.tool()`` tools and the doors are always served).
+        ``react_mode``: ``"dynamic"`` (the default) decides what each call is offered before
+        it when a feature needs that; ``"classic"`` promises one tool list for the whole run
+        and refuses at ``build()`` every feature that would change it per call.
+        ``"dynamic-grouped"`` is refused by name: the chart already declares each part of a
+        model call as its own stage, so there is nothing to group.
 
         Without ``provider=``, ``model="openai:gpt-4o-mini"`` (or ``"anthropic:..."``) picks
         the provider from the prefix, configured from the environment as the vendors' SDKs
@@ -167,6 +177,8 @@ class Agent(Hooks, RunRecord, Continuing, AgentSyncTwins, Streaming, Workable):
             max_parallel_tool_calls=max_parallel_tool_calls,
             pricing_table=pricing_table,
             cost_budget=cost_budget,
+            skill_scoped_tools=skill_scoped_tools,
+            react_mode=react_mode,
         )
 
     def __init__(
