@@ -299,7 +299,8 @@ def assemble(
     settings_value = state["settings"]
     system = state.get("system_prompt")
     tools_state = None if state.get("wrap_up_asked") else state.get("tools")
-    pieces = state.get("system_pieces")
+    # read only where the settings say calls are served pieces: no other call reads the key
+    pieces = state.get("system_pieces") if settings_value.get("system_pieces") else None
     frame = cache._frame
     if frame is None or not _same(frame.source, (settings_value, system, tools_state, pieces)):
         frame = cache._frame = _frame_of(settings_value, system, tools_state, pieces)

@@ -91,6 +91,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             settings["pricing"] = cfg.pricing
         if cfg.cost_budget is not None:
             settings["cost_budget"] = cfg.cost_budget
+        if cfg.skills is not None:  # each call is served the skills stage's system pieces
+            settings["system_pieces"] = True
         if cfg.tool_choice is not None:  # which classifier reads each call, and how
             settings["tool_choice_by"] = cfg.tool_choice.record()
         if cfg.window is not None:  # what each call is served depends on it
@@ -104,8 +106,9 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             scope["identity"] = identity
         if scope.get("session_id") is not None:
             scope["session_id"] = scope["session_id"]
-        carried = scope.get("carried")
-        if carried is not None and cfg.skills is not None and cfg.skills.continuing:
+        continuing = cfg.skills is not None and cfg.skills.continuing
+        carried = scope.get("carried") if continuing else None
+        if carried is not None:
             cursor = carried.get("skill_cursor")  # continuity="conversation": it goes on
             known = cursor is not None and cursor["skill"] in (None, *cfg.skills.skills)
             if known:  # a skill the agent no longer has starts over
