@@ -200,4 +200,6 @@ def run_input(
             raise InvalidRunInputError(
                 f"continue_from holds a message that is not valid: {exc.errors()[0]['msg']}"
             ) from None
+        if continue_from.carry:
+            initial["carried"] = dict(continue_from.carry)
     return initial

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from typing_extensions import TypedDict  # pydantic validates it on 3.11
+from typing_extensions import NotRequired, TypedDict  # pydantic validates it on 3.11
 
 from trackway.engine import check_document, load_document
 
@@ -23,11 +23,19 @@ class Conversation:
 
     history: list[dict[str, Any]]
     agent: str
+    carry: dict[str, Any] | None = None
+    """What goes on with the conversation besides its messages (the skill cursor under
+    ``continuity="conversation"``); ``None`` when nothing does."""
 
     def to_json(self) -> bytes:
-        return orjson.dumps(
-            {"format": CONVERSATION_FORMAT, "agent": self.agent, "history": self.history}
-        )
+        doc: dict[str, Any] = {
+            "format": CONVERSATION_FORMAT,
+            "agent": self.agent,
+            "history": self.history,
+        }
+        if self.carry is not None:
+            doc["carry"] = self.carry
+        return orjson.dumps(doc)
 
     @classmethod
     def from_json(cls, data: bytes | str, *, source: str | None = None) -> Conversation:
@@ -45,10 +53,16 @@ class _ConversationDoc(TypedDict):
     format: str
     agent: str
     history: list[dict[str, Any]]
+    carry: NotRequired[dict[str, Any]]
 
 
 def _read_conversation(doc: dict[str, Any]) -> Conversation:
     checked: _ConversationDoc = check_document(
         _ConversationDoc, doc, document="conversation", error=ConversationFormatError
     )
-    return Conversation(history=list(checked["history"]), agent=checked["agent"])
+    carry = checked.get("carry")
+    return Conversation(
+        history=list(checked["history"]),
+        agent=checked["agent"],
+        carry=None if carry is None else dict(carry),
+    )

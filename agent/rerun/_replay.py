@@ -114,7 +114,8 @@ async def replay_async(record: Record, agent: Agent | None = None) -> Snapshot:
     from ..messages._conversation import Conversation
 
     prior = initial.get("prior_history")
-    convo = None if prior is None else Conversation(history=prior, agent=agent.name)
+    carried = initial.get("carried")
+    convo = None if prior is None else Conversation(history=prior, agent=agent.name, carry=carried)
     answers = _recorded_resumes(snap)
     try:
         if initial.get("retry") and convo is not None:  # a resume_on_error run

@@ -110,6 +110,10 @@ def skill_tool_names(writes: Mapping[str, Any]) -> set[str]:
     return {n for s in skills["catalog"] for n in s["tools"]} | set(ALWAYS_SERVED_TOOLS)
 
 
+_UNSERVED = "(never served in this recording)"
+"""The description of a skill tool the recording never served (it kept no spec of it)."""
+
+
 def _never(state: Mapping[str, Any]) -> bool:
     return False
 
@@ -127,7 +131,7 @@ def apply_recorded_skills(
     if record:
         for s in record["catalog"]:
             tools = [
-                stub(specs.get(n) or {"name": n, "description": "", "input_schema": {}})
+                stub(specs.get(n) or {"name": n, "description": _UNSERVED, "input_schema": {}})
                 for n in s["tools"]
             ]
             builder.skill(

@@ -114,7 +114,11 @@ class Continuing:
         history = [dict(m) for m in thaw(state["history"])]
         if "final_answer" in state:
             history.append({"role": "assistant", "content": state["final_answer"]})
-        return Conversation(history=history, agent=self._cfg.name)
+        skills = self._cfg.skills
+        carry = None
+        if skills is not None and skills.continuing and "skill_cursor" in state:
+            carry = {"skill_cursor": thaw(state["skill_cursor"])}
+        return Conversation(history=history, agent=self._cfg.name, carry=carry)
 
     async def follow_up(
         self,

@@ -100,7 +100,8 @@ def door_answer(
         if skill is None or skill["hidden"]:
             return DoorAnswer(
                 "invalid",
-                f"Error: there is no skill named {wanted!r}. Skills: "
+                # the id is not echoed: a guessed hidden id reads like any unknown one
+                f"Error: read_skill takes the id of a listed skill. Skills: "
                 f"{_named(list(catalog), hidden)}.",
             )
         if wanted == cursor:
