@@ -4,6 +4,16 @@ Every model request is assembled from committed state, so ``served_at`` rebuilds
 log and ``replay`` re-runs a turn without a model.
 """
 
+from .classify._mock import MockClassifier as MockClassifier
+from .classify._mock import MockClassifierExhaustedError as MockClassifierExhaustedError
+from .classify._mock import mock_classifier as mock_classifier
+from .classify._port import Classifier as Classifier
+from .classify._port import ClassifierError as ClassifierError
+from .classify._port import ClassifyAnswer as ClassifyAnswer
+from .classify._port import ClassifyCriterion as ClassifyCriterion
+from .classify._port import ClassifyRequest as ClassifyRequest
+from .classify._provider import ProviderClassifier as ProviderClassifier
+from .classify._provider import provider_classifier as provider_classifier
 from .compose._composition import Composition as Composition
 from .compose._composition import Conditional as Conditional
 from .compose._composition import LLMCall as LLMCall
@@ -95,6 +105,11 @@ __all__ = [
     "AgentResult",
     "AgentStream",
     "AnthropicProvider",
+    "Classifier",
+    "ClassifierError",
+    "ClassifyAnswer",
+    "ClassifyCriterion",
+    "ClassifyRequest",
     "Composition",
     "Conditional",
     "ContextLengthError",
@@ -110,6 +125,8 @@ __all__ = [
     "Loop",
     "Message",
     "MissingAPIKeyError",
+    "MockClassifier",
+    "MockClassifierExhaustedError",
     "MockExhaustedError",
     "MockProvider",
     "ModelNotFoundError",
@@ -121,6 +138,7 @@ __all__ = [
     "PendingQuestionError",
     "Provider",
     "ProviderAuthError",
+    "ProviderClassifier",
     "ProviderConfigError",
     "ProviderConnectionError",
     "ProviderError",
@@ -151,7 +169,9 @@ __all__ = [
     "is_said_by_person",
     "load_recording",
     "mock",
+    "mock_classifier",
     "openai",
+    "provider_classifier",
     "receipts",
     "replay",
     "replay_async",

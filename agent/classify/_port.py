@@ -15,11 +15,11 @@ from typing import Any, Protocol, runtime_checkable
 from trackway.engine import TrackwayError
 
 __all__ = [
+    "Classifier",
     "ClassifierError",
     "ClassifyAnswer",
     "ClassifyCriterion",
     "ClassifyRequest",
-    "Classifier",
 ]
 
 
