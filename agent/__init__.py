@@ -4,6 +4,16 @@ Every model request is assembled from committed state, so ``served_at`` rebuilds
 log and ``replay`` re-runs a turn without a model.
 """
 
+from .classify._mock import MockClassifier as MockClassifier
+from .classify._mock import MockClassifierExhaustedError as MockClassifierExhaustedError
+from .classify._mock import mock_classifier as mock_classifier
+from .classify._port import Classifier as Classifier
+from .classify._port import ClassifierError as ClassifierError
+from .classify._port import ClassifyAnswer as ClassifyAnswer
+from .classify._port import ClassifyCriterion as ClassifyCriterion
+from .classify._port import ClassifyRequest as ClassifyRequest
+from .classify._provider import ProviderClassifier as ProviderClassifier
+from .classify._provider import provider_classifier as provider_classifier
 from .compose._composition import Composition as Composition
 from .compose._composition import Conditional as Conditional
 from .compose._composition import LLMCall as LLMCall
@@ -120,7 +130,12 @@ __all__ = [
     "AgentResult",
     "AgentStream",
     "AnthropicProvider",
+    "Classifier",
+    "ClassifierError",
     "ClassifierScorer",
+    "ClassifyAnswer",
+    "ClassifyCriterion",
+    "ClassifyRequest",
     "Composition",
     "Conditional",
     "ContextLengthError",
@@ -140,6 +155,8 @@ __all__ = [
     "Loop",
     "Message",
     "MissingAPIKeyError",
+    "MockClassifier",
+    "MockClassifierExhaustedError",
     "MockExhaustedError",
     "MockProvider",
     "ModelNotFoundError",
@@ -151,6 +168,7 @@ __all__ = [
     "PendingQuestionError",
     "Provider",
     "ProviderAuthError",
+    "ProviderClassifier",
     "ProviderConfigError",
     "ProviderConnectionError",
     "ProviderError",
@@ -187,8 +205,10 @@ __all__ = [
     "is_said_by_person",
     "load_recording",
     "mock",
+    "mock_classifier",
     "openai",
     "propose_transition",
+    "provider_classifier",
     "receipts",
     "replay",
     "replay_async",

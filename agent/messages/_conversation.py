@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import (
+    Any,
+    NotRequired,  # pydantic validates it on 3.11
+)
 
 import orjson
-from typing_extensions import NotRequired, TypedDict  # pydantic validates it on 3.11
+from typing_extensions import TypedDict
 
 from trackway.engine import check_document, load_document
 

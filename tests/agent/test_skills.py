@@ -26,12 +26,7 @@ from trackway.agent import (
     served_at,
     skill_graph,
 )
-from trackway.agent.classify._port import ClassifierError
-
-try:
-    from trackway.agent.classify import mock_classifier
-except ImportError:  # TEMP
-    mock_classifier = None
+from trackway.agent.classify import ClassifierError, mock_classifier
 from trackway.tools import define_tool
 
 ORDER = {"type": "object", "properties": {"order": {"type": "string"}}, "required": ["order"]}

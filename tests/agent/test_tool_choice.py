@@ -63,9 +63,7 @@ def law(agent: Agent, provider: Any) -> list[Any]:
         out.append(request)
     assert len(out) == len(provider.requests)
     for replayed in (replay(snap, agent), replay(snap)):  # the classifier is not asked again
-        assert [c.stage_path for c in replayed.history()] == [
-            c.stage_path for c in snap.history()
-        ]
+        assert [c.stage_path for c in replayed.history()] == [c.stage_path for c in snap.history()]
     return out
 
 
@@ -159,7 +157,7 @@ def test_a_failed_classifier_is_an_error_row_and_the_full_set() -> None:
 
 def test_a_miss_is_answered_off_wire_and_the_next_call_serves_everything() -> None:
     provider = mock(replies=[call("delta"), call("alpha"), "done"])
-    classifier = mock_classifier([pick(("alpha", 0.9), ("beta", 0.5))] * 3)
+    classifier = mock_classifier([pick(("alpha", 0.9), ("beta", 0.5), chosen="alpha")] * 3)
     agent = build(provider, classifier, serve={"top": 1})
     agent.run_sync("go")
     first, second, third = law(agent, provider)
@@ -171,9 +169,7 @@ def test_a_miss_is_answered_off_wire_and_the_next_call_serves_everything() -> No
     assert rows[1]["miss"] == {"wanted": ["delta"]} and rows[1]["first_agrees"] is False
     assert rows[2]["skip"] == "after-miss"
     off_wire = [e for c in agent.snapshot().history() for e in c.events]
-    assert [e.payload["name"] for e in off_wire if e.name == "tools.answered_off_wire"] == [
-        "delta"
-    ]
+    assert [e.payload["name"] for e in off_wire if e.name == "tools.answered_off_wire"] == ["delta"]
 
 
 def test_the_wrap_up_call_asks_nothing_and_says_why() -> None:
