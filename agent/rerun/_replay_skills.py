@@ -114,6 +114,16 @@ _UNSERVED = "(never served in this recording)"
 """The description of a skill tool the recording never served (it kept no spec of it)."""
 
 
+class _NamedScorer:
+    """The recorded scorer's name; what it ranked is read by :class:`RecordedDecisions`."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    async def score(self, request: EntryRequest) -> EntryScoring:  # pragma: no cover
+        raise AssertionError("a replay reads the entry from the record")
+
+
 def _never(state: Mapping[str, Any]) -> bool:
     return False
 
@@ -153,9 +163,11 @@ def apply_recorded_skills(
                 )
                 for r in graph["routes"]
             ]
+            scorer = None if graph.get("scorer") is None else _NamedScorer(graph["scorer"])
             built = skill_graph(
                 *routes,
                 entry=graph["entry"],
+                scorer=scorer,
                 strictness=graph["strictness"],
                 continuity=graph["continuity"],
             )

@@ -455,7 +455,7 @@ def test_an_until_skill_exit_lease_dies_with_its_tenure_even_on_reentry() -> Non
     assert agent.snapshot().state["skill_cursor"] == {"skill": "refunds", "tenure": 3}
 
 
-async def test_a_classifier_ranks_the_entries_and_a_failure_falls_back_to_the_cold_start() -> None:
+def test_a_classifier_ranks_the_entries_and_a_failure_falls_back_to_the_cold_start() -> None:
     graph = skill_graph(
         route("refunds", "shipping"),
         entry=["refunds", "shipping", "account"],
@@ -470,7 +470,7 @@ async def test_a_classifier_ranks_the_entries_and_a_failure_falls_back_to_the_co
     )
     provider = mock(replies=["one", "two"])
     agent = skills_agent(provider, graph=graph)
-    await agent.run("where is my parcel")
+    agent.run_sync("where is my parcel")
     assert agent.snapshot().state["skill_entry"] == [
         {
             "k": 1,
@@ -480,7 +480,7 @@ async def test_a_classifier_ranks_the_entries_and_a_failure_falls_back_to_the_co
         }
     ]
     law_holds(agent, provider)
-    await agent.run("and again")
+    agent.run_sync("and again")
     (row,) = agent.snapshot().state["skill_entry"]
     assert row == {
         "k": 1,
