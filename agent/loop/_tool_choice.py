@@ -138,6 +138,8 @@ async def choose(cfg: AgentConfig, scope: TrackedScope, names: list[str]) -> lis
             row["skip"] = skip
     row["served"] = served
     row["narrowed"] = served != names
+    if row["narrowed"]:  # the wire before narrowing: what the offer site had
+        row["wire"] = names
     _file(scope, row)
     _emit(
         scope,

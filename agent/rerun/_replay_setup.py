@@ -170,8 +170,24 @@ def recorded_offers(
     spec of every tool they offered."""
     offers: list[list[str] | None] = []
     provided: dict[str, dict[str, Any]] = {}
+    # under tool choice the served list may be narrowed: the wire before it is on the row
+    choices = [
+        r for r in thaw(snap.state.get("tool_choices", [])) if r["kind"] in ("pick", "error")
+    ]
     for c in snap.history():
         if c.frame != "" or c.stage_id != "offer":
+            continue
+        if choices:
+            row = choices.pop(0)
+            names = [n for n in row.get("wire", row["served"]) if n not in registered]
+            for n in names:
+                provided.setdefault(n, {"name": n, "description": _UNSERVED, "input_schema": {}})
+            for op in c.ops:
+                if op.key == "tools":
+                    for spec in thaw(op.value):
+                        if spec["name"] in provided:
+                            provided[spec["name"]] = spec
+            offers.append(names)
             continue
         written = [thaw(op.value) for op in c.ops if op.key == "tools"]
         if not written:
@@ -203,6 +219,9 @@ class RecordedOffers:
 
     def __repr__(self) -> str:
         return "recorded offers"
+
+
+_UNSERVED = "(never served in this recording)"
 
 
 def _unreachable(args: dict[str, Any], ctx: Any) -> str:  # pragma: no cover - replaced

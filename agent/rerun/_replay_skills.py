@@ -124,6 +124,17 @@ class _NamedScorer:
         raise AssertionError("a replay reads the entry from the record")
 
 
+def _named_never(name: str) -> Callable[[Mapping[str, Any]], bool]:
+    """A stand-in for a route's ``when`` under the name the record kept (what it decided is
+    read by :class:`RecordedDecisions`)."""
+
+    def when(state: Mapping[str, Any]) -> bool:
+        return False
+
+    when.__qualname__ = name
+    return when
+
+
 def _never(state: Mapping[str, Any]) -> bool:
     return False
 
@@ -139,11 +150,13 @@ def apply_recorded_skills(
     committed (``writes``: the run constants), their code replaced by the record."""
     record = writes.get("skills")
     if record:
+        stubs: dict[str, Tool] = {}  # one per name: skills that shared a tool share its stub
         for s in record["catalog"]:
-            tools = [
-                stub(specs.get(n) or {"name": n, "description": _UNSERVED, "input_schema": {}})
-                for n in s["tools"]
-            ]
+            for n in s["tools"]:
+                if n not in stubs:
+                    spec = specs.get(n) or {"name": n, "description": _UNSERVED, "input_schema": {}}
+                    stubs[n] = stub(spec)
+            tools = [stubs[n] for n in s["tools"]]
             builder.skill(
                 define_skill(
                     id=s["id"], title=s["title"], body=s["body"], tools=tools, hidden=s["hidden"]
@@ -159,7 +172,7 @@ def apply_recorded_skills(
                     r["to"],
                     on_tool_return=r.get("on_tool_return"),
                     on_tool_status=r.get("on_tool_status"),
-                    when=_never if "when" in r else None,
+                    when=_named_never(r["when"]) if "when" in r else None,
                 )
                 for r in graph["routes"]
             ]

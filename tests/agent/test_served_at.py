@@ -16,16 +16,24 @@ from tests.examples import examples
 from trackway.agent import (
     Agent,
     ReplayDivergence,
+    classifier_scorer,
+    define_instruction,
+    define_skill,
     load_recording,
     mock,
+    propose_transition,
     receipts,
     replay,
+    require_instruction,
+    route,
     save_recording,
     served_at,
+    skill_graph,
     sliding_window,
     summarize_oldest,
     token_budget,
 )
+from trackway.agent.classify import ClassifierError, mock_classifier
 from trackway.engine import Snapshot, SqliteStore, thaw
 from trackway.tools import (
     absent,
@@ -100,6 +108,78 @@ LOGS = define_tool(
 )
 
 
+HIDDEN = "qqhid"  # a hidden skill's id: never in what the library serves
+
+
+def mover(args, ctx):
+    """A skill tool whose typed effects depend on the query: proposals (reachable, hidden,
+    unknown), pushed instructions (both leases, an unknown id), a bad kind, a denial."""
+    q = args.get("q") or "-"
+    effects = {
+        "a": [propose_transition("s2", "go on")],
+        "b": [propose_transition(HIDDEN)],
+        "c": [propose_transition("nope")],
+        "x": [require_instruction("ins", "next-call")],
+        "y": [require_instruction("ins", "until-skill-exit")],
+        "z": [{"kind": "teleport"}],
+        "é": [require_instruction("no-such-instruction")],
+    }.get(q[0])
+    if effects is None:
+        return {"content": f"denied {len(q)}", "effects": [], "status": "denied"}
+    return {"content": f"moved {len(q)}", "effects": effects}
+
+
+MOVER = define_tool(name="mover", description="Move on.", input_schema=SCHEMA, execute=mover)
+PUSHER = define_tool(
+    name="pusher", description="Push.", input_schema=SCHEMA, execute=lambda a, c: "pushed"
+)
+SKILLS = [
+    define_skill(id="s1", title="First", body="Step one.", tools=[MOVER]),
+    define_skill(id="s2", title="Second", body="Step two.", tools=[PUSHER]),
+    define_skill(id=HIDDEN, title="Qqhidden", body="Quiet step.", tools=[MOVER], hidden=True),
+]
+
+
+def ranking(request):
+    """A classifier's reading that depends only on the request: names scored by length."""
+    scored = [[c.name, round(1 / (1 + len(c.name)), 3)] for c in request.criteria]
+    return {"ranked": scored[:3], "chosen": scored[0][0] if scored else None}
+
+
+def failing(request):
+    raise ClassifierError("overloaded", status=529, retryable=True)
+
+
+def with_skills(builder, feature):
+    """The skills, instructions, graph and tool choice a drawn feature set declares."""
+    mode = feature["skills"]
+    if mode is not None:
+        builder.skills(SKILLS)
+        if mode != "free":
+            graph = skill_graph(
+                route("s1", "s2", on_tool_return="mover", on_tool_status="denied"),
+                route("s2", "s1"),
+                route("s1", HIDDEN, when=lambda state: state["iteration"] > 2),
+                route(HIDDEN, "s2"),
+                entry=["s1", "s2"],
+                scorer=classifier_scorer(mock_classifier(ranking)) if mode == "guard" else None,
+                strictness="guard" if mode == "scoped" else mode,
+                continuity="conversation" if mode == "rails" else "turn",
+            )
+            builder.skill_graph(graph)
+    if feature["instructions"]:
+        builder.instruction(
+            define_instruction(
+                id="ins", prompt="Be brief.", active_when=lambda s: s["iteration"] % 2 == 0
+            )
+        )
+    choice = feature["choice"]
+    if choice is not None:
+        serve = {"all": "all", "top1": {"top": 1}, "top2": {"top": 2}, "fail": {"top": 1}}[choice]
+        classifier = mock_classifier(failing if choice == "fail" else ranking)
+        builder.tool_choice(classifier=classifier, serve=serve)
+
+
 def deny_x(call, ctx):
     """A gate: calls whose query mentions x are denied."""
     return deny("no x queries") if "x" in str(call["args"].get("q", "")) else allow()
@@ -121,6 +201,10 @@ features = st.fixed_dictionaries(
         "stored": st.booleans(),
         # streamed (the provider's stream()) or not (complete(), called by call-llm itself)
         "stream": st.booleans(),
+        # skills (free, or a graph at each strictness), instructions, tool choice
+        "skills": st.sampled_from([None, "free", "scoped", "assist", "guard", "rails"]),
+        "instructions": st.booleans(),
+        "choice": st.sampled_from([None, "all", "top1", "top2", "fail"]),
     }
 )
 
@@ -163,6 +247,20 @@ tool_call = st.one_of(
     st.just({"name": "lookup", "args": {"q": "boom"}}),  # the tool raises
     st.just({"name": "lookup", "args": {"wrong": 1}}),  # bad arguments
     st.just({"name": "missing", "args": {}}),  # an unknown tool
+    # the skills' tools and doors (unknown tools to an agent without skills)
+    st.builds(lambda q: {"name": "mover", "args": {"q": q}}, st.sampled_from("abcxyzé-")),
+    st.just({"name": "pusher", "args": {"q": "p"}}),
+    st.builds(
+        lambda i: {"name": "read_skill", "args": {"id": i}},
+        st.sampled_from(["s1", "s2", HIDDEN, "nope"]),
+    ),
+    st.sampled_from(
+        [
+            {"name": "skip_step", "args": {}},
+            {"name": "list_skills", "args": {}},
+            {"name": "present", "args": {"content": "here"}},
+        ]
+    ),
 )
 
 
@@ -309,6 +407,9 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
         builder.window(summarize_oldest(keep_recent_turns=1, summarizer=summarizer))
     if feature["findings"]:
         builder.findings()
+    if feature["skills"] == "scoped":
+        builder._skill_scoped = True  # skill_scoped_tools=True, on a builder made above
+    with_skills(builder, feature)
     agent = builder.build()
     agent.run_sync("first question")
     assert_law(agent, provider)
@@ -318,6 +419,12 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
             assert served_at(kept, k).hash == receipt["request_hash"]
     for request in provider.requests:  # record-only words are never served
         assert MARK.encode() not in request.canonical_json()
+        # a hidden skill is never named by the library (the model's own guesses aside)
+        ours = request.model_copy(
+            update={"messages": tuple(m for m in request.messages if m.role != "assistant")}
+        )
+        assert HIDDEN.encode() not in ours.canonical_json()
+        assert b"Qqhidden" not in ours.canonical_json()
     assert MARK.encode() not in orjson.dumps(thaw(agent.snapshot().state["history"]))
     assert_one_id_per_call(agent)
     rows = agent.snapshot().state.get("tool_results", [])
