@@ -330,6 +330,13 @@ def _invalid(
     )
     if not enforced:
         return None
+    if cfg.skills is not None and tool.name in cfg.skills.doors:
+        # a door's check names paths only: a guessed hidden skill's id is never said back
+        return (
+            f"Error: invalid arguments for {tool.name}: {', '.join(paths)} not as its schema "
+            "says (the values are not repeated). Call it again with arguments that match "
+            "its schema."
+        )
     return (
         f"Error: invalid arguments for {tool.name}: {'; '.join(errors)}. "
         "Call the tool again with arguments that match its schema."

@@ -36,13 +36,14 @@ CONVERSATION_KEYS = (
 
 CONVERSATION_EMITS = (
     r"^stream\.",
-    r"^agent\.(turn_start|turn_end|budget_exhausted|output_retry|paused|resumed)$",
+    r"^agent\.(turn_start|turn_end|budget_exhausted|output_retry|paused|resumed|presented)$",
 )
 """The agent's events whose payloads quote the conversation."""
 
-TOOL_ERROR_FIELDS = {"tool_results": ("error.message",)}
+TOOL_ERROR_FIELDS = {"tool_results": ("error.message",), "tool_choices": ("message",)}
 """Where a failed call's error text sits in the agent's state (what the tool, an MCP server
-or the argument check said), hidden under ``errors=True``."""
+or the argument check said) and a failed classifier's (``tool_choices``), hidden under
+``errors=True``."""
 TOOL_ERROR_EMITS = {r"^tools\.error$": ("message",)}
 """The same text in the ``tools.error`` event."""
 

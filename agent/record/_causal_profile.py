@@ -29,6 +29,11 @@ _BOOKKEEPING = frozenset(
         "wrap_up_asked",
         "stopped_early",
         "findings_tickets",
+        "skills",
+        "skill_proposals",
+        "skill_entry",
+        "instruction_leases",
+        "tool_choices",
     }
 )
 

@@ -1,7 +1,7 @@
 """``AgentBuilder``: what ``Agent.create(...)`` returns; ``build()`` checks the definition and
-declares the agent's chart (``seed → [system-prompt] → [tools] → call-llm → route →
-tool-calls | [wrap-up] | [output-retry] | final``; bracketed stages mounted only when
-configured)."""
+declares the agent's chart (``seed → [system-prompt] → [tools] → [window] → [skills] →
+[offer] → call-llm → route → tool-calls | [wrap-up] | [output-retry] | final``; bracketed
+stages mounted only when configured, the back edges going to the first per-call stage)."""
 
 from __future__ import annotations
 

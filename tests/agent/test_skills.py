@@ -517,3 +517,86 @@ def test_an_agent_without_skills_records_the_bytes_it_did_before() -> None:
     assert "skills" not in ids and "offer" not in ids
     keys = set(agent.snapshot().state)
     assert not keys & {"skills", "skill_cursor", "system_pieces", "tool_choices"}
+
+
+# -- redaction ---------------------------------------------------------------------------------
+
+SECRET_BODY = "qq-BODY-5d1e"
+SECRET_SAID = "qq-SAID-a7c0"
+SECRET_RESULT = "qq-RESULT-9b3f"
+SECRET_ERROR = "qq-ERROR-11fe"
+
+
+def test_a_hidden_skill_and_redacted_keys_reach_no_retained_surface(
+    tmp_path: Any, caplog: Any
+) -> None:
+    """Under a redaction policy hiding the conversation and the skills' keys, the hidden
+    skill's text and every planted value are absent from the store, the recording, the
+    events, the narrative and the log: the new keys, rows and events leak nothing."""
+    from trackway.agent import conversation_redaction, save_recording
+    from trackway.engine import SqliteStore
+    from trackway.recorders import narrative
+
+    secret_tool = make_tool("vault_read", f"value={SECRET_RESULT}")
+    escalate = make_tool("escalate", envelope("escalated", propose_transition("qqvault")))
+    vault = define_skill(
+        id="qqvault", title="Qqvaulted", body=f"Internal: {SECRET_BODY}", hidden=True,
+        tools=[secret_tool],
+    )  # fmt: skip
+    front = define_skill(id="front", title="Front", body="Front desk.", tools=[escalate])
+    provider = mock(
+        replies=[
+            turn(call("read_skill", {"id": "front"})),
+            turn(call("escalate")),
+            turn(call("vault_read"), call("present", {"content": f"see {SECRET_SAID}"})),
+            "done",
+        ]
+    )
+    failing = mock_classifier(
+        lambda request: ClassifierError(f"server said: {SECRET_ERROR}", status=500)
+    )
+    story = narrative()
+    db = tmp_path / "runs.db"
+    agent = (
+        Agent.create(
+            provider=provider,
+            model="m",
+            store=SqliteStore(db),
+            redact=conversation_redaction(keys=["skills", "system_pieces"]),
+        )
+        .skills([front, vault])
+        .tool_choice(classifier=failing, serve={"top": 1})
+        .recorder(story)
+        .build()
+    )
+    heard: list[Any] = []
+    agent.on("*", lambda event: heard.append((event.name, event.payload)))
+    assert agent.run_sync(f"hello {SECRET_SAID}") == "done"
+    assert any(SECRET_BODY in (r.system or "") for r in provider.requests)  # it was served
+    surfaces = {
+        "store": b"".join(p.read_bytes() for p in tmp_path.glob("runs.db*")),
+        "recording": save_recording(agent, tmp_path / "rec.jsonl").read_bytes(),
+        "events": orjson.dumps(heard, default=str),
+        "narrative": story.text().encode(),
+        "log": caplog.text.encode(),
+    }
+    for secret in (SECRET_BODY, SECRET_SAID, SECRET_RESULT, SECRET_ERROR):
+        for name, data in surfaces.items():
+            assert secret.encode() not in data, (secret, name)
+    assert b"qqvault" not in surfaces["events"] and b"Qqvaulted" not in surfaces["events"]
+    names = [name for name, _ in heard]
+    assert "tool_choice.failed" in names and "agent.presented" in names
+
+
+def test_the_graph_says_where_the_cursor_may_go_and_its_own_next_step() -> None:
+    graph = skill_graph(
+        route("refunds", "account", on_tool_status="denied"),
+        route("refunds", "shipping"),
+        route("shipping", "refunds", on_tool_return="track"),
+        entry=["shipping", "refunds"],
+    )
+    assert graph.reachable(None) == ("shipping", "refunds")
+    assert graph.reachable("refunds") == ("account", "shipping")
+    assert graph.next_skill(None) == "shipping"
+    assert graph.next_skill("refunds") == "shipping"  # the first route with no condition
+    assert graph.next_skill("shipping") is None
