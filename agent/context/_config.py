@@ -83,7 +83,7 @@ class AgentConfig:
     """The tool sessions live in this agent (``ctx.on_teardown``)."""
     skills: Any = None
     """``.skill()`` / ``.instruction()`` / ``.skill_graph()``: the checked
-    :class:`~trackway.agent.skills._skillset.SkillSet` of the ``skills`` stage."""
+    :class:`~trackway.agent.skills._skillset.SkillSet` of the ``offer`` stage."""
     tool_choice: Any = None
     """``.tool_choice(...)``: the :class:`~trackway.agent.loop._tool_choice.ToolChoice` of the
     ``offer`` stage."""

@@ -226,9 +226,11 @@ def served_system(system: Any, pieces: Any) -> str | None:
     return "\n\n".join([str(system), *texts] if system is not None else texts)
 
 
-def _frame_of(settings_value: Any, system_value: Any, tools_state: Any, pieces: Any) -> _Frame:
+def _frame_of(
+    settings_value: Any, system_value: Any, tools_state: Any, system_pieces: Any
+) -> _Frame:
     settings = thaw(settings_value)
-    system = served_system(system_value, pieces)
+    system = served_system(system_value, system_pieces)
     prefix = b"{"
     for name in _BEFORE_MESSAGES:
         if settings.get(name) is not None:
@@ -271,7 +273,7 @@ def _frame_of(settings_value: Any, system_value: Any, tools_state: Any, pieces: 
     }
     system_hash = None if system is None else sha256(canonical_json(system))
     return _Frame(
-        (settings_value, system_value, tools_state, pieces),
+        (settings_value, system_value, tools_state, system_pieces),
         prefix,
         suffix + b"}",
         fields,

@@ -1,6 +1,6 @@
 """A door call answered in the ``tool-calls`` stage: the pure answer of
 :func:`~trackway.agent.skills._doors.door_answer` over the committed cursor, with the pick
-filed on the call's row for the ``skills`` stage to judge before the next call."""
+filed on the call's row for the ``offer`` stage to judge before the next call."""
 
 from __future__ import annotations
 

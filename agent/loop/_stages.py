@@ -50,7 +50,7 @@ from ._model_call import (
     streams,
 )
 from ._person import outcome_of
-from ._skills_stage import skills_stage
+from ._serve_skills import serve_skills
 from ._tool_choice import choose, tool_choice_outcome
 
 __all__ = [
@@ -91,7 +91,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             settings["pricing"] = cfg.pricing
         if cfg.cost_budget is not None:
             settings["cost_budget"] = cfg.cost_budget
-        if cfg.skills is not None:  # each call is served the skills stage's system pieces
+        if cfg.skills is not None:  # each call is served the offer stage's system pieces
             settings["system_pieces"] = True
         if cfg.tool_choice is not None:  # which classifier reads each call, and how
             settings["tool_choice_by"] = cfg.tool_choice.record()
@@ -202,22 +202,41 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         scope = cast(TrackedScope, given)  # the engine's scope: native calls
         write_offer(scope, offered_names(scope))
 
-    async def offer_chosen(given: Scope) -> None:
-        """The tools this model call is offered, narrowed by the classifier's pick."""
+    async def offer_call(given: Scope) -> None:
+        """What this model call is offered: the skill cursor moved by the law, the system
+        pieces, then the tools, narrowed by the classifier's pick (one stage per call)."""
         scope = cast(TrackedScope, given)  # the engine's scope: native calls
-        write_offer(scope, await choose(cfg, scope, offered_names(scope)))
+        if cfg.skills is not None:
+            await serve_skills(cfg, scope)
+        if cfg.offers_per_call or cfg.findings:
+            names = offered_names(scope)
+            if cfg.tool_choice is not None:
+                names = await choose(cfg, scope, names)
+            write_offer(scope, names)
 
-    async def skills(given: Scope) -> None:
-        await skills_stage(cfg, given)
+    spec_of: dict[str, dict[str, Any]] = {}  # a tool's spec is fixed by its definition
+
+    def _spec(name: str) -> dict[str, Any]:
+        spec = spec_of.get(name)
+        if spec is None:
+            spec = spec_of[name] = _tool(name).spec()
+        return spec
 
     def write_offer(scope: TrackedScope, names: list[str]) -> None:
-        specs = [_tool(name).spec() for name in names]
-        if cfg.findings:  # the reserved argument, bound to the results nameable now
+        if not cfg.findings:  # a name stands for its spec: compare the names only
+            committed = scope.get("tools")
+            if committed is not None and [s["name"] for s in committed] == names:
+                return
+            specs = [_spec(name) for name in names]
+        else:  # the reserved argument, bound to the results nameable now
             prop = findings_property(*offered_ids(scope))
-            for spec in specs:
+            specs = []
+            for name in names:
+                spec = dict(_spec(name))
                 schema = spec["input_schema"]
                 properties = {**(schema.get("properties") or {}), FINDINGS_ARGUMENT: prop}
                 spec["input_schema"] = {**schema, "properties": properties}
+                specs.append(spec)
         if thaw(scope.get("tools", [])) != specs:
             scope["tools"] = specs
             _emit(scope, "tools.offered", {"iteration": scope["iteration"], "names": names})
@@ -258,7 +277,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             _emit(scope, "agent.tool_calls_repaired", {"k": k, "repairs": repairs})
         scope._extend_built("receipts", [receipt])
         if cfg.tool_choice is not None:  # what the model called against the pick
-            tool_choice_outcome(scope, k, response.tool_calls)
+            tool_choice_outcome(cfg, scope, k, response.tool_calls)
         # a JSON-mode dump is plain JSON (NaN as null, tuples as lists): handed over as is
         scope._set_built("response", answer_record(response))
         # the sum of what providers reported; a call that reported nothing has usage None in
@@ -509,8 +528,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         "system-prompt": system_prompt,
         "tools": tools,
         "call-llm": call_llm,
-        "offer": offer_chosen if cfg.tool_choice is not None else offer,
-        "skills": skills,
+        "offer": offer if cfg.skills is None and cfg.tool_choice is None else offer_call,
         "window": window,
         "route": route,
         "tool-calls": tool_calls,

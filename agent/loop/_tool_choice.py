@@ -12,14 +12,16 @@ chosen, confidence, usage, latency, served, narrowed and, when the full set was 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from trackway.engine import StagePath
 from trackway.engine.run._scope import TrackedScope
 
 from ..classify._port import ClassifierError, ClassifyCriterion, ClassifyRequest
-from ..context._config import AgentConfig
+from ..context._config import AgentConfig, extend_built
 from ..context._config import emit as _emit
 from ..messages._errors import AgentBuildError
 from ..skills._declare import ALWAYS_SERVED_TOOLS
@@ -38,6 +40,8 @@ class ToolChoice:
     classifier: Any
     top: int | None
     always_serve: tuple[str, ...]
+    criteria: dict[str, ClassifyCriterion] = field(default_factory=dict, compare=False)
+    """Each tool's criterion, made once (a tool's description is fixed by its definition)."""
 
     def record(self) -> dict[str, Any]:
         return {
@@ -87,6 +91,7 @@ async def choose(cfg: AgentConfig, scope: TrackedScope, names: list[str]) -> lis
         if choice.top is not None:
             row["skip"] = "wrap-up"
         _file(scope, row)
+        _last(scope, cfg).pick = row
         return names
     cursor = scope.get("skill_cursor")
     skill = None if cursor is None else cursor["skill"]
@@ -95,7 +100,7 @@ async def choose(cfg: AgentConfig, scope: TrackedScope, names: list[str]) -> lis
     request = ClassifyRequest(
         TOOL_CHOICE_QUESTION,
         _QUESTION,
-        tuple(ClassifyCriterion(n, _description(cfg, n)) for n in candidates),
+        tuple(_criterion(cfg, n) for n in candidates),
         {"message": scope["user_message"], "skill": skill},
     )
     try:
@@ -112,14 +117,18 @@ async def choose(cfg: AgentConfig, scope: TrackedScope, names: list[str]) -> lis
             "narrowed": False,
         }
         _file(scope, failed)
+        _last(scope, cfg).pick = failed
         said = {"k": k, "status": exc.status, "retryable": exc.retryable}
         _emit(scope, "tool_choice.failed", said)
         return names
     offered = set(candidates)
-    ranked = sorted(((n, float(s)) for n, s in answer.ranked if n in offered), key=lambda p: -p[1])
-    row.update(answer.record())
+    ranked = sorted(
+        ((n, float(s)) for n, s in answer.ranked if n in offered and _finite(s)),
+        key=lambda p: -p[1],
+    )
+    row.update(_plain(answer.record()))
     row["ranked"] = [{"name": n, "score": s} for n, s in ranked]
-    if answer.chosen is not None and answer.chosen not in offered:
+    if "chosen" in row and row["chosen"] not in offered:
         del row["chosen"]
     served = names
     if choice.top is not None:
@@ -141,24 +150,42 @@ async def choose(cfg: AgentConfig, scope: TrackedScope, names: list[str]) -> lis
     if row["narrowed"]:  # the wire before narrowing: what the offer site had
         row["wire"] = names
     _file(scope, row)
-    _emit(
-        scope,
+    _last(scope, cfg).pick = row
+    scope._emit_built(
         "tool_choice.picked",
         {
             "k": k,
             "chosen": row.get("chosen"),
             "narrowed": row["narrowed"],
             "served": len(served),
-            "latency_ms": answer.latency_ms,
+            "latency_ms": row.get("latency_ms"),
         },
     )
     return served
 
 
-def tool_choice_outcome(scope: TrackedScope, k: int, calls: Sequence[Any]) -> None:
+class _Last:
+    """The pick row this run filed last (plain), so the outcome reads it without the log."""
+
+    __slots__ = ("pick",)
+
+    def __init__(self) -> None:
+        self.pick: Mapping[str, Any] | None = None
+
+
+def _last(scope: TrackedScope, cfg: AgentConfig) -> _Last:
+    mount = StagePath.parent_of(scope.stage_path)
+    return scope.run_local(("agent-tool-choice", id(cfg), mount), _Last)
+
+
+def tool_choice_outcome(
+    cfg: AgentConfig, scope: TrackedScope, k: int, calls: Sequence[Any]
+) -> None:
     """What the model called at call ``k`` against the pick filed before it."""
-    rows = scope.get("tool_choices") or ()
-    pick = rows[-1] if rows else None
+    pick = _last(scope, cfg).pick
+    if pick is None or pick["k"] != k:  # e.g. resumed in another process: the log says
+        rows = scope.get("tool_choices") or ()
+        pick = rows[-1] if rows else None
     if pick is None or pick["k"] != k:
         return
     called = [c.name for c in calls]
@@ -171,7 +198,27 @@ def tool_choice_outcome(scope: TrackedScope, k: int, calls: Sequence[Any]) -> No
     if wanted and pick.get("narrowed"):
         row["miss"] = {"wanted": wanted}
     _file(scope, row)
-    _emit(scope, "tool_choice.outcome", {k: v for k, v in row.items() if k != "kind"})
+    scope._emit_built("tool_choice.outcome", {k: v for k, v in row.items() if k != "kind"})
+
+
+def _finite(score: Any) -> bool:
+    return isinstance(score, (int, float)) and math.isfinite(score)
+
+
+def _plain(recorded: dict[str, Any]) -> dict[str, Any]:
+    """A classifier's answer as plain JSON: a score or a latency that is not a finite number
+    is dropped (JSON has no NaN), usage keeps its whole-number counts."""
+    out = {k: v for k, v in recorded.items() if k not in ("confidence", "latency_ms", "usage")}
+    for key in ("confidence", "latency_ms"):
+        if _finite(recorded.get(key)):
+            out[key] = float(recorded[key])
+    usage = recorded.get("usage")
+    if usage is not None:
+        out["usage"] = {str(k): int(v) for k, v in usage.items() if isinstance(v, int)}
+    for key in ("chosen", "model"):
+        if key in out and not isinstance(out[key], str):
+            del out[key]
+    return out
 
 
 def _missed_last(scope: TrackedScope) -> bool:
@@ -183,9 +230,16 @@ def _missed_last(scope: TrackedScope) -> bool:
 
 
 def _file(scope: TrackedScope, row: dict[str, Any]) -> None:
-    scope.append("tool_choices", row)
+    """Append a row built here of plain JSON (names, finite scores, ints, the classifier's
+    own strings): handed over to the log as is."""
+    extend_built(scope, "tool_choices", [row])
 
 
-def _description(cfg: AgentConfig, name: str) -> str:
-    tool = cfg.tools.get(name)
-    return "" if tool is None else tool.description
+def _criterion(cfg: AgentConfig, name: str) -> ClassifyCriterion:
+    known: dict[str, ClassifyCriterion] = cfg.tool_choice.criteria
+    criterion = known.get(name)
+    if criterion is None:
+        tool = cfg.tools.get(name)
+        description = "" if tool is None else tool.description
+        criterion = known[name] = ClassifyCriterion(name, description)
+    return criterion

@@ -39,7 +39,7 @@ class RecordedDecisions:
         self._active: list[list[str]] = []
         current: list[str] = []
         for c in snap.history():
-            if c.frame != "" or c.stage_id != "skills":
+            if c.frame != "" or c.stage_id != "offer":
                 continue
             for op in c.ops:
                 if op.key == "system_pieces":
@@ -57,9 +57,9 @@ class RecordedDecisions:
     def active(self, state: Mapping[str, Any], k: int) -> list[str]:
         if k > len(self._active):
             raise ReplayDivergence(
-                f"the replay served model call {k}; the recording's skills stage ran "
+                f"the replay served model call {k}; the recording's offer stage ran "
                 f"{len(self._active)} times",
-                stage_path="skills",
+                stage_path="offer",
                 key="system_pieces",
             )
         return list(self._active[k - 1])

@@ -1,6 +1,6 @@
 """``Agent``: a ReAct loop declared as a flowchart, run by the engine.
 
-The chart is ``seed → [system-prompt] → [tools] → [window] → [skills] → [offer] → call-llm →
+The chart is ``seed → [system-prompt] → [tools] → [window] → [offer] → call-llm →
 route → tool-calls (loops back) | [wrap-up] (loops back) | [output-retry] (loops back) |
 final``; stages in brackets are
 mounted only when configured. Every model request is assembled from committed state alone,

@@ -1,6 +1,6 @@
 """``AgentBuilder``: what ``Agent.create(...)`` returns; ``build()`` checks the definition and
-declares the agent's chart (``seed → [system-prompt] → [tools] → [window] → [skills] →
-[offer] → call-llm → route → tool-calls | [wrap-up] | [output-retry] | final``; bracketed
+declares the agent's chart (``seed → [system-prompt] → [tools] → [window] → [offer] →
+call-llm → route → tool-calls | [wrap-up] | [output-retry] | final``; bracketed
 stages mounted only when configured, the back edges going to the first per-call stage)."""
 
 from __future__ import annotations
@@ -489,14 +489,12 @@ def _chart(cfg: AgentConfig) -> FlowChart:
     if cfg.window is not None:
         per_call.append("window")
         b = b.then("Window", fns["window"], id="window", description="Fit the context window")
-    if cfg.skills is not None:
-        per_call.append("skills")
-        b = b.then(
-            "Skills", fns["skills"], id="skills", description="Move the skill cursor, serve pieces"
-        )
-    if cfg.offers_per_call or cfg.findings:  # what each call is offered is decided per call
+    if cfg.skills is not None or cfg.offers_per_call or cfg.findings:
+        # what each call is offered is decided per call: its tools and, with skills, the
+        # skill cursor and the system pieces (one stage: a stage per call has a cost)
         per_call.append("offer")
-        b = b.then("Offer", fns["offer"], id="offer", description="Offer this call's tools")
+        what = "pieces and tools" if cfg.skills is not None else "tools"
+        b = b.then("Offer", fns["offer"], id="offer", description=f"Offer this call's {what}")
     first = per_call[0] if per_call else "call-llm"
     b = b.then("Call LLM", fns["call-llm"], id="call-llm", description="Ask the model")
     d = b.decider("Route", fns["route"], id="route", description="Tools, retry or answer")

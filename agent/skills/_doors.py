@@ -15,7 +15,7 @@ _NO_ARGS: dict[str, Any] = {"type": "object", "properties": {}, "additionalPrope
 
 
 def _unreachable(args: dict[str, Any], ctx: Any) -> str:  # pragma: no cover - never run
-    raise AssertionError("the doors are answered by the skills stage, not executed")
+    raise AssertionError("the doors are answered by the offer stage, not executed")
 
 
 def door_tools(visible: Sequence[str]) -> dict[str, Tool]:

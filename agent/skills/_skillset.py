@@ -88,6 +88,16 @@ class SkillSet:
     doors: dict[str, Tool] = field(default_factory=dict)
     """The always-served doors (none without skills)."""
 
+    def routes_from(self, skill: str | None) -> bool:
+        """Whether a route with a condition leaves ``skill`` (a batch may fire it)."""
+        return skill in self._conditional
+
+    @functools.cached_property
+    def _conditional(self) -> frozenset[str | None]:
+        if self.graph is None:
+            return frozenset()
+        return frozenset(r.from_ for r in self.graph.routes if r.conditional)
+
     @property
     def continuing(self) -> bool:
         """The cursor lasts the conversation (``continuity="conversation"``)."""

@@ -1,4 +1,4 @@
-"""The ``skills`` stage: before each model call, the cursor moves by the law
+"""The ``offer`` stage, with skills: before each model call, the cursor moves by the law
 (:mod:`trackway.agent.skills._law`), the instruction leases are kept or dropped, and the
 system pieces this call is served are committed. Mounted only with skills or instructions.
 
@@ -9,9 +9,10 @@ to move it and its verdict), ``skill_entry`` (how a turn's entry was picked),
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, cast
 
-from trackway.engine import Scope, thaw
+from trackway.engine import Scope, StagePath, thaw
 from trackway.engine.run._scope import TrackedScope
 
 from ..context._config import AgentConfig
@@ -21,7 +22,7 @@ from ..skills._law import evaluate, last_batch
 from ..skills._skillset import SkillSet
 from ._model_call import StateView
 
-__all__ = ["SKILL_KEYS", "skills_stage"]
+__all__ = ["SKILL_KEYS", "serve_skills"]
 
 SKILL_KEYS = (
     "user_message",
@@ -37,17 +38,50 @@ SKILL_KEYS = (
 """What ``active_when`` and a route's ``when`` may read."""
 
 
-async def skills_stage(cfg: AgentConfig, given: Scope) -> None:
+class _Seen:
+    """What the last visit of this run and mount read and left unchanged: the committed
+    values (by identity, as committed values are immutable) and their plain forms, so a
+    visit with nothing to judge reads, compares and writes nothing more (O(1) per call)."""
+
+    __slots__ = ("active", "cursor", "cursor_obj", "leases", "leases_obj", "pieces_obj", "quiet")
+
+    def __init__(self) -> None:
+        self.cursor_obj: Any = _UNSEEN
+        self.cursor: dict[str, Any] = {}
+        self.leases_obj: Any = _UNSEEN
+        self.leases: list[dict[str, Any]] = []
+        self.pieces_obj: Any = _UNSEEN
+        self.active: list[str] = []
+        self.quiet = False
+
+
+_UNSEEN = object()
+
+
+async def serve_skills(cfg: AgentConfig, given: Scope) -> None:
     scope = cast(TrackedScope, given)  # the engine's scope: native calls
     skills = cast(SkillSet, cfg.skills)
-    record = skills.data
+    mount = StagePath.parent_of(scope.stage_path)
+    seen = scope.run_local(("agent-skills", id(cfg), mount), _Seen)
     receipts = scope.get("receipts")
     k = 1 if receipts is None else len(receipts) + 1
     committed = scope.get("skill_cursor")
-    cursor = {"skill": None, "tenure": 0} if committed is None else thaw(committed)
+    leases_obj = scope.get("instruction_leases")
+    pieces_obj = scope.get("system_pieces")
+    known = (
+        committed is seen.cursor_obj
+        and leases_obj is seen.leases_obj
+        and pieces_obj is seen.pieces_obj
+    )
+    if known:
+        cursor, leases = seen.cursor, seen.leases
+    else:
+        cursor = {"skill": None, "tenure": 0} if committed is None else thaw(committed)
+        leases = [] if leases_obj is None else thaw(leases_obj)
     view = StateView(scope, SKILL_KEYS)
+    active = skills.decisions.active(view, k) if skills.instructions else []
     entry = None
-    batch: list[Any] = []
+    batch: Sequence[Any] = ()
     if receipts is None:  # the turn's first call: the entry, if the graph names one
         graph = skills.graph
         if cursor["skill"] is None and graph is not None and graph.entry:
@@ -55,32 +89,55 @@ async def skills_stage(cfg: AgentConfig, given: Scope) -> None:
             scope.append("skill_entry", entry)
     else:
         batch = last_batch(scope.get("tool_results", ()), scope["iteration"] - 1)
-    leases = thaw(scope.get("instruction_leases", []))
+    quiet = known and seen.quiet and entry is None and active == seen.active
+    if quiet and not _judged(skills, cursor["skill"], batch):
+        return  # nothing to judge: the cursor, the leases and the pieces stand
     done = evaluate(
-        record,
+        skills.data,
         cursor,
-        thaw(batch),
+        batch,
         leases,
         k,
         when=lambda i: skills.decisions.when(i, view, k),
-        active=skills.decisions.active(view, k) if skills.instructions else (),
+        active=active,
         entry=entry,
         doors=frozenset(skills.doors),
     )
+    wrote = False
     if committed is None or done.cursor != cursor:
         scope["skill_cursor"] = done.cursor
+        wrote = True
     if done.proposals:
         scope.extend("skill_proposals", done.proposals)
     if done.leases != leases:
         scope["instruction_leases"] = done.leases
-    pieces = scope.get("system_pieces")
-    if (thaw(pieces) if pieces is not None else None) != (done.pieces or None):
+        wrote = True
+    if (thaw(pieces_obj) if pieces_obj is not None else None) != (done.pieces or None):
         if done.pieces:
             scope["system_pieces"] = done.pieces
         else:
             del scope["system_pieces"]
+        wrote = True
     for name, payload in done.events:
         _emit(scope, name, payload)
+    # what this visit leaves: known by identity at the next visit, unless it wrote
+    seen.cursor_obj = _UNSEEN if wrote else committed
+    seen.leases_obj, seen.pieces_obj = leases_obj, pieces_obj
+    seen.cursor, seen.leases, seen.active = done.cursor, done.leases, list(active)
+    seen.quiet = not any(p["source"] == "note" for p in done.pieces) and not any(
+        lease["lease"] == "next-call" for lease in done.leases
+    )
+
+
+def _judged(skills: SkillSet, skill: str | None, batch: Sequence[Any]) -> bool:
+    """Whether the batch holds anything the law judges: a door's pick, a declared effect,
+    or a result a route from the active skill may fire on."""
+    if not batch:
+        return False
+    if skills.routes_from(skill):
+        return True
+    doors = skills.doors
+    return any(row["name"] in doors or "effects" in row for row in batch)
 
 
 async def _entry(skills: SkillSet, message: str, k: int) -> dict[str, Any]:
