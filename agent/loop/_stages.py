@@ -143,6 +143,14 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         if text is not None:
             scope["system_prompt"] = text
 
+    spec_of: dict[str, dict[str, Any]] = {}  # a tool's spec is fixed by its definition
+
+    def _spec(name: str) -> dict[str, Any]:
+        spec = spec_of.get(name)
+        if spec is None:
+            spec = spec_of[name] = _tool(name).spec()
+        return spec
+
     def tools(scope: Scope) -> None:
         if cfg.skills is not None:  # the declarations, as data: served and judged from it
             scope["skills"] = cfg.skills.data
@@ -151,7 +159,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             if not cfg.skills.scoped:
                 names += [n for n in cfg.skills.tools if n not in names]
             names += list(cfg.skills.doors)
-        scope["tools"] = [_tool(name).spec() for name in names]
+        scope["tools"] = [_spec(name) for name in names]
         if cfg.asks_people:  # which calls wait for a person: replay needs no code for it
             scope["people"] = {
                 "asks": {n: dict(t.asks) for n, t in cfg.tools.items() if t.asks is not None},
@@ -213,14 +221,6 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             if cfg.tool_choice is not None:
                 names = await choose(cfg, scope, names)
             write_offer(scope, names)
-
-    spec_of: dict[str, dict[str, Any]] = {}  # a tool's spec is fixed by its definition
-
-    def _spec(name: str) -> dict[str, Any]:
-        spec = spec_of.get(name)
-        if spec is None:
-            spec = spec_of[name] = _tool(name).spec()
-        return spec
 
     def write_offer(scope: TrackedScope, names: list[str]) -> None:
         if not cfg.findings:  # a name stands for its spec: compare the names only

@@ -33,13 +33,10 @@ class Evaluation(NamedTuple):
 
 def last_batch(rows: Sequence[Mapping[str, Any]], iteration: int) -> list[Mapping[str, Any]]:
     """The rows of the batch that ran at ``iteration`` (read from the end: O(batch))."""
-    out = []
-    for row in reversed(rows):
-        if row.get("iteration") != iteration:
-            break
-        out.append(row)
-    out.reverse()
-    return out
+    i = len(rows)
+    while i and rows[i - 1].get("iteration") == iteration:
+        i -= 1
+    return [rows[j] for j in range(i, len(rows))]
 
 
 def _cond_matches(route: Mapping[str, Any], batch: Sequence[Mapping[str, Any]]) -> bool:
