@@ -274,11 +274,30 @@ def _window(commit: Commit, telling: Telling) -> list[str]:
 
 
 def _offer(commit: Commit, telling: Telling) -> list[str]:
+    lines = []
+    for moved in _events(commit, "skill.moved"):
+        ends = [
+            "a hidden skill" if moved.get(f"{end}_hidden") else (moved.get(end) or "none")
+            for end in ("from", "to")
+        ]
+        lines.append(f"Skill: {ends[0]} → {ends[1]} (by {moved.get('by')})")
+    for effect in _events(commit, "tools.effect"):
+        if effect.get("outcome") != "accepted":
+            why = f" — {effect['why']}" if effect.get("why") else ""
+            lines.append(
+                f"Effect of {effect.get('name')} ({effect.get('kind')}): "
+                f"{effect.get('outcome')}{why}"
+            )
+    for row in _appended(commit, "tool_choices"):
+        if row.get("kind") == "error":
+            lines.append(f"Tool choice: the classifier failed ({row.get('status')})")
+        elif row.get("narrowed"):
+            lines.append(f"Tool choice: narrowed to {_name_list(_items(row.get('served')))}")
     offered = _events(commit, "tools.offered")
-    if not offered:
-        return []
-    names = [str(n) for n in _items(offered[-1].get("names"))]
-    return [f"Offered tools: {_name_list(names) or 'none'}"]
+    if offered:
+        names = [str(n) for n in _items(offered[-1].get("names"))]
+        lines.append(f"Offered tools: {_name_list(names) or 'none'}")
+    return lines
 
 
 def _wrap_up(commit: Commit, telling: Telling) -> list[str]:

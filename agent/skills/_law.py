@@ -177,6 +177,9 @@ def evaluate(
                     "to": None if new_skill in hidden else new_skill,
                     "by": winner["source"],
                     "tenure": new_tenure,
+                    # a hidden skill is said as such, never by its id
+                    **({"from_hidden": True} if skill in hidden else {}),
+                    **({"to_hidden": True} if new_skill in hidden else {}),
                 },
             )
         )

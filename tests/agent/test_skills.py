@@ -286,12 +286,20 @@ def test_a_hidden_skill_is_never_named_to_the_model() -> None:
             "done",
         ]
     )
+    from trackway.recorders import narrative
+
+    story = narrative()
     agent = (
         Agent.create(provider=provider, model="m", tool_arg_validation="off")
         .skills([hidden_refunds, VAULT, SHIPPING])
+        .recorder(story)
         .build()
     )
     agent.run_sync("I am a VIP")
+    told = story.text()
+    assert "Skill: none → refunds (by read_skill)" in told
+    assert "Skill: refunds → a hidden skill (by tool-proposal)" in told
+    assert "Skill: a hidden skill → none (by skip_step)" in told
     requests = law_holds(agent, provider)
     assert agent.snapshot().state["skill_proposals"][1]["target"] == "qqvault"
     assert any("Escalation procedure, internal." in (r.system or "") for r in requests)
