@@ -608,3 +608,25 @@ def test_the_graph_says_where_the_cursor_may_go_and_its_own_next_step() -> None:
     assert graph.next_skill(None) == "shipping"
     assert graph.next_skill("refunds") == "shipping"  # the first route with no condition
     assert graph.next_skill("shipping") is None
+
+
+def test_a_skills_recording_from_this_version_loads_rebuilds_and_replays() -> None:
+    """Written by commit f82a0bc (skills on a guarded graph with an entry scorer, pushed and
+    active instructions, scoped tools and a classifier narrowing to one tool, one call
+    missing the narrowed list): later versions load it, rebuild every call to its receipt
+    and replay it without the agent, the model or the classifier."""
+    from pathlib import Path
+
+    from trackway.agent import load_recording
+
+    loaded = load_recording(Path(__file__).parent / "fixtures" / "recording-skills-f82a0bc.jsonl")
+    rs = receipts(loaded)
+    assert len(rs) == 4
+    for k, receipt in enumerate(rs, start=1):
+        assert served_at(loaded, k).hash == receipt["request_hash"]
+    state = loaded.state
+    assert state["skill_entry"][0]["chosen"] == "refunds"
+    assert [r["kind"] for r in state["tool_choices"]].count("outcome") == 4
+    replayed = replay(loaded)
+    assert [c.stage_path for c in replayed.history()] == [c.stage_path for c in loaded.history()]
+    assert replayed.state["final_answer"] == "done"
