@@ -9,13 +9,13 @@ answers off the list.
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from trackway.engine import ConfigurationError
 
+from ..providers._mock import refuse_unknown_keys
 from ._port import ClassifierError, ClassifyAnswer, ClassifyRequest
 
 __all__ = ["MockClassifier", "MockClassifierExhaustedError", "mock_classifier"]
@@ -36,17 +36,6 @@ class MockClassifierExhaustedError(ClassifierError):
     """The scripted answers ran out: the classifier was asked more often than the script said."""
 
 
-def _unknown(keys: Any, known: tuple[str, ...], what: str) -> None:
-    """A misspelled key would be dropped silently: refuse it, naming the closest."""
-    for key in keys:
-        if key not in known:
-            close = difflib.get_close_matches(str(key), known, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ConfigurationError(
-                f"{what} has the key {key!r}{hint}; the keys it takes are {', '.join(known)}"
-            )
-
-
 def _number(value: Any, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigurationError(f"{what} is {value!r}; use a number, e.g. 0.9")
@@ -59,7 +48,7 @@ def _number(value: Any, what: str) -> float:
 def _rank(item: Any, what: str) -> tuple[str, float]:
     """One ranked entry, ``["name", score]`` or ``{"name": ..., "score": ...}``."""
     if isinstance(item, Mapping):
-        _unknown(item, _RANK_KEYS, what)
+        refuse_unknown_keys(item, _RANK_KEYS, what, ConfigurationError)
         if "name" not in item or "score" not in item:
             raise ConfigurationError(f"{what} is {item!r}; write {{'name': 'x', 'score': 0.9}}")
         name, score = item["name"], item["score"]
@@ -96,7 +85,7 @@ def _as_answer(item: Any, n: int) -> ClassifyAnswer | ClassifierError:
         return item
     if not isinstance(item, Mapping):
         raise ConfigurationError(f"{what} is {item!r}; an answer is {_FORMS}")
-    _unknown(item, _ANSWER_KEYS, what)
+    refuse_unknown_keys(item, _ANSWER_KEYS, what, ConfigurationError)
     ranked_in = item.get("ranked", ())
     if isinstance(ranked_in, (str, bytes)) or not isinstance(ranked_in, Sequence):
         raise ConfigurationError(

@@ -20,21 +20,11 @@ from ..context._config import emit as _emit
 from ..skills._declare import EntryRequest
 from ..skills._law import evaluate, last_batch
 from ..skills._skillset import SkillSet
-from ._model_call import StateView
+from ._model_call import PROVIDER_KEYS, StateView
 
 __all__ = ["SKILL_KEYS", "serve_skills"]
 
-SKILL_KEYS = (
-    "user_message",
-    "history",
-    "iteration",
-    "tool_results",
-    "settings",
-    "identity",
-    "session_id",
-    "skill_cursor",
-    "instruction_leases",
-)
+SKILL_KEYS = (*PROVIDER_KEYS, "skill_cursor", "instruction_leases")
 """What ``active_when`` and a route's ``when`` may read."""
 
 

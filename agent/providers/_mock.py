@@ -9,7 +9,7 @@ from typing import Any
 from ..messages._messages import LLMRequest, LLMResponse, StreamDelta, Usage
 from ._provider import ProviderConfigError, ProviderError
 
-__all__ = ["MockExhaustedError", "MockProvider", "mock"]
+__all__ = ["MockExhaustedError", "MockProvider", "mock", "refuse_unknown_keys"]
 
 Reply = str | dict[str, Any] | LLMResponse
 
@@ -22,13 +22,16 @@ _REPLY_KEYS = ("content", "tool_calls", "usage", "stop_reason")
 _CALL_KEYS = ("id", "name", "args")
 
 
-def _unknown(keys: Any, known: tuple[str, ...], what: str) -> None:
-    """A misspelled key would be dropped silently: refuse it, naming the closest."""
+def refuse_unknown_keys(
+    keys: Any, known: tuple[str, ...], what: str, error: type[Exception] = ProviderConfigError
+) -> None:
+    """A misspelled key of a scripted answer would be dropped silently: refuse it with
+    ``error``, naming the closest (the mock provider's and the mock classifier's)."""
     for key in keys:
         if key not in known:
             close = difflib.get_close_matches(str(key), known, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ProviderConfigError(
+            raise error(
                 f"{what} has the key {key!r}{hint}; the keys it takes are {', '.join(known)}"
             )
 
@@ -36,14 +39,14 @@ def _unknown(keys: Any, known: tuple[str, ...], what: str) -> None:
 def _check_reply(reply: Reply, n: int) -> None:
     if not isinstance(reply, dict):
         return
-    _unknown(reply, _REPLY_KEYS, f"mock reply {n}")
+    refuse_unknown_keys(reply, _REPLY_KEYS, f"mock reply {n}")
     for i, call in enumerate(reply.get("tool_calls", ())):
         if not isinstance(call, dict) or "name" not in call:
             raise ProviderConfigError(
                 f"mock reply {n}, tool call {i}: {call!r} is not a tool call; write "
                 "{'name': 'tool', 'args': {...}} (an 'id' is optional)"
             )
-        _unknown(call, _CALL_KEYS, f"mock reply {n}, tool call {i}")
+        refuse_unknown_keys(call, _CALL_KEYS, f"mock reply {n}, tool call {i}")
 
 
 def _as_response(reply: Reply, n: int, *, checked: bool = False) -> LLMResponse:
