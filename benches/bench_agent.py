@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import _agent_skills as skills_case
 from _common import (
     RESULTS_DIR,
     clock,
@@ -79,6 +80,12 @@ TARGET_US_PER_TURN = 100.0  # issue 19: at the floor (≤ ~100 µs on the develo
 TARGET_GROWTH = 1.2
 TARGET_VS_PEER = 30.0
 ALLOC_TURNS = (10, 200)  # sizes of the allocation runs (per-turn = their difference / 190)
+
+# skills, an instruction, a skill graph and tool choice vs the same plain agent (issue 32)
+TARGET_SKILLS_RATIO = 1.3  # skills+choice / plain, per turn of SKILLS_TARGET_CALLS tool calls
+SKILLS_TARGET_CALLS = 16
+TARGET_SKILLS_GROWTH = 1.2  # marginal µs per model call, last size step / first
+SKILLS_PROFILE_RUNS = 20
 
 # windowed trackway (context windowing: cost stays O(new content) per call)
 WINDOW_KEEP_TURNS = 6  # keep_recent_turns of both strategies
@@ -303,6 +310,118 @@ def run_window(sizes: tuple[int, ...]) -> dict[str, Any]:
         "growth": growth_rows(rows, [], names=list(WINDOWS)),
         "served_bytes_per_call": {"turns": sizes[-1], **per_call},
     }
+
+
+# -- trackway with skills (the case lives in _agent_skills.py) ------------------------------
+
+
+def run_skills(sizes: tuple[int, ...]) -> dict[str, Any]:
+    """The skills case at each size, interleaved like the trackway cells (REPEATS rounds of
+    TW_REPEATS / REPEATS runs per variant), then the profile of the extra time."""
+    rounds = REPEATS
+    per_round = max(1, TW_REPEATS // REPEATS) if REPEATS > 1 else 1
+    section = skills_case.measure(sizes, rounds, per_round)
+    print("  skills, profiling ...", end="", flush=True)
+    section["stages"] = skills_case.stage_times(sizes[-1], SKILLS_PROFILE_RUNS)
+    section["profile"] = skills_case.profile_delta(sizes[-1], REPO, runs=SKILLS_PROFILE_RUNS)
+    print(" done", flush=True)
+    section["config"] = {
+        "skills": list(skills_case.SKILLS),
+        "tools_per_skill": len(skills_case.TOOLS[skills_case.SKILLS[0]]),
+        "top": skills_case.TOP,
+        "calls": list(sizes),
+        "rounds": rounds,
+        "runs_per_round": per_round,
+    }
+    return section
+
+
+def skills_targets(section: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = {row["calls"]: row for row in section["results"]}
+    n = SKILLS_TARGET_CALLS if SKILLS_TARGET_CALLS in rows else max(rows)
+    ratio = rows[n]["skills+choice"]["ratio"]
+    targets = [
+        {
+            "target": f"skills+choice / plain, µs per turn of {n} tool calls",
+            "measured": ratio,
+            "threshold": f"≤ {TARGET_SKILLS_RATIO:g}",
+            "pass": ratio <= TARGET_SKILLS_RATIO,
+        }
+    ]
+    for n_other, row in sorted(rows.items()):
+        if n_other != n:
+            targets.append({"target": f"skills+choice / plain, µs per turn of {n_other} tool "
+                            "calls", "measured": row["skills+choice"]["ratio"],
+                            "threshold": "reported", "pass": None})  # fmt: skip
+    g = next(g for g in section["growth"] if g["variant"] == "skills+choice")
+    if len(g["marginal"]) > 1:
+        first, last = g["marginal"][0], g["marginal"][-1]
+        targets.append({"target": f"skills+choice marginal µs/call {last['from_calls']}→"
+                        f"{last['to_calls']} / {first['from_calls']}→{first['to_calls']} calls",
+                        "measured": g["growth"], "threshold": f"≤ {TARGET_SKILLS_GROWTH:g}",
+                        "pass": g["growth"] <= TARGET_SKILLS_GROWTH})  # fmt: skip
+    return targets
+
+
+def print_skills(section: dict[str, Any]) -> None:
+    rows = section["results"]
+    print_table(
+        "trackway with skills: µs per turn (one run_sync of n tool calls + the answer) and per "
+        "model call, median of the runs; ratio = median over the rounds of the variant / plain. "
+        "plain: 12 tools by .tool(); skills: the same tools in 3 skills, skill_scoped_tools, "
+        "an instruction, a graph on rails, leases; skills+choice: + tool_choice(mock "
+        f"classifier, serve top {skills_case.TOP})",
+        ["calls", "variant", "µs/turn", "µs/call", "ratio", "tools served", "runs"],
+        [[row["calls"], v, row[v]["us_per_turn"], row[v]["us_per_call"],
+          "–" if v == "plain" else f"{row[v]['ratio']:.2f}×", row[v]["served_tools"],
+          row[v]["repeats"]]
+         for row in rows for v in skills_case.VARIANTS],
+    )  # fmt: skip
+    print_table(
+        "trackway with skills: marginal µs per model call between sizes (the fixed cost of a "
+        "run left out); growth = last step / first step",
+        ["variant", *[f"{m['from_calls']}→{m['to_calls']}" for m in section["growth"][0]
+                      ["marginal"]], "growth"],
+        [[g["variant"], *[m["us_per_call"] for m in g["marginal"]], f"{g['growth']:.2f}"]
+         for g in section["growth"]],
+    )  # fmt: skip
+    stages = section["stages"]
+    names = list(dict.fromkeys(st for v in skills_case.VARIANTS for st in stages[v]["stages"]))
+    n = section["profile"]["calls"]
+    print_table(
+        f"trackway with skills, per stage (no profiler): median µs from a stage's commit to the "
+        f"next commit, over {SKILLS_PROFILE_RUNS} runs at {n} calls, for the stages that run "
+        "once per model call",
+        ["variant", *names, "sum", "commits/call"],
+        [[v, *[stages[v]["stages"].get(st) for st in names],
+          sum(stages[v]["stages"].values()), stages[v]["commits_per_call"]]
+         for v in skills_case.VARIANTS],
+    )  # fmt: skip
+    prof = section["profile"]
+    total = prof["profiled_us_per_call"]
+    print_table(
+        f"where skills+choice's extra time goes: cProfile of {prof['runs']} runs of each at "
+        f"{prof['calls']} calls, functions by extra tottime per model call (profiled totals: "
+        f"plain {total['plain']:,.0f} µs, skills+choice {total['skills+choice']:,.0f} µs per "
+        "call; the profiler inflates small calls)",
+        ["function", "extra µs/call", "calls/call plain", "calls/call skills"],
+        [[r["function"], r["extra_us_per_call"], r["plain_calls_per_call"],
+          r["skills_calls_per_call"]] for r in prof["top"]],
+    )  # fmt: skip
+
+
+SKILLS_NOTE = (
+    "trackway with skills (benches/_agent_skills.py): three skills of four tools each; the "
+    "plain agent has the same twelve tools by .tool(); skills declares them in the skills "
+    "with skill_scoped_tools=True, an instruction (active from the second call), a graph on "
+    "rails whose routes move the cursor on each skill's hand-off tool (which also leases the "
+    "instruction to the next call), entry = the first skill; skills+choice adds "
+    f".tool_choice(classifier=mock_classifier(fn), serve={{'top': {skills_case.TOP}}}), fn "
+    "returning a ClassifyAnswer made once per skill. The same script for all: n tool calls "
+    "split over the three skills, each segment ending with its hand-off, then the answer. "
+    "An untimed run per size checks every call ran, the cursor reached the last skill, every "
+    "skills+choice call was narrowed, and served_at matches every receipt."
+)
 
 
 # -- LangGraph ------------------------------------------------------------------------------
@@ -888,11 +1007,19 @@ def main() -> int:
     ap.add_argument("--no-peers", action="store_true", help="trackway only")
     ap.add_argument("--quick", action="store_true", help="10 and 50 turns, one repeat")
     ap.add_argument("--profile", action="store_true", help="(kept for scripts: always on)")
+    ap.add_argument(
+        "--only",
+        choices=["skills"],
+        help="run one case alone (skills: writes results/bench_agent_skills.json)",
+    )
     args = ap.parse_args()
 
     sizes = TURNS
+    skill_sizes = skills_case.CALLS
     if args.quick:
-        REPEATS, sizes = 1, (10, 50)
+        REPEATS, sizes, skill_sizes = 1, (10, 50), skill_sizes[:2]
+    if args.only == "skills":
+        return skills_only(skill_sizes)
 
     peers: list[str] = []
     notes: list[str] = []
@@ -907,12 +1034,15 @@ def main() -> int:
     print(f"bench_agent: each cell is the median of {REPEATS} runs unless marked", flush=True)
     rows = run_cells(peers, sizes)
     window = run_window(sizes)
+    skills = run_skills(skill_sizes)
     growth = growth_rows(rows, peers)
     alloc = allocations()
     targets = check_targets(rows, growth, peers, window)
+    targets += skills_targets(skills)
     targets.append({"target": "trackway memory blocks per tool turn (gc off)",
                     "measured": alloc["blocks_per_turn"], "threshold": "reported",
                     "pass": None})  # fmt: skip
+    print_skills(skills)
     print_report(rows, growth, targets, peers, window)
     print_allocations(alloc)
 
@@ -964,6 +1094,7 @@ def main() -> int:
         f"{WINDOW_BAND[0]}–{WINDOW_BAND[1]} with the last {WINDOW_TAIL} calls (skipped when "
         f"a run has fewer than {WINDOW_BAND[1] + WINDOW_TAIL} calls). Per-call bytes at the "
         "largest size are in the JSON (window.served_bytes_per_call).",
+        SKILLS_NOTE,
     ]
     for note in notes:
         print(f"- {note}")
@@ -987,10 +1118,28 @@ def main() -> int:
         "targets": targets,
         "notes": notes,
         "window": window,
+        "skills": skills,
     }
     payload["profile"] = {**prof, "files": files}
     payload["allocations"] = alloc
     path = write_json("bench_agent", payload)
+    print(f"\nwrote {path}")
+    return 0
+
+
+def skills_only(sizes: tuple[int, ...]) -> int:
+    """``--only skills``: the skills case alone, its tables and targets, written to
+    ``results/bench_agent_skills.json`` (the full run's ``bench_agent.json`` is left as is)."""
+    runs = TW_REPEATS if REPEATS > 1 else 1
+    print(f"bench_agent --only skills: each cell is the median of {runs} runs", flush=True)
+    skills = run_skills(sizes)
+    targets = skills_targets(skills)
+    print_skills(skills)
+    print_targets(targets)
+    print(f"- {SKILLS_NOTE}")
+    versions = {"trackway": dist_version("trackway"), "orjson": dist_version("orjson")}
+    doc = {"versions": versions, "skills": skills, "targets": targets, "notes": [SKILLS_NOTE]}
+    path = write_json("bench_agent_skills", doc)
     print(f"\nwrote {path}")
     return 0
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from trackway import SqliteStore
+from trackway import SqliteStore, served_at
 from trackway.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -150,3 +150,48 @@ def test_compositions_example_runs_three_compositions_on_one_record(capsys):
     assert "reflexion: Old pond / a frog jumps in" in out and "['body', 'body']" in out
     assert out.count("rebuilt exactly: True; replayed: True") == 3
     assert out.count("replayed from the record alone: True") == 3
+
+
+def test_support_skills_moves_on_rails_narrows_the_tools_and_replays(capsys):
+    support = runpy.run_path(str(ROOT / "examples" / "support_skills.py"))
+    assert support["main"]() == 0
+    out = capsys.readouterr().out
+    first, second = out.split("\n\nTurn 2: ")
+    assert "entry: refunds (scorer classifier:entry: ranked refunds 0.92" in first
+    moved = "skill_proposals: call 1 entry -> refunds accepted; call 3 route -> account accepted"
+    assert moved in first
+    assert "call 2 [refunds] " in first and "-> issue_refund: denied" in first
+    assert "call 3 [account +denial-playbook] " in first  # the lease: that call only
+    assert "call 4 [account] " in first
+    assert "entry: refunds (scorer classifier-unavailable: cold start)" in second
+    assert "call 3 tool-proposal -> shipping accepted" in second
+    assert "read_skill refused: Skill 'shipping' cannot be taken up by reading it" in second
+    assert out.count("served 3 of 5: ") == 8
+    assert out.count("law: 4 of 4 requests rebuilt from the record match their receipts") == 2
+    assert out.count("replayed from the snapshot alone: True") == 2
+
+    one, two = support["converse"]()
+    assert one.answer.startswith("I'm sorry, Ana: order A1 was delivered 45 days ago")
+    path = [(p["k"], p["source"], p["target"]) for p in one.snapshot.state["skill_proposals"]]
+    assert path == [(1, "entry", "refunds"), (3, "route", "account")]
+    path = [(p["k"], p["source"], p["target"]) for p in two.snapshot.state["skill_proposals"]]
+    assert path == [(1, "entry", "refunds"), (3, "tool-proposal", "shipping")]
+    assert [t.snapshot.state["skill_cursor"]["skill"] for t in (one, two)] == [
+        "account",
+        "shipping",
+    ]
+    doors = ["read_skill", "list_skills", "skip_step", "present"]
+    for turn in (one, two):
+        picks = [r for r in turn.snapshot.state["tool_choices"] if r["kind"] == "pick"]
+        assert [r["k"] for r in picks] == [1, 2, 3, 4]
+        for k, row in enumerate(picks, start=1):
+            top = {r["name"] for r in row["ranked"][:3]}
+            assert row["narrowed"] is True and "skip" not in row
+            assert set(row["served"]) == top | set(doors)
+            sent = [t.name for t in served_at(turn.snapshot, k).tools or ()]
+            assert sent == row["served"]  # the row is what the model was sent
+        assert all(turn.exact) and len(turn.exact) == 4 and turn.replayed
+    # the playbook was pushed into exactly the call after the denial
+    playbook = support["PLAYBOOK"].prompt
+    pushed = [playbook in (served_at(one.snapshot, k).system or "") for k in range(1, 5)]
+    assert pushed == [False, False, True, False]

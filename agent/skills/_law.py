@@ -91,6 +91,8 @@ def evaluate(
                 candidates.append({"source": source, "target": row["pick"], "call_id": row["id"]})
             continue
         for effect in row.get("effects", ()):
+            if not _typed(effect):  # a domain effect (a refund made): data for the record
+                continue
             verdict = _effect(effect, row, catalog, instructions, tenure, k)
             if verdict[0] == "proposal":
                 candidates.append(verdict[1])
@@ -196,6 +198,12 @@ def evaluate(
     return Evaluation(cursor_out, proposals, kept, pieces, events)
 
 
+def _typed(effect: Any) -> bool:
+    """Whether ``effect`` speaks the typed vocabulary the law judges. Any other effect is
+    what the tool says it did, filed on its row and judged by nobody."""
+    return isinstance(effect, Mapping) and effect.get("kind") in _KINDS
+
+
 def _effect(
     effect: Any,
     row: Mapping[str, Any],
@@ -204,13 +212,8 @@ def _effect(
     tenure: int,
     k: int,
 ) -> tuple[str, dict[str, Any]]:
-    """One declared effect judged: ``("proposal", candidate)``, ``("lease", lease)`` or
+    """One typed effect judged: ``("proposal", candidate)``, ``("lease", lease)`` or
     ``("refused", {"why": ...})`` (the sentence never names a hidden skill)."""
-    if not isinstance(effect, Mapping) or effect.get("kind") not in _KINDS:
-        kind = effect.get("kind") if isinstance(effect, Mapping) else effect
-        return "refused", {
-            "why": f"effect {kind!r} is not one of {', '.join(_KINDS)}",
-        }
     if effect["kind"] == "propose-transition":
         target = effect.get("target_skill_id")
         if target not in catalog:

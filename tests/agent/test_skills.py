@@ -162,6 +162,23 @@ def test_an_unknown_instruction_id_is_refused_teachingly_and_recorded() -> None:
     assert event["outcome"] == "refused" and "no-such-thing" in event["why"]
 
 
+def test_a_domain_effect_stays_data_an_agent_with_skills_judges_nothing_of() -> None:
+    """Effects outside the typed vocabulary (a refund made) are what the tool says it did:
+    filed on the row as without skills, never refused to the model or in an event."""
+    made = {"kind": "refund", "order": "A1", "amount": 30}
+    refund = make_tool("refund", envelope("refunded", made))
+    replies = [turn(call("refund")), "done"]
+    plain_provider = mock(replies=list(replies))
+    Agent.create(provider=plain_provider, model="m").tool(refund).build().run_sync("go")
+    provider = mock(replies=list(replies))
+    agent = Agent.create(provider=provider, model="m").tool(refund).instruction(PLAYBOOK).build()
+    agent.run_sync("go")
+    law_holds(agent, provider)
+    assert [r.hash for r in provider.requests] == [r.hash for r in plain_provider.requests]
+    assert agent.snapshot().state["tool_results"][0]["effects"] == [made]
+    assert events(agent, "tools.effect") == []
+
+
 @pytest.mark.parametrize(
     ("build", "match"),
     [
