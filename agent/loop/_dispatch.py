@@ -22,6 +22,7 @@ from ..context._findings import file_declaration, peel, served_ids
 from ..messages._redaction import hidden_errors
 from ._arguments import arguments_question, filled
 from ._coverage import coverage_row
+from ._offered import offered_now
 from ._person import question_for
 from ._served import ROW_FLAGS, Outcome
 from ._skill_doors import door_outcome
@@ -269,7 +270,7 @@ def _found(
         tool = doors.get(call["name"])
     offered: list[str] | None = None
     if cfg.offers_per_call:  # only what this model call was offered may run
-        offered = [spec["name"] for spec in scope.get("tools", ())]
+        offered = offered_now(scope, id(cfg))[1]
         if tool is not None and tool.name not in offered:
             names = ", ".join(offered) or "none"
             if cfg.tool_choice is not None:  # a narrowed call missed: said, then answered

@@ -124,10 +124,20 @@ def _judged(skills: SkillSet, skill: str | None, batch: Sequence[Any]) -> bool:
     or a result a route from the active skill may fire on."""
     if not batch:
         return False
-    if skills.routes_from(skill):
-        return True
     doors = skills.doors
-    return any(row["name"] in doors or "effects" in row for row in batch)
+    if any(row["name"] in doors or "effects" in row for row in batch):
+        return True
+    conditions = skills.conditions_from(skill)
+    if conditions is None:
+        return False
+    if conditions.when:  # code decides: ask it
+        return True
+    return any(
+        (row["name"], row.get("status")) in conditions.pairs
+        or row["name"] in conditions.tools
+        or row.get("status") in conditions.statuses
+        for row in batch
+    )
 
 
 async def _entry(skills: SkillSet, message: str, k: int) -> dict[str, Any]:

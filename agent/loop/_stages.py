@@ -49,6 +49,7 @@ from ._model_call import (
     stream_model,
     streams,
 )
+from ._offered import offered_now
 from ._person import outcome_of
 from ._serve_skills import serve_skills
 from ._tool_choice import choose, tool_choice_outcome
@@ -224,8 +225,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
 
     def write_offer(scope: TrackedScope, names: list[str]) -> None:
         if not cfg.findings:  # a name stands for its spec: compare the names only
-            committed = scope.get("tools")
-            if committed is not None and [s["name"] for s in committed] == names:
+            committed, now, _ = offered_now(scope, id(cfg))
+            if committed is not None and now == names:
                 return
             specs = [_spec(name) for name in names]
         else:  # the reserved argument, bound to the results nameable now

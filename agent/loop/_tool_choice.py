@@ -126,10 +126,8 @@ async def choose(cfg: AgentConfig, scope: TrackedScope, names: list[str]) -> lis
         ((n, float(s)) for n, s in answer.ranked if n in offered and _finite(s)),
         key=lambda p: -p[1],
     )
-    row.update(_plain(answer.record()))
     row["ranked"] = [{"name": n, "score": s} for n, s in ranked]
-    if "chosen" in row and row["chosen"] not in offered:
-        del row["chosen"]
+    _answer_fields(row, answer, offered)
     served = names
     if choice.top is not None:
         top = choice.top
@@ -205,20 +203,22 @@ def _finite(score: Any) -> bool:
     return isinstance(score, (int, float)) and math.isfinite(score)
 
 
-def _plain(recorded: dict[str, Any]) -> dict[str, Any]:
-    """A classifier's answer as plain JSON: a score or a latency that is not a finite number
-    is dropped (JSON has no NaN), usage keeps its whole-number counts."""
-    out = {k: v for k, v in recorded.items() if k not in ("confidence", "latency_ms", "usage")}
-    for key in ("confidence", "latency_ms"):
-        if _finite(recorded.get(key)):
-            out[key] = float(recorded[key])
-    usage = recorded.get("usage")
+def _answer_fields(row: dict[str, Any], answer: Any, offered: set[str]) -> None:
+    """The rest of the classifier's answer on ``row``, as plain JSON: its pick when it is
+    one of the offered names, a confidence and a latency only when finite (JSON has no
+    NaN), usage's whole-number counts, the model's name."""
+    chosen = answer.chosen
+    if type(chosen) is str and chosen in offered:
+        row["chosen"] = chosen
+    if type(answer.model) is str:
+        row["model"] = answer.model
+    if _finite(answer.confidence):
+        row["confidence"] = float(answer.confidence)
+    if _finite(answer.latency_ms):
+        row["latency_ms"] = float(answer.latency_ms)
+    usage = answer.usage
     if usage is not None:
-        out["usage"] = {str(k): int(v) for k, v in usage.items() if isinstance(v, int)}
-    for key in ("chosen", "model"):
-        if key in out and not isinstance(out[key], str):
-            del out[key]
-    return out
+        row["usage"] = {str(k): int(v) for k, v in usage.items() if type(v) is int}
 
 
 def _missed_last(scope: TrackedScope) -> bool:

@@ -84,7 +84,7 @@ class RecordedClassifier:
         self._rows = [
             r
             for r in thaw(snap.state.get("tool_choices", []))
-            if r["kind"] == "error" or (r["kind"] == "pick" and "latency_ms" in r)
+            if r["kind"] == "error" or (r["kind"] == "pick" and "ranked" in r)
         ]
 
     async def classify(self, request: ClassifyRequest) -> ClassifyAnswer:

@@ -23,7 +23,7 @@ from ._declare import (
     SkillGraph,
 )
 
-__all__ = ["Decisions", "LiveDecisions", "SkillSet", "check_skillset"]
+__all__ = ["Decisions", "LiveDecisions", "RouteConditions", "SkillSet", "check_skillset"]
 
 
 class Decisions(Protocol):
@@ -75,6 +75,17 @@ class LiveDecisions:
 
 
 @dataclass
+class RouteConditions:
+    """What the conditional routes leaving one skill fire on: a tool and a status together,
+    a tool's return, a status, or code (``when``: asked every batch)."""
+
+    pairs: set[tuple[str, str | None]]
+    tools: set[str]
+    statuses: set[str | None]
+    when: bool
+
+
+@dataclass
 class SkillSet:
     """The checked declarations of one agent."""
 
@@ -88,15 +99,26 @@ class SkillSet:
     doors: dict[str, Tool] = field(default_factory=dict)
     """The always-served doors (none without skills)."""
 
-    def routes_from(self, skill: str | None) -> bool:
-        """Whether a route with a condition leaves ``skill`` (a batch may fire it)."""
-        return skill in self._conditional
+    def conditions_from(self, skill: str | None) -> RouteConditions | None:
+        """What the routes with a condition that leave ``skill`` fire on (``None``: none)."""
+        return self._conditions.get(skill)
 
     @functools.cached_property
-    def _conditional(self) -> frozenset[str | None]:
-        if self.graph is None:
-            return frozenset()
-        return frozenset(r.from_ for r in self.graph.routes if r.conditional)
+    def _conditions(self) -> dict[str | None, RouteConditions]:
+        out: dict[str | None, RouteConditions] = {}
+        for r in self.graph.routes if self.graph is not None else ():
+            if not r.conditional:
+                continue
+            c = out.setdefault(r.from_, RouteConditions(set(), set(), set(), False))
+            if r.when is not None:
+                c.when = True
+            elif r.on_tool_return is not None and r.on_tool_status is not None:
+                c.pairs.add((r.on_tool_return, r.on_tool_status))
+            elif r.on_tool_return is not None:
+                c.tools.add(r.on_tool_return)
+            else:
+                c.statuses.add(r.on_tool_status)
+        return out
 
     @property
     def continuing(self) -> bool:
