@@ -273,12 +273,11 @@ def _found(
         offered = offered_now(scope, id(cfg))[1]
         if tool is not None and tool.name not in offered:
             names = ", ".join(offered) or "none"
-            if cfg.tool_choice is not None:  # a narrowed call missed: said, then answered
-                _emit(
-                    scope,
-                    "tools.answered_off_wire",
-                    {"id": call["id"], "name": tool.name, "offered": len(offered)},
-                )
+            _emit(  # said, then answered (a narrowed call's miss, a gated or scoped tool)
+                scope,
+                "tools.answered_off_wire",
+                {"id": call["id"], "name": tool.name, "offered": len(offered)},
+            )
             return None, (
                 f"Error: {tool.name} was not offered for this call, so it was not run. "
                 f"Available tools: {names}."

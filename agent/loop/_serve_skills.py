@@ -77,6 +77,12 @@ async def serve_skills(cfg: AgentConfig, given: Scope) -> None:
         if cursor["skill"] is None and graph is not None and graph.entry:
             entry = await _entry(skills, scope["user_message"], k)
             scope.append("skill_entry", entry)
+            picked = {key: entry.get(key) for key in ("k", "scorer", "chosen")}
+            if entry.get("cold_start"):
+                picked["cold_start"] = True
+            if skills.skills[entry["chosen"]].hidden:  # said as such, never by its id
+                picked.update(chosen=None, chosen_hidden=True)
+            _emit(scope, "skill.entry", picked)
     else:
         batch = last_batch(scope.get("tool_results", ()), scope["iteration"] - 1)
     quiet = known and seen.quiet and entry is None and active == seen.active

@@ -264,6 +264,12 @@ def skill_graph(
             f"skill_graph(scorer={scorer!r}): use classifier_scorer(classifier) or an object "
             "with name and async score(request)"
         )
+    if not entries and strictness != "assist":
+        raise AgentBuildError(
+            f"skill_graph(strictness={strictness!r}) names no entry: a turn starts with no "
+            "skill, and from there the graph reaches none, so nothing could ever be taken up. "
+            "Name where a turn starts, entry=[...], or use strictness='assist'"
+        )
     if scorer is not None and not entries:
         raise AgentBuildError(
             "skill_graph(scorer=...) ranks the entries: name them with entry=[...]"

@@ -201,7 +201,9 @@ def test_a_domain_effect_stays_data_an_agent_with_skills_judges_nothing_of() -> 
             "tool 'track' of skill 'shipping' clashes with the tool of that name from .tool()",
         ),
         (
-            lambda b: b.skill(REFUNDS).skill_graph(skill_graph(route("refunds", "nowhere"))),
+            lambda b: b.skill(REFUNDS).skill_graph(
+                skill_graph(route("refunds", "nowhere"), entry="refunds")
+            ),
             "route\\('refunds', 'nowhere'\\) names 'nowhere', which is not a skill",
         ),
         (
@@ -218,6 +220,12 @@ def test_bad_declarations_are_refused_at_build_naming_them(build: Any, match: st
 def test_a_status_route_with_code_is_refused_when_declared() -> None:
     with pytest.raises(AgentBuildError, match="when= and on_tool_status= together"):
         route("a", "b", on_tool_status="denied", when=lambda s: True)
+
+
+def test_a_guarded_graph_without_an_entry_is_refused_and_assist_may_go_without() -> None:
+    with pytest.raises(AgentBuildError, match="names no entry: a turn starts with no skill"):
+        skill_graph(route("refunds", "shipping"), strictness="rails")
+    assert skill_graph(route("refunds", "shipping"), strictness="assist").entry == ()
 
 
 # -- skills and doors --------------------------------------------------------------------------
@@ -270,6 +278,7 @@ def test_skill_scoped_tools_serves_the_active_skills_tools_and_the_doors() -> No
     assert "## Skill: Shipping\n\nTrack parcels." in (second.system or "")
     rows = agent.snapshot().state["tool_results"]
     assert rows[-1]["status"] == "invalid" and "was not offered" in fourth.messages[-1].content
+    assert [e["name"] for e in events(agent, "tools.answered_off_wire")] == ["issue_refund"]
 
 
 def test_unscoped_skills_serve_every_skill_tool_from_the_first_call() -> None:
@@ -505,6 +514,9 @@ def test_a_classifier_ranks_the_entries_and_a_failure_falls_back_to_the_cold_sta
         }
     ]
     law_holds(agent, provider)
+    assert events(agent, "skill.entry") == [
+        {"k": 1, "scorer": "classifier:mock-classifier", "chosen": "shipping"}
+    ]
     agent.run_sync("and again")
     (row,) = agent.snapshot().state["skill_entry"]
     assert row == {
