@@ -59,6 +59,10 @@ COMPILED = (
     "trackway/agent/loop/_model_call.py",
     "trackway/agent/context/_cost.py",
     "trackway/agent/messages/_tool_ids.py",
+    "trackway/agent/skills/_law.py",
+    "trackway/agent/loop/_serve_skills.py",
+    "trackway/agent/loop/_tool_choice.py",
+    "trackway/agent/loop/_offered.py",
 )
 
 MYPY_REQUIREMENT = "mypy>=2.4,<3"
