@@ -17,7 +17,6 @@ from typing import Any, cast
 from trackway.engine import Decision, Scope, StagePath, thaw
 from trackway.engine.run._scope import TrackedScope
 from trackway.tools import Identity
-from trackway.tools.define._providers import offered_tools
 
 from ..context._config import (
     CONFIGURABLE,
@@ -28,10 +27,7 @@ from ..context._config import (
 from ..context._config import emit as _emit
 from ..context._cost import account, halted
 from ..context._findings import (
-    FINDINGS_ARGUMENT,
     file_declaration,
-    findings_property,
-    offered_ids,
     served_ids,
     strip_answer,
 )
@@ -42,17 +38,14 @@ from ..messages._usage import via
 from ._coverage import answer_limits, with_limits
 from ._dispatch import NOT_RUN, WITHDRAWN, Batch, Outcome, dispatch, run_one
 from ._model_call import (
-    PROVIDER_KEYS,
-    StateView,
     answer_record,
     output_error,
     stream_model,
     streams,
 )
-from ._offered import offered_now
+from ._offer import ToolSpecs, first_offer, offer_stage
 from ._person import outcome_of
-from ._serve_skills import serve_skills
-from ._tool_choice import choose, tool_choice_outcome
+from ._tool_choice import tool_choice_outcome
 
 __all__ = [
     "CONFIGURABLE",
@@ -144,23 +137,12 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         if text is not None:
             scope["system_prompt"] = text
 
-    spec_of: dict[str, dict[str, Any]] = {}  # a tool's spec is fixed by its definition
-
-    def _spec(name: str) -> dict[str, Any]:
-        spec = spec_of.get(name)
-        if spec is None:
-            spec = spec_of[name] = _tool(name).spec()
-        return spec
+    specs = ToolSpecs(cfg)
 
     def tools(scope: Scope) -> None:
         if cfg.skills is not None:  # the declarations, as data: served and judged from it
             scope["skills"] = cfg.skills.data
-        names = list(cfg.registered)
-        if cfg.skills is not None:
-            if not cfg.skills.scoped:
-                names += [n for n in cfg.skills.tools if n not in names]
-            names += list(cfg.skills.doors)
-        scope["tools"] = [_spec(name) for name in names]
+        scope["tools"] = [specs(name) for name in first_offer(cfg)]
         if cfg.asks_people:  # which calls wait for a person: replay needs no code for it
             scope["people"] = {
                 "asks": {n: dict(t.asks) for n, t in cfg.tools.items() if t.asks is not None},
@@ -182,65 +164,6 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
 
     async def window(scope: Scope) -> None:
         await window_stage(scope, cfg.window, cfg.keep_last_tool_results, id(cfg))
-
-    def _tool(name: str) -> Any:
-        tool = cfg.tools.get(name)
-        return tool if tool is not None else cfg.skills.doors[name]
-
-    def offered_names(scope: TrackedScope) -> list[str]:
-        """The registered tools, each provider's choice over the committed state, then the
-        skills' tools (only the active skill's, when scoped) and the doors."""
-        view = StateView(scope, PROVIDER_KEYS)
-        names = list(cfg.registered)
-        for provider in cfg.providers:
-            names += [t.name for t in offered_tools(provider, view) if t.name not in names]
-        skills = cfg.skills
-        if skills is not None:
-            if skills.scoped:
-                cursor = scope.get("skill_cursor")
-                active = None if cursor is None else cursor["skill"]
-                owned = () if active is None else skills.skills[active].tools
-                names += [t.name for t in owned if t.name not in names]
-            else:
-                names += [n for n in skills.tools if n not in names]
-            names += [n for n in skills.doors if n not in names]
-        return names
-
-    def offer(given: Scope) -> None:
-        """The tools this model call is offered (written only when it changes)."""
-        scope = cast(TrackedScope, given)  # the engine's scope: native calls
-        write_offer(scope, offered_names(scope))
-
-    async def offer_call(given: Scope) -> None:
-        """What this model call is offered: the skill cursor moved by the law, the system
-        pieces, then the tools, narrowed by the classifier's pick (one stage per call)."""
-        scope = cast(TrackedScope, given)  # the engine's scope: native calls
-        if cfg.skills is not None:
-            await serve_skills(cfg, scope)
-        if cfg.offers_per_call or cfg.findings:
-            names = offered_names(scope)
-            if cfg.tool_choice is not None:
-                names = await choose(cfg, scope, names)
-            write_offer(scope, names)
-
-    def write_offer(scope: TrackedScope, names: list[str]) -> None:
-        if not cfg.findings:  # a name stands for its spec: compare the names only
-            committed, now, _ = offered_now(scope, id(cfg))
-            if committed is not None and now == names:
-                return
-            specs = [_spec(name) for name in names]
-        else:  # the reserved argument, bound to the results nameable now
-            prop = findings_property(*offered_ids(scope))
-            specs = []
-            for name in names:
-                spec = dict(_spec(name))
-                schema = spec["input_schema"]
-                properties = {**(schema.get("properties") or {}), FINDINGS_ARGUMENT: prop}
-                spec["input_schema"] = {**schema, "properties": properties}
-                specs.append(spec)
-        if thaw(scope.get("tools", [])) != specs:
-            scope["tools"] = specs
-            _emit(scope, "tools.offered", {"iteration": scope["iteration"], "names": names})
 
     async def call_llm(given: Scope) -> None:
         scope = cast(TrackedScope, given)  # the engine's scope: native calls
@@ -529,7 +452,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         "system-prompt": system_prompt,
         "tools": tools,
         "call-llm": call_llm,
-        "offer": offer if cfg.skills is None and cfg.tool_choice is None else offer_call,
+        "offer": offer_stage(cfg, specs),
         "window": window,
         "route": route,
         "tool-calls": tool_calls,

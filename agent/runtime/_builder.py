@@ -20,13 +20,10 @@ from ..context._cost import check_budget, check_pricing
 from ..context._window import WindowStrategy
 from ..loop._inputs import Runtime, tool_from_mapping
 from ..loop._stages import AgentConfig, stage_functions
-from ..loop._tool_choice import ToolChoice
 from ..messages._errors import AgentBuildError
 from ..providers._options import check_request_options, check_tool_choice
 from ..providers._provider import Provider
-from ..skills._declare import Instruction, Skill, SkillGraph
-from ..skills._doors import door_tools
-from ..skills._skillset import Decisions, check_skillset
+from ._builder_skills import SkillsBuilding
 
 if TYPE_CHECKING:
     from ._agent import Agent
@@ -36,7 +33,7 @@ __all__ = ["AgentBuilder"]
 _M = TypeVar("_M", bound=BaseModel)
 
 
-class AgentBuilder:
+class AgentBuilder(SkillsBuilding):
     """Configures an :class:`Agent`; ``build()`` declares its chart."""
 
     def __getattr__(self, attr: str) -> None:
@@ -96,8 +93,7 @@ class AgentBuilder:
         self._parallel_tool_calls = parallel
         self._pricing = check_pricing(options.pop("pricing_table", None))
         self._cost_budget = check_budget(options.pop("cost_budget", None), self._pricing)
-        self._skill_scoped = bool(options.pop("skill_scoped_tools", False))
-        self._react_mode = _react_mode(options.pop("react_mode", "dynamic"))
+        self._take_skill_options(options)
         self._request_options = check_request_options(options, "Agent.create: ")
         self._options = options
         self._system: str | None = None
@@ -112,11 +108,6 @@ class AgentBuilder:
         self._limits_travel = False
         self._findings = False
         self._window: tuple[Any, int] | None = None
-        self._skills: list[Skill] = []
-        self._instructions: list[Instruction] = []
-        self._graph: SkillGraph | None = None
-        self._tool_choice: ToolChoice | None = None
-        self._decisions: Decisions | None = None  # a replay's: what the record decided
 
     def system(self, prompt: str) -> AgentBuilder:
         """The system prompt."""
@@ -270,55 +261,6 @@ class AgentBuilder:
         self._limits_travel = True
         return self
 
-    def skill(self, skill: Skill) -> AgentBuilder:
-        """Add a skill (``define_skill``): the model takes it up through the ``read_skill``
-        door (or the graph moves it there); its body is served while it is active and its
-        tools join the agent's. An agent with skills serves the doors to every call."""
-        if not isinstance(skill, Skill):
-            raise AgentBuildError(f"skill(...) takes define_skill(...), got {skill!r}")
-        self._skills.append(skill)
-        return self
-
-    def skills(self, skills: Iterable[Skill]) -> AgentBuilder:
-        for s in skills:
-            self.skill(s)
-        return self
-
-    def instruction(self, instruction: Instruction) -> AgentBuilder:
-        """Add an instruction (``define_instruction``): served to each model call while its
-        ``active_when(state)`` holds, or while a tool's ``require_instruction`` lease does."""
-        if not isinstance(instruction, Instruction):
-            raise AgentBuildError(
-                f"instruction(...) takes define_instruction(...), got {instruction!r}"
-            )
-        self._instructions.append(instruction)
-        return self
-
-    def skill_graph(self, graph: SkillGraph) -> AgentBuilder:
-        """How the cursor moves between the skills (``skill_graph(route(...), ...)``). One
-        graph per agent."""
-        if not isinstance(graph, SkillGraph):
-            raise AgentBuildError(f"skill_graph(...) takes skill_graph(...), got {graph!r}")
-        if self._graph is not None:
-            raise AgentBuildError("an agent has one skill graph: skill_graph() was called twice")
-        self._graph = graph
-        return self
-
-    @checked_keywords
-    def tool_choice(
-        self, *, classifier: Any, serve: Any = "all", always_serve: Iterable[str] = ()
-    ) -> AgentBuilder:
-        """Before each model call, ask ``classifier`` which of the tools about to be served
-        fits (each by its description, over the user's message and the active skill) and
-        file the answer on ``tool_choices``. ``serve="all"`` only advises; ``serve={"top":
-        N}`` serves the top N plus the doors and ``always_serve`` (the full set when the
-        classifier failed or ranked fewer than N, when fewer than N + 1 were offered, after
-        a call that missed, and on the wrap-up; the row says which)."""
-        if self._tool_choice is not None:
-            raise AgentBuildError("an agent has one tool_choice(...): it was called twice")
-        self._tool_choice = ToolChoice.checked(classifier, serve, always_serve)
-        return self
-
     def recorder(self, recorder: object) -> AgentBuilder:
         """Attach a recorder to every run (e.g. ``narrative()``, ``jsonl(path)``)."""
         check_recorder(recorder)
@@ -359,47 +301,8 @@ class AgentBuilder:
             )
         static = {n: t.source or ".tool()" for n, t in self._tools.items()}
         static.update({n: f"tools_from({p!r})" for n, (_, p) in self._provided.items()})
-        skillset = None
-        if self._skills or self._instructions or self._graph or self._skill_scoped:
-            visible = [s.id for s in self._skills if not s.hidden]
-            skillset = check_skillset(
-                self._skills,
-                self._instructions,
-                self._graph,
-                self._skill_scoped,
-                static,
-                door_tools(visible),
-            )
-            if self._decisions is not None:
-                skillset.decisions = self._decisions
         tools = {**self._tools, **{n: t for n, (t, _) in self._provided.items()}}
-        if skillset is not None:
-            tools.update(skillset.tools)
-        if self._tool_choice is not None:
-            doors = {} if skillset is None else skillset.doors
-            for name in self._tool_choice.always_serve:
-                if name not in tools and name not in doors:
-                    raise AgentBuildError(
-                        f"tool_choice(always_serve=[{name!r}]) names a tool this agent does not "
-                        f"have (tools: {', '.join(tools) or 'none'})"
-                    )
-        if self._react_mode == "classic":
-            per_call = [
-                label
-                for label, on in (
-                    (".findings()", self._findings),
-                    (".tool_choice(...)", self._tool_choice is not None),
-                    ("skill_scoped_tools=True", self._skill_scoped),
-                    (".tools_from(...)", bool(self._providers)),
-                )
-                if on
-            ]
-            if per_call:
-                raise AgentBuildError(
-                    f"react_mode='classic' serves one tool list for the whole run, and "
-                    f"{', '.join(per_call)} changes it per call; drop react_mode='classic' "
-                    "(the default 'dynamic' decides each call's tools before it)"
-                )
+        skillset = self._declared(static, tools, findings=self._findings)
         cfg = AgentConfig(
             provider=self._provider,
             model=self._model,
@@ -438,22 +341,6 @@ class AgentBuilder:
         from ._agent import Agent  # the agent module imports this one
 
         return Agent(cfg, _chart(cfg), list(self._recorders), self._runtime)
-
-
-def _react_mode(mode: Any) -> str:
-    """``react_mode`` checked: ``dynamic`` or ``classic``; ``dynamic-grouped`` is refused by
-    name, with why."""
-    if mode == "dynamic-grouped":
-        raise AgentBuildError(
-            "react_mode='dynamic-grouped' groups a model call's parts into one subflow for a "
-            "viewer; a trackway agent's chart already declares each part (skills, offer, "
-            "call-llm) as its own stage, so there is nothing to group: use 'dynamic'"
-        )
-    if mode not in ("dynamic", "classic"):
-        raise AgentBuildError(
-            f"Agent.create(react_mode={mode!r}): use 'dynamic' (the default) or 'classic'"
-        )
-    return str(mode)
 
 
 def _one_model(provider: Provider, model: str | None) -> str:
