@@ -60,9 +60,10 @@ COMPILED = (
     "trackway/agent/context/_cost.py",
     "trackway/agent/messages/_tool_ids.py",
     "trackway/agent/skills/_law.py",
-    "trackway/agent/loop/_serve_skills.py",
-    "trackway/agent/loop/_tool_choice.py",
-    "trackway/agent/loop/_offered.py",
+    "trackway/agent/context/_state_view.py",
+    "trackway/agent/offer/_serve_skills.py",
+    "trackway/agent/offer/_tool_choice.py",
+    "trackway/agent/offer/_offered.py",
 )
 
 MYPY_REQUIREMENT = "mypy>=2.4,<3"

@@ -30,7 +30,6 @@ from .context._window import WindowVisit as WindowVisit
 from .context._window import sliding_window as sliding_window
 from .context._window import summarize_oldest as summarize_oldest
 from .context._window import token_budget as token_budget
-from .loop._tool_choice import TOOL_CHOICE_QUESTION as TOOL_CHOICE_QUESTION
 from .messages._conversation import Conversation as Conversation
 from .messages._errors import AgentBuildError as AgentBuildError
 from .messages._errors import AgentError as AgentError
@@ -59,6 +58,7 @@ from .messages._paused import Paused as Paused
 from .messages._paused import is_paused as is_paused
 from .messages._redaction import conversation_redaction as conversation_redaction
 from .messages._usage import RunUsage as RunUsage
+from .offer._tool_choice import TOOL_CHOICE_QUESTION as TOOL_CHOICE_QUESTION
 from .providers._anthropic import AnthropicProvider as AnthropicProvider
 from .providers._anthropic import anthropic as anthropic
 from .providers._mock import MockExhaustedError as MockExhaustedError

@@ -85,7 +85,7 @@ class AgentConfig:
     """``.skill()`` / ``.instruction()`` / ``.skill_graph()``: the checked
     :class:`~trackway.agent.skills._skillset.SkillSet` of the ``offer`` stage."""
     tool_choice: Any = None
-    """``.tool_choice(...)``: the :class:`~trackway.agent.loop._tool_choice.ToolChoice` of the
+    """``.tool_choice(...)``: the :class:`~trackway.agent.offer._tool_choice.ToolChoice` of the
     ``offer`` stage."""
     check_ins: dict[str, str | None] = field(default_factory=dict)
     """Tools whose calls wait for a person's approval, with the question (``None``: a

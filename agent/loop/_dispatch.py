@@ -20,9 +20,9 @@ from ..context._config import AgentConfig, extend_built
 from ..context._config import emit as _emit
 from ..context._findings import file_declaration, peel, served_ids
 from ..messages._redaction import hidden_errors
+from ..offer._offered import offered_now
 from ._arguments import arguments_question, filled
 from ._coverage import coverage_row
-from ._offered import offered_now
 from ._person import question_for
 from ._served import ROW_FLAGS, Outcome
 from ._skill_doors import door_outcome

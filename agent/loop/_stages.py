@@ -35,6 +35,8 @@ from ..context._request import MessageCache, assemble, receipt_for
 from ..context._window import window_stage
 from ..messages._tool_ids import call_repairs, unique_calls
 from ..messages._usage import via
+from ..offer._offer import ToolSpecs, first_offer, offer_stage
+from ..offer._tool_choice import tool_choice_outcome
 from ._coverage import answer_limits, with_limits
 from ._dispatch import NOT_RUN, WITHDRAWN, Batch, Outcome, dispatch, run_one
 from ._model_call import (
@@ -43,9 +45,7 @@ from ._model_call import (
     stream_model,
     streams,
 )
-from ._offer import ToolSpecs, first_offer, offer_stage
 from ._person import outcome_of
-from ._tool_choice import tool_choice_outcome
 
 __all__ = [
     "CONFIGURABLE",

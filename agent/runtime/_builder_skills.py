@@ -10,8 +10,8 @@ from typing import Any, Self
 from trackway.engine.core._keywords import checked_keywords
 from trackway.tools import Tool
 
-from ..loop._tool_choice import ToolChoice
 from ..messages._errors import AgentBuildError
+from ..offer._tool_choice import ToolChoice
 from ..skills._declare import Instruction, Skill, SkillGraph
 from ..skills._doors import door_tools
 from ..skills._skillset import Decisions, SkillSet, check_skillset

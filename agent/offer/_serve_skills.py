@@ -17,10 +17,10 @@ from trackway.engine.run._scope import TrackedScope
 
 from ..context._config import AgentConfig
 from ..context._config import emit as _emit
+from ..context._state_view import PROVIDER_KEYS, StateView
 from ..skills._declare import EntryRequest
 from ..skills._law import evaluate, last_batch
 from ..skills._skillset import SkillSet
-from ._model_call import PROVIDER_KEYS, StateView
 
 __all__ = ["SKILL_KEYS", "serve_skills"]
 

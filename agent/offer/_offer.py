@@ -16,7 +16,7 @@ from trackway.tools.define._providers import offered_tools
 from ..context._config import AgentConfig
 from ..context._config import emit as _emit
 from ..context._findings import FINDINGS_ARGUMENT, findings_property, offered_ids
-from ._model_call import PROVIDER_KEYS, StateView
+from ..context._state_view import PROVIDER_KEYS, StateView
 from ._offered import offered_now
 from ._serve_skills import serve_skills
 from ._tool_choice import choose
