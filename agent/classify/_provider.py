@@ -6,13 +6,14 @@ gives the question, the criteria with their descriptions and the state as JSON. 
 is read strictly: anything but that JSON is a :class:`ClassifierError`, never a guess.
 
 Retries. A rate limit or an overload (429, 529, 503, 408 and the other 5xx, as
-``providers._http_errors.retryable`` counts them) is asked again ``max_retries`` times,
+``providers._http_errors.retryable`` counts them), or a connection that failed or timed out,
+is asked again ``max_retries`` times,
 waiting ``retry_delay * 2**attempt`` seconds; after that it is a ``ClassifierError`` with
 ``retryable=True``. Every other provider error is final at once (``retryable=False``).
 An HTTP provider (``openai``, ``anthropic``) retries the same failures itself first
 (its own ``max_retries``, 2 by default), so the attempts multiply: build it with
-``max_retries=0`` to make this policy the only one (it then does not retry a dropped
-connection either), or keep its retries and pass ``max_retries=0`` here.
+``max_retries=0`` to make this policy the only one, or keep its retries and pass
+``max_retries=0`` here.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from ..providers._http_errors import HTTPErrors, one_line, retryable
 from ..providers._provider import (
     ContextLengthError,
     Provider,
+    ProviderConnectionError,
     ProviderError,
     ProviderRateLimitError,
     ProviderResponseError,
@@ -65,8 +67,9 @@ class _NotAsked(Exception):
 
 
 def _overloaded(error: ProviderError) -> bool:
-    """Whether asking again later may succeed: a rate limit or an overload of the server."""
-    if isinstance(error, ProviderRateLimitError):
+    """Whether asking again later may succeed: a rate limit, an overload of the server, or a
+    connection that failed or timed out (nothing answered)."""
+    if isinstance(error, (ProviderRateLimitError, ProviderConnectionError)):
         return True
     if isinstance(error, ContextLengthError) or not isinstance(error, ProviderResponseError):
         return False
@@ -228,15 +231,17 @@ class ProviderClassifier:
                 if not _overloaded(exc):
                     raise ClassifierError(
                         f"{where}: the provider {self.provider.name!r} failed ({said}). Only a "
-                        "rate limit or an overload is asked again; fix what the error names.",
+                        "rate limit, an overload or a failed connection is asked again; fix "
+                        "what the error names.",
                         status=exc.status,
                         retryable=False,
                     ) from exc
                 if attempt == self.max_retries:
                     tries = attempt + 1
                     raise ClassifierError(
-                        f"{where}: the provider {self.provider.name!r} is still rate limited "
-                        f"or overloaded after {tries} attempt{'' if tries == 1 else 's'} "
+                        f"{where}: the provider {self.provider.name!r} is still rate limited, "
+                        f"overloaded or out of reach after {tries} "
+                        f"attempt{'' if tries == 1 else 's'} "
                         f"({said}). Retry later, or raise provider_classifier(..., "
                         f"max_retries=) (now {self.max_retries}).",
                         status=exc.status,

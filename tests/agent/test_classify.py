@@ -322,7 +322,7 @@ def test_an_overload_that_lasts_is_a_retryable_error_without_the_key(delays: lis
     error = info.value
     assert len(seen) == 3 and delays == [0.001, 0.002]
     assert (error.status, error.retryable) == (529, True)
-    assert "still rate limited or overloaded after 3 attempts" in str(error)
+    assert "still rate limited, overloaded or out of reach after 3 attempts" in str(error)
     assert "max_retries=) (now 2)" in str(error)
     assert "not now, Bearer ***" in str(error)  # the server's words, the key scrubbed out
     for text in (str(error), repr(error), str(error.__cause__), repr(error.__cause__)):
@@ -337,7 +337,7 @@ def test_a_client_error_is_final_at_once(delays: list[float]) -> None:
         _classify(_classifier(url))
     assert len(seen) == 1 and delays == []
     assert (info.value.status, info.value.retryable) == (400, False)
-    assert "Only a rate limit or an overload is asked again" in str(info.value)
+    assert "Only a rate limit, an overload or a failed connection is asked again" in str(info.value)
     assert KEY not in str(info.value) and KEY not in repr(info.value)
 
 
@@ -436,3 +436,20 @@ def test_a_question_with_no_criteria_is_answered_empty_without_asking() -> None:
 def test_bad_options_are_refused(make: Callable[[], Any], message: str) -> None:
     with pytest.raises(ConfigurationError, match=message):
         make()
+
+
+def test_a_connection_nobody_answers_is_asked_again_then_retryable(delays: list[float]) -> None:
+    """A port on 127.0.0.1 that nothing listens on: the connection fails (nothing was
+    answered), so asking again later may succeed."""
+    import socket
+
+    with socket.socket() as probe:  # a free port, closed again: connecting is refused
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    classifier = _classifier(f"http://127.0.0.1:{port}/v1", max_retries=1)
+    with pytest.raises(ClassifierError) as info:
+        _classify(classifier)
+    assert info.value.retryable is True and info.value.status is None
+    assert delays == [0.001]  # asked twice
+    assert "out of reach after 2 attempts" in str(info.value)
+    assert KEY not in str(info.value)
