@@ -659,3 +659,43 @@ def test_a_skills_recording_from_this_version_loads_rebuilds_and_replays() -> No
     replayed = replay(loaded)
     assert [c.stage_path for c in replayed.history()] == [c.stage_path for c in loaded.history()]
     assert replayed.state["final_answer"] == "done"
+
+
+def test_a_member_with_skills_replays_in_a_composition_from_the_record_alone(
+    tmp_path: Any,
+) -> None:
+    """Mounted as a composition's member, an agent with skills, a graph and tool choice
+    keeps the law at every call and replays from the recording without the composition."""
+    from trackway.agent import Sequence, save_recording
+
+    def rank(request: Any) -> dict[str, Any]:
+        names = [c.name for c in request.criteria]
+        return {"ranked": [[n, 1.0 / (i + 1)] for i, n in enumerate(names)]}
+
+    graph = skill_graph(
+        route("refunds", "account", on_tool_return="issue_refund", on_tool_status="denied"),
+        route("refunds", "shipping"),
+        entry="refunds",
+    )
+    desk_provider = mock(replies=[turn(call("lookup_order")), turn(call("issue_refund")), "ok"])
+    desk = (
+        Agent.create(provider=desk_provider, model="m", name="desk", skill_scoped_tools=True)
+        .skills([REFUNDS, SHIPPING, ACCOUNT, VAULT])
+        .instruction(PLAYBOOK)
+        .skill_graph(graph)
+        .tool_choice(classifier=mock_classifier(rank), serve={"top": 2})
+        .build()
+    )
+    writer = Agent.create(provider=mock(replies=["written"]), model="m", name="writer").build()
+    flow = Sequence.create(name="flow").step("desk", desk).step("write", writer).build()
+    assert flow.run_sync("refund A1") == "written"
+    snap = flow.snapshot()
+    calls = receipts(snap)
+    assert len(calls) == 4
+    for k, receipt in enumerate(calls, start=1):
+        assert served_at(snap, k).hash == receipt["request_hash"]
+    assert PLAYBOOK.prompt in (served_at(snap, 3).system or "")  # the denial's lease, call 3
+    path = save_recording(flow, tmp_path / "flow.jsonl")
+    replayed = replay(path)  # no composition, no model, no classifier
+    assert replayed.state["final_answer"] == "written"
+    assert receipts(replayed) == calls
