@@ -105,12 +105,14 @@ def offer_stage(cfg: AgentConfig, specs: ToolSpecs) -> Callable[[Scope], Any]:
 
     async def offer_call(given: Scope) -> None:
         scope = cast(TrackedScope, given)  # the engine's scope: native calls
+        receipts = scope.get("receipts")
+        k = 1 if receipts is None else len(receipts) + 1  # the call about to be made
         if cfg.skills is not None:
-            await serve_skills(cfg, scope)
+            await serve_skills(cfg, scope, k)
         if cfg.offers_per_call or cfg.findings:
             names = _offered_names(cfg, scope)
             if cfg.tool_choice is not None:
-                names = await choose(cfg, scope, names)
+                names = await choose(cfg, scope, names, k)
             _write_offer(cfg, specs, scope, names)
 
     return offer if cfg.skills is None and cfg.tool_choice is None else offer_call

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, cast
 
-from trackway.engine import Scope, StagePath, thaw
+from trackway.engine import StagePath, thaw
 from trackway.engine.run._scope import TrackedScope
 
 from ..context._config import AgentConfig
@@ -48,13 +48,12 @@ class _Seen:
 _UNSEEN = object()
 
 
-async def serve_skills(cfg: AgentConfig, given: Scope) -> None:
-    scope = cast(TrackedScope, given)  # the engine's scope: native calls
+async def serve_skills(cfg: AgentConfig, scope: TrackedScope, k: int) -> None:
+    """Move the cursor for model call ``k``: judge the last batch by the law, keep or drop
+    the leases, and commit the call's system pieces (written only when they change)."""
     skills = cast(SkillSet, cfg.skills)
     mount = StagePath.parent_of(scope.stage_path)
     seen = scope.run_local(("agent-skills", id(cfg), mount), _Seen)
-    receipts = scope.get("receipts")
-    k = 1 if receipts is None else len(receipts) + 1
     committed = scope.get("skill_cursor")
     leases_obj = scope.get("instruction_leases")
     pieces_obj = scope.get("system_pieces")
@@ -72,7 +71,7 @@ async def serve_skills(cfg: AgentConfig, given: Scope) -> None:
     active = skills.decisions.active(view, k) if skills.instructions else []
     entry = None
     batch: Sequence[Any] = ()
-    if receipts is None:  # the turn's first call: the entry, if the graph names one
+    if k == 1:  # the turn's first call: the entry, if the graph names one
         graph = skills.graph
         if cursor["skill"] is None and graph is not None and graph.entry:
             entry = await _entry(skills, scope["user_message"], k)

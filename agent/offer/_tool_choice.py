@@ -76,11 +76,9 @@ class ToolChoice:
         return ToolChoice(classifier, top, names)
 
 
-async def choose(cfg: AgentConfig, scope: TrackedScope, names: list[str]) -> list[str]:
-    """The classifier's reading of this call's tools, filed; the names to serve."""
+async def choose(cfg: AgentConfig, scope: TrackedScope, names: list[str], k: int) -> list[str]:
+    """The classifier's reading of model call ``k``'s tools, filed; the names to serve."""
     choice: ToolChoice = cfg.tool_choice
-    receipts = scope.get("receipts")
-    k = 1 if receipts is None else len(receipts) + 1
     kept = set(choice.always_serve)
     if cfg.skills is not None:
         kept.update(ALWAYS_SERVED_TOOLS)

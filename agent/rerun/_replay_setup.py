@@ -16,6 +16,7 @@ from ..messages._errors import ReplayDivergence
 from ..providers._mock import MockProvider
 from ..providers._options import REQUEST_OPTIONS
 from ..runtime._agent import Agent
+from ._replay_skills import apply_recorded_skills, skill_tool_names, unserved_spec
 
 __all__ = [
     "RecordedOffers",
@@ -80,7 +81,6 @@ def agent_from_recording(snap: Snapshot) -> Agent:
         cost_budget=budget_option(settings.get("cost_budget")),
         stream=False,
     )
-    from ._replay_skills import apply_recorded_skills, skill_tool_names
 
     if settings.get("limits_travel"):
         builder.limits_travel_with_the_answer()
@@ -181,7 +181,7 @@ def recorded_offers(
             row = choices.pop(0)
             names = [n for n in row.get("wire", row["served"]) if n not in registered]
             for n in names:
-                provided.setdefault(n, {"name": n, "description": _UNSERVED, "input_schema": {}})
+                provided.setdefault(n, unserved_spec(n))
             for op in c.ops:
                 if op.key == "tools":
                     for spec in thaw(op.value):
@@ -219,9 +219,6 @@ class RecordedOffers:
 
     def __repr__(self) -> str:
         return "recorded offers"
-
-
-_UNSERVED = "(never served in this recording)"
 
 
 def _unreachable(args: dict[str, Any], ctx: Any) -> str:  # pragma: no cover - replaced

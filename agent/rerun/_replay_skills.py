@@ -29,6 +29,7 @@ __all__ = [
     "RecordedDecisions",
     "apply_recorded_skills",
     "skill_tool_names",
+    "unserved_spec",
 ]
 
 
@@ -110,8 +111,10 @@ def skill_tool_names(writes: Mapping[str, Any]) -> set[str]:
     return {n for s in skills["catalog"] for n in s["tools"]} | set(ALWAYS_SERVED_TOOLS)
 
 
-_UNSERVED = "(never served in this recording)"
-"""The description of a skill tool the recording never served (it kept no spec of it)."""
+def unserved_spec(name: str) -> dict[str, Any]:
+    """The stand-in spec of a tool the recording never served (it kept no spec of it): its
+    description says so; its schema takes anything, as nothing was ever checked against it."""
+    return {"name": name, "description": "(never served in this recording)", "input_schema": {}}
 
 
 class _NamedScorer:
@@ -154,8 +157,7 @@ def apply_recorded_skills(
         for s in record["catalog"]:
             for n in s["tools"]:
                 if n not in stubs:
-                    spec = specs.get(n) or {"name": n, "description": _UNSERVED, "input_schema": {}}
-                    stubs[n] = stub(spec)
+                    stubs[n] = stub(specs.get(n) or unserved_spec(n))
             tools = [stubs[n] for n in s["tools"]]
             builder.skill(
                 define_skill(

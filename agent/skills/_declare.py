@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from trackway.tools import Tool
+from trackway.tools.results._outcome import TOOL_RESULT_STATUSES
 
 from ..messages._errors import AgentBuildError
 
@@ -42,8 +43,8 @@ proposals, the entry) moves it."""
 Strictness = Literal["assist", "guard", "rails"]
 Continuity = Literal["turn", "conversation"]
 InstructionLease = Literal["next-call", "until-skill-exit"]
-_LEASES = ("next-call", "until-skill-exit")
-_STATUSES = ("success", "failure", "denied", "invalid", "partial", "pending", "absent")
+LEASES: tuple[str, ...] = ("next-call", "until-skill-exit")
+"""The delivery leases a pushed instruction may have."""
 
 
 def _check_id(value: Any, what: str) -> str:
@@ -155,10 +156,10 @@ def route(
         )
     if when is not None and not callable(when):
         raise AgentBuildError(f"route({from_!r}, {to!r}): when={when!r} is not callable")
-    if on_tool_status is not None and on_tool_status not in _STATUSES:
+    if on_tool_status is not None and on_tool_status not in TOOL_RESULT_STATUSES:
         raise AgentBuildError(
             f"route({from_!r}, {to!r}): on_tool_status={on_tool_status!r}; use one of "
-            f"{', '.join(_STATUSES)}"
+            f"{', '.join(TOOL_RESULT_STATUSES)}"
         )
     if on_tool_return is not None and (not isinstance(on_tool_return, str) or not on_tool_return):
         raise AgentBuildError(
@@ -208,22 +209,11 @@ class SkillGraph:
 
     def reachable(self, current: str | None) -> tuple[str, ...]:
         """Where the cursor may go from ``current`` (``None``: no skill yet, the entries)."""
-        if current is None:
-            return self.entry
-        out: list[str] = []
-        for r in self.routes:
-            if r.from_ == current and r.to not in out:
-                out.append(r.to)
-        return tuple(out)
+        return tuple(reachable_from(self.record(), current))
 
     def next_skill(self, current: str | None) -> str | None:
         """The graph's own next step from ``current``: its first route with no condition."""
-        if current is None:
-            return self.entry[0] if self.entry else None
-        for r in self.routes:
-            if r.from_ == current and not r.conditional:
-                return r.to
-        return None
+        return next_from(self.record(), current)
 
     def record(self) -> dict[str, Any]:
         return {
@@ -233,6 +223,35 @@ class SkillGraph:
             "strictness": self.strictness,
             "continuity": self.continuity,
         }
+
+
+def conditional(route_record: Mapping[str, Any]) -> bool:
+    """Whether a recorded route fires by itself (it has a condition)."""
+    return any(key in route_record for key in ("on_tool_return", "on_tool_status", "when"))
+
+
+def reachable_from(graph: Mapping[str, Any], current: str | None) -> list[str]:
+    """Where a recorded graph lets the cursor go from ``current``: the entries from no
+    skill, else the targets of the routes leaving it (the one law, for the declaration, the
+    doors and the proposals alike)."""
+    if current is None:
+        return list(graph["entry"])
+    out: list[str] = []
+    for r in graph["routes"]:
+        if r["from"] == current and r["to"] not in out:
+            out.append(r["to"])
+    return out
+
+
+def next_from(graph: Mapping[str, Any], current: str | None) -> str | None:
+    """A recorded graph's own next step from ``current``: the first entry from no skill,
+    else the first route with no condition leaving it."""
+    if current is None:
+        return str(graph["entry"][0]) if graph["entry"] else None
+    for r in graph["routes"]:
+        if r["from"] == current and not conditional(r):
+            return str(r["to"])
+    return None
 
 
 def skill_graph(
@@ -288,7 +307,7 @@ def require_instruction(
 ) -> dict[str, Any]:
     """The typed effect pushing a registered instruction (or a skill's body) into the
     coming call (``next-call``) or while the active skill lasts (``until-skill-exit``)."""
-    if delivery_lease not in _LEASES:
+    if delivery_lease not in LEASES:
         raise AgentBuildError(
             f"require_instruction({instruction_id!r}, {delivery_lease!r}): use 'next-call' "
             "or 'until-skill-exit'"

@@ -9,7 +9,9 @@ from typing import Any, NamedTuple
 
 from trackway.tools import Tool, define_tool
 
-__all__ = ["DoorAnswer", "door_answer", "door_tools"]
+from ._declare import next_from, reachable_from
+
+__all__ = ["DoorAnswer", "door_answer", "door_tools", "reachable_in"]
 
 _NO_ARGS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 
@@ -92,7 +94,7 @@ def door_answer(
     hidden = frozenset(i for i, s in catalog.items() if s["hidden"])
     graph = record.get("graph")
     strictness = "assist" if graph is None else graph["strictness"]
-    reachable = _reachable(record, cursor)
+    reachable = reachable_in(record, cursor)
     here = "the start" if cursor is None or cursor in hidden else repr(cursor)
     if name == "read_skill":
         wanted = args.get("id")
@@ -151,7 +153,7 @@ def door_answer(
                 "The path through the skills is set here: a step cannot be skipped. Carry on "
                 "with the active step.",
             )
-        following = _next(record, cursor)
+        following = None if graph is None else next_from(graph, cursor)
         if following is None:
             return DoorAnswer("success", "The active skill is left; no skill is active now.", True)
         return DoorAnswer(
@@ -161,31 +163,10 @@ def door_answer(
     return DoorAnswer("success", "Shown to the person.")
 
 
-def _reachable(record: Mapping[str, Any], cursor: str | None) -> list[str]:
-    graph = record.get("graph")
-    ids = [s["id"] for s in record["catalog"]]
-    if graph is None:
-        return [i for i in ids if i != cursor]
-    if cursor is None:
-        return list(graph["entry"])
-    out: list[str] = []
-    for r in graph["routes"]:
-        if r["from"] == cursor and r["to"] not in out:
-            out.append(r["to"])
-    return out
-
-
-def _next(record: Mapping[str, Any], cursor: str) -> str | None:
-    graph = record.get("graph")
-    if graph is None:
-        return None
-    for r in graph["routes"]:
-        conditional = any(k in r for k in ("on_tool_return", "on_tool_status", "when"))
-        if r["from"] == cursor and not conditional:
-            return str(r["to"])
-    return None
-
-
 def reachable_in(record: Mapping[str, Any], cursor: str | None) -> list[str]:
-    """Where the cursor may go from ``cursor`` by the recorded graph's law."""
-    return _reachable(record, cursor)
+    """Where the cursor may go from ``cursor``: the recorded graph's law, or, without a
+    graph, any other skill."""
+    graph = record.get("graph")
+    if graph is None:
+        return [s["id"] for s in record["catalog"] if s["id"] != cursor]
+    return reachable_from(graph, cursor)

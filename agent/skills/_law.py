@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from ._declare import LEASES, conditional
 from ._doors import reachable_in
 
 __all__ = ["Evaluation", "evaluate", "last_batch"]
 
 _RANK = {"route": 0, "tool-proposal": 1, "read_skill": 2, "skip_step": 2, "entry": 0}
 _KINDS = ("propose-transition", "require-instruction")
-_LEASES = ("next-call", "until-skill-exit")
 
 
 class Evaluation(NamedTuple):
@@ -77,8 +77,7 @@ def evaluate(
         candidates.append({"source": "entry", "target": entry["chosen"]})
     if graph is not None and batch:
         for i, r in enumerate(graph["routes"]):
-            conditional = any(key in r for key in ("on_tool_return", "on_tool_status", "when"))
-            if r["from"] != skill or not conditional or not _cond_matches(r, batch):
+            if r["from"] != skill or not conditional(r) or not _cond_matches(r, batch):
                 continue
             if "when" in r and not when(i):
                 continue
@@ -227,8 +226,8 @@ def _effect(
         }
     wanted = effect.get("instruction_id")
     lease = effect.get("delivery_lease", "next-call")
-    if lease not in _LEASES:
-        return "refused", {"why": f"delivery_lease {lease!r} is not one of {', '.join(_LEASES)}"}
+    if lease not in LEASES:
+        return "refused", {"why": f"delivery_lease {lease!r} is not one of {', '.join(LEASES)}"}
     known = isinstance(wanted, str) and (
         wanted in instructions or (wanted in catalog and not catalog[wanted]["hidden"])
     )

@@ -143,12 +143,6 @@ class SkillSet:
                 out.setdefault(t.name, t)
         return out
 
-    def reachable(self, current: str | None) -> tuple[str, ...]:
-        """Where the cursor may go from ``current``: the graph's law, or any skill."""
-        if self.graph is None:
-            return tuple(s for s in self.skills if s != current)
-        return self.graph.reachable(current)
-
     @functools.cached_property
     def data(self) -> dict[str, Any]:
         """:meth:`record`, made once (the law reads this plain data every call)."""
