@@ -38,6 +38,7 @@ from .messages._errors import ConversationFormatError as ConversationFormatError
 from .messages._errors import DecisionRequiredError as DecisionRequiredError
 from .messages._errors import InvalidAnswerError as InvalidAnswerError
 from .messages._errors import InvalidRunInputError as InvalidRunInputError
+from .messages._errors import MiddlewareError as MiddlewareError
 from .messages._errors import NoConversationError as NoConversationError
 from .messages._errors import OutputContractError as OutputContractError
 from .messages._errors import PendingQuestionError as PendingQuestionError
@@ -58,6 +59,8 @@ from .messages._paused import Paused as Paused
 from .messages._paused import is_paused as is_paused
 from .messages._redaction import conversation_redaction as conversation_redaction
 from .messages._usage import RunUsage as RunUsage
+from .middleware._links import Middleware as Middleware
+from .middleware._links import act as act
 from .offer._tool_choice import TOOL_CHOICE_QUESTION as TOOL_CHOICE_QUESTION
 from .providers._anthropic import AnthropicProvider as AnthropicProvider
 from .providers._anthropic import anthropic as anthropic
@@ -154,6 +157,8 @@ __all__ = [
     "LLMResponse",
     "Loop",
     "Message",
+    "Middleware",
+    "MiddlewareError",
     "MissingAPIKeyError",
     "MockClassifier",
     "MockClassifierExhaustedError",
@@ -195,6 +200,7 @@ __all__ = [
     "WindowPlan",
     "WindowStrategy",
     "WindowVisit",
+    "act",
     "agent_as_tool",
     "anthropic",
     "classifier_scorer",

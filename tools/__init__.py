@@ -19,6 +19,8 @@ from .define._gate import GateDecision as GateDecision
 from .define._gate import allow as allow
 from .define._gate import ask as ask
 from .define._gate import deny as deny
+from .define._gate import scrub as scrub
+from .define._gate import withhold as withhold
 from .define._identity import Identity as Identity
 from .define._person import ask_human as ask_human
 from .define._person import request_input as request_input
@@ -116,7 +118,9 @@ __all__ = [
     "period_verdict",
     "read_declared",
     "request_input",
+    "scrub",
     "static_tools",
     "tool",
     "tool_session_key",
+    "withhold",
 ]

@@ -87,6 +87,9 @@ class AgentConfig:
     tool_choice: Any = None
     """``.tool_choice(...)``: the :class:`~trackway.agent.offer._tool_choice.ToolChoice` of the
     ``offer`` stage."""
+    middleware: tuple[Any, ...] = ()
+    """``.middleware(...)``: the :class:`~trackway.agent.middleware._links.Middleware` links,
+    in the order given."""
     check_ins: dict[str, str | None] = field(default_factory=dict)
     """Tools whose calls wait for a person's approval, with the question (``None``: a
     default naming the call)."""
@@ -104,6 +107,10 @@ class AgentConfig:
             or self.tool_choice is not None
             or (self.skills is not None and self.skills.scoped)
         )
+
+    def links(self, door: str) -> tuple[Any, ...]:
+        """The middleware links standing at ``door``, in order (none: the door is open)."""
+        return tuple(m for m in self.middleware if getattr(m, door) is not None)
 
     @property
     def asks_people(self) -> bool:

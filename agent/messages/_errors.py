@@ -18,6 +18,7 @@
         │                            (also the ProviderError subclass that failed)
         ├── OutputContractError      run_typed() got no answer matching the schema
         ├── ReplayDivergence         a replay committed something the recording did not
+        ├── MiddlewareError          a middleware link returned what its door cannot take
         └── RedactedRecordError      served_at/replay on a record whose conversation was hidden
 """
 
@@ -35,6 +36,7 @@ __all__ = [
     "DecisionRequiredError",
     "InvalidAnswerError",
     "InvalidRunInputError",
+    "MiddlewareError",
     "NoConversationError",
     "OutputContractError",
     "PendingQuestionError",
@@ -107,6 +109,11 @@ class ReplayDivergence(AgentError):
 class NoConversationError(AgentError, RuntimeError):
     """``follow_up`` was called before this agent completed a run: there is nothing to
     continue (run first, or pass ``continue_from=`` a conversation you kept)."""
+
+
+class MiddlewareError(AgentError, TypeError):
+    """A middleware link returned what its door cannot take (the message names the link,
+    the door and the decisions it may return)."""
 
 
 class RedactedRecordError(AgentError, ValueError):

@@ -23,6 +23,7 @@ from ..loop._stages import AgentConfig, stage_functions
 from ..messages._errors import AgentBuildError
 from ..providers._options import check_request_options, check_tool_choice
 from ..providers._provider import Provider
+from ._builder_middleware import MiddlewareBuilding
 from ._builder_skills import SkillsBuilding
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ __all__ = ["AgentBuilder"]
 _M = TypeVar("_M", bound=BaseModel)
 
 
-class AgentBuilder(SkillsBuilding):
+class AgentBuilder(SkillsBuilding, MiddlewareBuilding):
     """Configures an :class:`Agent`; ``build()`` declares its chart."""
 
     def __getattr__(self, attr: str) -> None:
@@ -94,6 +95,7 @@ class AgentBuilder(SkillsBuilding):
         self._pricing = check_pricing(options.pop("pricing_table", None))
         self._cost_budget = check_budget(options.pop("cost_budget", None), self._pricing)
         self._take_skill_options(options)
+        self._take_middleware_options()
         self._request_options = check_request_options(options, "Agent.create: ")
         self._options = options
         self._system: str | None = None
@@ -332,6 +334,7 @@ class AgentBuilder(SkillsBuilding):
             keep_last_tool_results=2 if self._window is None else self._window[1],
             skills=skillset,
             tool_choice=self._tool_choice,
+            middleware=tuple(self._middleware),
         )
         if self._findings and not cfg.tools:
             raise AgentBuildError(
