@@ -118,6 +118,7 @@ class AgentConfig:
         return (
             bool(self.check_ins)
             or self.gate is not None
+            or any(m.before_tool is not None for m in self.middleware)
             or any(
                 t.asks is not None
                 or t.gate is not None

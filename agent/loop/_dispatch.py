@@ -12,6 +12,7 @@ from typing import Any
 from trackway.engine import thaw
 from trackway.engine.run._scope import TrackedScope
 from trackway.tools import Tool
+from trackway.tools.define._assume import Filling
 from trackway.tools.define._gate import GateDecision, gate_decision
 from trackway.tools.results._outcome import argument_errors, unparsed
 
@@ -26,6 +27,7 @@ from ._coverage import coverage_row
 from ._person import question_for
 from ._served import ROW_FLAGS, Outcome
 from ._skill_doors import door_outcome
+from ._tool_doors import before_tool, rewritten_rows
 from ._tool_run import Ready, context, run_one
 
 _log = logging.getLogger("trackway.tools")
@@ -127,11 +129,14 @@ async def dispatch(
     start: int,
     batch: Batch,
     answered: Mapping[str, Any] | None = None,
+    approved: Mapping[str, Any] | None = None,
 ) -> None:
     """Run ``calls[start:]`` in order, then close the iteration. At a call that waits for a
     person, what the turn did so far is written and the run pauses (``tool_calls_resumed``
     picks up from there). ``answered``: the person's values for ruled arguments of
-    ``calls[start]``."""
+    ``calls[start]``; ``approved``: a person approved the middleware link that asked about
+    ``calls[start]`` (its ``link`` index and the ``args`` it saw): the chain goes on from
+    the next link."""
     iteration = scope["iteration"]
     ready = Ready(cfg, scope, iteration)  # outcomes in call order; runnable calls wait here
     for index in range(start, len(calls)):
@@ -163,16 +168,43 @@ async def dispatch(
             assert tool is not None
             asked = arguments_question(tool, filling.asks)
         args = filling.args if filling is not None else call.get("args") or {}
-        if tool is not None and refused is None and asked is None:
+        resumed = approved if index == start else None
+        if tool is not None and refused is None and asked is None and resumed is None:
             refused = _invalid(cfg, scope, call, tool, args)
         decision = None
         door = cfg.skills is not None and tool is not None and tool.name in cfg.skills.doors
         gated = not door and tool is not None and (tool.gate is not None or cfg.gate is not None)
-        if gated and refused is None and asked is None:
+        if gated and refused is None and asked is None and resumed is None:
             assert tool is not None
             decision = await _gated(cfg, tool, scope, call, iteration, args)
         if decision is not None and decision.kind == "ask":
             asked = {"kind": "check_in", "question": decision.text, "gate": True}
+        marks: dict[str, Any] | None = None
+        walk = not door and tool is not None and refused is None and asked is None
+        if walk and decision is None and cfg.links("before_tool"):
+            assert tool is not None
+            first = 0 if resumed is None else resumed["link"] + 1
+            seen = args if resumed is None else resumed["args"]
+            walked = await before_tool(cfg, scope, call, tool, seen, iteration, first)
+            sources = {**(resumed or {}).get("sources", {}), **walked.sources}
+            if sources:  # what runs is what the links made of the call: checked again
+                args = walked.args
+                refused = _invalid(cfg, scope, call, tool, args)
+                marks = rewritten_rows(sources, args)
+                filling = _refilled(filling, args, sources)
+            stop = walked.stopped
+            if stop is not None and stop.kind == "ask" and refused is None:
+                asked = {
+                    "kind": "check_in",
+                    "question": stop.text,
+                    "middleware": walked.by,
+                    "link": walked.at,
+                    "args": thaw(args),
+                    **({"sources": sources} if sources else {}),
+                }
+            elif stop is not None and stop.kind == "deny":
+                decision = stop
+                marks = {**(marks or {}), "middleware": walked.by}
         elif (
             tool is not None
             and refused is None
@@ -206,12 +238,15 @@ async def dispatch(
                 Outcome("invalid", refused, (), {"error": _refusal(scope, kind, call, refused)}),
             )
         elif decision is not None and decision.kind == "deny":
-            ready.add(call, Outcome("denied", f"Denied: {decision.text}", (), {"gate": "deny"}))
+            flags = {"middleware": marks["middleware"]} if marks else {"gate": "deny"}
+            ready.add(call, Outcome("denied", f"Denied: {decision.text}", (), flags))
         elif cfg.skills is not None and tool is not None and tool.name in cfg.skills.doors:
             ready.add(call, door_outcome(cfg, scope, call))  # library code: answered here
         else:
             assert tool is not None
-            ready.run_later(call, tool, given, filling)
+            if marks is not None and filling is None:  # the links' arguments run
+                call = {**call, "args": args}
+            ready.run_later(call, tool, given, filling, marks)
         if cfg.parallel_tool_calls == 1:  # one at a time: each call is written as it ends
             await ready.settle(batch)
     await ready.settle(batch)
@@ -341,6 +376,18 @@ def _invalid(
         f"Error: invalid arguments for {tool.name}: {'; '.join(errors)}. "
         "Call the tool again with arguments that match its schema."
     )
+
+
+def _refilled(
+    filling: Filling | None, args: Mapping[str, Any], sources: Mapping[str, str]
+) -> Filling | None:
+    """The arguments layer's filling once links rewrote ``args``: a filled value a link
+    replaced is named nowhere (not in the note, not among the assumed)."""
+    if filling is None:
+        return None
+    kept = [a for a in filling.assumed if a["argument"] not in sources]
+    sent = [a for a in filling.defaults_sent if a["argument"] not in sources]
+    return Filling(dict(args), kept, [], sent)
 
 
 def _refusal(scope: TrackedScope, kind: str, call: Mapping[str, Any], text: str) -> dict[str, str]:

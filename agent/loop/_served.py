@@ -117,6 +117,11 @@ ROW_FLAGS = (
     "period",
     "error",
     "pick",
+    "middleware",
+    "withheld",
+    "scrubbed",
+    "rewritten",
+    "nested",
 )
 """Row keys a replay takes from the recording as they were."""
 

@@ -35,6 +35,7 @@ from ..context._request import MessageCache, assemble, receipt_for
 from ..context._window import window_stage
 from ..messages._tool_ids import call_repairs, unique_calls
 from ..messages._usage import via
+from ..middleware._ledger import declared_links
 from ..offer._offer import ToolSpecs, first_offer, offer_stage
 from ..offer._tool_choice import tool_choice_outcome
 from ._coverage import answer_limits, with_limits
@@ -89,6 +90,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             settings["system_pieces"] = True
         if cfg.tool_choice is not None:  # which classifier reads each call, and how
             settings["tool_choice_by"] = cfg.tool_choice.record()
+        if cfg.middleware:  # which links stand at which doors: a replay mounts them
+            settings["middleware"] = declared_links(cfg.middleware)
         if cfg.window is not None:  # what each call is served depends on it
             settings["window"] = {
                 "strategy": cfg.window.name,
@@ -302,6 +305,9 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         if pending["kind"] == "arguments":  # checked, gated and run with the person's values
             await dispatch(cfg, scope, calls, index, Batch(iteration), value["answer"])
             return
+        if pending.get("middleware") is not None and status == "run":  # the chain goes on
+            await dispatch(cfg, scope, calls, index, Batch(iteration), None, pending)
+            return
         if status == "run":
             done = await run_one(cfg, scope, call, iteration, answered=pending.get("answered"))
         else:
@@ -309,6 +315,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             done = Outcome(status, text)
         if pending.get("gate"):  # a gate asked: the row says so, for replay and readers
             done = done._replace(flags={**(done.flags or {}), "gate": "ask"})
+        elif pending.get("middleware") is not None:  # declined: the link that asked
+            done = done._replace(flags={**(done.flags or {}), "middleware": pending["middleware"]})
         batch = Batch(iteration)
         batch.add(scope, call, done)
         await dispatch(cfg, scope, calls, index + 1, batch)

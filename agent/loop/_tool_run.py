@@ -78,15 +78,42 @@ class Ready:
         self.cfg, self.scope, self.iteration = cfg, scope, iteration
         self.slots: list[tuple[Mapping[str, Any], Outcome | None]] = []
         self.jobs: list[tuple[int, Mapping[str, Any], Tool, Any, Filling | None]] = []
+        self.marks: dict[int, dict[str, Any]] = {}
+        """Row flags of calls the middleware rewrote, by slot (merged once they ran)."""
 
     def add(self, call: Mapping[str, Any], done: Outcome) -> None:
         self.slots.append((call, done))
 
     def run_later(
-        self, call: Mapping[str, Any], tool: Tool, given: Any, filling: Filling | None
+        self,
+        call: Mapping[str, Any],
+        tool: Tool,
+        given: Any,
+        filling: Filling | None,
+        marks: dict[str, Any] | None = None,
     ) -> None:
+        if marks:
+            self.marks[len(self.slots)] = marks
         self.jobs.append((len(self.slots), call, tool, given, filling))
         self.slots.append((call, None))
+
+    async def _after(self) -> None:
+        """The ran calls' results through the after-tool links, in call order, with the
+        rewritten calls' row flags."""
+        from ._tool_doors import after_tool  # it builds contexts with this module
+
+        cfg, scope, iteration, slots = self.cfg, self.scope, self.iteration, self.slots
+        walk = bool(cfg.links("after_tool"))
+        for at, call, tool, _, _ in self.jobs:
+            done = slots[at][1]
+            assert done is not None
+            marks = self.marks.get(at)
+            if marks:
+                done = done._replace(flags={**(done.flags or {}), **marks})
+            if walk:
+                done = await after_tool(cfg, scope, call, tool, done, iteration)
+            slots[at] = (call, done)
+        self.marks = {}
 
     async def settle(self, batch: Batch) -> None:
         cfg, iteration, scope, jobs = self.cfg, self.iteration, self.scope, self.jobs
@@ -101,6 +128,8 @@ class Ready:
         slots = self.slots
         for at, call, tool, given, fill in jobs:
             slots[at] = (call, await run_one(cfg, scope, call, iteration, tool, given, fill))
+        if cfg.middleware:
+            await self._after()
         for call, outcome in slots:
             assert outcome is not None
             batch.add(scope, call, outcome)
@@ -118,7 +147,8 @@ class Ready:
 
         ran = await run_together(scope, [job(n) for n in range(len(jobs))], limit)
         n = 0  # the jobs are in slot order
-        for call, outcome in self.slots:
+        slots = self.slots
+        for at, (call, outcome) in enumerate(slots):
             if outcome is None:
                 outcome, held = ran[n]
                 for name, payload in held:  # a call's own events, in call order
@@ -128,6 +158,11 @@ class Ready:
                 fresh = not (flags and flags[0])  # a replay serves the nudge as recorded
                 if fresh and cfg.repeated_call_nudge and outcome.status == "success":
                     outcome = nudged(scope, call, outcome)  # judged in call order
+                slots[at] = (call, outcome)
+        if cfg.middleware:
+            await self._after()
+        for call, outcome in slots:
+            assert outcome is not None
             batch.add(scope, call, outcome)
         self.slots, self.jobs = [], []
 

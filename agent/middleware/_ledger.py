@@ -15,7 +15,13 @@ from trackway.tools.define._gate import withhold as withhold_
 from ..context._config import emit as _emit
 from ._links import Door, Middleware
 
-__all__ = ["DECISIONS_KEY", "decision_row", "record_decisions", "recorded_middleware"]
+__all__ = [
+    "DECISIONS_KEY",
+    "decision_row",
+    "declared_links",
+    "record_decisions",
+    "recorded_middleware",
+]
 
 DECISIONS_KEY = "middleware_decisions"
 
@@ -62,13 +68,26 @@ def record_decisions(scope: Scope, rows: Iterable[dict[str, Any]]) -> None:
         _emit(scope, "middleware.decided", {k: v for k, v in row.items() if k != "value"})
 
 
-def recorded_middleware(rows: Iterable[Mapping[str, Any]]) -> tuple[Middleware, ...]:
-    """Stand-in links that hand back what the recorded links decided, in the order they
-    decided (by link, door and call), so a replay runs no middleware. A scrub's words are
-    already scrubbed in the recorded result: its stand-in leaves the text as it is."""
+def declared_links(links: Iterable[Middleware]) -> list[dict[str, Any]]:
+    """The links as the run's settings record them: each name and the doors it stands at
+    (so a replay mounts the same doors without the code)."""
+    doors = ("input", "before_tool", "after_tool", "output")
+    return [{"name": m.name, "doors": [d for d in doors if m.at(d) is not None]} for m in links]
+
+
+def recorded_middleware(
+    declared: Iterable[Mapping[str, Any]], rows: Iterable[Mapping[str, Any]]
+) -> tuple[Middleware, ...]:
+    """Stand-in links (the ``declared`` ones, at their doors) that hand back what the
+    recorded links decided, in the order they decided (by link, door and call), so a replay
+    runs no middleware. A scrub's words are already scrubbed in the recorded result: its
+    stand-in leaves the text as it is."""
     queues: dict[tuple[str, str, str | None], deque[Mapping[str, Any]]] = defaultdict(deque)
     names: list[str] = []
     doors: dict[str, set[str]] = defaultdict(set)
+    for link in declared:
+        names.append(link["name"])
+        doors[link["name"]].update(link["doors"])
     for row in rows:
         name = row["middleware"]
         if name not in doors:

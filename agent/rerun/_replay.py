@@ -35,6 +35,7 @@ from ..providers._options import REQUEST_OPTIONS
 from ..record._record import Record, _check_not_redacted, _llm_commits, _snapshot, receipts
 from ..runtime._agent import Agent
 from ._replay_composition import member_snapshot, runner_from_recording
+from ._replay_middleware import replay_middleware
 from ._replay_setup import (
     RecordedOffers,
     RecordedWindow,
@@ -242,6 +243,7 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
         builder.check_in([name], question=question)
     if cfg.gate is not None or any(t.gate is not None for t in cfg.tools.values()):
         builder.gate(recorded_gate(snap))  # what the gates decided, not asked again
+    replay_middleware(builder, snap)  # what the links decided, not decided again
     return builder.build()
 
 
