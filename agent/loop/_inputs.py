@@ -19,6 +19,7 @@ from ..messages._errors import (
     AgentBuildError,
     InvalidAnswerError,
     InvalidRunInputError,
+    MiddlewareError,
     ResumeIdentityConflictError,
     RunCheckpointError,
 )
@@ -139,11 +140,14 @@ def as_identity(value: Any) -> Identity | None:
 
 
 def surfaced(error: RunError) -> Exception:
-    """The error ``run`` raises: a provider failure or a ``configure()`` mistake as itself
+    """The error ``run`` raises: a provider failure, a ``configure()`` mistake or a middleware
+    link's bad return as itself
     (``except ProviderError`` works), with the engine's :class:`StageError` kept on its
     ``stage_error``."""
     cause = error.__cause__
-    if isinstance(error, StageError) and isinstance(cause, (ProviderError, AgentBuildError)):
+    if isinstance(error, StageError) and isinstance(
+        cause, (ProviderError, AgentBuildError, MiddlewareError)
+    ):
         cause.stage_error = error
         return cause
     return error

@@ -27,6 +27,7 @@ from ..context._findings import peel
 from ..messages._history_messages import args_copy
 from ..messages._redaction import hidden_errors, stack_of
 from ._arguments import filled, noted
+from ._nested import NestedTools
 from ._nudge import nudged
 from ._parallel_calls import run_together
 from ._served import ROW_FLAGS, Outcome, served
@@ -48,6 +49,7 @@ def context(
     on_progress: Any = None,
     on_session: Any = None,
     on_run: Any = None,
+    tools: Any = None,
 ) -> ToolContext:
     """What a gate or a tool knows about the call (the rest: the call's cancel scope,
     progress channel and hooks, when it runs)."""
@@ -65,6 +67,7 @@ def context(
             "on_progress": on_progress,
             "on_session": on_session,
             "on_run": on_run,
+            "tools": tools,
         }
     )
 
@@ -199,6 +202,20 @@ async def run_one(
     return noted(scope, call, filling, answered, done)
 
 
+async def execute_checked(
+    cfg: AgentConfig,
+    tool: Tool,
+    scope: TrackedScope,
+    call: Mapping[str, Any],
+    iteration: int,
+    args: dict[str, Any],
+    depth: int,
+) -> Outcome:
+    """Run a nested call that passed its checks (``ctx.tools.call``): what the model would
+    read of it."""
+    return (await _execute(cfg, tool, scope, call, iteration, args, depth))[0]
+
+
 async def _execute(
     cfg: AgentConfig,
     tool: Tool,
@@ -206,6 +223,7 @@ async def _execute(
     call: Mapping[str, Any],
     iteration: int,
     args: dict[str, Any],
+    depth: int = 1,
 ) -> tuple[Outcome, bool]:
     """Run the tool on its own copy of ``args`` (the recorded call must not change); every
     failure becomes a result the model can read and act on. The flag: a replayed outcome."""
@@ -219,6 +237,7 @@ async def _execute(
     # the call's own scope, entered around the await only: nothing else can be cancelled
     # (a sync tool runs to its end), so a sync call pays for none
     cancel_scope = scope.run_local(_CANCEL_SCOPE, _cancel_scope_type)()
+    nested = NestedTools(cfg, scope, call, iteration, depth)
     ctx = context(
         tool,
         scope,
@@ -228,6 +247,7 @@ async def _execute(
         on_progress=hooks.progress,
         on_session=hooks.on_session,
         on_run=inner.append,
+        tools=nested,
     )
     # a weak reference: the context holds on_session, so a strong one would make a cycle
     # (the call's scope and everything it holds left for the garbage collector)
@@ -270,8 +290,11 @@ async def _execute(
     if sessions._live:
         await sessions.close(sessions.due(call_id=call["id"]), "call_end", emit)
     runs = tuple(inner)
+    calls: dict[str, Any] | None = {"nested": nested.rows} if nested.rows else None
     if isinstance(result, _Failed):
         flags = None if result.error is None else {"error": result.error}
+        if calls:
+            flags = {**(flags or {}), **calls}
         return Outcome("failure", result.text, (), flags, runs=runs), False
     if awaited and cancel_scope.cancelled_caught:
         cancelled = f"Error: {tool.name} was cancelled before it returned a result."
@@ -283,6 +306,8 @@ async def _execute(
         recorded = Outcome(row["status"], result.content, effects, flags, result.declared)
         return recorded._replace(runs=result.runs), True
     done = served(cfg, tool, scope, call, iteration, result)
+    if calls:
+        done = done._replace(flags={**(done.flags or {}), **calls})
     return (done._replace(runs=runs) if runs else done), False
 
 

@@ -13,7 +13,7 @@ from trackway.tools.define._gate import UNCHANGED, GateDecision, allow, ask, den
 from trackway.tools.define._gate import withhold as withhold_
 
 from ..context._config import emit as _emit
-from ._links import Door, Middleware
+from ._links import DOORS, Door, Middleware
 
 __all__ = [
     "DECISIONS_KEY",
@@ -71,8 +71,7 @@ def record_decisions(scope: Scope, rows: Iterable[dict[str, Any]]) -> None:
 def declared_links(links: Iterable[Middleware]) -> list[dict[str, Any]]:
     """The links as the run's settings record them: each name and the doors it stands at
     (so a replay mounts the same doors without the code)."""
-    doors = ("input", "before_tool", "after_tool", "output")
-    return [{"name": m.name, "doors": [d for d in doors if m.at(d) is not None]} for m in links]
+    return [{"name": m.name, "doors": [d for d in DOORS if m.at(d) is not None]} for m in links]
 
 
 def recorded_middleware(

@@ -44,6 +44,9 @@ class ToolContext:
         default=None, repr=False
     )
     on_run: Callable[[dict[str, Any]], None] | None = field(default=None, repr=False)
+    tools: Any = field(default=None, repr=False)
+    """``await ctx.tools.call(name, args)``: call another tool of the agent through the same
+    checks, gates and middleware (``None`` outside an agent's tool call)."""
 
     def progress(self, payload: Any) -> None:
         """Say how the call is going: a ``stream.tool_progress`` event between this call's

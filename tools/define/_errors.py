@@ -2,14 +2,15 @@
 
 TrackwayError
 └── ToolError                    the tools layer
-    └── ToolDefinitionError      a tool defined wrongly            (ValueError too)
+    ├── ToolDefinitionError      a tool defined wrongly            (ValueError too)
+    └── ToolCallRefusedError     ctx.tools.call did not run the tool (RuntimeError too)
 """
 
 from __future__ import annotations
 
 from trackway.engine import TrackwayError
 
-__all__ = ["ToolDefinitionError", "ToolError"]
+__all__ = ["ToolCallRefusedError", "ToolDefinitionError", "ToolError"]
 
 
 class ToolError(TrackwayError):
@@ -18,3 +19,9 @@ class ToolError(TrackwayError):
 
 class ToolDefinitionError(ToolError, ValueError):
     """A tool was defined wrongly (bad name, schema or execute); the message says the fix."""
+
+
+class ToolCallRefusedError(ToolError, RuntimeError):
+    """``ctx.tools.call(name, args)`` did not run the tool: no such tool, arguments its
+    schema refuses, or a gate or middleware link that denied it or would ask a person (a
+    nested call cannot wait for one). The message says which, and what to do."""

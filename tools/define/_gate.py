@@ -117,8 +117,7 @@ def withhold(reason: str) -> GateDecision:
     ``reason``."""
     if not isinstance(reason, str) or not reason.strip():
         raise ToolDefinitionError(
-            "withhold(reason): say why the result is withheld, in a sentence the model can "
-            "act on"
+            "withhold(reason): say why the result is withheld, in a sentence the model can act on"
         )
     return GateDecision("withhold", reason)
 
