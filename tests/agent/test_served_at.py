@@ -43,6 +43,8 @@ from trackway.tools import (
     deny,
     described_result,
     gated_tools,
+    scrub,
+    withhold,
 )
 
 SCHEMA = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
@@ -205,8 +207,34 @@ features = st.fixed_dictionaries(
         "skills": st.sampled_from([None, "free", "scoped", "assist", "guard", "rails"]),
         "instructions": st.booleans(),
         "choice": st.sampled_from([None, "all", "top1", "top2", "fail"]),
+        # middleware at the tool doors: links that pass, rewrite, deny, scrub or withhold
+        "middleware": st.sampled_from([None, "pass", "rewrite", "deny", "scrub", "withhold"]),
     }
 )
+
+
+def with_middleware(builder, feature):
+    """Stand the drawn tool-door links on ``builder``."""
+    kind = feature["middleware"]
+    if kind is None:
+        return
+
+    def before(call, ctx):
+        q = call["args"].get("q") if isinstance(call["args"], dict) else None
+        if kind == "rewrite" and isinstance(q, str):
+            return allow({**call["args"], "q": q + "x"}, "longer", from_={"q": "person"})
+        if kind == "deny" and isinstance(q, str) and len(q) % 2:
+            return deny("odd queries are refused")
+        return None
+
+    def after(call, result, ctx):
+        if kind == "scrub":
+            return scrub(lambda text: text.replace("A", "-"))
+        if kind == "withhold" and len(result["content"]) % 2:
+            return withhold("odd results are withheld")
+        return None
+
+    builder.tool_middleware(before, after=after)
 
 
 def with_ledgers(replies, feature):
@@ -410,9 +438,20 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     if feature["skills"] == "scoped":
         builder._skill_scoped = True  # skill_scoped_tools=True, on a builder made above
     with_skills(builder, feature)
+    with_middleware(builder, feature)
     agent = builder.build()
     agent.run_sync("first question")
     assert_law(agent, provider)
+    if feature["middleware"] is None:  # not configured: no key, nothing changed
+        assert "middleware_decisions" not in agent.snapshot().state
+    served_tools = {
+        m["tool_call_id"]: m["content"]
+        for m in agent.snapshot().state["history"]
+        if m["role"] == "tool"
+    }
+    for row in agent.snapshot().state.get("tool_results", []):
+        if row.get("scrubbed"):  # the scrubbed letter reaches no request
+            assert "A" not in served_tools[row["id"]]
     if store is not None:  # the stored log serves the same requests as the live one
         kept = store.load(agent.snapshot().run_id)
         for k, receipt in enumerate(receipts(agent), start=1):
