@@ -113,7 +113,10 @@ class NoConversationError(AgentError, RuntimeError):
 
 class MiddlewareError(AgentError, TypeError):
     """A middleware link returned what its door cannot take (the message names the link,
-    the door and the decisions it may return)."""
+    the door and the decisions it may return; raised from ``run`` as itself, with the
+    engine's :class:`~trackway.engine.StageError` on ``stage_error``)."""
+
+    stage_error: StageError | None = None
 
 
 class RedactedRecordError(AgentError, ValueError):
