@@ -100,23 +100,20 @@ class Ready:
         self.jobs.append((len(self.slots), call, tool, given, filling))
         self.slots.append((call, None))
 
-    async def _after(self) -> None:
-        """The ran calls' results through the after-tool links, in call order, with the
-        rewritten calls' row flags."""
+    async def _finish(self, at: int, call: Mapping[str, Any], done: Outcome) -> Outcome:
+        """A ran call's outcome with the row flags of its rewrite, through the after-tool
+        links."""
         from ._tool_doors import after_tool  # it builds contexts with this module
 
-        cfg, scope, iteration, slots = self.cfg, self.scope, self.iteration, self.slots
-        walk = bool(cfg.links("after_tool"))
-        for at, call, tool, _, _ in self.jobs:
-            done = slots[at][1]
-            assert done is not None
-            marks = self.marks.get(at)
-            if marks:
-                done = done._replace(flags={**(done.flags or {}), **marks})
-            if walk:
-                done = await after_tool(cfg, scope, call, tool, done, iteration)
-            slots[at] = (call, done)
-        self.marks = {}
+        marks = self.marks.pop(at, None)
+        if marks:
+            done = done._replace(flags={**(done.flags or {}), **marks})
+        cfg = self.cfg
+        if cfg.links("after_tool"):
+            tool = cfg.tools.get(call["name"])
+            assert tool is not None
+            done = await after_tool(cfg, self.scope, call, tool, done, self.iteration)
+        return done
 
     async def settle(self, batch: Batch) -> None:
         cfg, iteration, scope, jobs = self.cfg, self.iteration, self.scope, self.jobs
@@ -130,9 +127,10 @@ class Ready:
         # every outcome added in call order
         slots = self.slots
         for at, call, tool, given, fill in jobs:
-            slots[at] = (call, await run_one(cfg, scope, call, iteration, tool, given, fill))
-        if cfg.middleware:
-            await self._after()
+            done = await run_one(cfg, scope, call, iteration, tool, given, fill)
+            if cfg.middleware:
+                done = await self._finish(at, call, done)
+            slots[at] = (call, done)
         for call, outcome in slots:
             assert outcome is not None
             batch.add(scope, call, outcome)
@@ -150,8 +148,7 @@ class Ready:
 
         ran = await run_together(scope, [job(n) for n in range(len(jobs))], limit)
         n = 0  # the jobs are in slot order
-        slots = self.slots
-        for at, (call, outcome) in enumerate(slots):
+        for at, (call, outcome) in enumerate(self.slots):
             if outcome is None:
                 outcome, held = ran[n]
                 for name, payload in held:  # a call's own events, in call order
@@ -161,11 +158,8 @@ class Ready:
                 fresh = not (flags and flags[0])  # a replay serves the nudge as recorded
                 if fresh and cfg.repeated_call_nudge and outcome.status == "success":
                     outcome = nudged(scope, call, outcome)  # judged in call order
-                slots[at] = (call, outcome)
-        if cfg.middleware:
-            await self._after()
-        for call, outcome in slots:
-            assert outcome is not None
+                if cfg.middleware:
+                    outcome = await self._finish(at, call, outcome)
             batch.add(scope, call, outcome)
         self.slots, self.jobs = [], []
 
