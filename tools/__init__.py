@@ -13,6 +13,7 @@ from .define._decorator import tool as tool
 from .define._define import Tool as Tool
 from .define._define import ToolContext as ToolContext
 from .define._define import define_tool as define_tool
+from .define._errors import CredentialError as CredentialError
 from .define._errors import ToolCallRefusedError as ToolCallRefusedError
 from .define._errors import ToolDefinitionError as ToolDefinitionError
 from .define._errors import ToolError as ToolError
@@ -83,6 +84,7 @@ __all__ = [
     "TOOL_RESULT_STATUSES",
     "ChartPausedError",
     "CoveredResult",
+    "CredentialError",
     "DeclarationRefused",
     "Declared",
     "DescribedResult",

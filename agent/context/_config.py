@@ -87,6 +87,10 @@ class AgentConfig:
     tool_choice: Any = None
     """``.tool_choice(...)``: the :class:`~trackway.agent.offer._tool_choice.ToolChoice` of the
     ``offer`` stage."""
+    credentials: Any = None
+    """``.credentials(provider)``: ``provider(name, identity) -> str`` (or a mapping of
+    names to values) for the tools' ``needs``; asked for a value only for a call the person
+    consented to."""
     middleware: tuple[Any, ...] = ()
     """``.middleware(...)``: the :class:`~trackway.agent.middleware._links.Middleware` links,
     in the order given."""
@@ -119,6 +123,7 @@ class AgentConfig:
             bool(self.check_ins)
             or self.gate is not None
             or any(m.before_tool is not None for m in self.middleware)
+            or any(t.needs for t in self.tools.values())
             or any(
                 t.asks is not None
                 or t.gate is not None

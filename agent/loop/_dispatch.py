@@ -23,6 +23,7 @@ from ..context._findings import file_declaration, peel, served_ids
 from ..messages._redaction import hidden_errors
 from ..offer._offered import offered_now
 from ._arguments import arguments_question, filled
+from ._consent import consent_needed
 from ._coverage import coverage_row
 from ._person import question_for
 from ._served import ROW_FLAGS, Outcome
@@ -179,41 +180,48 @@ async def dispatch(
             decision = await _gated(cfg, tool, scope, call, iteration, args)
         if decision is not None and decision.kind == "ask":
             asked = {"kind": "check_in", "question": decision.text, "gate": True}
+        stage = None if resumed is None else resumed.get("stage", "links")
+        sources: dict[str, str] = {} if resumed is None else dict(resumed.get("sources", {}))
         marks: dict[str, Any] | None = None
-        walk = not door and tool is not None and refused is None and asked is None
-        if walk and decision is None and cfg.links("before_tool"):
+        if resumed is not None:  # the arguments as the person saw them
+            args = resumed["args"]
+            if sources:
+                marks = rewritten_rows(sources, args)
+                filling = _refilled(filling, args, sources)
+        open_ = not door and tool is not None and refused is None and asked is None
+        if open_ and decision is None and stage in (None, "links") and cfg.links("before_tool"):
             assert tool is not None
             first = 0 if resumed is None else resumed["link"] + 1
-            seen = args if resumed is None else resumed["args"]
-            walked = await before_tool(cfg, scope, call, tool, seen, iteration, first)
-            sources = {**(resumed or {}).get("sources", {}), **walked.sources}
-            if sources:  # what runs is what the links made of the call: checked again
+            walked = await before_tool(cfg, scope, call, tool, args, iteration, first)
+            if walked.sources:  # what runs is what the links made of the call: checked again
+                sources.update(walked.sources)
                 args = walked.args
                 refused = _invalid(cfg, scope, call, tool, args)
                 marks = rewritten_rows(sources, args)
                 filling = _refilled(filling, args, sources)
             stop = walked.stopped
             if stop is not None and stop.kind == "ask" and refused is None:
-                asked = {
-                    "kind": "check_in",
-                    "question": stop.text,
-                    "middleware": walked.by,
-                    "link": walked.at,
-                    "args": thaw(args),
-                    **({"sources": sources} if sources else {}),
-                }
+                asked = {"kind": "check_in", "question": stop.text, "middleware": walked.by}
+                asked.update(_carried("links", args, sources, link=walked.at))
             elif stop is not None and stop.kind == "deny":
                 decision = stop
                 marks = {**(marks or {}), "middleware": walked.by}
-        elif (
-            tool is not None
-            and refused is None
-            and decision is None
-            and asked is None
-            and not door
-            and (tool.asks is not None or tool.name in cfg.check_ins)
-        ):
-            asked = question_for(tool, call, cfg.check_ins)
+        open_ = open_ and refused is None and asked is None and decision is None
+        if open_ and stage in (None, "links"):
+            assert tool is not None
+            if tool.asks is not None or tool.name in cfg.check_ins:
+                asked = question_for(tool, call, cfg.check_ins)
+                if asked is not None and asked["kind"] == "check_in" and (sources or tool.needs):
+                    asked.update(_carried("question", args, sources))
+        if open_ and asked is None and tool is not None and tool.needs:
+            asked, denied = consent_needed(cfg, scope, tool, call)
+            if asked is not None:
+                asked.update(_carried("consent", args, sources))
+            elif denied is not None:
+                ready.add(call, denied)
+                if cfg.parallel_tool_calls == 1:
+                    await ready.settle(batch)
+                continue
         if asked is not None:
             await ready.settle(batch)  # the calls before this one, run and written in order
             batch.flush(scope)
@@ -376,6 +384,19 @@ def _invalid(
         f"Error: invalid arguments for {tool.name}: {'; '.join(errors)}. "
         "Call the tool again with arguments that match its schema."
     )
+
+
+def _carried(
+    stage: str, args: Mapping[str, Any], sources: Mapping[str, str], link: int | None = None
+) -> dict[str, Any]:
+    """What a pause keeps so its approval goes on where it stopped: after which door
+    (``stage``), with the arguments the person saw and where rewritten ones came from."""
+    out: dict[str, Any] = {"stage": stage, "args": thaw(args)}
+    if link is not None:
+        out["link"] = link
+    if sources:
+        out["sources"] = dict(sources)
+    return out
 
 
 def _refilled(

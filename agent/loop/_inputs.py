@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 
-QUESTION_KINDS = ("ask_human", "request_input", "check_in", "arguments")
+QUESTION_KINDS = ("ask_human", "request_input", "check_in", "arguments", "consent")
 
 
 def tool_from_mapping(spec: Mapping[str, Any]) -> Tool:

@@ -49,7 +49,7 @@ def answer_value(payload: Mapping[str, Any], answer: Any) -> dict[str, Any]:
     kind = payload.get("kind")
     call = payload.get("call") or {}
     where = f"{call.get('name', 'the call')} ({call.get('id', '?')})"
-    if kind == "check_in":
+    if kind in ("check_in", "consent"):
         decision, note = answer, None
         if isinstance(answer, Mapping):
             decision, note = answer.get("decision"), answer.get("note")
@@ -94,11 +94,18 @@ def outcome_of(payload: Mapping[str, Any], value: Mapping[str, Any]) -> tuple[st
     now, or ``(status, text)`` for a result the model reads without it running."""
     answer: Any = value.get("answer")
     kind = payload.get("kind")
-    if kind == "check_in":
+    if kind in ("check_in", "consent"):
         if answer["decision"] == "approve":
             return "run", None
         note = answer.get("note")
         why = f" They said: {note}" if note else ""
+        if kind == "consent":
+            name, tool = payload.get("credential"), (payload.get("call") or {}).get("name")
+            return "denied", (
+                f"Not run: the person did not consent to {tool} using their {name!r} "
+                "credential. Do not call tools that need it again in this conversation; tell "
+                f"the person what could not be done without it.{why}"
+            )
         return "denied", f"The person declined this call, so it was not run.{why}"
     if kind == "arguments":  # the call runs with the person's values
         return "run", None

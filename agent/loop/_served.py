@@ -122,6 +122,8 @@ ROW_FLAGS = (
     "scrubbed",
     "rewritten",
     "nested",
+    "consent",
+    "masked",
 )
 """Row keys a replay takes from the recording as they were."""
 

@@ -38,6 +38,7 @@ from ..messages._usage import via
 from ..middleware._ledger import declared_links
 from ..offer._offer import ToolSpecs, first_offer, offer_stage
 from ..offer._tool_choice import tool_choice_outcome
+from ._consent import consented
 from ._coverage import answer_limits, with_limits
 from ._dispatch import NOT_RUN, WITHDRAWN, Batch, Outcome, dispatch, run_one
 from ._model_call import (
@@ -164,6 +165,9 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         }
         if rules:  # what fills or asks for arguments: replay needs no code for it
             scope["tool_rules"] = {n: {k: v for k, v in r.items() if v} for n, r in rules.items()}
+        needs = {n: list(t.needs) for n, t in cfg.tools.items() if t.needs}
+        if needs:  # which calls wait for a consent: replay needs no credentials for it
+            scope["credential_needs"] = needs
 
     async def window(scope: Scope) -> None:
         await window_stage(scope, cfg.window, cfg.keep_last_tool_results, id(cfg))
@@ -305,7 +309,9 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         if pending["kind"] == "arguments":  # checked, gated and run with the person's values
             await dispatch(cfg, scope, calls, index, Batch(iteration), value["answer"])
             return
-        if pending.get("middleware") is not None and status == "run":  # the chain goes on
+        if pending["kind"] == "consent":  # the answer is a row; the value is never kept
+            consented(scope, pending, status == "run")
+        if pending.get("stage") is not None and status == "run":  # on from where it stopped
             await dispatch(cfg, scope, calls, index, Batch(iteration), None, pending)
             return
         if status == "run":
@@ -317,6 +323,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             done = done._replace(flags={**(done.flags or {}), "gate": "ask"})
         elif pending.get("middleware") is not None:  # declined: the link that asked
             done = done._replace(flags={**(done.flags or {}), "middleware": pending["middleware"]})
+        elif pending["kind"] == "consent":  # declined: the credential refused
+            done = done._replace(flags={**(done.flags or {}), "consent": pending["credential"]})
         batch = Batch(iteration)
         batch.add(scope, call, done)
         await dispatch(cfg, scope, calls, index + 1, batch)

@@ -9,6 +9,7 @@ import inspect
 import logging
 import weakref
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import anyio
@@ -27,6 +28,7 @@ from ..context._findings import peel
 from ..messages._history_messages import args_copy
 from ..messages._redaction import hidden_errors, stack_of
 from ._arguments import filled, noted
+from ._consent import MASK, fetch_credentials, mask
 from ._nested import NestedTools
 from ._nudge import nudged
 from ._parallel_calls import run_together
@@ -68,6 +70,7 @@ def context(
             "on_session": on_session,
             "on_run": on_run,
             "tools": tools,
+            "credentials": _NO_CREDENTIALS,
         }
     )
 
@@ -247,6 +250,15 @@ async def _execute(
     # (the call's scope and everything it holds left for the garbage collector)
     hooks.context = weakref.ref(ctx)
     awaited = False  # a scope never entered caught no cancel: not asked below
+    secrets: dict[str, str] = {}
+    if tool.needs and cfg.credentials is not None and not _replaying(tool):
+        try:  # fetched for this call only: held by its context, written nowhere
+            secrets = await fetch_credentials(cfg, tool, scope.get("identity"))
+        except Exception as exc:
+            text = f"Error: {tool.name} could not be given its credentials: {exc}"
+            error = {"kind": "credentials", "type": type(exc).__name__, "message": str(exc)}
+            return Outcome("failure", text, (), {"error": error}), False
+        ctx.__dict__["credentials"] = secrets
     try:
         result = tool.execute(args, ctx)
         if type(result) is not str and inspect.isawaitable(result):
@@ -256,11 +268,14 @@ async def _execute(
     except DeclarationRefused as exc:  # a helper that cannot honour its declaration
         result = _Failed(f"refused: {exc}")
     except Exception as exc:
+        said = str(exc) if not secrets else mask(str(exc), secrets)
         result = _Failed(
-            f"Error: {tool.name} failed: {type(exc).__name__}: {exc}",
-            {"kind": "raised", "type": type(exc).__name__, "message": str(exc)},
+            f"Error: {tool.name} failed: {type(exc).__name__}: {said}",
+            {"kind": "raised", "type": type(exc).__name__, "message": said},
         )
         marker = hidden_errors(scope)
+        if marker is None and secrets:  # the traceback could quote a credential
+            marker = MASK
         if marker is None:
             _log.error(
                 "tool %r raised %s in run %s (call %s); the model reads: %s",
@@ -300,9 +315,19 @@ async def _execute(
         recorded = Outcome(row["status"], result.content, effects, flags, result.declared)
         return recorded._replace(runs=result.runs), True
     done = served(cfg, tool, scope, call, iteration, result)
+    if secrets:  # a result that quotes a credential never reaches the model or the record
+        masked = mask(done.content, secrets)
+        if masked != done.content:
+            done = done._replace(content=masked, flags={**(done.flags or {}), "masked": True})
     if calls:
         done = done._replace(flags={**(done.flags or {}), **calls})
     return (done._replace(runs=runs) if runs else done), False
+
+
+def _replaying(tool: Tool) -> bool:
+    """Whether ``tool`` is a replay's stand-in (it serves the recorded outcome and reads no
+    credential)."""
+    return getattr(tool.execute, "replayed", False) is True
 
 
 def _args_of(call: Mapping[str, Any]) -> dict[str, Any]:
@@ -343,6 +368,7 @@ class _CallHooks:
 
 
 _CANCEL_SCOPE = "agent-cancel-scope-type"
+_NO_CREDENTIALS: Mapping[str, str] = MappingProxyType({})
 
 
 def _cancel_scope_type() -> Any:

@@ -14,7 +14,9 @@ __all__ = ["Paused", "is_paused"]
 @dataclass(frozen=True)
 class Paused:
     """The run waits for a person: ``question`` (of ``kind`` ``"ask_human"``,
-    ``"request_input"`` — with its ``schema`` — or ``"check_in"``) about the pending
+    ``"request_input"`` — with its ``schema`` —, ``"check_in"``, ``"arguments"`` or
+    ``"consent"``: may a tool use a credential, answered ``"approve"`` or ``"decline"``)
+    about the pending
     ``call`` (``id``, ``name``, ``args``). ``checkpoint`` is an engine ``Checkpoint``: keep
     it (``checkpoint.to_json()``) and pass it to ``agent.resume(checkpoint, answer)`` in
     this process or any other, once."""

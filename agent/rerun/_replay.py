@@ -187,6 +187,7 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
             runs = tuple(inner.get(ctx.call_id, ()))
             return RecordedOutcome(content, row, declared.get(ctx.call_id), runs)
 
+        execute.replayed = True  # type: ignore[attr-defined]  # reads no credential
         return execute
 
     tools = {
@@ -200,6 +201,7 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
             asks=t.asks,
             ask_or_assume=t.ask_or_assume,
             period=t.period,
+            needs=t.needs,
         )
         for t in cfg.tools.values()
     }
@@ -244,6 +246,8 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
     if cfg.gate is not None or any(t.gate is not None for t in cfg.tools.values()):
         builder.gate(recorded_gate(snap))  # what the gates decided, not asked again
     replay_middleware(builder, snap)  # what the links decided, not decided again
+    if cfg.credentials is not None:  # the consents are replayed; no value is asked for
+        builder.credentials({})
     return builder.build()
 
 

@@ -102,6 +102,7 @@ def agent_from_recording(snap: Snapshot) -> Agent:
     people = writes.get("people") or {}
     asks = people.get("asks", {})
     rules = writes.get("tool_rules") or {}
+    needs = writes.get("credential_needs") or {}
 
     def stub(spec: dict[str, Any]) -> Any:
         ruled = rules.get(spec["name"], {})
@@ -116,6 +117,7 @@ def agent_from_recording(snap: Snapshot) -> Agent:
             asks=asks.get(spec["name"]),
             ask_or_assume=ruled.get("ask_or_assume"),
             period=ruled.get("period"),
+            needs=tuple(needs.get(spec["name"], ())),
         )
 
     skilled = skill_tool_names(writes)
@@ -132,6 +134,8 @@ def agent_from_recording(snap: Snapshot) -> Agent:
     if people.get("gated"):
         builder.gate(recorded_gate(snap))
     replay_middleware(builder, snap)
+    if needs:  # the consents are replayed; no value is asked for
+        builder.credentials({})
     return builder.build()
 
 

@@ -335,6 +335,7 @@ class AgentBuilder(SkillsBuilding, MiddlewareBuilding):
             skills=skillset,
             tool_choice=self._tool_choice,
             middleware=tuple(self._middleware),
+            credentials=self._checked_credentials(tools),
         )
         if self._findings and not cfg.tools:
             raise AgentBuildError(

@@ -1,10 +1,10 @@
-"""The part of the agent's builder that stands links at the turn's doors:
-``.middleware(act(...))`` and its short forms ``.input_middleware``, ``.message_middleware``
-and ``.tool_middleware``."""
+"""The part of the agent's builder that guards the turn's doors: ``.middleware(act(...))``
+and its short forms ``.input_middleware``, ``.message_middleware`` and ``.tool_middleware``,
+and ``.credentials(...)`` for the tools that need them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Self
 
 from ..messages._errors import AgentBuildError
@@ -18,9 +18,36 @@ class MiddlewareBuilding:
     ``.tool_middleware()``: links in the order given (a tool's after-tool links walk back)."""
 
     _middleware: list[Middleware]
+    _credentials: Callable[..., Any] | Mapping[str, str] | None
 
     def _take_middleware_options(self) -> None:
         self._middleware = []
+        self._credentials = None
+
+    def credentials(self, provider: Callable[..., Any] | Mapping[str, str]) -> Self:
+        """Where the tools' credentials come from (``define_tool(needs=[...])``):
+        ``provider(name, identity)`` returns the value (``def`` or ``async def``; the
+        identity is the run's, or ``None``), or a mapping of names to values. A value is
+        asked for only for a call the person consented to, handed to that call's
+        ``ctx.credential(name)`` and written nowhere."""
+        if not callable(provider) and not isinstance(provider, Mapping):
+            raise AgentBuildError(
+                f"credentials({provider!r}): give a function (name, identity) -> str, or a "
+                "mapping of credential names to values"
+            )
+        self._credentials = provider
+        return self
+
+    def _checked_credentials(self, tools: Mapping[str, Any]) -> Any:
+        """The credentials source, once every tool that needs one has it."""
+        needing = sorted(n for n, t in tools.items() if getattr(t, "needs", ()))
+        if needing and self._credentials is None:
+            raise AgentBuildError(
+                f"tools {needing} need credentials (define_tool(needs=...)), and the agent "
+                "has no .credentials(provider): add one, e.g. .credentials(lambda name, "
+                "identity: vault.get(identity, name))"
+            )
+        return self._credentials
 
     def middleware(self, *links: Middleware) -> Self:
         """Stand links (``act(input=..., before_tool=..., after_tool=..., output=...)``) at

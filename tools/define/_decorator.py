@@ -57,11 +57,11 @@ def _build(
     options: Mapping[str, Any] | None = None,
 ) -> Tool:
     options = dict(options or {})
-    unknown = sorted(set(options) - {"result_ceiling", "gate", "ask_or_assume", "period"})
+    unknown = sorted(set(options) - {"result_ceiling", "gate", "ask_or_assume", "period", "needs"})
     if unknown:
         raise ToolDefinitionError(
-            f"@tool takes name, description, result_ceiling, gate, ask_or_assume and period, "
-            f"not {unknown}"
+            "@tool takes name, description, result_ceiling, gate, ask_or_assume, period and "
+            f"needs, not {unknown}"
         )
     if not callable(fn):
         raise ToolDefinitionError(f"@tool decorates a function, got {fn!r}")
@@ -151,7 +151,7 @@ def tool(
             \"\"\"
 
     ``options`` are :func:`define_tool`'s own (``result_ceiling``, ``gate``,
-    ``ask_or_assume``, ``period``), checked the same way.
+    ``ask_or_assume``, ``period``, ``needs``), checked the same way.
     """
     if fn is not None:
         return _build(fn, name, description, options)

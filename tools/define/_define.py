@@ -47,6 +47,25 @@ class ToolContext:
     tools: Any = field(default=None, repr=False)
     """``await ctx.tools.call(name, args)``: call another tool of the agent through the same
     checks, gates and middleware (``None`` outside an agent's tool call)."""
+    credentials: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """The credentials this call was given (the tool's ``needs``, consented to): read them
+    with :meth:`credential`."""
+
+    def credential(self, name: str) -> str:
+        """The value of credential ``name`` for this call: the tool must declare it
+        (``define_tool(needs=[name])``), and the person consented before the call ran. The
+        value is never written to the run's state, record, events or logs; a result or
+        error quoting it is masked."""
+        value = self.credentials.get(name)
+        if value is None:
+            from ._errors import CredentialError
+
+            raise CredentialError(
+                f"{self.tool_name}: no credential {name!r} for this call; declare it with "
+                f"define_tool(..., needs=[{name!r}]) (or @tool(needs=[...])) and give the "
+                "agent .credentials(provider)"
+            )
+        return value
 
     def progress(self, payload: Any) -> None:
         """Say how the call is going: a ``stream.tool_progress`` event between this call's
@@ -113,6 +132,9 @@ class Tool:
     results cover (so each result owes a declared period)."""
     source: str | None = None
     """Where the tool came from when not from this process (an MCP server), for errors."""
+    needs: tuple[str, ...] = ()
+    """Credentials the tool uses (``ctx.credential(name)``): the agent asks the person's
+    consent before the first call that needs each one."""
 
     def spec(self) -> dict[str, Any]:
         """The tool as the model sees it (JSON): a ruled argument is no longer required and
@@ -135,6 +157,7 @@ def define_tool(
     gate: Callable[[dict[str, Any], ToolContext], Any] | None = None,
     ask_or_assume: Mapping[str, Any] | None = None,
     period: Mapping[str, Any] | None = None,
+    needs: Iterable[str] = (),
 ) -> Tool:
     """Define a tool; the schema is checked as JSON Schema (draft 2020-12) right here.
 
@@ -151,6 +174,11 @@ def define_tool(
     model left out (the model is told, the run files it as assumed), and
     ``{"window": {"ask": "Which window?", "choices": [...]}}`` asks the person for it.
     ``period={"argument": "window"}`` names the ruled argument that bounds the period.
+
+    ``needs=["github"]`` names the credentials the tool reads with ``ctx.credential(name)``:
+    an agent asks the person's consent (a pause of kind ``consent``) before the first call
+    that needs each one, and fetches the value from its ``.credentials(...)`` only for the
+    call, never writing it anywhere.
     """
     if not isinstance(name, str) or not name or not all(c.isalnum() or c in "_-" for c in name):
         raise ToolDefinitionError(
@@ -171,6 +199,7 @@ def define_tool(
     if gate is not None and not callable(gate):
         raise ToolDefinitionError(f"tool {name!r}: gate must be a function (call, ctx)")
     rules, bound = check_rules(name, ask_or_assume, input_schema, period)
+    needed = _needs(name, needs)
     return Tool(
         name,
         description,
@@ -181,7 +210,26 @@ def define_tool(
         gate=gate,
         ask_or_assume=rules,
         period=bound,
+        needs=needed,
     )
+
+
+def _needs(name: str, needs: Iterable[str]) -> tuple[str, ...]:
+    """Credential names checked where they are written: non-empty, each once."""
+    if isinstance(needs, str):
+        raise ToolDefinitionError(
+            f"tool {name!r}: needs={needs!r}: give a list of credential names, e.g. "
+            f"needs=[{needs!r}]"
+        )
+    out = tuple(needs)
+    for credential in out:
+        if not isinstance(credential, str) or not credential.strip():
+            raise ToolDefinitionError(
+                f"tool {name!r}: needs names credentials by non-empty str, not {credential!r}"
+            )
+    if len(set(out)) != len(out):
+        raise ToolDefinitionError(f"tool {name!r}: needs={list(out)!r} names one twice")
+    return out
 
 
 def _ceiling(name: str, ceiling: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
