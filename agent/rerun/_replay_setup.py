@@ -16,6 +16,7 @@ from ..messages._errors import ReplayDivergence
 from ..providers._mock import MockProvider
 from ..providers._options import REQUEST_OPTIONS
 from ..runtime._agent import Agent
+from ._replay_memory import recorded_memories, replay_memory
 from ._replay_skills import apply_recorded_skills, skill_tool_names, unserved_spec
 
 __all__ = [
@@ -130,6 +131,7 @@ def agent_from_recording(snap: Snapshot) -> Agent:
         builder.check_in([name], question=question)
     if people.get("gated"):
         builder.gate(recorded_gate(snap))
+    replay_memory(builder, recorded_memories(settings), snap)
     return builder.build()
 
 
