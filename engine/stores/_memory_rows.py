@@ -5,11 +5,13 @@ The engine knows nothing of what a memory is; it keeps opaque JSON documents und
 
 - entries (``trackway_memory``): appended in order, numbered per scope and memory from 1;
   read back newest first, a bounded number at a time (the last N turns, the latest summary);
-- facts (``trackway_memory_facts``): one document per fact key, the latest write wins; read
-  back most recently written first, a bounded number at a time.
+- facts (``trackway_memory_facts``): one document per fact key, the latest write wins (the
+  earlier row of a key is deleted, found by a unique index on the key); read back most
+  recently written first, a bounded number at a time.
 
-Every read is one range of one index (scope, memory id, number), so its cost is the number
-of rows read, never the number kept. Keys, ids and documents reach SQL only as parameters;
+Both tables are keyed (and in SQLite clustered) by (scope, memory id, number, ...), so every
+read is one range of one primary key: its cost is the number of rows read, never the number
+kept. Keys, ids and documents reach SQL only as parameters;
 a fact's key is stored as a digest (its document holds the key itself), so no caller string
 ever becomes SQL text or a PostgreSQL ``TEXT`` (which cannot hold NUL).
 """
@@ -152,13 +154,17 @@ class SqlMemoryRows:
             ).fetchone()
             seq = int(last or 0) + 1
             now = time.time()
-            for key, doc in facts:
+            for key, doc in facts:  # the key's earlier value goes (found by its index)
+                digest = fact_digest(key)
                 db.execute(
-                    "INSERT INTO trackway_memory_facts (scope, memory_id, fact, seq, "
-                    f"written_at, doc) VALUES ({p}, {p}, {p}, {p}, {p}, {p}) "
-                    "ON CONFLICT (scope, memory_id, fact) DO UPDATE SET seq = excluded.seq, "
-                    "written_at = excluded.written_at, doc = excluded.doc",
-                    (scope, memory_id, fact_digest(key), seq, now, bytes(doc)),
+                    "DELETE FROM trackway_memory_facts "
+                    f"WHERE scope = {p} AND memory_id = {p} AND fact = {p}",
+                    (scope, memory_id, digest),
+                )
+                db.execute(
+                    "INSERT INTO trackway_memory_facts (scope, memory_id, seq, fact, "
+                    f"written_at, doc) VALUES ({p}, {p}, {p}, {p}, {p}, {p})",
+                    (scope, memory_id, seq, digest, now, bytes(doc)),
                 )
         return seq
 
@@ -180,4 +186,4 @@ FACTS_SQL = (
     "SELECT seq, doc FROM trackway_memory_facts WHERE scope = {p} AND memory_id = {p} "
     "ORDER BY seq DESC, fact DESC LIMIT {p}"
 )
-"""The latest facts: one backward range of the index (scope, memory_id, seq, fact)."""
+"""The latest facts: one backward range of the primary key (scope, memory_id, seq, fact)."""

@@ -53,8 +53,8 @@ ALTER TABLE trackway_checkpoints ADD COLUMN IF NOT EXISTS answer BYTEA;
 ALTER TABLE trackway_runs ADD COLUMN IF NOT EXISTS sealed BYTEA;
 ALTER TABLE trackway_checkpoints ADD COLUMN IF NOT EXISTS sealed BYTEA;
 ALTER TABLE trackway_checkpoints ADD COLUMN IF NOT EXISTS sealed_answer BYTEA;
--- an agent's memory (_memory_rows): entries numbered per scope and memory, read newest first
--- along the primary key; facts by key digest, read newest first along an index
+-- an agent's memory (_memory_rows): entries numbered per scope and memory, and facts (one per
+-- key digest: a unique index), each read newest first along its primary key
 CREATE TABLE IF NOT EXISTS trackway_memory (
     scope TEXT NOT NULL,
     memory_id TEXT NOT NULL,
@@ -67,14 +67,14 @@ CREATE TABLE IF NOT EXISTS trackway_memory (
 CREATE TABLE IF NOT EXISTS trackway_memory_facts (
     scope TEXT NOT NULL,
     memory_id TEXT NOT NULL,
-    fact TEXT NOT NULL,
     seq BIGINT NOT NULL,
+    fact TEXT NOT NULL,
     written_at DOUBLE PRECISION NOT NULL,
     doc BYTEA NOT NULL,
-    PRIMARY KEY (scope, memory_id, fact)
+    PRIMARY KEY (scope, memory_id, seq, fact)
 );
-CREATE INDEX IF NOT EXISTS trackway_memory_facts_latest
-    ON trackway_memory_facts (scope, memory_id, seq, fact);
+CREATE UNIQUE INDEX IF NOT EXISTS trackway_memory_facts_key
+    ON trackway_memory_facts (scope, memory_id, fact);
 -- the schema's version: a store opened by an older trackway than the one that wrote it is
 -- refused by name rather than written in a shape it does not know
 CREATE TABLE IF NOT EXISTS trackway_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);

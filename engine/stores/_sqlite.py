@@ -77,8 +77,9 @@ ALTER TABLE trackway_runs ADD COLUMN sealed BLOB;
 ALTER TABLE trackway_checkpoints ADD COLUMN sealed BLOB;
 ALTER TABLE trackway_checkpoints ADD COLUMN sealed_answer BLOB;
 """
-# 5 -> 6: an agent's memory (``_memory_rows``): entries numbered per scope and memory, read
-# newest first along the primary key; facts by key digest, read newest first along an index
+# 5 -> 6: an agent's memory (``_memory_rows``): entries numbered per scope and memory, and
+# facts (one per key digest: a unique index), each table clustered by (scope, memory, number)
+# so a recall reads one range of its primary key, newest first
 _TO_6 = """
 CREATE TABLE IF NOT EXISTS trackway_memory (
     scope TEXT NOT NULL,
@@ -92,14 +93,14 @@ CREATE TABLE IF NOT EXISTS trackway_memory (
 CREATE TABLE IF NOT EXISTS trackway_memory_facts (
     scope TEXT NOT NULL,
     memory_id TEXT NOT NULL,
-    fact TEXT NOT NULL,
     seq INTEGER NOT NULL,
+    fact TEXT NOT NULL,
     written_at REAL NOT NULL,
     doc BLOB NOT NULL,
-    PRIMARY KEY (scope, memory_id, fact)
+    PRIMARY KEY (scope, memory_id, seq, fact)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS trackway_memory_facts_latest
-    ON trackway_memory_facts (scope, memory_id, seq, fact);
+CREATE UNIQUE INDEX IF NOT EXISTS trackway_memory_facts_key
+    ON trackway_memory_facts (scope, memory_id, fact);
 """
 _MIGRATIONS = {
     # 2 -> 3: run numbers never reused (AUTOINCREMENT, above the highest ever given out),
