@@ -444,7 +444,7 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     agent.run_sync("first question", identity=who)
     assert_law(agent, provider)
     if feature["memory"]:  # what was recalled is served after the system prompt
-        assert "[memory \"recent\"" in (provider.requests[0].system or "")
+        assert '[memory "recent"' in (provider.requests[0].system or "")
         assert all(row["entries"] for row in agent.snapshot().state["memory_recall"])
     if store is not None:  # the stored log serves the same requests as the live one
         kept = store.load(agent.snapshot().run_id)
