@@ -30,6 +30,9 @@ from .context._window import WindowVisit as WindowVisit
 from .context._window import sliding_window as sliding_window
 from .context._window import summarize_oldest as summarize_oldest
 from .context._window import token_budget as token_budget
+from .memory import MemoryDefinition as MemoryDefinition
+from .memory import MemoryTurn as MemoryTurn
+from .memory import define_memory as define_memory
 from .messages._conversation import Conversation as Conversation
 from .messages._errors import AgentBuildError as AgentBuildError
 from .messages._errors import AgentError as AgentError
@@ -156,6 +159,8 @@ __all__ = [
     "LLMRequest",
     "LLMResponse",
     "Loop",
+    "MemoryDefinition",
+    "MemoryTurn",
     "Message",
     "Middleware",
     "MiddlewareError",
@@ -206,6 +211,7 @@ __all__ = [
     "classifier_scorer",
     "conversation_redaction",
     "define_instruction",
+    "define_memory",
     "define_skill",
     "is_paused",
     "is_said_by_person",

@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import _agent_memory as memory_case
 import _agent_skills as skills_case
 from _common import (
     RESULTS_DIR,
@@ -1009,8 +1010,9 @@ def main() -> int:
     ap.add_argument("--profile", action="store_true", help="(kept for scripts: always on)")
     ap.add_argument(
         "--only",
-        choices=["skills"],
-        help="run one case alone (skills: writes results/bench_agent_skills.json)",
+        choices=["skills", "memory"],
+        help="run one case alone (skills: writes results/bench_agent_skills.json; memory: "
+        "results/bench_agent_memory.json)",
     )
     args = ap.parse_args()
 
@@ -1020,6 +1022,8 @@ def main() -> int:
         REPEATS, sizes, skill_sizes = 1, (10, 50), skill_sizes[:2]
     if args.only == "skills":
         return skills_only(skill_sizes)
+    if args.only == "memory":
+        return memory_only()
 
     peers: list[str] = []
     notes: list[str] = []
@@ -1035,14 +1039,17 @@ def main() -> int:
     rows = run_cells(peers, sizes)
     window = run_window(sizes)
     skills = run_skills(skill_sizes)
+    memory = memory_case.measure()
     growth = growth_rows(rows, peers)
     alloc = allocations()
     targets = check_targets(rows, growth, peers, window)
     targets += skills_targets(skills)
+    targets += memory_case.targets(memory)
     targets.append({"target": "trackway memory blocks per tool turn (gc off)",
                     "measured": alloc["blocks_per_turn"], "threshold": "reported",
                     "pass": None})  # fmt: skip
     print_skills(skills)
+    print_memory(memory)
     print_report(rows, growth, targets, peers, window)
     print_allocations(alloc)
 
@@ -1095,6 +1102,7 @@ def main() -> int:
         f"a run has fewer than {WINDOW_BAND[1] + WINDOW_TAIL} calls). Per-call bytes at the "
         "largest size are in the JSON (window.served_bytes_per_call).",
         SKILLS_NOTE,
+        memory_case.NOTE,
     ]
     for note in notes:
         print(f"- {note}")
@@ -1119,6 +1127,7 @@ def main() -> int:
         "notes": notes,
         "window": window,
         "skills": skills,
+        "memory": memory,
     }
     payload["profile"] = {**prof, "files": files}
     payload["allocations"] = alloc
@@ -1140,6 +1149,35 @@ def skills_only(sizes: tuple[int, ...]) -> int:
     versions = {"trackway": dist_version("trackway"), "orjson": dist_version("orjson")}
     doc = {"versions": versions, "skills": skills, "targets": targets, "notes": [SKILLS_NOTE]}
     path = write_json("bench_agent_skills", doc)
+    print(f"\nwrote {path}")
+    return 0
+
+
+def print_memory(section: dict[str, Any]) -> None:
+    """The memory case's table and the query plans of its reads."""
+    print_table(
+        "trackway memory: what recalling costs with N remembered turns in a SQLite store (medians)",
+        memory_case.HEADERS,
+        memory_case.rows_for_table(section),
+    )
+    largest = section["rows"][-1]
+    print(f"\nEXPLAIN QUERY PLAN at {largest['turns']:,} turns:")
+    for name, plan in largest["plan"].items():
+        print(f"  {name}: {' | '.join(plan)}")
+
+
+def memory_only() -> int:
+    """``--only memory``: the memory case alone, written to ``results/bench_agent_memory.json``
+    (the full run's ``bench_agent.json`` is left as is)."""
+    print("bench_agent --only memory", flush=True)
+    memory = memory_case.measure()
+    targets = memory_case.targets(memory)
+    print_memory(memory)
+    print_targets(targets)
+    print(f"- {memory_case.NOTE}")
+    versions = {"trackway": dist_version("trackway"), "orjson": dist_version("orjson")}
+    doc = {"versions": versions, "memory": memory, "targets": targets, "notes": [memory_case.NOTE]}
+    path = write_json("bench_agent_memory", doc)
     print(f"\nwrote {path}")
     return 0
 

@@ -119,6 +119,7 @@ from .scale._worker_target import WorkOutcome as WorkOutcome
 from .scale._worker_target import WorkTarget as WorkTarget
 from .stores._checkpoint import CHECKPOINT_FORMAT as CHECKPOINT_FORMAT
 from .stores._checkpoint import Checkpoint as Checkpoint
+from .stores._memory_rows import MemoryRows as MemoryRows
 from .stores._paused import PausedRun as PausedRun
 from .stores._postgres import PostgresStore as PostgresStore
 from .stores._run_queue import QueueEntry as QueueEntry
@@ -177,6 +178,7 @@ __all__ = [
     "InputValidationError",
     "LeaseLostError",
     "LoopLimitError",
+    "MemoryRows",
     "MemoryStore",
     "MergeConflictError",
     "MergePolicy",

@@ -97,6 +97,11 @@ class AgentConfig:
     check_ins: dict[str, str | None] = field(default_factory=dict)
     """Tools whose calls wait for a person's approval, with the question (``None``: a
     default naming the call)."""
+    memories: tuple[Any, ...] = ()
+    """``.memory(...)``: the :class:`~trackway.agent.memory.MemoryDefinition` s of the
+    ``memory-recall`` and ``memory-write`` stages, in declaration order."""
+    memory_io: Any = None
+    """Where those stages read and write (the stores; a replay's recorded rows)."""
 
     @property
     def serves_tools(self) -> bool:

@@ -204,11 +204,12 @@ def _settings_fields(settings: Mapping[str, Any], names: tuple[str, ...]) -> byt
 
 
 class _Frame(NamedTuple):
-    """What a request takes from ``settings``, ``system_prompt`` and ``tools``: built once
-    per value of those keys (``source``, compared by identity: committed values are
-    immutable, so the same object means the same bytes)."""
+    """What a request takes from ``settings``, ``system_prompt``, ``tools``, the system
+    pieces and what memory recalled: built once per value of those keys (``source``,
+    compared by identity: committed values are immutable, so the same object means the same
+    bytes)."""
 
-    source: tuple[Any, Any, Any, Any]
+    source: tuple[Any, Any, Any, Any, Any]
     prefix: bytes
     suffix: bytes
     fields: dict[str, Any]
@@ -217,20 +218,24 @@ class _Frame(NamedTuple):
     system_hash: str | None
 
 
-def served_system(system: Any, pieces: Any) -> str | None:
-    """The system text a call is served: the prompt, then each committed system piece (an
-    active skill's body, instructions, leases, notes) after a blank line."""
-    if not pieces:
+def served_system(system: Any, pieces: Any, recalled: Any = None) -> str | None:
+    """The system text a call is served: the prompt, then what memory recalled for the turn
+    (each non-empty ``memory_recall`` text), then each committed system piece (an active
+    skill's body, instructions, leases, notes), each after a blank line."""
+    if not pieces and not recalled:
         return system if system is None else str(system)
-    texts = [str(p["text"]) for p in pieces]
+    texts = [str(r["text"]) for r in recalled or () if r["text"]]
+    texts += [str(p["text"]) for p in pieces or ()]
+    if not texts:
+        return system if system is None else str(system)
     return "\n\n".join([str(system), *texts] if system is not None else texts)
 
 
 def _frame_of(
-    settings_value: Any, system_value: Any, tools_state: Any, system_pieces: Any
+    settings_value: Any, system_value: Any, tools_state: Any, system_pieces: Any, recalled: Any
 ) -> _Frame:
     settings = thaw(settings_value)
-    system = served_system(system_value, system_pieces)
+    system = served_system(system_value, system_pieces, recalled)
     prefix = b"{"
     for name in _BEFORE_MESSAGES:
         if settings.get(name) is not None:
@@ -273,7 +278,7 @@ def _frame_of(
     }
     system_hash = None if system is None else sha256(canonical_json(system))
     return _Frame(
-        (settings_value, system_value, tools_state, system_pieces),
+        (settings_value, system_value, tools_state, system_pieces, recalled),
         prefix,
         suffix + b"}",
         fields,
@@ -303,9 +308,12 @@ def assemble(
     tools_state = None if state.get("wrap_up_asked") else state.get("tools")
     # read only where the settings say calls are served pieces: no other call reads the key
     pieces = state.get("system_pieces") if settings_value.get("system_pieces") else None
+    # what memory recalled: committed once per turn, so the frame is built once per turn
+    recalled = state.get("memory_recall") if settings_value.get("memory") else None
     frame = cache._frame
-    if frame is None or not _same(frame.source, (settings_value, system, tools_state, pieces)):
-        frame = cache._frame = _frame_of(settings_value, system, tools_state, pieces)
+    source = (settings_value, system, tools_state, pieces, recalled)
+    if frame is None or not _same(frame.source, source):
+        frame = cache._frame = _frame_of(settings_value, system, tools_state, pieces, recalled)
     cache.advance(history, frame.prefix)
     n = len(history)
     view = state.get("window_view")
@@ -339,8 +347,8 @@ def assemble(
     )
 
 
-def _same(a: tuple[Any, Any, Any, Any], b: tuple[Any, Any, Any, Any]) -> bool:
-    return a[0] is b[0] and a[1] is b[1] and a[2] is b[2] and a[3] is b[3]
+def _same(a: tuple[Any, Any, Any, Any, Any], b: tuple[Any, Any, Any, Any, Any]) -> bool:
+    return a[0] is b[0] and a[1] is b[1] and a[2] is b[2] and a[3] is b[3] and a[4] is b[4]
 
 
 def _upto(items: list[Message], n: int) -> tuple[Message, ...]:

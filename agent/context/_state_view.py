@@ -39,6 +39,7 @@ REQUEST_KEYS = (
     "settings",
     "system_prompt",
     "system_pieces",
+    "memory_recall",
     "tools",
     "wrap_up_asked",
     "window_view",

@@ -33,6 +33,7 @@ from ..context._findings import (
 )
 from ..context._request import MessageCache, assemble, receipt_for
 from ..context._window import window_stage
+from ..memory._stages import memory_stages
 from ..messages._tool_ids import call_repairs, unique_calls
 from ..messages._usage import via
 from ..middleware._ledger import declared_links
@@ -93,6 +94,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             settings["tool_choice_by"] = cfg.tool_choice.record()
         if cfg.middleware:  # which links stand at which doors: a replay mounts them
             settings["middleware"] = declared_links(cfg.middleware)
+        if cfg.memories:  # each call is served what memory-recall committed
+            settings["memory"] = [memory.record() for memory in cfg.memories]
         if cfg.window is not None:  # what each call is served depends on it
             settings["window"] = {
                 "strategy": cfg.window.name,
@@ -476,4 +479,5 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         "wrap-up": wrap_up,
         "output-retry": output_retry,
         "final": final,
+        **memory_stages(cfg),
     }

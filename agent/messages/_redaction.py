@@ -31,6 +31,8 @@ CONVERSATION_KEYS = (
     "output_contract_unmet",
     "pending_question",
     "abandoned_question",
+    "memory_recall",
+    "memory_written",
 )
 """The agent's state keys that hold what the person, the model or a tool said."""
 
@@ -40,9 +42,15 @@ CONVERSATION_EMITS = (
 )
 """The agent's events whose payloads quote the conversation."""
 
-TOOL_ERROR_FIELDS = {"tool_results": ("error.message",), "tool_choices": ("message",)}
+TOOL_ERROR_FIELDS = {
+    "tool_results": ("error.message",),
+    "tool_choices": ("message",),
+    "memory_recall": ("error.message",),
+    "memory_written": ("error.message",),
+}
 """Where a failed call's error text sits in the agent's state (what the tool, an MCP server
-or the argument check said) and a failed classifier's (``tool_choices``), hidden under
+or the argument check said), a failed classifier's (``tool_choices``) and a failed memory
+store's or summarizer's (``memory_recall``, ``memory_written``), hidden under
 ``errors=True``."""
 TOOL_ERROR_EMITS = {r"^tools\.error$": ("message",)}
 """The same text in the ``tools.error`` event."""

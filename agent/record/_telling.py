@@ -38,6 +38,8 @@ _AGENT_STAGES = frozenset(
         "wrap-up",
         "output-retry",
         "final",
+        "memory-recall",
+        "memory-write",
     }
 )
 _COMPOSITION_STAGES = frozenset(
@@ -342,6 +344,30 @@ def _final(commit: Commit, telling: Telling) -> list[str]:
     ]
 
 
+def _memory(event_name: str, verb: str) -> Any:
+    """A memory stage's line, from its event (ids and counts: never what was said)."""
+
+    def tell(commit: Commit, telling: Telling) -> list[str]:
+        lines = []
+        for event in _events(commit, event_name):
+            told = []
+            for row in _items(event.get("memories")):
+                if row.get("failed"):
+                    told.append(f"{row.get('id')} failed ({row.get('failed')})")
+                elif verb == "recalled":
+                    n = row.get("entries", 0)
+                    cut = ", cut" if row.get("cut") else ""
+                    told.append(f"{row.get('id')} ({n} entr{'y' if n == 1 else 'ies'}{cut})")
+                else:
+                    turn = row.get("turn")
+                    told.append(f"{row.get('id')}" + (f" (turn {turn})" if turn else " (nothing)"))
+            scope = " (this run only: no identity)" if event.get("scope") == "run" else ""
+            lines.append(f"Memory {verb}{scope}: {', '.join(told) or 'none'}")
+        return lines
+
+    return tell
+
+
 _AGENT_TELLS = {
     "seed": _seed,
     "call-llm": _model_call,
@@ -351,6 +377,8 @@ _AGENT_TELLS = {
     "wrap-up": _wrap_up,
     "output-retry": _output_retry,
     "final": _final,
+    "memory-recall": _memory("memory.recalled", "recalled"),
+    "memory-write": _memory("memory.written", "written"),
 }
 
 

@@ -35,6 +35,7 @@ from ..providers._options import REQUEST_OPTIONS
 from ..record._record import Record, _check_not_redacted, _llm_commits, _snapshot, receipts
 from ..runtime._agent import Agent
 from ._replay_composition import member_snapshot, runner_from_recording
+from ._replay_memory import replay_memory
 from ._replay_middleware import replay_middleware
 from ._replay_setup import (
     RecordedOffers,
@@ -229,6 +230,7 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
         provided = [t for name, t in tools.items() if name in own]
         builder.tools_from(RecordedOffers(provided, offers))
     replay_skills(builder, cfg, snap, tools)
+    replay_memory(builder, cfg.memories, snap)  # what was recalled and written, read back
     if cfg.system is not None:
         builder.system(cfg.system)
     if cfg.configure is not None:

@@ -16,6 +16,7 @@ from ..messages._errors import ReplayDivergence
 from ..providers._mock import MockProvider
 from ..providers._options import REQUEST_OPTIONS
 from ..runtime._agent import Agent
+from ._replay_memory import recorded_memories, replay_memory
 from ._replay_middleware import replay_middleware
 from ._replay_skills import apply_recorded_skills, skill_tool_names, unserved_spec
 
@@ -136,6 +137,7 @@ def agent_from_recording(snap: Snapshot) -> Agent:
     replay_middleware(builder, snap)
     if needs:  # the consents are replayed; no value is asked for
         builder.credentials({})
+    replay_memory(builder, recorded_memories(settings), snap)
     return builder.build()
 
 

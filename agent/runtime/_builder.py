@@ -1,7 +1,8 @@
 """``AgentBuilder``: what ``Agent.create(...)`` returns; ``build()`` checks the definition and
-declares the agent's chart (``seed → [system-prompt] → [tools] → [window] → [offer] →
-call-llm → route → tool-calls | [wrap-up] | [output-retry] | final``; bracketed
-stages mounted only when configured, the back edges going to the first per-call stage)."""
+declares the agent's chart (``seed → [memory-recall] → [system-prompt] → [tools] → [window] →
+[offer] → call-llm → route → tool-calls | [wrap-up] | [output-retry] | final →
+[memory-write]``; bracketed stages mounted only when configured, the back edges going to the
+first per-call stage)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from ..loop._stages import AgentConfig, stage_functions
 from ..messages._errors import AgentBuildError
 from ..providers._options import check_request_options, check_tool_choice
 from ..providers._provider import Provider
+from ._builder_memory import MemoryBuilding
 from ._builder_middleware import MiddlewareBuilding
 from ._builder_skills import SkillsBuilding
 
@@ -34,7 +36,7 @@ __all__ = ["AgentBuilder"]
 _M = TypeVar("_M", bound=BaseModel)
 
 
-class AgentBuilder(SkillsBuilding, MiddlewareBuilding):
+class AgentBuilder(SkillsBuilding, MiddlewareBuilding, MemoryBuilding):
     """Configures an :class:`Agent`; ``build()`` declares its chart."""
 
     def __getattr__(self, attr: str) -> None:
@@ -96,6 +98,7 @@ class AgentBuilder(SkillsBuilding, MiddlewareBuilding):
         self._cost_budget = check_budget(options.pop("cost_budget", None), self._pricing)
         self._take_skill_options(options)
         self._take_middleware_options()
+        self._take_memory_options()
         self._request_options = check_request_options(options, "Agent.create: ")
         self._options = options
         self._system: str | None = None
@@ -305,6 +308,7 @@ class AgentBuilder(SkillsBuilding, MiddlewareBuilding):
         static.update({n: f"tools_from({p!r})" for n, (_, p) in self._provided.items()})
         tools = {**self._tools, **{n: t for n, (t, _) in self._provided.items()}}
         skillset = self._declared(static, tools, findings=self._findings)
+        memories, memory_io = self._memory_plan()
         cfg = AgentConfig(
             provider=self._provider,
             model=self._model,
@@ -336,6 +340,8 @@ class AgentBuilder(SkillsBuilding, MiddlewareBuilding):
             tool_choice=self._tool_choice,
             middleware=tuple(self._middleware),
             credentials=self._checked_credentials(tools),
+            memories=memories,
+            memory_io=memory_io,
         )
         if self._findings and not cfg.tools:
             raise AgentBuildError(
@@ -372,6 +378,8 @@ def _one_model(provider: Provider, model: str | None) -> str:
 def _chart(cfg: AgentConfig) -> FlowChart:
     fns = stage_functions(cfg)
     b = flow_chart("Seed", fns["seed"], id="seed", description="Take the message")
+    if cfg.memories:  # once per turn, before the loop
+        b = b.then("Memory recall", fns["memory-recall"], id="memory-recall", description="Recall")
     if cfg.system is not None or cfg.configure is not None:
         b = b.then("System prompt", fns["system-prompt"], id="system-prompt")
     if cfg.serves_tools:
@@ -409,6 +417,7 @@ def _chart(cfg: AgentConfig) -> FlowChart:
             loop_to=first,
         )
     d = d.branch("final", "Final", fns["final"], id="final")
-    return d.end().build(
-        name=f"Agent {cfg.name}", chart_id=f"agent-{cfg.name}", description="ReAct loop"
-    )
+    b = d.end()
+    if cfg.memories:  # after the answer: the turn is written
+        b = b.then("Memory write", fns["memory-write"], id="memory-write", description="Remember")
+    return b.build(name=f"Agent {cfg.name}", chart_id=f"agent-{cfg.name}", description="ReAct loop")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -52,7 +53,35 @@ ALTER TABLE trackway_checkpoints ADD COLUMN IF NOT EXISTS answer BYTEA;
 ALTER TABLE trackway_runs ADD COLUMN IF NOT EXISTS sealed BYTEA;
 ALTER TABLE trackway_checkpoints ADD COLUMN IF NOT EXISTS sealed BYTEA;
 ALTER TABLE trackway_checkpoints ADD COLUMN IF NOT EXISTS sealed_answer BYTEA;
+-- an agent's memory (_memory_rows): entries numbered per scope and memory, and facts (one per
+-- key digest: a unique index), each read newest first along its primary key
+CREATE TABLE IF NOT EXISTS trackway_memory (
+    scope TEXT NOT NULL,
+    memory_id TEXT NOT NULL,
+    seq BIGINT NOT NULL,
+    kind TEXT NOT NULL,
+    written_at DOUBLE PRECISION NOT NULL,
+    doc BYTEA NOT NULL,
+    PRIMARY KEY (scope, memory_id, seq)
+);
+CREATE TABLE IF NOT EXISTS trackway_memory_facts (
+    scope TEXT NOT NULL,
+    memory_id TEXT NOT NULL,
+    seq BIGINT NOT NULL,
+    fact TEXT NOT NULL,
+    written_at DOUBLE PRECISION NOT NULL,
+    doc BYTEA NOT NULL,
+    PRIMARY KEY (scope, memory_id, seq, fact)
+);
+CREATE UNIQUE INDEX IF NOT EXISTS trackway_memory_facts_key
+    ON trackway_memory_facts (scope, memory_id, fact);
+-- the schema's version: a store opened by an older trackway than the one that wrote it is
+-- refused by name rather than written in a shape it does not know
+CREATE TABLE IF NOT EXISTS trackway_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
+SCHEMA_VERSION = 2
+"""The PostgreSQL schema's version (``trackway_meta``): 1 was every schema before the table
+(no memory tables), 2 adds an agent's memory."""
 
 
 _HELD = (
@@ -71,14 +100,38 @@ _NEWEST = (
     ("trackway_queue", "lease_token"),
     ("trackway_queue", "solo"),
     ("trackway_workers", "redacting"),
+    ("trackway_memory", "doc"),
+    ("trackway_memory_facts", "doc"),
+    ("trackway_meta", "value"),
 )
 """A column of each table, and every column a later version added: all present, the schema
 is this version's."""
 
 
+def _schema_version(db: Any) -> int | None:
+    """The version ``trackway_meta`` records (``None``: no such table, or no row: a schema
+    of version 1, or none yet)."""
+    if db.execute("SELECT to_regclass('trackway_meta')").fetchone()[0] is None:
+        return None
+    row = db.execute("SELECT value FROM trackway_meta WHERE name = 'schema_version'").fetchone()
+    return None if row is None else int(row[0])
+
+
+def _refuse_newer(version: int | None, where: str) -> None:
+    if version is not None and version > SCHEMA_VERSION:
+        raise StoreError(
+            f"the PostgreSQL schema at {where} is trackway schema version {version}, written by "
+            f"a newer trackway; this trackway reads schema version {SCHEMA_VERSION} and older. "
+            "Upgrade trackway to use it (it is left as it is), or point at another database "
+            "or schema (search_path)."
+        )
+
+
 def _schema_current(db: Any) -> bool:
-    """Whether the tables, columns and index this version uses are all there (one catalog
-    query, no lock taken)."""
+    """Whether the tables, columns and index this version uses are all there and the
+    recorded version is this one (catalog queries, no lock taken)."""
+    if _schema_version(db) != SCHEMA_VERSION:
+        return False
     found = db.execute(
         "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() "
         "AND (table_name, column_name) IN (SELECT * FROM unnest(%s::text[], %s::text[]))",
@@ -156,14 +209,24 @@ class PostgresStore(PgRunQueue, SqlRunStore):
                 # can deadlock with) the workers already writing these tables. Stores opened
                 # at once on a new database take turns (CREATE ... IF NOT EXISTS is not safe
                 # against itself), each asking again once it has the lock.
+                _refuse_newer(_schema_version(self._db), self.where)
                 if not _schema_current(self._db):
                     self._db.execute("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK,))
-                    if not _schema_current(self._db):
+                    _refuse_newer(_schema_version(self._db), self.where)
+                    if not _schema_current(self._db):  # an older schema is brought up to date
                         self._db.execute(_SCHEMA)
                         self._db.execute(QUEUE_SCHEMA)
+                        self._db.execute(
+                            "INSERT INTO trackway_meta VALUES ('schema_version', %s) ON CONFLICT "
+                            "(name) DO UPDATE SET value = excluded.value",
+                            (str(SCHEMA_VERSION),),
+                        )
         except psycopg.Error as exc:
             self._db.close()
             raise self._unreachable(exc) from None
+        except StoreError:  # a newer schema: left as it is
+            self._db.close()
+            raise
 
     def __repr__(self) -> str:
         return f"<PostgresStore {self.where}>"
@@ -272,6 +335,14 @@ class PostgresStore(PgRunQueue, SqlRunStore):
     def _insert_many(self, db: Any, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
         with db.cursor() as cur:
             cur.executemany(sql, rows)
+
+    def _memory_lock(self, db: Any, scope: str, memory_id: str) -> None:
+        """Writers of one scope and memory take turns (each numbers its entry after the
+        last): a transaction-scoped advisory lock on a digest of the pair."""
+        digest = hashlib.sha256(f"{scope}\x00{memory_id}".encode()).digest()
+        db.execute(
+            "SELECT pg_advisory_xact_lock(%s)", (int.from_bytes(digest[:8], "big", signed=True),)
+        )
 
     def _held_clause(self, run_id: str) -> tuple[str, tuple[Any, ...]]:
         token = self._fences.get(run_id)

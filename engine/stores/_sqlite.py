@@ -61,7 +61,7 @@ CREATE TABLE IF NOT EXISTS trackway_checkpoints (
 ) WITHOUT ROWID;
 """
 )
-SCHEMA_VERSION = 5  # PRAGMA user_version
+SCHEMA_VERSION = 6  # PRAGMA user_version
 # 3 -> 4: commits in written order, found through a unique index on id (see _COMMITS)
 _TO_4 = (
     "ALTER TABLE trackway_commits RENAME TO trackway_commits_v3;"
@@ -77,6 +77,31 @@ ALTER TABLE trackway_runs ADD COLUMN sealed BLOB;
 ALTER TABLE trackway_checkpoints ADD COLUMN sealed BLOB;
 ALTER TABLE trackway_checkpoints ADD COLUMN sealed_answer BLOB;
 """
+# 5 -> 6: an agent's memory (``_memory_rows``): entries numbered per scope and memory, and
+# facts (one per key digest: a unique index), each table clustered by (scope, memory, number)
+# so a recall reads one range of its primary key, newest first
+_TO_6 = """
+CREATE TABLE IF NOT EXISTS trackway_memory (
+    scope TEXT NOT NULL,
+    memory_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    written_at REAL NOT NULL,
+    doc BLOB NOT NULL,
+    PRIMARY KEY (scope, memory_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS trackway_memory_facts (
+    scope TEXT NOT NULL,
+    memory_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    fact TEXT NOT NULL,
+    written_at REAL NOT NULL,
+    doc BLOB NOT NULL,
+    PRIMARY KEY (scope, memory_id, seq, fact)
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX IF NOT EXISTS trackway_memory_facts_key
+    ON trackway_memory_facts (scope, memory_id, fact);
+"""
 _MIGRATIONS = {
     # 2 -> 3: run numbers never reused (AUTOINCREMENT, above the highest ever given out),
     # claims keep their answer
@@ -88,9 +113,11 @@ DROP TABLE trackway_runs_v2;
 ALTER TABLE trackway_checkpoints ADD COLUMN answer BLOB;
 """
     + _TO_4
-    + _TO_5,
-    3: _TO_4 + _TO_5,
-    4: _TO_5,
+    + _TO_5
+    + _TO_6,
+    3: _TO_4 + _TO_5 + _TO_6,
+    4: _TO_5 + _TO_6,
+    5: _TO_6,
 }
 _TABLES = {"trackway_runs", "trackway_commits", "trackway_checkpoints"}
 _UNDECODABLE = re.compile(r"Could not decode to UTF-8 column '([^']*)'")
@@ -157,6 +184,13 @@ class SqliteStore(SqlRunStore):
             ) from exc
         known = version == SCHEMA_VERSION or version in _MIGRATIONS
         empty = version == 0 and not tables
+        if version > SCHEMA_VERSION and tables >= _TABLES:
+            self._db.close()
+            raise StoreError(
+                f"{where} is a trackway store of schema version {version}, written by a newer "
+                f"trackway; this trackway reads schema version {SCHEMA_VERSION} and older. "
+                "Upgrade trackway to open it (it is left as it is), or point at another file."
+            )
         if not empty and not (known and tables >= _TABLES):
             self._db.close()
             found = f"schema version {version}" if version else "no trackway tables"
@@ -188,7 +222,7 @@ class SqliteStore(SqlRunStore):
         transaction."""
         if version == SCHEMA_VERSION:
             return
-        script = _SCHEMA + _TO_5 if version == 0 else _MIGRATIONS[version]
+        script = _SCHEMA + _TO_5 + _TO_6 if version == 0 else _MIGRATIONS[version]
         self._db.executescript(
             f"BEGIN IMMEDIATE; {script}; PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
         )

@@ -22,6 +22,7 @@ from ..core._snapshot import Snapshot
 from ._checkpoint import Checkpoint
 from ._damaged import DamagedRows, check_run_rows, stored_as
 from ._lease_fence import LeaseFence, lease_lost
+from ._memory_rows import SqlMemoryRows
 from ._paused import PausedRun, paused_run
 from ._sealed_rows import SealedRows
 from ._store import CheckpointClaim, CommitMeta, RunInfo, select_prunable, snapshot_from_rows
@@ -51,8 +52,9 @@ def initial_from_doc(doc: bytes) -> dict[str, bytes]:
     return {k: orjson.dumps(v) for k, v in orjson.loads(doc).items()}
 
 
-class SqlRunStore(SealedRows, LeaseFence, DamagedRows):
-    """The :class:`RunStore` interface on the trackway tables, for any SQL dialect here."""
+class SqlRunStore(SealedRows, LeaseFence, DamagedRows, SqlMemoryRows):
+    """The :class:`RunStore` interface on the trackway tables, for any SQL dialect here (and
+    :class:`~._memory_rows.MemoryRows` on its memory tables)."""
 
     _P = "?"
     _run_nos: dict[str, int]

@@ -26,6 +26,7 @@ from ..run._sinks import Sink
 from ._checkpoint import Checkpoint
 from ._damaged import corrupt
 from ._group_commit import group_sink
+from ._memory_rows import MemoryTables
 from ._paused import PausedRun, paused_run
 
 __all__ = [
@@ -181,14 +182,16 @@ def select_prunable(
     return sorted(chosen)
 
 
-class MemoryStore:
-    """A store in this process's memory: the same interface, nothing survives the process."""
+class MemoryStore(MemoryTables):
+    """A store in this process's memory: the same interface, nothing survives the process
+    (an agent's memory rows included)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._runs: dict[str, dict[str, Any]] = {}
         self._checkpoints: dict[str, bytes] = {}
         self._claimed: dict[str, bytes | None] = {}
+        self._init_memory()
 
     def __repr__(self) -> str:
         return f"<MemoryStore runs={len(self._runs)}>"

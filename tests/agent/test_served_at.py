@@ -18,6 +18,7 @@ from trackway.agent import (
     ReplayDivergence,
     classifier_scorer,
     define_instruction,
+    define_memory,
     define_skill,
     load_recording,
     mock,
@@ -34,7 +35,7 @@ from trackway.agent import (
     token_budget,
 )
 from trackway.agent.classify import ClassifierError, mock_classifier
-from trackway.engine import Snapshot, SqliteStore, thaw
+from trackway.engine import MemoryStore, Snapshot, SqliteStore, thaw
 from trackway.tools import (
     absent,
     allow,
@@ -182,6 +183,24 @@ def with_skills(builder, feature):
         builder.tool_choice(classifier=classifier, serve=serve)
 
 
+WHO = {"tenant": "t-1", "principal": "p'%_"}
+
+
+def memories(mode):
+    """The memories a drawn feature declares (``cut``: bounds that cut what is served)."""
+    cut = mode == "cut"
+    recent = define_memory("recent", turns=1 if cut else 3, max_chars=25 if cut else None)
+    if mode == "recent":
+        return [recent]
+    return [
+        recent,
+        define_memory("summary", summarize=lambda p, t: f"{p or ''}<{t.user[:5]}>"),
+        define_memory(
+            "facts", extract=lambda t: {t.user[:3]: t.answer[:4]}, max_facts=1 if cut else 9
+        ),
+    ]
+
+
 def deny_x(call, ctx):
     """A gate: calls whose query mentions x are denied."""
     return deny("no x queries") if "x" in str(call["args"].get("q", "")) else allow()
@@ -209,6 +228,8 @@ features = st.fixed_dictionaries(
         "choice": st.sampled_from([None, "all", "top1", "top2", "fail"]),
         # middleware at the tool doors: links that pass, rewrite, deny, scrub or withhold
         "middleware": st.sampled_from([None, "pass", "rewrite", "deny", "scrub", "withhold"]),
+        # memory recalled before the turn (filled by an earlier run for the same identity)
+        "memory": st.sampled_from([None, "recent", "all", "cut"]),
     }
 )
 
@@ -391,6 +412,13 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
         replies = with_ledgers(replies, feature)
     provider = mock(replies=replies)
     store = SqliteStore(tmp_path_factory.mktemp("db") / "runs.db") if feature["stored"] else None
+    who = None
+    if feature["memory"]:  # an earlier run of another agent fills the memory first
+        store = store or MemoryStore()
+        who = WHO
+        for said in ("earlier é\n", 'and "this"'):
+            earlier = Agent.create(provider=mock(reply=f"ok {said}"), model="m-1", store=store)
+            earlier.memory(*memories(feature["memory"])).build().run_sync(said, identity=who)
     builder = (
         Agent.create(
             provider=provider,
@@ -439,8 +467,10 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
         builder._skill_scoped = True  # skill_scoped_tools=True, on a builder made above
     with_skills(builder, feature)
     with_middleware(builder, feature)
+    if feature["memory"]:
+        builder.memory(*memories(feature["memory"]))
     agent = builder.build()
-    agent.run_sync("first question")
+    agent.run_sync("first question", identity=who)
     assert_law(agent, provider)
     if feature["middleware"] is None:  # not configured: no key, nothing changed
         assert "middleware_decisions" not in agent.snapshot().state
@@ -452,6 +482,9 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     for row in agent.snapshot().state.get("tool_results", []):
         if row.get("scrubbed"):  # the scrubbed letter reaches no request
             assert "A" not in served_tools[row["id"]]
+    if feature["memory"]:  # what was recalled is served after the system prompt
+        assert '[memory "recent"' in (provider.requests[0].system or "")
+        assert all(row["entries"] for row in agent.snapshot().state["memory_recall"])
     if store is not None:  # the stored log serves the same requests as the live one
         kept = store.load(agent.snapshot().run_id)
         for k, receipt in enumerate(receipts(agent), start=1):
@@ -503,7 +536,7 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     assert [c.stage_path for c in replayed.history()] == [c.stage_path for c in loaded.history()]
     if follow:
         used = len(provider.requests)
-        agent.run_sync("and then?", continue_from=agent.checkpoint())
+        agent.run_sync("and then?", continue_from=agent.checkpoint(), identity=who)
         assert_law(agent, provider, offset=used)
 
 

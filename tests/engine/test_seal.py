@@ -23,6 +23,7 @@ from trackway.engine import (
     SealError,
 )
 from trackway.engine.run._release import Released, StopSignal, driving_with
+from trackway.engine.stores._sqlite import SCHEMA_VERSION
 
 pytestmark = pytest.mark.usefixtures("async_backend")
 
@@ -186,4 +187,4 @@ def test_a_version_4_sqlite_store_is_migrated_to_keep_sealed_copies(tmp_path: Pa
     assert done.status == "done" and store.load(first).status == "done"
     store.close()
     with closing(sqlite3.connect(path)) as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (5,)
+        assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)

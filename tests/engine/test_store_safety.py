@@ -17,6 +17,7 @@ import pytest
 from trackway import Commit, Executor, MemoryStore, PostgresStore, SqliteStore, flow_chart
 from trackway.cli import main as cli
 from trackway.engine import RunTimeoutError, StoreError, StoreWriteError
+from trackway.engine.stores._sqlite import SCHEMA_VERSION
 
 from ..backends import run_async
 
@@ -110,7 +111,7 @@ def test_a_version_2_sqlite_store_is_migrated_keeping_its_runs(tmp_path):
     store.close()
     with closing(sqlite3.connect(path)) as db:
         numbers = dict(db.execute("SELECT run_id, run_no FROM trackway_runs").fetchall())
-        assert db.execute("PRAGMA user_version").fetchone() == (5,)
+        assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
     assert numbers == {"run-old": 7, new: 8}
 
 
@@ -162,7 +163,7 @@ def test_a_version_3_sqlite_store_is_migrated_keeping_every_commit(tmp_path):
     assert store.load(more.run_id) == more.snapshot
     store.close()
     with closing(sqlite3.connect(path)) as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (5,)
+        assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
         assert not _commit_table_keyed_by_id(db)
         assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
 
