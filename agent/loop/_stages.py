@@ -94,6 +94,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             settings["tool_choice_by"] = cfg.tool_choice.record()
         if cfg.middleware:  # which links stand at which doors: a replay mounts them
             settings["middleware"] = declared_links(cfg.middleware)
+            if cfg.parallel_tool_calls == 1:  # the links decide call by call, as they ran
+                settings["max_parallel_tool_calls"] = 1
         if cfg.memories:  # each call is served what memory-recall committed
             settings["memory"] = [memory.record() for memory in cfg.memories]
         if cfg.window is not None:  # what each call is served depends on it

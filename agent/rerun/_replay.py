@@ -222,6 +222,7 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
         pricing_table=cfg.pricing,
         cost_budget=budget_option(cfg.cost_budget),
         wrap_up_at_max_iterations=cfg.wrap_up,
+        max_parallel_tool_calls=cfg.parallel_tool_calls,
         stream=False,
     ).tools(tools[name] for name in cfg.registered)
     if cfg.providers:  # what they offered, call by call, from the recording

@@ -81,6 +81,7 @@ def agent_from_recording(snap: Snapshot) -> Agent:
         repeated_call_nudge=settings.get("repeated_call_nudge", True),
         pricing_table=settings.get("pricing"),
         cost_budget=budget_option(settings.get("cost_budget")),
+        max_parallel_tool_calls=settings.get("max_parallel_tool_calls", 4),
         stream=False,
     )
 
