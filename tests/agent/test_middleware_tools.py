@@ -6,12 +6,22 @@ from the record alone."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from trackway.agent import Agent, MiddlewareError, act, is_paused, mock, replay
-from trackway.engine import thaw
+from trackway.agent import (
+    Agent,
+    MiddlewareError,
+    act,
+    is_paused,
+    mock,
+    replay,
+    save_recording,
+)
+from trackway.engine import SqliteStore, thaw
+from trackway.recorders import narrative
 from trackway.tools import (
     ToolCallRefusedError,
     ToolContext,
@@ -172,7 +182,9 @@ def test_a_link_that_asks_pauses_and_the_chain_goes_on_from_the_next_link(decisi
     assert str(done) == "fine"
 
 
-def test_after_tool_links_withhold_and_scrub_and_the_model_never_reads_the_words() -> None:
+def test_after_tool_links_withhold_and_scrub_and_the_model_never_reads_the_words(
+    tmp_path: Path,
+) -> None:
     def hide_cards(call: dict[str, Any], result: dict[str, Any], ctx: ToolContext) -> Any:
         return scrub(lambda text: text.replace(SECRET, "[card]"), "card numbers")
 
@@ -182,18 +194,30 @@ def test_after_tool_links_withhold_and_scrub_and_the_model_never_reads_the_words
     provider = mock(
         replies=[calls(("a", "lookup", {"city": "Rome"}), ("b", "lookup", {"city": "Oslo"})), "ok"]
     )
+    story = narrative(max_value_chars=10_000)
+    events: list[Any] = []
     agent = (
-        Agent.create(provider=provider, model="m")
+        Agent.create(provider=provider, model="m", store=SqliteStore(tmp_path / "runs.db"))
         .tool(lookup)
         .middleware(act(after_tool=hide_cards), act(after_tool=no_oslo))
+        .recorder(story)
         .build()
     )
+    agent.on("*", events.append)
     agent.run_sync("weather?")
     for request in provider.requests:  # every request the model was sent
         assert SECRET not in request.model_dump_json()
     st = state(agent)
-    assert SECRET not in json.dumps(st)  # nor anything the run committed
+    # nor anything the run left: state, commits, the store file, a recording, events, story
+    assert SECRET not in json.dumps(st)
     assert SECRET not in json.dumps([list(e) for e in agent.snapshot().history()], default=str)
+    for stored in tmp_path.glob("runs.db*"):
+        assert SECRET.encode() not in stored.read_bytes()
+    save_recording(agent, tmp_path / "rec.jsonl")
+    assert SECRET not in (tmp_path / "rec.jsonl").read_text()
+    assert events and SECRET not in json.dumps([e.payload for e in events], default=str)
+    told = story.text(agent.snapshot().run_id)
+    assert "lookup" in told and SECRET not in told
     rome, oslo = st["tool_results"]
     assert rome["scrubbed"] is True and rome["status"] == "success"
     assert oslo["withheld"] is True and oslo["status"] == "denied"

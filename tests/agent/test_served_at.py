@@ -37,6 +37,7 @@ from trackway.agent import (
 from trackway.agent.classify import ClassifierError, mock_classifier
 from trackway.engine import MemoryStore, Snapshot, SqliteStore, thaw
 from trackway.tools import (
+    ToolCallRefusedError,
     absent,
     allow,
     coverage,
@@ -72,6 +73,22 @@ async def slow_lookup(args, ctx):
 
 ASYNC_TOOL = define_tool(
     name="lookup", description="Look things up.", input_schema=SCHEMA, execute=slow_lookup
+)
+
+
+async def relay(args, ctx):
+    """Look up through the agent's own lookup (its checks, gates and links), and once more
+    with arguments its schema refuses."""
+    got = await ctx.tools.call("lookup", {"q": args["q"]})
+    try:
+        await ctx.tools.call("lookup", {"q": 1})
+    except ToolCallRefusedError as exc:
+        return f"{got.status}: {got} | {exc}"
+    raise AssertionError("a refused nested call ran")
+
+
+RELAY = define_tool(
+    name="relay", description="Look up by relay.", input_schema=SCHEMA, execute=relay
 )
 
 
@@ -228,6 +245,8 @@ features = st.fixed_dictionaries(
         "choice": st.sampled_from([None, "all", "top1", "top2", "fail"]),
         # middleware at the tool doors: links that pass, rewrite, deny, scrub or withhold
         "middleware": st.sampled_from([None, "pass", "rewrite", "deny", "scrub", "withhold"]),
+        # a tool that calls a tool (ctx.tools.call): nested rows on the calling row
+        "nested": st.booleans(),
         # memory recalled before the turn (filled by an earlier run for the same identity)
         "memory": st.sampled_from([None, "recent", "all", "cut"]),
     }
@@ -296,6 +315,8 @@ tool_call = st.one_of(
     st.just({"name": "lookup", "args": {"q": "boom"}}),  # the tool raises
     st.just({"name": "lookup", "args": {"wrong": 1}}),  # bad arguments
     st.just({"name": "missing", "args": {}}),  # an unknown tool
+    # a tool that calls lookup through ctx.tools.call (unknown unless feature["nested"])
+    st.builds(lambda q: {"name": "relay", "args": {"q": q}}, texts),
     # the skills' tools and doors (unknown tools to an agent without skills)
     st.builds(lambda q: {"name": "mover", "args": {"q": q}}, st.sampled_from("abcxyzé-")),
     st.just({"name": "pusher", "args": {"q": "p"}}),
@@ -467,6 +488,8 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
         builder._skill_scoped = True  # skill_scoped_tools=True, on a builder made above
     with_skills(builder, feature)
     with_middleware(builder, feature)
+    if feature["nested"]:
+        builder.tool(RELAY)
     if feature["memory"]:
         builder.memory(*memories(feature["memory"]))
     agent = builder.build()
@@ -482,6 +505,9 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     for row in agent.snapshot().state.get("tool_results", []):
         if row.get("scrubbed"):  # the scrubbed letter reaches no request
             assert "A" not in served_tools[row["id"]]
+        if row["name"] == "relay" and row["status"] == "success":  # both nested calls
+            assert [n["id"] for n in row["nested"]] == [f"{row['id']}.1", f"{row['id']}.2"]
+            assert row["nested"][1]["status"] == "refused"
     if feature["memory"]:  # what was recalled is served after the system prompt
         assert '[memory "recent"' in (provider.requests[0].system or "")
         assert all(row["entries"] for row in agent.snapshot().state["memory_recall"])
