@@ -124,6 +124,7 @@ ROW_FLAGS = (
     "nested",
     "consent",
     "masked",
+    "redacted",
 )
 """Row keys a replay takes from the recording as they were."""
 

@@ -52,6 +52,7 @@ def context(
     on_session: Any = None,
     on_run: Any = None,
     tools: Any = None,
+    on_redact: Any = None,
 ) -> ToolContext:
     """What a gate or a tool knows about the call (the rest: the call's cancel scope,
     progress channel and hooks, when it runs)."""
@@ -71,6 +72,8 @@ def context(
             "on_run": on_run,
             "tools": tools,
             "credentials": _NO_CREDENTIALS,
+            "on_redact": on_redact,
+            "redaction": scope.redaction,
         }
     )
 
@@ -245,6 +248,7 @@ async def _execute(
         on_session=hooks.on_session,
         on_run=inner.append,
         tools=nested,
+        on_redact=hooks.redact,
     )
     # a weak reference: the context holds on_session, so a strong one would make a cycle
     # (the call's scope and everything it holds left for the garbage collector)
@@ -274,8 +278,8 @@ async def _execute(
             {"kind": "raised", "type": type(exc).__name__, "message": said},
         )
         marker = hidden_errors(scope)
-        if marker is None and secrets:  # the traceback could quote a credential
-            marker = MASK
+        if marker is None and (secrets or hooks.redacted):  # the traceback could quote one
+            marker = MASK if secrets else "[REDACTED]"
         if marker is None:
             _log.error(
                 "tool %r raised %s in run %s (call %s); the model reads: %s",
@@ -300,6 +304,8 @@ async def _execute(
         await sessions.close(sessions.due(call_id=call["id"]), "call_end", emit)
     runs = tuple(inner)
     calls: dict[str, Any] | None = {"nested": nested.rows} if nested.rows else None
+    if hooks.redacted:  # the record hides what this call marked: it cannot rebuild requests
+        calls = {**(calls or {}), "redacted": hooks.redacted}
     if isinstance(result, _Failed):
         flags = None if result.error is None else {"error": result.error}
         if calls:
@@ -341,7 +347,7 @@ class _CallHooks:
     agent's events and its session registrations (one object per call, not three
     closures)."""
 
-    __slots__ = ("call", "context", "iteration", "name", "scope", "sessions")
+    __slots__ = ("call", "context", "iteration", "name", "redacted", "scope", "sessions")
 
     def __init__(
         self, scope: TrackedScope, call: Mapping[str, Any], name: str, iteration: int, sessions: Any
@@ -349,6 +355,11 @@ class _CallHooks:
         self.scope, self.call, self.name, self.iteration = scope, call, name, iteration
         self.sessions = sessions
         self.context: weakref.ref[ToolContext] | None = None
+        self.redacted = 0  # values the call marked hidden (ctx.redact)
+
+    def redact(self, text: str) -> None:
+        self.scope.hide_value(text)
+        self.redacted += 1
 
     def progress(self, payload: Any) -> None:
         event = {"id": self.call["id"], "name": self.name, "iteration": self.iteration}

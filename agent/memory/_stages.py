@@ -53,7 +53,8 @@ def memory_stages(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
 
     async def memory_write(scope: Scope) -> None:
         where = scope_of(scope.get("identity"), scope.run_id)
-        turn = stored_turn(scope.redaction, scope["user_message"], scope["final_answer"])
+        unquoted = getattr(scope, "unquoted", None)  # the engine's scope masks marked texts
+        turn = stored_turn(scope.redaction, scope["user_message"], scope["final_answer"], unquoted)
         rows: list[dict[str, Any]] = []
         for memory in memories:
             try:

@@ -116,6 +116,13 @@ def served_at(record: Record, k: int, *, member: str | None = None) -> LLMReques
 
 def _check_not_redacted(state: Any, what: str) -> None:
     """A record whose conversation was redacted cannot be rebuilt: say so, by name."""
+    marked = [r["id"] for r in state.get("tool_results", ()) if r.get("redacted")]
+    if marked:
+        raise RedactedRecordError(
+            f"{what}: tool calls {', '.join(marked)} marked values hidden (ctx.redact), and "
+            "this record keeps a marker where they were, so the requests cannot be rebuilt "
+            "from it. Check receipts(record) (hashes, usage) instead"
+        )
     history = state.get("history")
     if isinstance(history, str):  # the policy's marker where the messages were
         raise RedactedRecordError(

@@ -53,6 +53,14 @@ class Scope(Protocol):
         record, such as a log line, hides what the policy hides."""
         ...
 
+    def hide_value(self, text: str) -> None:
+        """Mask ``text`` wherever this run's record goes from now on: the store's rows, the
+        snapshot, recordings, recorders and events keep a marker in its place inside any
+        string (the live run, and what a stage reads, keep the real value). For a secret a
+        stage fetched: mark it before it is written. The text itself is kept by the run
+        only; a run resumed elsewhere does not know it."""
+        ...
+
     def run_local(self, key: Hashable, factory: Callable[[], _T]) -> _T:
         """A value that lives and dies with this run, made by ``factory()`` on first use.
 

@@ -25,6 +25,7 @@ from ..core._commit import Commit, EmittedEvent, ErrorInfo, Write
 from ..core._detail import CommitDetail, Condition, DecisionEvidence, RuleEvidence
 from ..core._errors import ConfigurationError
 from ..core._values import FrozenDict, FrozenList, thaw, to_bytes
+from ._hidden_values import HiddenValues
 from ._seal import Seal
 
 __all__ = ["MARKER", "RedactionPolicy", "Redactor"]
@@ -101,6 +102,21 @@ class Redactor:
         self._verdicts: dict[str, str | None] = {}
         self._emit_verdicts: dict[str, str | list[list[str]] | None] = {}
         self._item_frames: list[str] = []  # for-each branches over a hidden key
+        self.hidden: HiddenValues | None = None
+        """Texts a stage marked hidden in this run (``hide_value``), masked everywhere."""
+
+    def hide_value(self, text: str) -> None:
+        """Mask ``text`` wherever a retained surface would keep it, from now on."""
+        if self.hidden is None:
+            self.hidden = HiddenValues(self.marker)
+        self.hidden.add(text)
+
+    def _unquoted(self, value: Any) -> Any:
+        """``value`` with the marked texts masked (the same object when none is in it)."""
+        hidden = self.hidden
+        if hidden is None or isinstance(value, (int, float, bool)) or value is None:
+            return value
+        return hidden.mask(thaw(value)) if hidden.found_in(to_bytes(value)) else value
 
     def verdict(self, key: str) -> str | None:
         """``"whole"``, ``"fields"`` or ``None`` for a state key."""
@@ -121,7 +137,7 @@ class Redactor:
         """The retained form of ``key``'s value."""
         v = self.verdict(key)
         if v is None:
-            return value
+            return value if self.hidden is None else self._unquoted(value)
         if v == _WHOLE:
             return self.marker
         return self._mask(thaw(value), key)
@@ -151,6 +167,14 @@ class Redactor:
 
     def write(self, w: Write, also: tuple[str, ...] = ()) -> Write:
         """The retained form of a write; ``also`` names keys hidden in this commit only."""
+        kept = self._write(w, also)
+        hidden = self.hidden
+        if hidden is None or kept[0] == "delete" or not hidden.found_in(kept[2]):
+            return kept
+        masked = hidden.mask(thaw(kept[3]))
+        return (kept[0], kept[1], to_bytes(masked), masked)
+
+    def _write(self, w: Write, also: tuple[str, ...]) -> Write:
         kind, key, _, raw = w
         v = _WHOLE if key in also else self.verdict(key)
         if kind == "delete":
@@ -197,16 +221,22 @@ class Redactor:
         """The retained form of an event's payload (the same object when nothing is hidden)."""
         v = self.emit_verdict(name)
         if v is None:
-            return payload
-        if isinstance(v, str):  # "whole"
+            kept = payload
+        elif isinstance(v, str):  # "whole"
             return self.marker
-        original = masked = thaw(payload)
-        for path in v:
-            masked = _mask_path(masked, path, self.marker)
-        return payload if masked == original else masked
+        else:
+            original = masked = thaw(payload)
+            for path in v:
+                masked = _mask_path(masked, path, self.marker)
+            kept = payload if masked == original else masked
+        return kept if self.hidden is None else self._unquoted(kept)
 
     def _event(self, event: EmittedEvent) -> EmittedEvent:
         v = self.emit_verdict(event.name)
+        hidden = self.hidden
+        if hidden is not None and hidden.found_in(event.data):
+            masked = self.payload(event.name, orjson.loads(event.data))
+            return EmittedEvent(event.name, to_bytes(masked))
         if v is None:
             return event
         if isinstance(v, str):  # "whole"
@@ -233,7 +263,8 @@ class Redactor:
     def run_error(self, info: ErrorInfo, exc: BaseException) -> ErrorInfo:
         """What a run's outcome keeps of the error it ended with (masked under ``errors``)."""
         if not self.errors:
-            return info
+            said = self._unquoted(info.message)
+            return info if said is info.message else ErrorInfo(info.type, said)
         return ErrorInfo(info.type, self.error_text(info.message, exc))
 
     def error_text(self, message: str, exc: BaseException) -> str:
@@ -294,6 +325,10 @@ class Redactor:
             kept = tuple(self._event(e) for e in events)
             if any(a is not b for a, b in zip(kept, events, strict=True)):
                 events = kept
+        if self.hidden is not None and events is c.events and events:
+            kept = tuple(self._event(e) for e in events)
+            if any(a is not b for a, b in zip(kept, events, strict=True)):
+                events = kept
         if not changed and detail is c.detail and events is c.events:
             return c
         return c._replace(writes=writes, detail=detail, events=events)
@@ -305,6 +340,8 @@ class Redactor:
         ``pauses``, the pause payload and the resume value)."""
         if detail is None:
             return detail
+        if self.hidden is not None:
+            detail = self._unquoted(detail)
         if self.policy.pauses and ("pause" in detail or "resume" in detail):
             detail = dict(detail)  # type: ignore[assignment]
             if "pause" in detail:
@@ -320,7 +357,7 @@ class Redactor:
 
     def pause_value(self, value: Any) -> Any:
         """A pause payload or resume value as retained surfaces keep it."""
-        return self.marker if self.policy.pauses else value
+        return self.marker if self.policy.pauses else self._unquoted(value)
 
     def evidence(self, evidence: DecisionEvidence, also: tuple[str, ...] = ()) -> DecisionEvidence:
         """The retained form of decision evidence (the same object when nothing is hidden)."""

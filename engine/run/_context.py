@@ -199,6 +199,16 @@ class RunContext:
         if tap is not None and tap.waiting:
             await tap.make_room()
 
+    def hide_value(self, text: str) -> None:
+        """Mask ``text`` on every retained surface of this run from now on (its store rows,
+        snapshot, recorders, events); a run without a redaction policy gets an empty one."""
+        if self.redactor is None:
+            from ..observe._redact import RedactionPolicy
+
+            self.redactor = Redactor(RedactionPolicy())
+            self.recorders.redactor = self.redactor
+        self.redactor.hide_value(text)
+
     def append(self, commit: Commit) -> None:
         self.log.append(commit)  # the live log keeps real values (resume needs them)
         stored = commit

@@ -104,6 +104,21 @@ class TrackedScope:
         redactor = self._strand.run.redactor
         return None if redactor is None else redactor.policy
 
+    def hide_value(self, text: str) -> None:
+        if not isinstance(text, str) or not text:
+            raise TypeError(
+                f"hide_value(text) hides a non-empty str, not {text!r}: pass the text as it "
+                "would appear in the record"
+            )
+        self._strand.run.hide_value(text)
+
+    def unquoted(self, text: str) -> str:
+        """``text`` with the texts this run hides (``hide_value``) masked: for what goes
+        outside the record, such as a log line."""
+        redactor = self._strand.run.redactor
+        hidden = None if redactor is None else redactor.hidden
+        return text if hidden is None else str(hidden.mask(text))
+
     def run_local(self, key: Hashable, factory: Callable[[], _T]) -> _T:
         return self._strand.run.locals.get(key, factory)
 

@@ -47,9 +47,28 @@ class ToolContext:
     tools: Any = field(default=None, repr=False)
     """``await ctx.tools.call(name, args)``: call another tool of the agent through the same
     checks, gates and middleware (``None`` outside an agent's tool call)."""
+    on_redact: Callable[[str], None] | None = field(default=None, repr=False)
+    redaction: Any = field(default=None, repr=False)
+    """The calling run's redaction policy (``None`` without one): hand it to an inner run
+    (``Agent.create(redact=ctx.redaction)``) to keep the same names out of its records."""
     credentials: Mapping[str, str] = field(default_factory=dict, repr=False)
     """The credentials this call was given (the tool's ``needs``, consented to): read them
     with :meth:`credential`."""
+
+    def redact(self, value: str) -> str:
+        """Mark ``value`` hidden wherever the run's record goes (store rows, snapshots,
+        recordings, events, the narrative, the log), from now on, and return it. The model
+        and the live run still read it; mark a secret before the tool returns it. A record
+        that hides such values cannot rebuild its requests (``served_at`` says so). Outside
+        an agent's call there is no record: the value is returned as it is."""
+        if not isinstance(value, str) or not value:
+            raise TypeError(
+                f"{self.tool_name}: ctx.redact(value) hides a non-empty str, not {value!r}; "
+                "pass the text as the result or the record would quote it (str(value))"
+            )
+        if self.on_redact is not None:
+            self.on_redact(value)
+        return value
 
     def credential(self, name: str) -> str:
         """The value of credential ``name`` for this call: the tool must declare it
