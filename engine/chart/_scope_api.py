@@ -61,6 +61,11 @@ class Scope(Protocol):
         only; a run resumed elsewhere does not know it."""
         ...
 
+    def unquoted(self, text: str) -> str:
+        """``text`` with every text this run hides (:meth:`hide_value`) masked: for what a
+        stage writes outside the record, such as a log line or a row in another system."""
+        ...
+
     def run_local(self, key: Hashable, factory: Callable[[], _T]) -> _T:
         """A value that lives and dies with this run, made by ``factory()`` on first use.
 
