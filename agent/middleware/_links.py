@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from trackway.tools.define._gate import GateDecision
 
-from ..messages._errors import AgentBuildError, MiddlewareError
+from ..messages._errors import AgentBuildError, MiddlewareError, MiddlewareFailedError
 
 __all__ = ["DOORS", "Door", "Middleware", "act", "decide", "link_name"]
 
@@ -91,12 +91,26 @@ def link_name(fn: Callable[..., Any], door: str) -> str:
 
 async def decide(link: Middleware, door: Door, *args: Any) -> GateDecision:
     """What ``link`` decides at ``door`` (awaited when it is async); a return value the door
-    cannot take raises :class:`MiddlewareError`, naming the link and what it may return."""
+    cannot take raises :class:`MiddlewareError`, naming the link and what it may return, and
+    a link that raises, :class:`MiddlewareFailedError` naming it (its exception the
+    cause)."""
     fn = link.at(door)
     assert fn is not None
-    value = fn(*args)
-    if inspect.isawaitable(value):
-        value = await value
+    try:
+        value = fn(*args)
+        if inspect.isawaitable(value):
+            value = await value
+    except Exception as exc:
+        said = str(exc)
+        refuse = "withhold(reason)" if door == "after_tool" else "deny(reason)"
+        raise MiddlewareFailedError(
+            f"middleware {link.name!r} at the {door} door raised {type(exc).__name__}: "
+            f"{said}; a link decides by returning a decision: fix it, or catch what it "
+            f"raises and return {refuse}",
+            middleware=link.name,
+            door=door,
+            quoted=said,
+        ) from exc
     if value is None:
         return GateDecision("allow")
     allowed = DOORS[door]

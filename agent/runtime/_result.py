@@ -69,7 +69,8 @@ def result_of(
     snapshot is redacted; ``paused``: the question it waits on, with no answer yet)."""
     state = snapshot.state if state is None else state
     answer = str(state.get("final_answer", ""))
-    history = [Message.model_validate(m) for m in thaw(state["history"])]
+    # a message an input link refused was never admitted: no history
+    history = [Message.model_validate(m) for m in thaw(state.get("history", ()))]
     if paused is None:
         history.append(Message(role="assistant", content=answer))
     stopped = state.get("stopped_early")
