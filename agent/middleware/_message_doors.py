@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 from trackway.engine import Scope, thaw
+from trackway.engine.run._scope import TrackedScope
 from trackway.tools import Identity
 from trackway.tools.define._gate import UNCHANGED, GateDecision
 
@@ -19,8 +20,8 @@ from ..messages._errors import (
     MessageDeniedError,
     MiddlewareError,
 )
-from ._ledger import decision_row, record_decisions
-from ._links import Middleware, decide
+from ._ledger import DECISIONS_KEY, decision_row, record_decisions
+from ._links import Middleware, decide, decide_now
 
 __all__ = [
     "DENIED_KEY",
@@ -30,6 +31,7 @@ __all__ = [
     "message_context",
     "refuse",
     "walk_message",
+    "walk_message_now",
 ]
 
 DENIED_KEY = "message_denied"
@@ -77,6 +79,45 @@ class Passed(NamedTuple):
     rewrites: list[tuple[str, str]]
 
 
+class _Walk:
+    """One walk of a door's links over a message: what passed so far, and the rows."""
+
+    __slots__ = ("by", "ctx", "current", "denied", "door", "rewrites", "role", "rows")
+
+    def __init__(self, door: MessageDoor, text: str, ctx: MessageContext) -> None:
+        self.door, self.ctx, self.current = door, ctx, text
+        self.role = "user" if door == "input" else "assistant"
+        self.rows: list[dict[str, Any]] = []
+        self.rewrites: list[tuple[str, str]] = []
+        self.denied: GateDecision | None = None
+        self.by = ""
+
+    def message(self) -> dict[str, Any]:
+        """What the next link is handed: the message as the links before it left it."""
+        return {"role": self.role, "content": self.current, "door": self.door}
+
+    def took(self, link: Middleware, decision: GateDecision) -> bool:
+        """Take ``link``'s decision; whether the walk goes on."""
+        changed = False
+        if decision.kind == "allow" and decision.value is not UNCHANGED:
+            value = _text(link, self.door, decision.value)
+            changed = value != self.current
+            if changed:
+                self.current = value
+                self.rewrites.append((link.name, value))
+        door, iteration = self.door, self.ctx.iteration
+        self.rows.append(decision_row(link.name, door, iteration, decision, changed=changed))
+        if decision.kind == "deny":
+            self.denied, self.by = decision, link.name
+            return False
+        return True
+
+    def passed(self, scope: Scope) -> Passed:
+        """The rows on the ledger (each announced), and what came out of the door."""
+        _record(scope, self.rows)
+        return Passed(self.current, self.rows, self.denied, self.by, self.rewrites)
+
+
 async def walk_message(
     scope: Scope,
     links: Sequence[Middleware],
@@ -88,30 +129,45 @@ async def walk_message(
     left it (``{"role", "content", "door"}``); a rewriting ``allow(new_text, reason)``
     hands the next link the new text, a ``deny(reason)`` stops the walk. The rows are
     appended to the ledger; each link may call ``agent.emit`` while it decides."""
-    role = "user" if door == "input" else "assistant"
-    rows: list[dict[str, Any]] = []
-    rewrites: list[tuple[str, str]] = []
-    current = text
+    walk = _Walk(door, text, ctx)
     token = CURRENT_SCOPE.set(scope)
     try:
         for link in links:
-            message = {"role": role, "content": current, "door": door}
-            decision = await decide(link, door, message, ctx)
-            changed = False
-            if decision.kind == "allow" and decision.value is not UNCHANGED:
-                value = _text(link, door, decision.value)
-                changed = value != current
-                if changed:
-                    current = value
-                    rewrites.append((link.name, value))
-            rows.append(decision_row(link.name, door, ctx.iteration, decision, changed=changed))
-            if decision.kind == "deny":
-                record_decisions(scope, rows)
-                return Passed(current, rows, decision, link.name, rewrites)
+            if not walk.took(link, await decide(link, door, walk.message(), ctx)):
+                break
     finally:
         CURRENT_SCOPE.reset(token)
-    record_decisions(scope, rows)
-    return Passed(current, rows, None, "", rewrites)
+    return walk.passed(scope)
+
+
+def walk_message_now(
+    scope: Scope,
+    links: Sequence[Middleware],
+    door: MessageDoor,
+    text: str,
+    ctx: MessageContext,
+) -> Passed:
+    """:func:`walk_message` over links none of which is async: no coroutine, no await."""
+    walk = _Walk(door, text, ctx)
+    token = CURRENT_SCOPE.set(scope)
+    try:
+        for link in links:
+            if not walk.took(link, decide_now(link, door, walk.message(), ctx)):
+                break
+    finally:
+        CURRENT_SCOPE.reset(token)
+    return walk.passed(scope)
+
+
+def _record(scope: Scope, rows: list[dict[str, Any]]) -> None:
+    """:func:`record_decisions` for rows of plain JSON the walk built (the text a link
+    passed is checked to be a str), handed over without a second check."""
+    if type(scope) is not TrackedScope:
+        record_decisions(scope, rows)
+        return
+    scope._extend_built(DECISIONS_KEY, rows)
+    for row in rows:
+        scope._emit_built("middleware.decided", {k: v for k, v in row.items() if k != "value"})
 
 
 def _text(link: Middleware, door: MessageDoor, value: Any) -> str:

@@ -14,14 +14,22 @@ the next answer the same way. The ``final`` stage hands back what the links pass
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from trackway.engine import Decision, Scope
 
 from ..context._config import AgentConfig
 from ._ledger import DECISIONS_KEY
-from ._message_doors import Passed, message_context, refuse, walk_message
+from ._links import is_async
+from ._message_doors import (
+    MessageContext,
+    Passed,
+    message_context,
+    refuse,
+    walk_message,
+    walk_message_now,
+)
 
 __all__ = ["BROKEN_BY_KEY", "answering", "passed_answer"]
 
@@ -37,26 +45,45 @@ def answering(
     route: Callable[[Scope], Decision],
     person_answer: Callable[[Scope, str], str],
     judge: Callable[[str], str | None] | None,
-) -> Callable[[Scope], Awaitable[Decision]]:
+) -> Callable[[Scope], Any]:
     """The ``route`` decider behind the output door. ``person_answer(scope, content)``: the
     answer as the person would get it; ``judge(text)``: the output schema's error for
-    ``text`` (``None``: it matches), when the agent has a schema."""
+    ``text`` (``None``: it matches), when the agent has a schema. A plain function when no
+    link there is async."""
     links = cfg.links("output")
+
+    def answered(scope: Scope, decision: Decision, answer: str, passed: Passed) -> Decision:
+        if passed.denied is not None:
+            refuse(scope, passed, "output", scope["iteration"])
+            return Decision("final", {**decision.evidence, "chosen": "final", "denied": passed.by})
+        if judge is None or not passed.rewrites:
+            return decision
+        return _judged(scope, decision, answer, passed, judge)
+
+    def opened(scope: Scope) -> tuple[str, MessageContext]:
+        """The answer as the person would get it, and the links' context."""
+        answer = person_answer(scope, scope["response"].get("content", ""))
+        return answer, message_context(scope, cfg.name, "output", scope["iteration"])
+
+    if not any(is_async(link, "output") for link in links):
+
+        def route_answering_now(scope: Scope) -> Decision:
+            decision = route(scope)
+            if decision.branch not in _ENDS:
+                return decision
+            answer, ctx = opened(scope)
+            passed = walk_message_now(scope, links, "output", answer, ctx)
+            return answered(scope, decision, answer, passed)
+
+        return route_answering_now
 
     async def route_answering(scope: Scope) -> Decision:
         decision = route(scope)
         if decision.branch not in _ENDS:
             return decision
-        answer = person_answer(scope, scope["response"].get("content", ""))
-        iteration = scope["iteration"]
-        ctx = message_context(scope, cfg.name, "output", iteration)
+        answer, ctx = opened(scope)
         passed = await walk_message(scope, links, "output", answer, ctx)
-        if passed.denied is not None:
-            refuse(scope, passed, "output", iteration)
-            return Decision("final", {**decision.evidence, "chosen": "final", "denied": passed.by})
-        if judge is None or not passed.rewrites:
-            return decision
-        return _judged(scope, decision, answer, passed, judge)
+        return answered(scope, decision, answer, passed)
 
     return route_answering
 
