@@ -414,6 +414,27 @@ def test_async_links_are_awaited() -> None:
     assert provider.requests[0].messages[-1].content == "really?"
 
 
+def test_an_async_callable_object_is_awaited_and_a_hidden_coroutine_is_refused() -> None:
+    class Admit:
+        async def __call__(self, message: dict[str, Any], ctx: MessageContext) -> Any:
+            return allow(message["content"] + "!", "excited")
+
+    async def later(message: dict[str, Any], ctx: MessageContext) -> Any:
+        return None
+
+    provider = mock(replies=["ok", "ok"])
+    agent = Agent.create(provider=provider, model="m").input_middleware(Admit(), name="admit")
+    assert agent.build().run_sync("hi") == "ok"
+    assert provider.requests[0].messages[-1].content == "hi!"
+    sneaky = (
+        Agent.create(provider=provider, model="m")
+        .middleware(act(name="sneaky", output=lambda m, c: later(m, c)))
+        .build()
+    )
+    with pytest.raises(MiddlewareError, match="'sneaky' .* not async def: declare it async def"):
+        sneaky.run_sync("hi")
+
+
 @pytest.mark.parametrize(
     ("door", "returned", "said"),
     [
