@@ -37,11 +37,15 @@ from .messages._conversation import Conversation as Conversation
 from .messages._errors import AgentBuildError as AgentBuildError
 from .messages._errors import AgentError as AgentError
 from .messages._errors import AgentNotRunError as AgentNotRunError
+from .messages._errors import AnswerDeniedError as AnswerDeniedError
 from .messages._errors import ConversationFormatError as ConversationFormatError
 from .messages._errors import DecisionRequiredError as DecisionRequiredError
+from .messages._errors import InputRefusedError as InputRefusedError
 from .messages._errors import InvalidAnswerError as InvalidAnswerError
 from .messages._errors import InvalidRunInputError as InvalidRunInputError
+from .messages._errors import MessageDeniedError as MessageDeniedError
 from .messages._errors import MiddlewareError as MiddlewareError
+from .messages._errors import MiddlewareFailedError as MiddlewareFailedError
 from .messages._errors import NoConversationError as NoConversationError
 from .messages._errors import OutputContractError as OutputContractError
 from .messages._errors import PendingQuestionError as PendingQuestionError
@@ -64,6 +68,7 @@ from .messages._redaction import conversation_redaction as conversation_redactio
 from .messages._usage import RunUsage as RunUsage
 from .middleware._links import Middleware as Middleware
 from .middleware._links import act as act
+from .middleware._message_doors import MessageContext as MessageContext
 from .offer._tool_choice import TOOL_CHOICE_QUESTION as TOOL_CHOICE_QUESTION
 from .providers._anthropic import AnthropicProvider as AnthropicProvider
 from .providers._anthropic import anthropic as anthropic
@@ -135,6 +140,7 @@ __all__ = [
     "AgentNotRunError",
     "AgentResult",
     "AgentStream",
+    "AnswerDeniedError",
     "AnthropicProvider",
     "Classifier",
     "ClassifierError",
@@ -151,6 +157,7 @@ __all__ = [
     "EntryRequest",
     "EntryScorer",
     "EntryScoring",
+    "InputRefusedError",
     "Instruction",
     "InvalidAnswerError",
     "InvalidRunInputError",
@@ -162,8 +169,11 @@ __all__ = [
     "MemoryDefinition",
     "MemoryTurn",
     "Message",
+    "MessageContext",
+    "MessageDeniedError",
     "Middleware",
     "MiddlewareError",
+    "MiddlewareFailedError",
     "MissingAPIKeyError",
     "MockClassifier",
     "MockClassifierExhaustedError",

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import _agent_memory as memory_case
+import _agent_middleware as middleware_case
 import _agent_skills as skills_case
 from _common import (
     RESULTS_DIR,
@@ -1010,9 +1011,9 @@ def main() -> int:
     ap.add_argument("--profile", action="store_true", help="(kept for scripts: always on)")
     ap.add_argument(
         "--only",
-        choices=["skills", "memory"],
+        choices=["skills", "memory", "middleware"],
         help="run one case alone (skills: writes results/bench_agent_skills.json; memory: "
-        "results/bench_agent_memory.json)",
+        "results/bench_agent_memory.json; middleware: results/bench_agent_middleware.json)",
     )
     args = ap.parse_args()
 
@@ -1024,6 +1025,8 @@ def main() -> int:
         return skills_only(skill_sizes)
     if args.only == "memory":
         return memory_only()
+    if args.only == "middleware":
+        return middleware_only(middleware_case.CALLS[:2] if args.quick else middleware_case.CALLS)
 
     peers: list[str] = []
     notes: list[str] = []
@@ -1178,6 +1181,30 @@ def memory_only() -> int:
     versions = {"trackway": dist_version("trackway"), "orjson": dist_version("orjson")}
     doc = {"versions": versions, "memory": memory, "targets": targets, "notes": [memory_case.NOTE]}
     path = write_json("bench_agent_memory", doc)
+    print(f"\nwrote {path}")
+    return 0
+
+
+def middleware_only(sizes: tuple[int, ...]) -> int:
+    """``--only middleware``: an empty middleware chain against none, per turn, written to
+    ``results/bench_agent_middleware.json``."""
+    rounds = REPEATS * 3 if REPEATS > 1 else 1
+    per_round = TW_REPEATS if REPEATS > 1 else 1
+    print(f"bench_agent --only middleware: {rounds} rounds of {per_round} runs a cell", flush=True)
+    section = middleware_case.measure(sizes, rounds, per_round)
+    targets = middleware_case.targets(section)
+    headers, rows = middleware_case.table(section)
+    print_table("trackway with middleware: CPU µs per turn, links that pass vs none", headers, rows)
+    print_targets(targets)
+    print(f"- {middleware_case.NOTE}")
+    versions = {"trackway": dist_version("trackway"), "orjson": dist_version("orjson")}
+    doc = {
+        "versions": versions,
+        "middleware": section,
+        "targets": targets,
+        "notes": [middleware_case.NOTE],
+    }
+    path = write_json("bench_agent_middleware", doc)
     print(f"\nwrote {path}")
     return 0
 

@@ -20,6 +20,7 @@ from ..messages._errors import (
     InvalidAnswerError,
     InvalidRunInputError,
     MiddlewareError,
+    MiddlewareFailedError,
     ResumeIdentityConflictError,
     RunCheckpointError,
 )
@@ -140,14 +141,12 @@ def as_identity(value: Any) -> Identity | None:
 
 
 def surfaced(error: RunError) -> Exception:
-    """The error ``run`` raises: a provider failure, a ``configure()`` mistake or a middleware
-    link's bad return as itself
-    (``except ProviderError`` works), with the engine's :class:`StageError` kept on its
-    ``stage_error``."""
+    """The error ``run`` raises: a provider failure, a ``configure()`` mistake or a
+    middleware link's failure as itself (``except ProviderError`` works), with the engine's
+    :class:`StageError` kept on its ``stage_error``."""
     cause = error.__cause__
-    if isinstance(error, StageError) and isinstance(
-        cause, (ProviderError, AgentBuildError, MiddlewareError)
-    ):
+    surfacing = (ProviderError, AgentBuildError, MiddlewareError, MiddlewareFailedError)
+    if isinstance(error, StageError) and isinstance(cause, surfacing):
         cause.stage_error = error
         return cause
     return error

@@ -36,7 +36,9 @@ from ..context._window import window_stage
 from ..memory._stages import memory_stages
 from ..messages._tool_ids import call_repairs, unique_calls
 from ..messages._usage import via
+from ..middleware._input import admitting
 from ..middleware._ledger import declared_links
+from ..middleware._output import BROKEN_BY_KEY, answering, passed_answer
 from ..offer._offer import ToolSpecs, first_offer, offer_stage
 from ..offer._tool_choice import tool_choice_outcome
 from ._consent import consented
@@ -69,9 +71,10 @@ WRAP_UP_PROMPT = (
 def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
     """The stage functions of one agent, closed over its configuration."""
     vias: dict[bool, tuple[object, dict[str, Any] | None]] = {}  # by streamed: see call_llm
+    at_input, at_output = bool(cfg.links("input")), bool(cfg.links("output"))  # message doors
 
-    def seed(scope: Scope) -> None:
-        message = scope["message"]
+    def seed(scope: Scope, admitted: str | None = None) -> None:
+        message = scope["message"] if admitted is None else admitted  # as the input door left it
         prior = thaw(scope.get("prior_history", []))
         settings: dict[str, Any] = {"model": cfg.model, **cfg.options}
         if cfg.arg_validation != "enforce":  # what the model reads of bad arguments changes
@@ -432,19 +435,25 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
                 file_declaration(
                     scope, declared, by="answer", iteration=scope["iteration"], offered=offered
                 )
+        # the answer as the output links passed it, when one rewrote it (limits included)
+        passed = passed_answer(scope, scope["iteration"]) if at_output else None
         if cfg.output_model is not None:
             # also when the turn was cut short: the answer may never have been judged
-            error = scope.get("output_error") or output_error(cfg.output_model, answer)
+            judged = answer if passed is None else passed
+            error = scope.get("output_error") or output_error(cfg.output_model, judged)
             if error is not None:
                 scope["output_contract_unmet"] = {
                     "error": error,
                     "attempts": scope.get("output_attempts", 0) + 1,
+                    **({"broken_by": scope[BROKEN_BY_KEY]} if BROKEN_BY_KEY in scope else {}),
                 }
         limits = answer_limits(scope) if cfg.limits_travel else None
         if limits is not None:  # composed from the record: the model cannot drop it
             scope["answer_coverage"] = limits
             if cfg.output_model is None:  # a typed answer stays JSON
                 answer = with_limits(answer, limits)
+        if passed is not None:  # what the person gets is what the links passed
+            answer = passed
         scope["final_answer"] = answer
         stopped_early = scope.get("stopped_early")
         if stopped_early is not None:  # whether the answer handed back has any text at all
@@ -468,14 +477,26 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             },
         )
 
+    def person_answer(scope: Scope, content: str) -> str:
+        """The answer as ``final`` would hand it back (what the output links see)."""
+        answer = strip_answer(content)[0] if cfg.findings else content
+        if cfg.limits_travel and cfg.output_model is None:
+            limits = answer_limits(scope)
+            if limits is not None:
+                answer = with_limits(answer, limits)
+        return answer
+
+    model = cfg.output_model
+    judge = None if model is None else (lambda text: output_error(model, text))
     return {
-        "seed": seed,
+        # behind the doors only when a link stands there: otherwise nothing changes
+        "seed": admitting(cfg, seed) if at_input else seed,
         "system-prompt": system_prompt,
         "tools": tools,
         "call-llm": call_llm,
         "offer": offer_stage(cfg, specs),
         "window": window,
-        "route": route,
+        "route": answering(cfg, route, person_answer, judge) if at_output else route,
         "tool-calls": tool_calls,
         "tool-calls-resumed": tool_calls_resumed,
         "wrap-up": wrap_up,

@@ -9,7 +9,7 @@
         │   └── ConversationFormatError   a conversation document this version cannot read
         ├── RunInFlightError         follow_up() while a turn is in flight
         ├── AgentNotRunError         asked for the last run before any run
-        ├── NoConversationError      follow_up() before any run: nothing to continue
+        ├── NoConversationError      follow_up() before any run, or after a refused one
         ├── PendingQuestionError     follow_up() while the last run waits for a person
         ├── ResumeIdentityConflictError  resume() for another identity than the paused run's
         ├── DecisionRequiredError    a check-in answered with something else than a decision
@@ -19,6 +19,10 @@
         ├── OutputContractError      run_typed() got no answer matching the schema
         ├── ReplayDivergence         a replay committed something the recording did not
         ├── MiddlewareError          a middleware link returned what its door cannot take
+        ├── MiddlewareFailedError    a middleware link raised (its exception is the cause)
+        ├── MessageDeniedError       a middleware link denied the person's message or the answer
+        │   ├── InputRefusedError        at the input door: no model call, no conversation
+        │   └── AnswerDeniedError        at the output door: the answer is withheld
         └── RedactedRecordError      served_at/replay on a record whose conversation was hidden
 """
 
@@ -32,11 +36,15 @@ __all__ = [
     "AgentBuildError",
     "AgentError",
     "AgentNotRunError",
+    "AnswerDeniedError",
     "ConversationFormatError",
     "DecisionRequiredError",
+    "InputRefusedError",
     "InvalidAnswerError",
     "InvalidRunInputError",
+    "MessageDeniedError",
     "MiddlewareError",
+    "MiddlewareFailedError",
     "NoConversationError",
     "OutputContractError",
     "PendingQuestionError",
@@ -107,7 +115,8 @@ class ReplayDivergence(AgentError):
 
 
 class NoConversationError(AgentError, RuntimeError):
-    """``follow_up`` was called before this agent completed a run: there is nothing to
+    """``follow_up`` was called before this agent completed a run, or ``follow_up`` /
+    ``checkpoint()`` after a run whose message an input link refused: there is nothing to
     continue (run first, or pass ``continue_from=`` a conversation you kept)."""
 
 
@@ -117,6 +126,47 @@ class MiddlewareError(AgentError, TypeError):
     engine's :class:`~trackway.engine.StageError` on ``stage_error``)."""
 
     stage_error: StageError | None = None
+
+
+class MiddlewareFailedError(AgentError, RuntimeError):
+    """A middleware link raised. The message names the link and the door; the link's own
+    exception is the ``__cause__``. Raised from ``run`` as itself (the engine's
+    :class:`~trackway.engine.StageError` on ``stage_error``): at the input door before any
+    model call, at the output door with the model's answer kept in the record."""
+
+    stage_error: StageError | None = None
+
+    def __init__(self, message: str, *, middleware: str, door: str, quoted: str) -> None:
+        super().__init__(message)
+        self.middleware = middleware
+        self.door = door
+        self.quoted = (quoted,)  # what the link's exception said: masked under errors=True
+
+
+class MessageDeniedError(AgentError):
+    """A middleware link denied a message: ``door`` (``"input"`` or ``"output"``),
+    ``middleware`` (the link's name), ``reason`` (what it said), ``run_id`` (the run, kept
+    in the record with the decision and its end)."""
+
+    def __init__(
+        self, message: str, *, door: str, middleware: str, reason: str, run_id: str
+    ) -> None:
+        super().__init__(message)
+        self.door = door
+        self.middleware = middleware
+        self.reason = reason
+        self.run_id = run_id
+
+
+class InputRefusedError(MessageDeniedError):
+    """An input link refused the person's message: no model was called (nothing billed)
+    and no conversation was admitted (``checkpoint()`` and ``follow_up`` raise
+    :class:`NoConversationError` until a run is admitted)."""
+
+
+class AnswerDeniedError(MessageDeniedError):
+    """An output link denied the model's answer: it is withheld from the caller (the
+    record keeps it, as the model gave it, in ``response``)."""
 
 
 class RedactedRecordError(AgentError, ValueError):

@@ -10,6 +10,7 @@ from trackway.engine import RedactionPolicy, Scope
 
 __all__ = [
     "CONVERSATION_EMITS",
+    "CONVERSATION_FIELDS",
     "CONVERSATION_KEYS",
     "TOOL_ERROR_EMITS",
     "TOOL_ERROR_FIELDS",
@@ -42,6 +43,10 @@ CONVERSATION_EMITS = (
 )
 """The agent's events whose payloads quote the conversation."""
 
+CONVERSATION_FIELDS = {"middleware_decisions": ("value",)}
+"""Where the conversation is quoted inside the agent's other keys: the new value a
+middleware link rewrote (a message, an answer, a call's arguments)."""
+
 TOOL_ERROR_FIELDS = {
     "tool_results": ("error.message",),
     "tool_choices": ("message",),
@@ -64,7 +69,9 @@ def conversation_redaction(
     narratives, the ``trackway`` log).
 
     The run itself sees real values (the model reads a failed tool's own words; ``run``
-    raises the provider's error with the server's). What is kept: the chart's path,
+    raises the provider's error with the server's). A middleware link's rewrite (the new
+    message, answer or arguments on its ``middleware_decisions`` row) is hidden too; the
+    row keeps who decided what and why. What is kept: the chart's path,
     settings, receipts (hashes, usage, how each call was made), counters, and of each error
     its type and trackway's own words, with the text it quotes (a server's answer, what a
     tool or an MCP server said) masked. ``served_at`` and ``replay`` then need the
@@ -73,6 +80,7 @@ def conversation_redaction(
     """
     return RedactionPolicy(
         keys=[*CONVERSATION_KEYS, *keys],
+        fields={key: list(paths) for key, paths in CONVERSATION_FIELDS.items()},
         emits=[*CONVERSATION_EMITS, *emits],
         marker=marker,
         pauses=True,  # a question, a call's arguments and a person's answer are said too

@@ -10,9 +10,9 @@ from typing import Any, Literal
 
 from trackway.tools.define._gate import GateDecision
 
-from ..messages._errors import AgentBuildError, MiddlewareError
+from ..messages._errors import AgentBuildError, MiddlewareError, MiddlewareFailedError
 
-__all__ = ["DOORS", "Door", "Middleware", "act", "decide", "link_name"]
+__all__ = ["DOORS", "Door", "Middleware", "act", "decide", "decide_now", "is_async", "link_name"]
 
 Door = Literal["input", "before_tool", "after_tool", "output"]
 
@@ -89,14 +89,65 @@ def link_name(fn: Callable[..., Any], door: str) -> str:
     return name if isinstance(name, str) and name.isidentifier() else door
 
 
+def is_async(link: Middleware, door: Door) -> bool:
+    """Whether ``link``'s function at ``door`` must be awaited (an ``async def``, or an
+    object whose ``__call__`` is one)."""
+    fn = link.at(door)
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
+
+
 async def decide(link: Middleware, door: Door, *args: Any) -> GateDecision:
     """What ``link`` decides at ``door`` (awaited when it is async); a return value the door
-    cannot take raises :class:`MiddlewareError`, naming the link and what it may return."""
+    cannot take raises :class:`MiddlewareError`, naming the link and what it may return, and
+    a link that raises, :class:`MiddlewareFailedError` naming it (its exception the
+    cause)."""
     fn = link.at(door)
     assert fn is not None
-    value = fn(*args)
+    try:
+        value = fn(*args)
+        if inspect.isawaitable(value):
+            value = await value
+    except Exception as exc:
+        raise _failed(link, door, exc) from exc
+    return _decision(link, door, value)
+
+
+def decide_now(link: Middleware, door: Door, *args: Any) -> GateDecision:
+    """:func:`decide` for a link that is not async (:func:`is_async`), without a coroutine
+    (a door all of whose links are plain functions costs no await); one that returns an
+    awaitable all the same is refused, naming the fix."""
+    fn = link.at(door)
+    assert fn is not None
+    try:
+        value = fn(*args)
+    except Exception as exc:
+        raise _failed(link, door, exc) from exc
     if inspect.isawaitable(value):
-        value = await value
+        close = getattr(value, "close", None)
+        if callable(close):
+            close()  # never awaited: said, not warned about
+        raise MiddlewareError(
+            f"middleware {link.name!r} at the {door} door returned an awaitable from a "
+            "function that is not async def: declare it async def (it is then awaited)"
+        )
+    return _decision(link, door, value)
+
+
+def _failed(link: Middleware, door: Door, exc: Exception) -> MiddlewareFailedError:
+    said = str(exc)
+    refuse = "withhold(reason)" if door == "after_tool" else "deny(reason)"
+    return MiddlewareFailedError(
+        f"middleware {link.name!r} at the {door} door raised {type(exc).__name__}: "
+        f"{said}; a link decides by returning a decision: fix it, or catch what it "
+        f"raises and return {refuse}",
+        middleware=link.name,
+        door=door,
+        quoted=said,
+    )
+
+
+def _decision(link: Middleware, door: Door, value: Any) -> GateDecision:
+    """``value`` as the decision of ``link`` at ``door``, or :class:`MiddlewareError`."""
     if value is None:
         return GateDecision("allow")
     allowed = DOORS[door]

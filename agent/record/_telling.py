@@ -121,13 +121,41 @@ def _agent_name(commit: Commit, telling: Telling) -> str:
     return who + (f" (member {member})" if member else "")
 
 
+_DOOR_WORDS = {"input": "the message", "output": "the answer"}
+_DENIED_WORDS = {"input": "refused", "output": "withheld"}
+
+
+def _middleware(commit: Commit) -> list[str]:
+    """What the message doors' links did, one line per link that changed or stopped what
+    passed (a pass-through says nothing worth a line)."""
+    lines = []
+    for row in _appended(commit, "middleware_decisions"):
+        door = row.get("door")
+        if not isinstance(row, dict) or door not in _DOOR_WORDS:
+            continue
+        why = f" — {row['why']}" if row.get("why") else ""
+        if row.get("outcome") == "deny":
+            lines.append(
+                f"Middleware {row.get('middleware')} {_DENIED_WORDS[door]} {_DOOR_WORDS[door]}{why}"
+            )
+        elif row.get("changed"):
+            lines.append(f"Middleware {row.get('middleware')} rewrote {_DOOR_WORDS[door]}{why}")
+    return lines
+
+
+def _route(commit: Commit, telling: Telling) -> list[str]:
+    return _middleware(commit)
+
+
 def _seed(commit: Commit, telling: Telling) -> list[str]:
+    if _last_write(commit, "message_denied") is not None:  # never admitted: never asked
+        return _middleware(commit)
     who = _agent_name(commit, telling)
     added = _items(_last_write(commit, "history"))
     message = _last_write(commit, "user_message")
     earlier = len(added) - 1  # a conversation continued: the turns before this message
     after = f", after {earlier} earlier message{'' if earlier == 1 else 's'}" if earlier > 0 else ""
-    return [f"{who} was asked {_said(telling, message)}{after}"]
+    return [*_middleware(commit), f"{who} was asked {_said(telling, message)}{after}"]
 
 
 def _usage(receipt: Mapping[str, Any]) -> str:
@@ -371,6 +399,7 @@ def _memory(event_name: str, verb: str) -> Any:
 _AGENT_TELLS = {
     "seed": _seed,
     "call-llm": _model_call,
+    "route": _route,
     "tool-calls": _tool_calls,
     "window": _window,
     "offer": _offer,
@@ -384,7 +413,8 @@ _AGENT_TELLS = {
 
 def tell_agent(commit: Commit, telling: Telling) -> Sequence[str]:
     """An agent stage's lines (the system prompt, the tool list and the route are the loop's
-    machinery: no line; what they decided shows in the steps that follow)."""
+    machinery: no line, but for what the answer's links did; what they decided shows in the
+    steps that follow)."""
     tell = _AGENT_TELLS.get(commit.stage_id)
     return [] if tell is None else tell(commit, telling)
 

@@ -13,12 +13,12 @@ __all__ = ["replay_middleware"]
 
 
 def replay_middleware(builder: Any, snap: Snapshot) -> None:
-    """Stand the recorded links on ``builder`` when the run had any."""
-    settings = _settings(snap)
-    declared = settings.get("middleware")
-    if not declared:
-        return
+    """Stand the recorded links on ``builder`` when the run had any (a run whose message
+    an input link refused chose no settings: its rows name the links that decided)."""
+    declared = _settings(snap).get("middleware") or []
     rows = thaw(snap.state.get(DECISIONS_KEY, []))
+    if not declared and not rows:
+        return
     builder.middleware(*recorded_middleware(declared, rows))
 
 

@@ -52,6 +52,7 @@ from ..loop._stages import AgentConfig
 from ..messages._conversation import Conversation
 from ..messages._errors import AgentBuildError, InvalidAnswerError, OutputContractError
 from ..messages._paused import Paused
+from ..middleware._message_doors import DENIED_KEY, denied_error
 from ..providers._model_string import provider_for
 from ..providers._provider import Provider
 from ._agent_continue import Continuing
@@ -259,6 +260,11 @@ class Agent(Hooks, RunRecord, Continuing, AgentSyncTwins, Streaming, Workable):
         who the run is for: they reach every tool (``ctx.identity``, ``ctx.session_id``)
         and ``configure()``, and are committed and stored with the run.
         ``continue_from`` continues a conversation (``agent.checkpoint()``).
+
+        With middleware (``.input_middleware``, ``.message_middleware``, ``act(...)``): a
+        message an input link refuses raises :class:`InputRefusedError` (no model was
+        called); an answer an output link denies raises :class:`AnswerDeniedError`. Both
+        runs are recorded, the decision and the refusal in them.
         """
         initial = run_input(message, continue_from, identity, session_id)
         return await self._drive(lambda ex: ex.run(initial, timeout=timeout, raise_on_error=False))
@@ -360,6 +366,8 @@ class Agent(Hooks, RunRecord, Continuing, AgentSyncTwins, Streaming, Workable):
         self._pending = None
         if result.error is not None:
             raise self._with_checkpoint(surfaced(result.error), result.state)
+        if DENIED_KEY in result.state:  # a middleware link refused the message or the answer
+            raise denied_error(result.state[DENIED_KEY], result.run_id)
         if result.status == "paused":
             assert result.checkpoint is not None
             cp = result.checkpoint

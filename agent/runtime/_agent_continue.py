@@ -23,6 +23,7 @@ from ..messages._errors import (
 )
 from ..messages._messages import is_said_by_person
 from ..messages._paused import Paused
+from ..middleware._message_doors import DENIED_KEY
 from ..providers._provider import MissingAPIKeyError, ProviderError
 
 __all__ = ["Continuing"]
@@ -109,8 +110,21 @@ class Continuing:
         return await self._drive(lambda ex: ex.run(initial, timeout=timeout, raise_on_error=False))
 
     def checkpoint(self) -> Conversation:
-        """The conversation so far, with the last answer appended: continue it anywhere."""
+        """The conversation so far, with the last answer appended: continue it anywhere.
+
+        After a run whose message an input link refused there is none (a refused message
+        was never admitted): :class:`NoConversationError`; continue a conversation kept
+        from an earlier run with ``run(..., continue_from=...)``. After an answer an output
+        link denied, the conversation holds no answer."""
         state = self._state()
+        refused = state.get(DENIED_KEY)
+        if refused is not None and refused["door"] == "input":
+            raise NoConversationError(
+                f"agent {self._cfg.name!r} has no conversation to continue: middleware "
+                f"{refused['middleware']!r} refused the last run's message "
+                f"({refused['reason']}). Continue a conversation you kept from an earlier run "
+                "with run(..., continue_from=...)"
+            )
         history = [dict(m) for m in thaw(state["history"])]
         if "final_answer" in state:
             history.append({"role": "assistant", "content": state["final_answer"]})
@@ -130,8 +144,9 @@ class Continuing:
     ) -> str | Paused:
         """Continue this agent's last conversation with a new message.
 
-        Before any run there is nothing to continue: :class:`NoConversationError` (a
-        follow-up that quietly became a first turn would hide the mistake).
+        Before any run, or after a run whose message an input link refused, there is nothing
+        to continue: :class:`NoConversationError` (a follow-up that quietly became a first
+        turn would hide the mistake).
         """
         if self._running:
             raise RunInFlightError(

@@ -11,6 +11,7 @@ from trackway.engine import Snapshot, thaw
 from ..messages._messages import Message
 from ..messages._paused import Paused
 from ..messages._usage import RunUsage, run_usage
+from ..middleware._message_doors import DENIED_KEY
 
 if TYPE_CHECKING:
     from ..record._transcript import TranscriptCall
@@ -69,8 +70,9 @@ def result_of(
     snapshot is redacted; ``paused``: the question it waits on, with no answer yet)."""
     state = snapshot.state if state is None else state
     answer = str(state.get("final_answer", ""))
-    history = [Message.model_validate(m) for m in thaw(state["history"])]
-    if paused is None:
+    # a message an input link refused was never admitted: no history
+    history = [Message.model_validate(m) for m in thaw(state.get("history", ()))]
+    if paused is None and DENIED_KEY not in state:  # a denied run hands back no answer
         history.append(Message(role="assistant", content=answer))
     stopped = state.get("stopped_early")
     return AgentResult(

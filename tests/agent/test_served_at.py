@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from pathlib import Path
 
@@ -15,7 +16,11 @@ from pydantic import BaseModel
 from tests.examples import examples
 from trackway.agent import (
     Agent,
+    AnswerDeniedError,
+    InputRefusedError,
+    MessageDeniedError,
     ReplayDivergence,
+    act,
     classifier_scorer,
     define_instruction,
     define_memory,
@@ -249,6 +254,11 @@ features = st.fixed_dictionaries(
         "nested": st.booleans(),
         # memory recalled before the turn (filled by an earlier run for the same identity)
         "memory": st.sampled_from([None, "recent", "all", "cut"]),
+        # middleware at the message doors: the person's message (passed, rewritten,
+        # refused) and the answer (rewritten, denied when its length is odd), or both
+        "messages": st.sampled_from(
+            [None, "pass", "rewrite", "refuse", "answer", "deny-answer", "both"]
+        ),
     }
 )
 
@@ -275,6 +285,50 @@ def with_middleware(builder, feature):
         return None
 
     builder.tool_middleware(before, after=after)
+
+
+def with_message_links(builder, feature):
+    """Stand the drawn message-door link (one, at the input and the output door)."""
+    kind = feature["messages"]
+    if kind is None:
+        return
+
+    def admit(message, ctx):
+        if kind == "refuse":
+            return deny("refused by the drawn rule")
+        if kind in ("rewrite", "both"):
+            return allow(message["content"] + ", rewritten", "rewritten")
+        return None
+
+    async def answer(message, ctx):  # an async link, awaited at its door
+        text = message["content"]
+        if kind == "deny-answer" and len(text) % 2:
+            return deny("odd answers are withheld")
+        if kind in ("answer", "both"):
+            return allow(text + " (checked)", "checked")
+        return None
+
+    builder.middleware(act(name="messages", input=admit, output=answer))
+
+
+def assert_denied(agent, provider, denied, typed, tmp_path_factory):
+    """A run a message link denied: the law for the calls it made, the denial on the
+    record, and a replay (with and without the agent) that makes the same commits."""
+    assert_law(agent, provider)
+    state = agent.snapshot().state
+    assert state["message_denied"]["door"] == denied.door
+    if isinstance(denied, InputRefusedError):  # nothing was asked of any model
+        assert provider.requests == [] and "history" not in state
+    else:
+        assert "final_answer" not in state and "response" in state  # kept, not handed back
+    loaded = load_recording(save_recording(agent, tmp_path_factory.mktemp("rec") / "run.json"))
+    assert [c.stage_path for c in replay(loaded, agent).history()] == [
+        c.stage_path for c in loaded.history()
+    ]
+    if not typed:  # the recording alone is enough: no link runs again
+        assert [c.stage_path for c in replay(loaded).history()] == [
+            c.stage_path for c in loaded.history()
+        ]
 
 
 def with_ledgers(replies, feature):
@@ -490,13 +544,24 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     with_middleware(builder, feature)
     if feature["nested"]:
         builder.tool(RELAY)
+    with_message_links(builder, feature)
     if feature["memory"]:
         builder.memory(*memories(feature["memory"]))
     agent = builder.build()
-    agent.run_sync("first question", identity=who)
+    try:
+        agent.run_sync("first question", identity=who)
+    except MessageDeniedError as denied:  # a message link refused the message or the answer
+        assert_denied(agent, provider, denied, typed, tmp_path_factory)
+        return
     assert_law(agent, provider)
-    if feature["middleware"] is None:  # not configured: no key, nothing changed
+    if feature["middleware"] is None and feature["messages"] is None:  # not configured
         assert "middleware_decisions" not in agent.snapshot().state
+    if feature["messages"] in ("rewrite", "both"):  # the model read the rewritten message
+        assert agent.snapshot().state["user_message"] == "first question, rewritten"
+    if feature["messages"] in ("answer", "both"):  # the person got the rule's answer
+        assert agent.snapshot().state["final_answer"].endswith(" (checked)")
+        unmet = agent.output_contract_unmet() or {}
+        assert unmet.get("broken_by", "messages") == "messages"
     served_tools = {
         m["tool_call_id"]: m["content"]
         for m in agent.snapshot().state["history"]
@@ -562,7 +627,8 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     assert [c.stage_path for c in replayed.history()] == [c.stage_path for c in loaded.history()]
     if follow:
         used = len(provider.requests)
-        agent.run_sync("and then?", continue_from=agent.checkpoint(), identity=who)
+        with contextlib.suppress(AnswerDeniedError):  # an odd answer may be withheld again
+            agent.run_sync("and then?", continue_from=agent.checkpoint(), identity=who)
         assert_law(agent, provider, offset=used)
 
 

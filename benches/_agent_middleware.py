@@ -1,0 +1,171 @@
+"""The middleware case of ``bench_agent.py``: what an empty middleware chain costs a turn,
+against the same agent with no middleware (issue 33's target: under 5% per turn).
+
+"Empty" means links that all pass (``allow()``), so every door runs its walk, records a
+ledger row per link and decides nothing: ``messages`` stands one link at the input and the
+output door (``act(input=, output=)``); ``messages+tools`` adds one at the tool doors
+(``.tool_middleware(before, after=)``, before each call and after it ran). ``none`` is the
+same agent without middleware, which mounts nothing and writes no key. Every agent runs the
+same scripted turn: ``n`` calls of one tool, then the answer.
+
+Time is CPU time of the process (``time.process_time``) around ``run_sync`` alone (the agent
+and its script are built before the clock starts), so a neighbour on this shared VM bills
+less of its time to us; rounds interleave the variants so drift bills them alike.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import time
+from typing import Any
+
+from _common import fresh_heap
+
+from trackway.agent import Agent, act, mock, receipts, replay, served_at
+from trackway.tools import allow, define_tool
+
+CALLS = (0, 1, 4, 16)  # tool calls in the turn (n + 1 model calls)
+VARIANTS = ("none", "messages", "messages+tools")
+TARGET_RATIO = 1.05  # an empty chain / none, per turn
+ANSWER = "done"
+
+TOOL = define_tool(
+    name="lookup",
+    description="Look a key up.",
+    input_schema={"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]},
+    execute=lambda args, ctx: "ok",
+)
+
+
+def passes(*given: Any) -> Any:
+    """A link that decides nothing: ``allow()``, at whichever door it stands."""
+    return allow()
+
+
+def script(n: int) -> list[Any]:
+    calls = [
+        {"tool_calls": [{"id": f"c{i}", "name": "lookup", "args": {"key": f"k{i}"}}]}
+        for i in range(n)
+    ]
+    return [*calls, ANSWER]
+
+
+def build(variant: str, n: int) -> Agent:
+    """A fresh agent of ``variant`` with the turn of ``n`` calls scripted."""
+    provider = mock(replies=script(n), keep_requests=False)
+    builder = Agent.create(provider=provider, model="scripted", max_iterations=n + 1, stream=False)
+    builder = builder.system("Answer briefly.").tool(TOOL)
+    if variant != "none":
+        builder = builder.middleware(act(name="messages", input=passes, output=passes))
+    if variant == "messages+tools":
+        builder = builder.tool_middleware(passes, after=passes, name="tools")
+    return builder.build()
+
+
+def check(agent: Agent, variant: str, n: int) -> dict[str, Any]:
+    """After an untimed run: every call ran, the law holds at every call, the ledger holds
+    one row per door a link passed (none without middleware), and the run replays."""
+    snap = agent.snapshot()
+    state = snap.state
+    assert [r["status"] for r in state.get("tool_results", [])] == ["success"] * n
+    calls = receipts(snap)
+    assert len(calls) == n + 1
+    assert all(served_at(snap, k).hash == r["request_hash"] for k, r in enumerate(calls, 1))
+    rows = state.get("middleware_decisions", [])
+    expected = {"none": 0, "messages": 2, "messages+tools": 2 + 2 * n}[variant]
+    assert len(rows) == expected, (variant, len(rows))
+    replay(snap)
+    return {"ledger_rows": len(rows), "commits": len(snap)}
+
+
+def timed(variant: str, n: int) -> float:
+    """CPU seconds of one ``run_sync`` of a fresh agent (built before the clock starts)."""
+    agent = build(variant, n)
+    fresh_heap()
+    t = time.process_time()
+    answer = agent.run_sync("go")
+    spent = time.process_time() - t
+    assert answer == ANSWER, answer
+    return spent
+
+
+def measure(sizes: tuple[int, ...], rounds: int, per_round: int) -> dict[str, Any]:
+    """Each size: an untimed, checked run per variant, then ``rounds`` rounds running every
+    variant ``per_round`` times in turn (who goes first rotates). A cell is the median of
+    its runs; a ratio the median over rounds of the variant's round median / none's."""
+    logging.getLogger("trackway").setLevel(logging.ERROR)
+    rows: list[dict[str, Any]] = []
+    for n in sizes:
+        print(f"  middleware, {n} calls ...", end="", flush=True)
+        row: dict[str, Any] = {"calls": n, "model_calls": n + 1}
+        for variant in VARIANTS:
+            agent = build(variant, n)
+            agent.run_sync("go")
+            row[variant] = check(agent, variant, n)
+        samples: dict[str, list[float]] = {v: [] for v in VARIANTS}
+        ratios: dict[str, list[float]] = {v: [] for v in VARIANTS if v != "none"}
+        for r in range(rounds):
+            medians = {}
+            k = r % len(VARIANTS)
+            for variant in VARIANTS[k:] + VARIANTS[:k]:
+                runs = [timed(variant, n) for _ in range(per_round)]
+                samples[variant] += runs
+                medians[variant] = statistics.median(runs)
+            for variant in ratios:
+                ratios[variant].append(medians[variant] / medians["none"])
+        for variant in VARIANTS:
+            cpu = statistics.median(samples[variant])
+            row[variant].update(us_per_turn=cpu * 1e6, repeats=len(samples[variant]))
+            if variant in ratios:
+                row[variant]["ratio"] = statistics.median(ratios[variant])
+                row[variant]["extra_us_per_turn"] = (cpu - statistics.median(samples["none"])) * 1e6
+        rows.append(row)
+        print(" done", flush=True)
+    return {"results": rows}
+
+
+def targets(section: dict[str, Any]) -> list[dict[str, Any]]:
+    """The 5% target, per size and variant (every row must pass)."""
+    out = []
+    for row in section["results"]:
+        for variant in VARIANTS[1:]:
+            ratio = row[variant]["ratio"]
+            out.append(
+                {
+                    "target": f"{variant} (links that pass) / none, CPU µs per turn of "
+                    f"{row['calls']} tool calls",
+                    "measured": ratio,
+                    "threshold": f"≤ {TARGET_RATIO:g}",
+                    "pass": ratio <= TARGET_RATIO,
+                }
+            )
+    return out
+
+
+def table(section: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
+    """The report's table: one line per size and variant."""
+    headers = ["tool calls", "variant", "CPU µs/turn", "extra µs", "ratio", "ledger rows"]
+    rows = [
+        [
+            row["calls"],
+            v,
+            row[v]["us_per_turn"],
+            row[v].get("extra_us_per_turn", 0.0),
+            row[v].get("ratio", 1.0),
+            row[v]["ledger_rows"],
+        ]
+        for row in section["results"]
+        for v in VARIANTS
+    ]
+    return headers, rows
+
+
+NOTE = (
+    "trackway with middleware (benches/_agent_middleware.py): one tool, a turn of n calls "
+    "then the answer; none = no middleware; messages = act(input=allow, output=allow); "
+    "messages+tools = + .tool_middleware(allow, after=allow). CPU time (process_time) of "
+    "run_sync only, median of interleaved rounds; ratio = median over rounds of the variant's "
+    "round median / none's. An untimed run per cell checks every call, the ledger's rows, "
+    "served_at at every call, and a replay from the record."
+)
