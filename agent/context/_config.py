@@ -91,6 +91,8 @@ class AgentConfig:
     """``.credentials(provider)``: ``provider(name, identity) -> str`` (or a mapping of
     names to values) for the tools' ``needs``; asked for a value only for a call the person
     consented to."""
+    _links: dict[str, tuple[Any, ...]] = field(default_factory=dict, repr=False)
+    """``links(door)``, worked out once per door."""
     middleware: tuple[Any, ...] = ()
     """``.middleware(...)``: the :class:`~trackway.agent.middleware._links.Middleware` links,
     in the order given."""
@@ -119,7 +121,12 @@ class AgentConfig:
 
     def links(self, door: str) -> tuple[Any, ...]:
         """The middleware links standing at ``door``, in order (none: the door is open)."""
-        return tuple(m for m in self.middleware if getattr(m, door) is not None)
+        known = self._links.get(door)
+        if known is None:
+            known = self._links[door] = tuple(
+                m for m in self.middleware if getattr(m, door) is not None
+            )
+        return known
 
     @property
     def asks_people(self) -> bool:

@@ -21,6 +21,7 @@ from ..context._config import AgentConfig, extend_built
 from ..context._config import emit as _emit
 from ..context._findings import file_declaration, peel, served_ids
 from ..messages._redaction import hidden_errors
+from ..middleware._ledger import record_decisions
 from ..offer._offered import offered_now
 from ._arguments import arguments_question, filled
 from ._consent import consent_needed
@@ -45,7 +46,7 @@ class Batch:
     (``history``), one row per call (``tool_results``) and one per coverage statement
     (``coverage_declared``), written together."""
 
-    __slots__ = ("coverage", "iteration", "messages", "plain_rows", "rows", "runs")
+    __slots__ = ("coverage", "decisions", "iteration", "messages", "plain_rows", "rows", "runs")
 
     def __init__(self, iteration: int) -> None:
         self.iteration = iteration
@@ -54,6 +55,8 @@ class Batch:
         self.plain_rows = True  # no row holds effects or flags (values a tool or rule gave)
         self.coverage: list[dict[str, Any]] = []
         self.runs: list[dict[str, Any]] = []
+        self.decisions: list[dict[str, Any]] = []
+        """The tool doors' middleware decisions, in the order made (one ledger write)."""
 
     def add(
         self, scope: TrackedScope, call: Mapping[str, Any], done: Outcome, *, announce: bool = True
@@ -119,6 +122,9 @@ class Batch:
             scope.extend("coverage_declared", self.coverage)
         if self.runs:
             scope.extend("tool_runs", self.runs)
+        if self.decisions:
+            record_decisions(scope, self.decisions)
+            self.decisions = []
         self.messages, self.rows, self.coverage, self.runs = [], [], [], []
         self.plain_rows = True
 
@@ -192,7 +198,9 @@ async def dispatch(
         if open_ and decision is None and stage in (None, "links") and cfg.links("before_tool"):
             assert tool is not None
             first = 0 if resumed is None else resumed["link"] + 1
-            walked = await before_tool(cfg, scope, call, tool, args, iteration, first)
+            walked = await before_tool(
+                cfg, scope, call, tool, args, iteration, first, into=batch.decisions
+            )
             if walked.sources:  # what runs is what the links made of the call: checked again
                 sources.update(walked.sources)
                 args = walked.args

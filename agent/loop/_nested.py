@@ -103,7 +103,7 @@ class NestedTools:
             raise self._refused(row, f"the gate of {name} {what}")
         decisions: list[dict[str, Any]] = []
         if cfg.links("before_tool"):
-            walked = await before_tool(cfg, scope, call, tool, given, iteration, record=False)
+            walked = await before_tool(cfg, scope, call, tool, given, iteration)
             decisions.extend(walked.rows)
             row["decisions"] = decisions
             if walked.stopped is not None:
@@ -115,9 +115,7 @@ class NestedTools:
                 row["rewritten"] = dict(walked.sources)
         done = await execute_checked(cfg, tool, scope, call, iteration, given, self._depth + 1)
         if cfg.links("after_tool"):
-            done = await after_tool(
-                cfg, scope, call, tool, done, iteration, record=False, rows=decisions
-            )
+            done = await after_tool(cfg, scope, call, tool, done, iteration, into=decisions)
             row["decisions"] = decisions
         row["status"], row["chars"] = done.status, len(done.content)
         inner = (done.flags or {}).get("nested")

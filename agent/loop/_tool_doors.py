@@ -15,7 +15,7 @@ from trackway.tools.define._gate import UNCHANGED, GateDecision
 
 from ..context._config import AgentConfig
 from ..messages._errors import MiddlewareError
-from ..middleware._ledger import decision_row, record_decisions
+from ..middleware._ledger import decision_row
 from ..middleware._links import decide
 from ._served import Outcome
 from ._tool_run import context
@@ -45,11 +45,12 @@ async def before_tool(
     iteration: int,
     start: int = 0,
     *,
-    record: bool = True,
+    into: list[dict[str, Any]] | None = None,
 ) -> Walked:
     """Walk the before-tool links from ``start`` in order; a ``deny`` or ``ask`` stops the
-    walk, a rewriting ``allow`` hands the next link the new arguments. ``record``: append
-    the rows to the ledger (a nested call keeps them on its calling row instead)."""
+    walk, a rewriting ``allow`` hands the next link the new arguments. ``into``: the list
+    the rows go to on their way to the ledger (the turn's batch); without it they are only
+    returned (a nested call keeps them on its calling row)."""
     links = cfg.links("before_tool")
     rows: list[dict[str, Any]] = []
     sources: dict[str, str] = {}
@@ -81,8 +82,8 @@ async def before_tool(
         if decision.kind in ("deny", "ask"):
             stopped, at, by = decision, index, link.name
             break
-    if record:
-        record_decisions(scope, rows)
+    if into is not None:
+        into.extend(rows)
     return Walked(current, stopped, at, by, sources, rows)
 
 
@@ -94,8 +95,7 @@ async def after_tool(
     done: Outcome,
     iteration: int,
     *,
-    record: bool = True,
-    rows: list[dict[str, Any]] | None = None,
+    into: list[dict[str, Any]],
 ) -> Outcome:
     """Walk the after-tool links backwards over a result that ran: ``withhold`` replaces
     what the model reads with the reason and stops the walk; ``scrub(fn)`` rewrites the
@@ -104,7 +104,7 @@ async def after_tool(
     links = cfg.links("after_tool")
     if not links:
         return done
-    own: list[dict[str, Any]] = [] if rows is None else rows
+    own = into  # the rows, in the order made, on their way to the ledger or a nested row
     ctx = context(tool, scope, call, iteration)
     view = {"id": call["id"], "name": tool.name, "args": thaw(call.get("args") or {})}
     for link in reversed(links):
@@ -132,8 +132,6 @@ async def after_tool(
         )
         if decision.kind == "withhold":
             break
-    if record:
-        record_decisions(scope, own)
     return done
 
 

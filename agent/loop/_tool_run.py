@@ -106,7 +106,9 @@ class Ready:
         self.jobs.append((len(self.slots), call, tool, given, filling))
         self.slots.append((call, None))
 
-    async def _finish(self, at: int, call: Mapping[str, Any], done: Outcome) -> Outcome:
+    async def _finish(
+        self, at: int, call: Mapping[str, Any], done: Outcome, into: list[dict[str, Any]]
+    ) -> Outcome:
         """A ran call's outcome with the row flags of its rewrite, through the after-tool
         links."""
         from ._tool_doors import after_tool  # it builds contexts with this module
@@ -118,7 +120,7 @@ class Ready:
         if cfg.links("after_tool"):
             tool = cfg.tools.get(call["name"])
             assert tool is not None
-            done = await after_tool(cfg, self.scope, call, tool, done, self.iteration)
+            done = await after_tool(cfg, self.scope, call, tool, done, self.iteration, into=into)
         return done
 
     async def settle(self, batch: Batch) -> None:
@@ -135,7 +137,7 @@ class Ready:
         for at, call, tool, given, fill in jobs:
             done = await run_one(cfg, scope, call, iteration, tool, given, fill)
             if cfg.middleware:
-                done = await self._finish(at, call, done)
+                done = await self._finish(at, call, done, batch.decisions)
             slots[at] = (call, done)
         for call, outcome in slots:
             assert outcome is not None
@@ -165,7 +167,7 @@ class Ready:
                 if fresh and cfg.repeated_call_nudge and outcome.status == "success":
                     outcome = nudged(scope, call, outcome)  # judged in call order
                 if cfg.middleware:
-                    outcome = await self._finish(at, call, outcome)
+                    outcome = await self._finish(at, call, outcome, batch.decisions)
             batch.add(scope, call, outcome)
         self.slots, self.jobs = [], []
 

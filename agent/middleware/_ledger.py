@@ -63,9 +63,15 @@ def record_decisions(scope: Scope, rows: Iterable[dict[str, Any]]) -> None:
     rows = list(rows)
     if not rows:
         return
-    scope.extend(DECISIONS_KEY, rows)
+    scope.extend(DECISIONS_KEY, rows)  # checked: a rewritten value is the link's
+    built = getattr(scope, "_emit_built", None)  # the engine's scope: exact JSON, encoded once
     for row in rows:
-        _emit(scope, "middleware.decided", {k: v for k, v in row.items() if k != "value"})
+        # the event holds names, counts, the reason and where arguments came from (all str)
+        event = {k: v for k, v in row.items() if k != "value"}
+        if built is not None:
+            built("middleware.decided", event)
+        else:
+            _emit(scope, "middleware.decided", event)
 
 
 def declared_links(links: Iterable[Middleware]) -> list[dict[str, Any]]:
