@@ -21,12 +21,13 @@ from ..context._config import AgentConfig, extend_built
 from ..context._config import emit as _emit
 from ..context._findings import file_declaration, peel, served_ids
 from ..messages._redaction import hidden_errors
+from ..messages._tool_ids import unique_calls
 from ..middleware._ledger import record_decisions
 from ..offer._offered import offered_now
 from ._arguments import arguments_question, filled
-from ._consent import consent_needed
+from ._consent import consent_needed, consented
 from ._coverage import coverage_row
-from ._person import question_for
+from ._person import outcome_of, question_for
 from ._served import ROW_FLAGS, Outcome
 from ._skill_doors import door_outcome
 from ._tool_doors import before_tool, rewritten_rows
@@ -34,7 +35,16 @@ from ._tool_run import Ready, context, run_one
 
 _log = logging.getLogger("trackway.tools")
 
-__all__ = ["NOT_RUN", "ROW_FLAGS", "WITHDRAWN", "Batch", "Outcome", "dispatch", "run_one"]
+__all__ = [
+    "NOT_RUN",
+    "ROW_FLAGS",
+    "WITHDRAWN",
+    "Batch",
+    "Outcome",
+    "dispatch",
+    "resumed",
+    "run_one",
+]
 
 
 WITHDRAWN = "The person did not answer: the question was withdrawn."
@@ -271,6 +281,52 @@ async def dispatch(
         del scope["pending_question"]
     scope["iteration"] = iteration + 1
     scope._emit_built("agent.iteration_end", {"iteration": iteration, "tool_calls": len(calls)})
+
+
+async def resumed(cfg: AgentConfig, scope: TrackedScope, value: Any) -> None:
+    """The person answered the question the turn paused on: the waiting call gets its
+    result (or goes on from the door where it stopped), then the rest of the answer's calls
+    run; an abandoned question withdraws them all and ends the turn."""
+    pending = thaw(scope["pending_question"])
+    calls = unique_calls(scope["response"]["tool_calls"])[0]
+    index = pending["index"]
+    call = calls[index]
+    value = thaw(value)
+    _emit(scope, "agent.resumed", {"id": call["id"], "name": call["name"], **value})
+    if value.get("abandon"):
+        batch = Batch(scope["iteration"])
+        batch.add(scope, call, Outcome("denied", WITHDRAWN), announce=False)
+        for later in calls[index + 1 :]:
+            batch.add(scope, later, Outcome("denied", NOT_RUN), announce=False)
+        batch.flush(scope)
+        scope["abandoned_question"] = pending
+        del scope["pending_question"]
+        scope.break_()
+        return
+    status, text = outcome_of(pending, value)
+    iteration = scope["iteration"]
+    if pending["kind"] == "arguments":  # checked, gated and run with the person's values
+        await dispatch(cfg, scope, calls, index, Batch(iteration), value["answer"])
+        return
+    if pending["kind"] == "consent":  # the answer is a row; the value is never kept
+        consented(scope, pending, status == "run")
+    if pending.get("stage") is not None and status == "run":  # on from where it stopped
+        await dispatch(cfg, scope, calls, index, Batch(iteration), None, pending)
+        return
+    if status == "run":
+        done = await run_one(cfg, scope, call, iteration, answered=pending.get("answered"))
+    else:
+        assert text is not None
+        done = Outcome(status, text)
+    if pending.get("gate"):  # a gate asked: the row says so, for replay and readers
+        done = done._replace(flags={**(done.flags or {}), "gate": "ask"})
+    elif pending.get("middleware") is not None:  # declined: the link that asked
+        done = done._replace(flags={**(done.flags or {}), "middleware": pending["middleware"]})
+    elif pending["kind"] == "consent":  # declined: the credential refused
+        done = done._replace(flags={**(done.flags or {}), "consent": pending["credential"]})
+    batch = Batch(iteration)
+    batch.add(scope, call, done)
+    await dispatch(cfg, scope, calls, index + 1, batch)
 
 
 async def _gated(

@@ -41,16 +41,14 @@ from ..middleware._ledger import declared_links
 from ..middleware._output import BROKEN_BY_KEY, answering, passed_answer
 from ..offer._offer import ToolSpecs, first_offer, offer_stage
 from ..offer._tool_choice import tool_choice_outcome
-from ._consent import consented
 from ._coverage import answer_limits, with_limits
-from ._dispatch import NOT_RUN, WITHDRAWN, Batch, Outcome, dispatch, run_one
+from ._dispatch import Batch, dispatch, resumed
 from ._model_call import (
     answer_record,
     output_error,
     stream_model,
     streams,
 )
-from ._person import outcome_of
 
 __all__ = [
     "CONFIGURABLE",
@@ -295,47 +293,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
 
     async def tool_calls_resumed(given: Scope, value: Any) -> None:
         """The person answered: the waiting call gets its result, then the rest run."""
-        scope = cast(TrackedScope, given)  # the engine's scope: native calls
-        pending = thaw(scope["pending_question"])
-        calls = unique_calls(scope["response"]["tool_calls"])[0]
-        index = pending["index"]
-        call = calls[index]
-        value = thaw(value)
-        _emit(scope, "agent.resumed", {"id": call["id"], "name": call["name"], **value})
-        if value.get("abandon"):
-            batch = Batch(scope["iteration"])
-            batch.add(scope, call, Outcome("denied", WITHDRAWN), announce=False)
-            for later in calls[index + 1 :]:
-                batch.add(scope, later, Outcome("denied", NOT_RUN), announce=False)
-            batch.flush(scope)
-            scope["abandoned_question"] = pending
-            del scope["pending_question"]
-            scope.break_()
-            return
-        status, text = outcome_of(pending, value)
-        iteration = scope["iteration"]
-        if pending["kind"] == "arguments":  # checked, gated and run with the person's values
-            await dispatch(cfg, scope, calls, index, Batch(iteration), value["answer"])
-            return
-        if pending["kind"] == "consent":  # the answer is a row; the value is never kept
-            consented(scope, pending, status == "run")
-        if pending.get("stage") is not None and status == "run":  # on from where it stopped
-            await dispatch(cfg, scope, calls, index, Batch(iteration), None, pending)
-            return
-        if status == "run":
-            done = await run_one(cfg, scope, call, iteration, answered=pending.get("answered"))
-        else:
-            assert text is not None
-            done = Outcome(status, text)
-        if pending.get("gate"):  # a gate asked: the row says so, for replay and readers
-            done = done._replace(flags={**(done.flags or {}), "gate": "ask"})
-        elif pending.get("middleware") is not None:  # declined: the link that asked
-            done = done._replace(flags={**(done.flags or {}), "middleware": pending["middleware"]})
-        elif pending["kind"] == "consent":  # declined: the credential refused
-            done = done._replace(flags={**(done.flags or {}), "consent": pending["credential"]})
-        batch = Batch(iteration)
-        batch.add(scope, call, done)
-        await dispatch(cfg, scope, calls, index + 1, batch)
+        await resumed(cfg, cast(TrackedScope, given), value)
 
     def wrap_up(given: Scope) -> None:
         scope = cast(TrackedScope, given)  # the engine's scope: native calls
