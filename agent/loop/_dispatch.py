@@ -151,9 +151,10 @@ async def dispatch(
     """Run ``calls[start:]`` in order, then close the iteration. At a call that waits for a
     person, what the turn did so far is written and the run pauses (``tool_calls_resumed``
     picks up from there). ``answered``: the person's values for ruled arguments of
-    ``calls[start]``; ``approved``: a person approved the middleware link that asked about
-    ``calls[start]`` (its ``link`` index and the ``args`` it saw): the chain goes on from
-    the next link."""
+    ``calls[start]``; ``approved``: the question a person approved about ``calls[start]``,
+    with the door it stopped at (``stage``: ``links``, the next link on from ``link``;
+    ``question``, a check-in; ``consent``, a credential), the ``args`` the person saw and
+    where rewritten ones came from: the call goes on from that door."""
     iteration = scope["iteration"]
     ready = Ready(cfg, scope, iteration)  # outcomes in call order; runnable calls wait here
     for index in range(start, len(calls)):
@@ -185,29 +186,29 @@ async def dispatch(
             assert tool is not None
             asked = arguments_question(tool, filling.asks)
         args = filling.args if filling is not None else call.get("args") or {}
-        resumed = approved if index == start else None
-        if tool is not None and refused is None and asked is None and resumed is None:
+        carried = approved if index == start else None
+        if tool is not None and refused is None and asked is None and carried is None:
             refused = _invalid(cfg, scope, call, tool, args)
         decision = None
         door = cfg.skills is not None and tool is not None and tool.name in cfg.skills.doors
         gated = not door and tool is not None and (tool.gate is not None or cfg.gate is not None)
-        if gated and refused is None and asked is None and resumed is None:
+        if gated and refused is None and asked is None and carried is None:
             assert tool is not None
             decision = await _gated(cfg, tool, scope, call, iteration, args)
         if decision is not None and decision.kind == "ask":
             asked = {"kind": "check_in", "question": decision.text, "gate": True}
-        stage = None if resumed is None else resumed.get("stage", "links")
-        sources: dict[str, str] = {} if resumed is None else dict(resumed.get("sources", {}))
+        stage = None if carried is None else carried.get("stage", "links")
+        sources: dict[str, str] = {} if carried is None else dict(carried.get("sources", {}))
         marks: dict[str, Any] | None = None
-        if resumed is not None:  # the arguments as the person saw them
-            args = resumed["args"]
+        if carried is not None:  # the arguments as the person saw them
+            args = carried["args"]
             if sources:
                 marks = rewritten_rows(sources, args)
                 filling = _refilled(filling, args, sources)
         open_ = not door and tool is not None and refused is None and asked is None
         if open_ and decision is None and stage in (None, "links") and cfg.links("before_tool"):
             assert tool is not None
-            first = 0 if resumed is None else resumed["link"] + 1
+            first = 0 if carried is None else carried["link"] + 1
             walked = await before_tool(
                 cfg, scope, call, tool, args, iteration, first, into=batch.decisions
             )

@@ -24,7 +24,14 @@ from trackway.agent import (
 )
 from trackway.engine import SqliteStore, thaw
 from trackway.recorders import narrative
-from trackway.tools import CredentialError, ToolContext, ToolDefinitionError, define_tool, tool
+from trackway.tools import (
+    CredentialError,
+    ToolContext,
+    ToolDefinitionError,
+    allow,
+    define_tool,
+    tool,
+)
 
 SECRET = "ghp_0123456789abcdefSECRET"
 ANN = {"tenant": "acme", "principal": "ann"}
@@ -193,3 +200,37 @@ def test_a_vault_that_fails_fails_the_call_and_says_so() -> None:
     st = thaw(agent.snapshot().state)
     assert st["tool_results"][0]["status"] == "failure"
     assert st["tool_results"][0]["error"]["kind"] == "credentials"
+
+
+def test_a_checked_in_call_is_asked_first_then_consent_with_the_links_arguments() -> None:
+    vault = Vault()
+    ran: list[str] = []
+
+    @tool(needs=["github"])
+    def label(repo: str, ctx: ToolContext) -> str:
+        """Label a repository."""
+        ran.append(repo)
+        return f"labelled {repo}"
+
+    def pin(call: dict[str, Any], ctx: ToolContext) -> Any:
+        return allow({"repo": "acme/pinned"}, "one repo only", from_={"repo": "policy"})
+
+    agent = (
+        Agent.create(
+            provider=mock(replies=[calls(("a", "label", {"repo": "x/y"})), "ok"]), model="m"
+        )
+        .tool(label)
+        .check_in(["label"])
+        .tool_middleware(pin)
+        .credentials(vault)
+        .build()
+    )
+    first = agent.run_sync("label it", identity=ANN)
+    assert first.kind == "check_in"  # the links ran, then the person is asked
+    second = agent.resume_sync(first.checkpoint, "approve", identity=ANN)
+    assert second.kind == "consent" and ran == []
+    assert agent.resume_sync(second.checkpoint, "approve", identity=ANN) == "ok"
+    assert ran == ["acme/pinned"]  # what the link made of the call ran
+    row = thaw(agent.snapshot().state["tool_results"])[0]
+    assert row["rewritten"] == [{"argument": "repo", "value": "acme/pinned", "source": "policy"}]
+    replay(agent.snapshot())
