@@ -15,12 +15,13 @@ less of its time to us; rounds interleave the variants so drift bills them alike
 
 from __future__ import annotations
 
+import functools
 import logging
 import statistics
 import time
 from typing import Any
 
-from _common import fresh_heap
+from _common import fresh_heap, interleaved
 
 from trackway.agent import Agent, act, mock, receipts, replay, served_at
 from trackway.tools import allow, define_tool
@@ -103,17 +104,9 @@ def measure(sizes: tuple[int, ...], rounds: int, per_round: int) -> dict[str, An
             agent = build(variant, n)
             agent.run_sync("go")
             row[variant] = check(agent, variant, n)
-        samples: dict[str, list[float]] = {v: [] for v in VARIANTS}
-        ratios: dict[str, list[float]] = {v: [] for v in VARIANTS if v != "none"}
-        for r in range(rounds):
-            medians = {}
-            k = r % len(VARIANTS)
-            for variant in VARIANTS[k:] + VARIANTS[:k]:
-                runs = [timed(variant, n) for _ in range(per_round)]
-                samples[variant] += runs
-                medians[variant] = statistics.median(runs)
-            for variant in ratios:
-                ratios[variant].append(medians[variant] / medians["none"])
+        samples, ratios = interleaved(
+            VARIANTS, "none", functools.partial(timed, n=n), rounds, per_round
+        )
         for variant in VARIANTS:
             cpu = statistics.median(samples[variant])
             row[variant].update(us_per_turn=cpu * 1e6, repeats=len(samples[variant]))

@@ -16,6 +16,7 @@ skill's last being its hand-off, then the answer; no call misses (each is among 
 from __future__ import annotations
 
 import cProfile
+import functools
 import itertools
 import logging
 import pstats
@@ -23,7 +24,7 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
-from _common import clock, fresh_heap
+from _common import clock, fresh_heap, interleaved
 
 from trackway.agent import (
     Agent,
@@ -191,17 +192,9 @@ def measure(sizes: tuple[int, ...], rounds: int, per_round: int) -> dict[str, An
             agent = build(variant, n)
             agent.run_sync("go")
             row[variant] = check(agent, variant, n)
-        samples: dict[str, list[float]] = {v: [] for v in VARIANTS}
-        ratios: dict[str, list[float]] = {v: [] for v in VARIANTS if v != "plain"}
-        for r in range(rounds):
-            medians = {}
-            order = VARIANTS[r % 3 :] + VARIANTS[: r % 3]  # rotate who runs first
-            for variant in order:
-                runs = [timed(variant, n) for _ in range(per_round)]
-                samples[variant] += runs
-                medians[variant] = statistics.median(runs)
-            for variant in ratios:
-                ratios[variant].append(medians[variant] / medians["plain"])
+        samples, ratios = interleaved(
+            VARIANTS, "plain", functools.partial(timed, n=n), rounds, per_round
+        )
         for variant in VARIANTS:
             total = statistics.median(samples[variant])
             row[variant].update(

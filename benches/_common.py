@@ -92,6 +92,30 @@ def median_runs(
     return out
 
 
+def interleaved(
+    variants: Sequence[str],
+    base: str,
+    timed: Callable[[str], float],
+    rounds: int,
+    per_round: int,
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """``rounds`` rounds, each running every variant ``per_round`` times in turn (who goes
+    first rotates), so the VM's drift bills them alike. Returns every variant's samples and,
+    for each variant but ``base``, its round medians over ``base``'s, one per round."""
+    samples: dict[str, list[float]] = {v: [] for v in variants}
+    ratios: dict[str, list[float]] = {v: [] for v in variants if v != base}
+    for r in range(rounds):
+        medians = {}
+        k = r % len(variants)
+        for variant in [*variants[k:], *variants[:k]]:
+            runs = [timed(variant) for _ in range(per_round)]
+            samples[variant] += runs
+            medians[variant] = statistics.median(runs)
+        for variant in ratios:
+            ratios[variant].append(medians[variant] / medians[base])
+    return samples, ratios
+
+
 def tenth_growth(stamps: Sequence[float]) -> dict[str, float]:
     """Stage time early vs late in a run, from a timestamp taken at the start of every stage.
 
