@@ -352,3 +352,27 @@ def test_no_middleware_writes_no_key_and_changes_no_request() -> None:
     assert "middleware_decisions" not in plain and "middleware" not in plain["settings"]
     assert linked["middleware_decisions"][0]["outcome"] == "allow"
     assert plain_requests == linked_requests  # a pass-through link changes no request
+
+
+def test_a_recording_with_every_door_from_this_version_loads_and_replays() -> None:
+    """A recording kept from this version (tests/agent/fixtures/recording-doors-v1.jsonl: a
+    link at every door, a rewrite with provenance, a scrub, a nested call and an approved
+    consent) rebuilds every request and replays without the agent, its links or a vault."""
+    from trackway.agent import load_recording, receipts, served_at
+
+    loaded = load_recording(Path(__file__).parent / "fixtures" / "recording-doors-v1.jsonl")
+    rs = receipts(loaded)
+    assert len(rs) == 2
+    for k, receipt in enumerate(rs, start=1):
+        assert served_at(loaded, k).hash == receipt["request_hash"]
+    state = thaw(loaded.state)
+    assert state["consents"][0]["granted"] is True
+    rows = {r["id"]: r for r in state["tool_results"]}
+    assert rows["a"]["rewritten"][0] == {"argument": "account", "value": "AB-1", "source": "policy"}
+    assert rows["a"]["scrubbed"] is True and rows["b"]["nested"][0]["id"] == "b.1"
+    doors = {(r["door"], r["outcome"]) for r in state["middleware_decisions"]}
+    assert {("before_tool", "allow"), ("after_tool", "scrub"), ("output", "allow")} <= doors
+    assert state["final_answer"] == "Balances read. — the bank bot"
+    replayed = replay(loaded)
+    assert [c.stage_path for c in replayed.history()] == [c.stage_path for c in loaded.history()]
+    assert thaw(replayed.state)["final_answer"] == state["final_answer"]
