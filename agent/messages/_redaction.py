@@ -43,9 +43,14 @@ CONVERSATION_EMITS = (
 )
 """The agent's events whose payloads quote the conversation."""
 
-CONVERSATION_FIELDS = {"middleware_decisions": ("value",)}
+CONVERSATION_FIELDS = {
+    "middleware_decisions": ("value",),
+    "tool_results": ("rewritten.value", "assumed.value", "nested"),
+}
 """Where the conversation is quoted inside the agent's other keys: the new value a
-middleware link rewrote (a message, an answer, a call's arguments)."""
+middleware link rewrote (a message, an answer, a call's arguments), an argument's value a
+call ran with that no model or person gave, and what a tool's own calls were and why one
+was refused (``ctx.tools.call``)."""
 
 TOOL_ERROR_FIELDS = {
     "tool_results": ("error.message",),

@@ -5,6 +5,7 @@ from the record alone."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -376,3 +377,43 @@ def test_a_recording_with_every_door_from_this_version_loads_and_replays() -> No
     replayed = replay(loaded)
     assert [c.stage_path for c in replayed.history()] == [c.stage_path for c in loaded.history()]
     assert thaw(replayed.state)["final_answer"] == state["final_answer"]
+
+
+def test_under_conversation_redaction_rewrites_and_nested_calls_keep_no_value(
+    tmp_path: Path,
+) -> None:
+    from trackway.agent import conversation_redaction
+
+    planted = "Zanzibar-77"
+
+    @tool
+    async def relay(city: str, ctx: ToolContext) -> str:
+        """Relay a lookup."""
+        with contextlib.suppress(ToolCallRefusedError):
+            await ctx.tools.call("lookup", {"city": city, "days": "many"})
+        return str(await ctx.tools.call("lookup", {"city": city}))
+
+    def pin(call: dict[str, Any], ctx: ToolContext) -> Any:
+        if call["name"] == "lookup":
+            return allow({**call["args"], "city": planted}, "pinned")
+        return None
+
+    provider = mock(replies=[calls(("a", "relay", {"city": "Oslo"})), "ok"])
+    agent = (
+        Agent.create(
+            provider=provider,
+            model="m",
+            store=SqliteStore(tmp_path / "runs.db"),
+            redact=conversation_redaction(),
+        )
+        .tool(relay)
+        .tool(lookup)
+        .tool_middleware(pin)
+        .build()
+    )
+    agent.run_sync("go")
+    row = thaw(agent.snapshot().state["tool_results"])[0]
+    assert row["nested"] == "[REDACTED]"
+    for stored in tmp_path.glob("runs.db*"):
+        assert planted.encode() not in stored.read_bytes()
+    assert planted not in json.dumps(thaw(agent.snapshot().state))
