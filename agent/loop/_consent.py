@@ -24,6 +24,7 @@ __all__ = [
     "consented",
     "fetch_credentials",
     "mask",
+    "refused_text",
 ]
 
 CONSENTS_KEY = "consents"
@@ -44,13 +45,18 @@ def consent_needed(
             )
             return {"kind": "consent", "credential": name, "question": question}, None
         if not answered[name]:
-            text = (
-                f"Not run: the person did not consent to {tool.name} using their {name!r} "
-                "credential. Do not call tools that need it again in this conversation; tell "
-                "the person what could not be done without it."
-            )
-            return None, Outcome("denied", text, (), {"consent": name})
+            return None, Outcome("denied", refused_text(tool.name, name), (), {"consent": name})
     return None, None
+
+
+def refused_text(tool: str, credential: str, note: str | None = None) -> str:
+    """What the model reads of a call the person did not consent to (with what they said)."""
+    why = f" They said: {note}" if note else ""
+    return (
+        f"Not run: the person did not consent to {tool} using their {credential!r} "
+        "credential. Do not call tools that need it again in this conversation; tell the "
+        f"person what could not be done without it.{why}"
+    )
 
 
 def consented(scope: Scope, pending: Mapping[str, Any], granted: bool) -> None:

@@ -19,6 +19,7 @@ from trackway.tools.define._schema_refs import local_validator
 
 from ..messages._errors import DecisionRequiredError, InvalidAnswerError
 from ._arguments import answered_arguments
+from ._consent import refused_text
 
 __all__ = ["DECISIONS", "answer_value", "outcome_of", "question_for"]
 
@@ -100,12 +101,8 @@ def outcome_of(payload: Mapping[str, Any], value: Mapping[str, Any]) -> tuple[st
         note = answer.get("note")
         why = f" They said: {note}" if note else ""
         if kind == "consent":
-            name, tool = payload.get("credential"), (payload.get("call") or {}).get("name")
-            return "denied", (
-                f"Not run: the person did not consent to {tool} using their {name!r} "
-                "credential. Do not call tools that need it again in this conversation; tell "
-                f"the person what could not be done without it.{why}"
-            )
+            tool = str((payload.get("call") or {}).get("name"))
+            return "denied", refused_text(tool, str(payload.get("credential")), note)
         return "denied", f"The person declined this call, so it was not run.{why}"
     if kind == "arguments":  # the call runs with the person's values
         return "run", None

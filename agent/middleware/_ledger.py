@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections import defaultdict, deque
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from trackway.engine import Scope, thaw
+from trackway.engine.run._scope import TrackedScope
 from trackway.tools.define._gate import UNCHANGED, GateDecision, allow, ask, deny, scrub
 from trackway.tools.define._gate import withhold as withhold_
 
@@ -57,19 +58,24 @@ def decision_row(
     return row
 
 
-def record_decisions(scope: Scope, rows: Iterable[dict[str, Any]]) -> None:
+def record_decisions(scope: Scope, rows: Iterable[dict[str, Any]], *, plain: bool = False) -> None:
     """Append ``rows`` to the ledger, each announced as ``middleware.decided`` (without the
-    rewritten value: the ledger holds it)."""
+    rewritten value: the ledger holds it). ``plain``: rows the library built of plain JSON
+    only (a message door's: its text checked to be a str), handed over without a second
+    check; otherwise a rewritten value is the link's and is checked."""
     rows = list(rows)
     if not rows:
         return
-    scope.extend(DECISIONS_KEY, rows)  # checked: a rewritten value is the link's
-    built = getattr(scope, "_emit_built", None)  # the engine's scope: exact JSON, encoded once
+    native = type(scope) is TrackedScope  # the engine's scope: exact JSON, encoded once
+    if plain and native:
+        cast(TrackedScope, scope)._extend_built(DECISIONS_KEY, rows)
+    else:
+        scope.extend(DECISIONS_KEY, rows)
     for row in rows:
         # the event holds names, counts, the reason and where arguments came from (all str)
         event = {k: v for k, v in row.items() if k != "value"}
-        if built is not None:
-            built("middleware.decided", event)
+        if native:
+            cast(TrackedScope, scope)._emit_built("middleware.decided", event)
         else:
             _emit(scope, "middleware.decided", event)
 

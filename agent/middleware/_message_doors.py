@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 from trackway.engine import Scope, thaw
-from trackway.engine.run._scope import TrackedScope
 from trackway.tools import Identity
 from trackway.tools.define._gate import UNCHANGED, GateDecision
 
@@ -20,7 +19,7 @@ from ..messages._errors import (
     MessageDeniedError,
     MiddlewareError,
 )
-from ._ledger import DECISIONS_KEY, decision_row, record_decisions
+from ._ledger import decision_row, record_decisions
 from ._links import Middleware, decide, decide_now
 
 __all__ = [
@@ -114,7 +113,7 @@ class _Walk:
 
     def passed(self, scope: Scope) -> Passed:
         """The rows on the ledger (each announced), and what came out of the door."""
-        _record(scope, self.rows)
+        record_decisions(scope, self.rows, plain=True)  # str texts: plain JSON
         return Passed(self.current, self.rows, self.denied, self.by, self.rewrites)
 
 
@@ -157,17 +156,6 @@ def walk_message_now(
     finally:
         CURRENT_SCOPE.reset(token)
     return walk.passed(scope)
-
-
-def _record(scope: Scope, rows: list[dict[str, Any]]) -> None:
-    """:func:`record_decisions` for rows of plain JSON the walk built (the text a link
-    passed is checked to be a str), handed over without a second check."""
-    if type(scope) is not TrackedScope:
-        record_decisions(scope, rows)
-        return
-    scope._extend_built(DECISIONS_KEY, rows)
-    for row in rows:
-        scope._emit_built("middleware.decided", {k: v for k, v in row.items() if k != "value"})
 
 
 def _text(link: Middleware, door: MessageDoor, value: Any) -> str:
