@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.examples import examples
+from tests.law import assert_law
 from tests.pg import pg_schema
 from trackway.agent import (
     Agent,
@@ -24,7 +25,6 @@ from trackway.agent import (
     define_memory,
     load_recording,
     mock,
-    receipts,
     replay,
     save_recording,
     served_at,
@@ -38,9 +38,7 @@ SCHEMA = {"type": "object", "properties": {"q": {"type": "string"}}, "required":
 
 def law(runner: Agent) -> None:
     """Every request of the last run rebuilt from its log, byte for byte."""
-    snap = runner.snapshot()
-    for k, receipt in enumerate(receipts(snap), start=1):
-        assert served_at(snap, k).hash == receipt["request_hash"], k
+    assert_law(runner.snapshot())
 
 
 def agent_on(store: Any, *memories: Any, replies: list[Any] | None = None, **options: Any) -> Agent:
@@ -338,8 +336,7 @@ def test_members_use_the_compositions_identity_and_two_identities_stay_apart() -
     assert "ana here" in texts[0] and "ana-took" in texts[0]
     assert "ana-took" in texts[1] and "ana-wrote" in texts[1]  # the second member's memory
     assert not any("bo" in t for t in texts)
-    for k, receipt in enumerate(receipts(snap), start=1):
-        assert served_at(snap, k).hash == receipt["request_hash"]
+    assert_law(snap)
     assert replay(snap).state["final_answer"] == "y"  # from the record alone
     # without an identity every member runs under the composition's run: nothing carried over
     alone = pipeline("p", "q")
@@ -522,8 +519,7 @@ def test_replay_needs_no_store_and_runs_no_summarizer(tmp_path: Path) -> None:
     assert replayed.state["memory_recall"] == loaded.state["memory_recall"]
     assert replay(loaded, agent).state["memory_written"] == loaded.state["memory_written"]
     assert calls == before
-    for k, receipt in enumerate(receipts(loaded), start=1):
-        assert served_at(loaded, k).hash == receipt["request_hash"]
+    assert_law(loaded)
 
 
 FIXTURE = Path(__file__).parent / "fixtures" / "recording-memory-v1.jsonl"
@@ -535,8 +531,7 @@ def test_a_memory_recording_of_this_version_loads_and_replays() -> None:
     rows = loaded.state["memory_recall"]
     assert [r["id"] for r in rows] == ["recent", "summary", "facts"]
     assert all(r["entries"] >= 1 for r in rows)
-    for k, receipt in enumerate(receipts(loaded), start=1):
-        assert served_at(loaded, k).hash == receipt["request_hash"]
+    assert_law(loaded)
     assert replay(loaded).state["final_answer"] == loaded.state["final_answer"]
 
 

@@ -14,6 +14,7 @@ import pytest
 from pydantic import BaseModel
 
 from tests.backends import run_async
+from tests.law import assert_law
 from trackway.agent import (
     Agent,
     AnswerDeniedError,
@@ -33,7 +34,6 @@ from trackway.agent import (
     receipts,
     replay,
     save_recording,
-    served_at,
 )
 from trackway.engine import SqliteStore, StageError, thaw
 from trackway.recorders import jsonl, narrative
@@ -67,9 +67,7 @@ def state(agent: Agent) -> dict[str, Any]:
 
 def served_ok(agent: Agent) -> None:
     """The conformance law, call by call."""
-    snap = agent.snapshot()
-    for k, receipt in enumerate(receipts(snap), start=1):
-        assert served_at(snap, k).hash == receipt["request_hash"]
+    assert_law(agent.snapshot())
 
 
 # -- the input door ----------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.law import assert_law
 from trackway.agent import (
     Agent,
     MiddlewareError,
@@ -359,13 +360,10 @@ def test_a_recording_with_every_door_from_this_version_loads_and_replays() -> No
     """A recording kept from this version (tests/agent/fixtures/recording-doors-v1.jsonl: a
     link at every door, a rewrite with provenance, a scrub, a nested call and an approved
     consent) rebuilds every request and replays without the agent, its links or a vault."""
-    from trackway.agent import load_recording, receipts, served_at
+    from trackway.agent import load_recording
 
     loaded = load_recording(Path(__file__).parent / "fixtures" / "recording-doors-v1.jsonl")
-    rs = receipts(loaded)
-    assert len(rs) == 2
-    for k, receipt in enumerate(rs, start=1):
-        assert served_at(loaded, k).hash == receipt["request_hash"]
+    assert assert_law(loaded) == 2
     state = thaw(loaded.state)
     assert state["consents"][0]["granted"] is True
     rows = {r["id"]: r for r in state["tool_results"]}
