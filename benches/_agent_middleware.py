@@ -21,7 +21,7 @@ import statistics
 import time
 from typing import Any
 
-from _common import fresh_heap, interleaved
+from _common import checked_row, fresh_heap, interleaved
 
 from trackway.agent import Agent, act, mock, receipts, replay, served_at
 from trackway.tools import allow, define_tool
@@ -98,12 +98,7 @@ def measure(sizes: tuple[int, ...], rounds: int, per_round: int) -> dict[str, An
     logging.getLogger("trackway").setLevel(logging.ERROR)
     rows: list[dict[str, Any]] = []
     for n in sizes:
-        print(f"  middleware, {n} calls ...", end="", flush=True)
-        row: dict[str, Any] = {"calls": n, "model_calls": n + 1}
-        for variant in VARIANTS:
-            agent = build(variant, n)
-            agent.run_sync("go")
-            row[variant] = check(agent, variant, n)
+        row = checked_row("middleware", n, VARIANTS, build, check)
         samples, ratios = interleaved(
             VARIANTS, "none", functools.partial(timed, n=n), rounds, per_round
         )

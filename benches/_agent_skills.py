@@ -24,7 +24,7 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
-from _common import clock, fresh_heap, interleaved
+from _common import checked_row, clock, fresh_heap, interleaved
 
 from trackway.agent import (
     Agent,
@@ -186,12 +186,7 @@ def measure(sizes: tuple[int, ...], rounds: int, per_round: int) -> dict[str, An
     _quiet()
     rows: list[dict[str, Any]] = []
     for n in sizes:
-        print(f"  skills, {n} calls ...", end="", flush=True)
-        row: dict[str, Any] = {"calls": n, "model_calls": n + 1}
-        for variant in VARIANTS:
-            agent = build(variant, n)
-            agent.run_sync("go")
-            row[variant] = check(agent, variant, n)
+        row = checked_row("skills", n, VARIANTS, build, check)
         samples, ratios = interleaved(
             VARIANTS, "plain", functools.partial(timed, n=n), rounds, per_round
         )

@@ -92,6 +92,24 @@ def median_runs(
     return out
 
 
+def checked_row(
+    what: str,
+    n: int,
+    variants: Sequence[str],
+    build: Callable[[str, int], Any],
+    check: Callable[[Any, str, int], dict[str, Any]],
+) -> dict[str, Any]:
+    """The row of one size: an untimed run of each variant's agent for a turn of ``n``
+    calls, checked (``check`` returns the variant's first cell) before anything is timed."""
+    print(f"  {what}, {n} calls ...", end="", flush=True)
+    row: dict[str, Any] = {"calls": n, "model_calls": n + 1}
+    for variant in variants:
+        agent = build(variant, n)
+        agent.run_sync("go")
+        row[variant] = check(agent, variant, n)
+    return row
+
+
 def interleaved(
     variants: Sequence[str],
     base: str,

@@ -59,7 +59,7 @@ class NestedTools:
         middleware, after-tool links) and return what the model would read of it."""
         from ._dispatch import _gated  # the dispatch runs tools, which build this
         from ._tool_doors import after_tool, before_tool
-        from ._tool_run import execute_checked
+        from ._tool_run import execute
 
         cfg = self._cfg
         call_id = f"{self._call['id']}.{len(self.rows) + 1}"
@@ -113,7 +113,7 @@ class NestedTools:
             given = dict(walked.args)
             if walked.sources:
                 row["rewritten"] = dict(walked.sources)
-        done = await execute_checked(cfg, tool, scope, call, iteration, given, self._depth + 1)
+        done = (await execute(cfg, tool, scope, call, iteration, given, self._depth + 1))[0]
         if cfg.links("after_tool"):
             done = await after_tool(cfg, scope, call, tool, done, iteration, into=decisions)
             row["decisions"] = decisions

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger("trackway.tools")
 
-__all__ = ["Ready", "context", "run_one"]
+__all__ = ["Ready", "context", "execute", "run_one"]
 
 
 def context(
@@ -194,7 +194,7 @@ async def run_one(
     args = _args_of(call) if filling is None else filling.args
     token = CURRENT_SCOPE.set(scope)
     try:
-        done, replayed = await _execute(cfg, tool, scope, call, iteration, args)
+        done, replayed = await execute(cfg, tool, scope, call, iteration, args)
     finally:
         CURRENT_SCOPE.reset(token)
     if replayed_into is not None:
@@ -204,21 +204,7 @@ async def run_one(
     return noted(scope, call, filling, answered, done)
 
 
-async def execute_checked(
-    cfg: AgentConfig,
-    tool: Tool,
-    scope: TrackedScope,
-    call: Mapping[str, Any],
-    iteration: int,
-    args: dict[str, Any],
-    depth: int,
-) -> Outcome:
-    """Run a nested call that passed its checks (``ctx.tools.call``): what the model would
-    read of it."""
-    return (await _execute(cfg, tool, scope, call, iteration, args, depth))[0]
-
-
-async def _execute(
+async def execute(
     cfg: AgentConfig,
     tool: Tool,
     scope: TrackedScope,
@@ -228,7 +214,8 @@ async def _execute(
     depth: int = 1,
 ) -> tuple[Outcome, bool]:
     """Run the tool on its own copy of ``args`` (the recorded call must not change); every
-    failure becomes a result the model can read and act on. The flag: a replayed outcome."""
+    failure becomes a result the model can read and act on. The flag: a replayed outcome.
+    ``depth``: how deep tools called tools to get here (``ctx.tools.call``)."""
     result: Any = None
     hooks = _CallHooks(scope, call, tool.name, iteration, cfg.sessions)
     emit = hooks.emit
