@@ -26,6 +26,7 @@ __all__ = [
     "FALLBACK_KEY",
     "TYPED_INPUT",
     "degrade",
+    "fallback_line",
     "fallback_stage",
     "live_source",
     "parse_chained",
@@ -124,6 +125,15 @@ def fallback_stage(cfg: AgentConfig) -> Callable[[Scope], Awaitable[None]]:
         emit(scope, "agent.output_fallback", {"served": served, "tiers": tiers})
 
     return output_fallback
+
+
+def fallback_line(event: Mapping[str, Any]) -> str:
+    """The narrative's line for an ``agent.output_fallback`` event (tiers, never values)."""
+    tiers = ", ".join(f"{tier} {outcome}" for tier, outcome in event.get("tiers", ()))
+    served = event.get("served")
+    if served is None:
+        return f"No tier of the fallback chain served a valid typed answer ({tiers})"
+    return f"The typed answer came from the {served} tier ({tiers})"
 
 
 def typed_value(model: type[BaseModel], state: Mapping[str, Any]) -> BaseModel:

@@ -45,7 +45,7 @@ from ._replay_setup import (
     recorded_offers,
 )
 from ._replay_skills import replay_skills
-from ._replay_typed import replay_typed
+from ._replay_typed import as_recorded, replay_typed
 
 __all__ = ["replay", "replay_async"]
 
@@ -275,7 +275,11 @@ def _compare(
                 key=None,
             )
         old_writes = [(w[0], w[1], w[2]) for w in old.writes]
-        new_writes = [(w[0], w[1], w[2]) for w in new.writes if not ignore or w[1] not in ignore]
+        new_writes = [
+            as_recorded((w[0], w[1], w[2]), old_writes)  # a report kept before its fields
+            for w in new.writes
+            if not ignore or w[1] not in ignore
+        ]
         if old_writes != new_writes:
             for a, b in zip(old_writes, new_writes, strict=False):
                 if a[1] != b[1] or a[0] != b[0]:

@@ -6,17 +6,22 @@ native answer or stood a fallback chain: the schema is code."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+import orjson
+
 from trackway.engine import Snapshot, thaw
+from trackway.engine.core._values import to_bytes
 
 from ..context._config import AgentConfig
 from ..messages._errors import OutputSchemaError, ReplayDivergence
 from ..output._chain import FALLBACK_KEY
 from ..output._plan import Attempt
 
-__all__ = ["RecordedFallback", "refuse_typed", "replay_typed"]
+__all__ = ["RecordedFallback", "as_recorded", "refuse_typed", "replay_typed"]
+
+_UNMET = "output_contract_unmet"
 
 
 class RecordedFallback:
@@ -77,3 +82,19 @@ def refuse_typed(snap: Snapshot, settings: Mapping[str, Any]) -> None:
         stage_path=seed,
         key="settings",
     )
+
+
+def as_recorded(write: tuple[Any, ...], recorded: Sequence[tuple[Any, ...]]) -> tuple[Any, ...]:
+    """A replayed write of the contract report, in the shape the recording kept it when the
+    recording is from before the report had its ``stage`` (and the fields beside it): the
+    fields it kept then, compared as they were; any other write as it is."""
+    if write[1] != _UNMET:
+        return write
+    kept = next((w for w in recorded if w[1] == _UNMET), None)
+    if kept is None:
+        return write
+    old = orjson.loads(kept[2])
+    if not isinstance(old, dict) or "stage" in old:
+        return write
+    new = orjson.loads(write[2])
+    return (write[0], write[1], to_bytes({k: v for k, v in new.items() if k in old}))

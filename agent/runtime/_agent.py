@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import anyio
 from pydantic import BaseModel
@@ -67,8 +67,6 @@ from ._typed import TypedAnswers
 from ._worker_target import Workable
 
 __all__ = ["Agent"]
-
-_M = TypeVar("_M", bound=BaseModel)
 
 
 class Agent(Hooks, RunRecord, Continuing, AgentSyncTwins, Streaming, Workable, TypedAnswers):

@@ -7,9 +7,7 @@ first per-call stage)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any
 
 from trackway.engine import FlowChart, RunStore, flow_chart
 from trackway.engine.core._keywords import checked_keywords
@@ -28,14 +26,12 @@ from ..providers._provider import Provider
 from ._builder_memory import MemoryBuilding
 from ._builder_middleware import MiddlewareBuilding
 from ._builder_skills import SkillsBuilding
-from ._builder_typed import TypedBuilding
+from ._typed import TypedBuilding
 
 if TYPE_CHECKING:
     from ._agent import Agent
 
 __all__ = ["AgentBuilder"]
-
-_M = TypeVar("_M", bound=BaseModel)
 
 
 class AgentBuilder(SkillsBuilding, MiddlewareBuilding, MemoryBuilding, TypedBuilding):

@@ -1,16 +1,19 @@
-"""Typed answers, for the agent: ``run_typed`` (a run whose input says the caller asked for
-the model, so its resume answers typed too, in any process), ``parse_output`` and
+"""Typed answers: on the builder, ``.output_schema(Model, retries=, strategy=)`` and
+``.output_fallback(fallback=, canned=)``, checked at ``build()`` into the plan the stages
+read (``cfg.typed``); on the agent, ``run_typed`` (a run whose input says the caller asked
+for the model, so its resume answers typed too, in any process), ``parse_output`` and
 ``parse_output_async`` (an answer string judged against the output schema, the second with
-the fallback chain). A part of :class:`~._agent.Agent`."""
+the fallback chain). Parts of :class:`~._builder.AgentBuilder` and :class:`~._agent.Agent`."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from pydantic import BaseModel
 
 from trackway.engine import Executor, RunResult
+from trackway.engine.core._keywords import checked_keywords
 from trackway.tools import Identity
 
 from ..context._config import AgentConfig
@@ -18,10 +21,102 @@ from ..loop._inputs import run_input
 from ..messages._conversation import Conversation
 from ..messages._errors import AgentBuildError
 from ..messages._paused import Paused
-from ..output._chain import TYPED_INPUT, parse_chained, typed_value
+from ..output._chain import TYPED_INPUT, live_source, parse_chained, typed_value
+from ..output._plan import STRATEGIES, FallbackSource, TypedPlan, canned_value, typed_plan
 from ..output._verdict import schema_error, verdict
 
-__all__ = ["TypedAnswers"]
+__all__ = ["TypedAnswers", "TypedBuilding"]
+
+_M = TypeVar("_M", bound=BaseModel)
+
+_UNSET: Any = object()
+
+
+class TypedBuilding:
+    """``.output_schema()`` and ``.output_fallback()``."""
+
+    _output: tuple[type[BaseModel], int] | None
+    _strategy: str
+    _fallback: tuple[Callable[..., Any] | None, Any] | None
+    _fallback_source: FallbackSource | None
+
+    def _take_typed_options(self) -> None:
+        self._output = None
+        self._strategy = "instruct"
+        self._fallback = None
+        self._fallback_source = None  # a replay's: the recorded rows, not the function
+
+    @checked_keywords
+    def output_schema(
+        self, model: type[_M], *, retries: int = 2, strategy: str = "instruct"
+    ) -> Self:
+        """Answers must be JSON matching ``model``; a failing answer is re-asked ``retries``
+        times with the validator's message.
+
+        ``strategy="instruct"`` (the default): your prompt tells the model the shape, and
+        what comes back is judged; ``"native"`` also asks the provider for the schema
+        itself: OpenAI's structured outputs (``response_format`` ``json_schema``,
+        ``strict``), Anthropic's forced tool whose input is the answer. Under ``"native"`` a
+        refusal, a cut at ``max_tokens`` or a full context window fails the answer even when
+        its text parses (``stop_reason`` in ``output_contract_unmet()``)."""
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            raise AgentBuildError("output_schema(...) takes a pydantic BaseModel subclass")
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise AgentBuildError(f"output_schema(retries={retries!r}): use a whole number >= 0")
+        if strategy not in STRATEGIES:
+            raise AgentBuildError(
+                f"output_schema(strategy={strategy!r}): use 'instruct' (ask in words, judge "
+                "the answer) or 'native' (the provider's own structured output)"
+            )
+        self._output = (model, retries)
+        self._strategy = strategy
+        return self
+
+    @checked_keywords
+    def output_fallback(
+        self, *, fallback: Callable[..., Any] | None = None, canned: Any = _UNSET
+    ) -> Self:
+        """When the answer fails the output schema after the retries, ``run_typed`` (and
+        ``parse_output_async``) degrade instead of raising: ``fallback(error, raw)`` (``def``
+        or ``async def``; ``error`` is the :class:`OutputSchemaError`, ``raw`` the answer)
+        returns the model, a dict or JSON text, judged again; then ``canned``, an instance
+        or a dict, validated now (a bad one is refused here). ``run`` never reaches these
+        tiers. Each step of a run's chain is committed (``output_fallback``)."""
+        if fallback is not None and not callable(fallback):
+            raise AgentBuildError(
+                f"output_fallback(fallback={fallback!r}): give a function (error, raw) -> "
+                "the model, a dict or a JSON str"
+            )
+        if fallback is None and canned is _UNSET:
+            raise AgentBuildError(
+                "output_fallback() needs fallback=fn(error, raw), canned=<a valid answer>, or both"
+            )
+        if self._fallback is not None:
+            raise AgentBuildError("an agent has one fallback chain: output_fallback(...) twice")
+        self._fallback = (fallback, None if canned is _UNSET else canned)
+        return self
+
+    def _typed_plan(
+        self, provider: object, options: Mapping[str, Any], tools: Iterable[str]
+    ) -> TypedPlan | None:
+        """The typed plan ``build()`` puts on the configuration (checked here)."""
+        if self._output is None:
+            if self._fallback is not None:
+                raise AgentBuildError(
+                    "output_fallback(...) degrades a typed answer: add .output_schema(Model)"
+                )
+            return None
+        model = self._output[0]
+        fallback, canned = self._fallback or (None, None)
+        source = self._fallback_source
+        if source is None and fallback is not None:
+            source = live_source(model, fallback)
+        value = None if self._fallback is None or canned is None else canned_value(model, canned)
+        if self._fallback is not None and canned is None and fallback is None:
+            raise AgentBuildError("output_fallback(canned=None): give a valid answer")
+        return typed_plan(
+            model, self._strategy, source, value, provider=provider, options=options, tools=tools
+        )
 
 
 class TypedAnswers:
