@@ -190,4 +190,6 @@ class TypedAnswers:
         the answer is typed (``run_typed``, and any resume of it), else as it is."""
         if isinstance(outcome, Paused) or not state.get(TYPED_INPUT):
             return outcome
+        if "final_answer" not in state:  # ended without an answer (its question dropped)
+            return outcome
         return typed_value(self._output_model("run_typed"), state)

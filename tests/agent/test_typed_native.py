@@ -24,6 +24,7 @@ from trackway.agent import (
     openai,
     replay,
     save_recording,
+    served_at,
 )
 from trackway.agent.output._contract import unmet_view
 from trackway.engine import thaw
@@ -194,6 +195,8 @@ def test_anthropic_is_made_to_call_the_answer_tool_and_its_input_is_the_answer()
     assert response["tool_calls"] == [] and response["stop_reason"] == "stop"
     assert orjson.loads(response["content"]) == {"city": "Paris", "celsius": 22}
     assert assert_law(agent) == 1
+    sent = served_at(agent, 1)  # the neutral request, rebuilt; on the wire, the forced tool
+    assert orjson.loads(agent._cfg.provider.wire(sent)) == body  # type: ignore[attr-defined]
 
 
 def test_beside_the_agents_tools_anthropic_must_call_one_and_the_answer_ends_the_turn() -> None:
@@ -268,6 +271,18 @@ def test_native_is_refused_where_it_cannot_be_kept() -> None:
     clash = define_tool(name="Weather", description="x", input_schema={}, execute=lambda a, c: "")
     with pytest.raises(AgentBuildError, match="named 'Weather', like a tool of the agent"):
         Agent.create(provider=claude).tool(clash).output_schema(Weather, strategy="native").build()
+
+
+def test_configure_cannot_choose_another_response_format_for_a_native_run() -> None:
+    builder = Agent.create(provider=mock(reply=VALID), model="m")
+    builder = builder.configure(lambda ctx: {"response_format": JSON_MODE})
+    agent = builder.output_schema(Weather, strategy="native").build()
+    with pytest.raises(AgentBuildError, match="configure\\(\\) returned response_format"):
+        agent.run_sync("weather?")
+    dropped = Agent.create(provider=mock(reply=VALID), model="m")
+    dropped = dropped.configure(lambda ctx: {"response_format": None})
+    native = dropped.output_schema(Weather, strategy="native").build()
+    assert native.run_typed_sync("weather?") == PARIS  # None drops nothing native asked for
 
 
 # -- a report from before its fields -----------------------------------------------------------
