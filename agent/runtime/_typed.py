@@ -46,7 +46,6 @@ class TypedBuilding:
         self._fallback = None
         self._fallback_source = None  # a replay's: the recorded rows, not the function
 
-    @checked_keywords
     def output_schema(
         self, model: type[_M], *, retries: int = 2, strategy: str = "instruct"
     ) -> Self:
@@ -72,7 +71,6 @@ class TypedBuilding:
         self._strategy = strategy
         return self
 
-    @checked_keywords
     def output_fallback(
         self, *, fallback: Callable[..., Any] | None = None, canned: Any = _UNSET
     ) -> Self:
@@ -95,6 +93,12 @@ class TypedBuilding:
             raise AgentBuildError("an agent has one fallback chain: output_fallback(...) twice")
         self._fallback = (fallback, None if canned is _UNSET else canned)
         return self
+
+    for _method in (output_schema, output_fallback):  # named as the builder users call
+        _method.__qualname__ = f"AgentBuilder.{_method.__name__}"
+    output_schema = checked_keywords(output_schema)
+    output_fallback = checked_keywords(output_fallback)
+    del _method
 
     def _typed_plan(
         self, provider: object, options: Mapping[str, Any], tools: Iterable[str]

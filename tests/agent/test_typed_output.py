@@ -27,7 +27,7 @@ from trackway.agent import (
     replay,
     save_recording,
 )
-from trackway.engine import SqliteStore, thaw
+from trackway.engine import SqliteStore, UnknownKeywordError, thaw
 from trackway.recorders import narrative, narrative_from_log
 from trackway.tools import allow, ask_human
 
@@ -266,6 +266,8 @@ def test_a_bad_chain_is_refused_at_build() -> None:
         plain.build()
     with pytest.raises(AgentBuildError, match="strategy='sloppy'"):
         builder().output_schema(Weather, strategy="sloppy")
+    with pytest.raises(UnknownKeywordError, match=r"AgentBuilder.output_fallback\(\) got an"):
+        builder().output_fallback(fallbacks=print)
 
 
 # -- the report --------------------------------------------------------------------------------
