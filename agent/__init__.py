@@ -48,6 +48,7 @@ from .messages._errors import MiddlewareError as MiddlewareError
 from .messages._errors import MiddlewareFailedError as MiddlewareFailedError
 from .messages._errors import NoConversationError as NoConversationError
 from .messages._errors import OutputContractError as OutputContractError
+from .messages._errors import OutputSchemaError as OutputSchemaError
 from .messages._errors import PendingQuestionError as PendingQuestionError
 from .messages._errors import RedactedRecordError as RedactedRecordError
 from .messages._errors import ReplayDivergence as ReplayDivergence
@@ -183,6 +184,7 @@ __all__ = [
     "NoConversationError",
     "OpenAIProvider",
     "OutputContractError",
+    "OutputSchemaError",
     "Parallel",
     "Paused",
     "PendingQuestionError",

@@ -104,6 +104,9 @@ class AgentConfig:
     ``memory-recall`` and ``memory-write`` stages, in declaration order."""
     memory_io: Any = None
     """Where those stages read and write (the stores; a replay's recorded rows)."""
+    typed: Any = None
+    """``output_schema(strategy="native")`` / ``.output_fallback(...)``: the
+    :class:`~trackway.agent.output._plan.TypedPlan` (``None``: instruct, no fallback)."""
 
     @property
     def serves_tools(self) -> bool:

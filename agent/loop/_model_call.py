@@ -7,7 +7,7 @@ from __future__ import annotations
 from contextlib import aclosing
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from trackway.engine.run._scope import TrackedScope
 
@@ -15,6 +15,7 @@ from ..context._config import AgentConfig
 from ..context._findings import AnswerHoldback
 from ..context._state_view import PROVIDER_KEYS, REQUEST_KEYS, StateView
 from ..messages._messages import LLMResponse, StreamDelta, ToolCall, Usage
+from ..output._verdict import verdict
 from ..providers._provider import ProviderResponseError
 
 __all__ = [
@@ -62,13 +63,9 @@ async def stream_model(cfg: AgentConfig, scope: TrackedScope, request: Any) -> L
 
 
 def output_error(model: type[BaseModel], content: str) -> str | None:
-    try:
-        model.model_validate_json(content)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        return f"{loc + ': ' if loc else ''}{first['msg']}"
-    return None
+    """The schema's first issue with ``content`` as ``"loc: msg"`` (``None``: it matches)."""
+    found = verdict(model, content)
+    return None if found is None else found.error
 
 
 def answer_record(response: LLMResponse) -> dict[str, Any]:

@@ -38,9 +38,11 @@ from ..messages._tool_ids import call_repairs, unique_calls
 from ..messages._usage import via
 from ..middleware._input import admitting
 from ..middleware._ledger import declared_links
-from ..middleware._output import BROKEN_BY_KEY, answering, passed_answer
+from ..middleware._output import answering, passed_answer
 from ..offer._offer import ToolSpecs, first_offer, offer_stage
 from ..offer._tool_choice import tool_choice_outcome
+from ..output._contract import contract_unmet
+from ..output._verdict import answer_error
 from ._coverage import answer_limits, with_limits
 from ._dispatch import Batch, dispatch, resumed
 from ._model_call import (
@@ -132,6 +134,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             apply_configured(cfg, chosen, settings)
             if "instructions" in chosen:
                 scope["resolved_instructions"] = chosen["instructions"]
+        if cfg.typed is not None:  # the native response format, the fallback chain
+            cfg.typed.settle(settings)
         scope["settings"] = settings
         scope["user_message"] = message
         scope["iteration"] = 1
@@ -246,7 +250,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             if cfg.output_model is not None:  # the final stage judges this answer, not an older
                 content = response.get("content", "")
                 judged = strip_answer(content)[0] if cfg.findings else content
-                error = output_error(cfg.output_model, judged)
+                error = answer_error(cfg, response, judged)
                 if error is not None:
                     scope["output_error"] = error
                 elif "output_error" in scope:
@@ -269,7 +273,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             content = response.get("content", "")
             if cfg.findings:  # judged without the notes the answer will lose
                 content = strip_answer(content)[0]
-            error = output_error(cfg.output_model, content)
+            error = answer_error(cfg, response, content)
             if error is not None:
                 scope["output_error"] = error
                 attempts = scope.get("output_attempts", 0)
@@ -395,16 +399,10 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
                 )
         # the answer as the output links passed it, when one rewrote it (limits included)
         passed = passed_answer(scope, scope["iteration"]) if at_output else None
-        if cfg.output_model is not None:
-            # also when the turn was cut short: the answer may never have been judged
-            judged = answer if passed is None else passed
-            error = scope.get("output_error") or output_error(cfg.output_model, judged)
-            if error is not None:
-                scope["output_contract_unmet"] = {
-                    "error": error,
-                    "attempts": scope.get("output_attempts", 0) + 1,
-                    **({"broken_by": scope[BROKEN_BY_KEY]} if BROKEN_BY_KEY in scope else {}),
-                }
+        if cfg.output_model is not None:  # also when the turn was cut short: maybe unjudged
+            unmet = contract_unmet(cfg, scope, response, answer if passed is None else passed)
+            if unmet is not None:
+                scope["output_contract_unmet"] = unmet
         limits = answer_limits(scope) if cfg.limits_travel else None
         if limits is not None:  # composed from the record: the model cannot drop it
             scope["answer_coverage"] = limits

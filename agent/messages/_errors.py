@@ -16,7 +16,9 @@
         ├── InvalidAnswerError       an answer the paused question cannot take
         ├── RunCheckpointError       a provider failure mid-run, with the conversation so far
         │                            (also the ProviderError subclass that failed)
-        ├── OutputContractError      run_typed() got no answer matching the schema
+        ├── OutputSchemaError        an answer that does not parse into the output schema
+        │   └── OutputContractError  run_typed() got no answer matching the schema (after the
+        │                            run's retries and the fallback chain, when configured)
         ├── ReplayDivergence         a replay committed something the recording did not
         ├── MiddlewareError          a middleware link returned what its door cannot take
         ├── MiddlewareFailedError    a middleware link raised (its exception is the cause)
@@ -47,6 +49,7 @@ __all__ = [
     "MiddlewareFailedError",
     "NoConversationError",
     "OutputContractError",
+    "OutputSchemaError",
     "PendingQuestionError",
     "RedactedRecordError",
     "ReplayDivergence",
@@ -95,14 +98,68 @@ class AgentNotRunError(AgentError, RuntimeError):
     """The agent was asked about its last run (``snapshot()``...) before it ran."""
 
 
-class OutputContractError(AgentError):
-    """``run_typed`` could not get an answer that matches the output schema."""
+class OutputSchemaError(AgentError, ValueError):
+    """An answer that does not parse into the agent's output schema (``parse_output``,
+    ``parse_output_async``). ``raw_output`` is the text as given (kept for triage);
+    ``stage`` says which half failed: ``"json-parse"`` (not JSON), ``"schema-validate"``
+    (JSON, not the model) or ``"stop-reason"`` (the provider stopped a native answer:
+    refused, cut at ``max_tokens``, out of context); ``error`` is the validator's message
+    as the run quotes it (``"loc: msg"``); ``path`` the failing field (``"items.0.price"``),
+    when there is one. ``chain``: the fallback tiers tried, as rows (``{tier, outcome,
+    error?}``), when ``.output_fallback()`` was engaged and every tier failed."""
 
-    def __init__(self, message: str, *, attempts: int, last_error: str, answer: str) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        raw_output: str,
+        stage: str,
+        error: str,
+        path: str | None = None,
+        chain: tuple[dict[str, Any], ...] = (),
+    ) -> None:
         super().__init__(message)
+        self.raw_output = raw_output
+        self.stage = stage
+        self.error = error
+        self.path = path
+        self.chain = chain
+
+
+class OutputContractError(OutputSchemaError):
+    """``run_typed`` could not get an answer that matches the output schema: the run's
+    retries ran out (or an output link broke the answer), and the fallback chain, when
+    configured, served nothing valid. An :class:`OutputSchemaError` about the run's last
+    answer (``raw_output`` is it), with the run's own report: ``attempts`` (answers judged),
+    ``retries_spent``, ``broken_by`` (the output link whose rewrite broke a valid answer),
+    ``stop_reason`` (native strategy), ``fallback_configured``; ``last_error`` and
+    ``answer`` are ``error`` and ``raw_output`` by their earlier names."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        attempts: int,
+        last_error: str,
+        answer: str,
+        stage: str = "schema-validate",
+        path: str | None = None,
+        retries_spent: int | None = None,
+        broken_by: str | None = None,
+        stop_reason: str | None = None,
+        fallback_configured: bool = False,
+        chain: tuple[dict[str, Any], ...] = (),
+    ) -> None:
+        super().__init__(
+            message, raw_output=answer, stage=stage, error=last_error, path=path, chain=chain
+        )
         self.attempts = attempts
         self.last_error = last_error
         self.answer = answer
+        self.retries_spent = attempts - 1 if retries_spent is None else retries_spent
+        self.broken_by = broken_by
+        self.stop_reason = stop_reason
+        self.fallback_configured = fallback_configured
 
 
 class ReplayDivergence(AgentError):

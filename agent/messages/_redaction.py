@@ -30,6 +30,7 @@ CONVERSATION_KEYS = (
     "stopped_early",
     "output_error",
     "output_contract_unmet",
+    "output_fallback",
     "pending_question",
     "abandoned_question",
     "memory_recall",

@@ -14,10 +14,14 @@ Wire mapping (``LLMRequest`` -> body):
 - ``temperature`` and ``top_p`` as given, ``stop`` -> ``stop_sequences``; ``extra_body``'s
   fields are added to the body as they are. The Messages API has no ``seed`` and no
   ``response_format``: a request with either is refused (:class:`ProviderRequestError`)
-  rather than sent without it.
+  rather than sent without it, except a ``json_schema`` format (``output_schema(...,
+  strategy="native")``): it becomes a tool named after the schema that the model is made to
+  call (``tool_choice`` ``{"type": "tool"}``; ``{"type": "any"}`` beside the agent's own
+  tools), and that call's input, as JSON, is the answer (``_structured``).
 
 Stop reasons are normalised: ``end_turn`` and ``stop_sequence`` -> ``stop``, ``tool_use``,
-``max_tokens``, ``refusal`` -> ``content_filter``, otherwise the API's own word. Streaming
+``max_tokens``, ``refusal``, otherwise the API's own word (e.g.
+``model_context_window_exceeded``). Streaming
 reads the SSE events (``content_block_*``, ``message_delta``); thinking blocks are not
 carried (the neutral response has no place for them yet). A body or event of the wrong shape
 (a ``delta``, ``content_block`` or ``usage`` that is not an object, text that is not a string,
@@ -27,13 +31,13 @@ a ``tool_use`` block without a name) is a :class:`ProviderResponseError` naming 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import httpx2
 import orjson
 
-from ..messages._messages import LLMRequest, LLMResponse, ToolCall, Usage
+from ..messages._messages import LLMRequest, LLMResponse, StreamDelta, ToolCall, Usage
 from ..messages._payload import (
     UNPARSED_ARGUMENTS,
     MalformedPayload,
@@ -57,6 +61,7 @@ from ._provider import (
     ProviderRequestError,
     ProviderResponseError,
 )
+from ._structured import NativeOutput, answer_from_tool, answer_tool, ask_for_answer
 
 __all__ = ["AnthropicProvider", "anthropic"]
 
@@ -74,7 +79,7 @@ _STOP_REASONS = {
     "stop_sequence": "stop",
     "tool_use": "tool_use",
     "max_tokens": "max_tokens",
-    "refusal": "content_filter",
+    "refusal": "refusal",
 }
 
 
@@ -238,6 +243,9 @@ class AnthropicProvider(HTTPProvider):
     unsupported_options = ("seed", "response_format")
     """Request options the Messages API has no field for (refused when the agent is built)."""
 
+    native_output: NativeOutput = "forced-tool"
+    """A ``json_schema`` response format is asked for with a forced tool (``_structured``)."""
+
     def describe_call(self, streamed: bool) -> dict[str, Any]:
         """As for every HTTP provider, plus the ``max_tokens`` sent when a request sets none
         (the body depends on it)."""
@@ -259,8 +267,9 @@ class AnthropicProvider(HTTPProvider):
 
     def body(self, request: LLMRequest) -> dict[str, Any]:
         """The Messages API body for ``request`` (what goes on the wire)."""
+        answer = answer_tool(request)
         for option in self.unsupported_options:
-            if getattr(request, option) is not None:
+            if getattr(request, option) is not None and (answer is None or option == "seed"):
                 raise ProviderRequestError(
                     f"anthropic: the Messages API has no {option}, so a request with "
                     f"{option}= cannot be sent as recorded; drop {option}= from the agent (or "
@@ -304,16 +313,18 @@ class AnthropicProvider(HTTPProvider):
         if request.system:
             body["system"] = request.system
         body["messages"] = messages
-        if request.tools:
+        if request.tools or answer is not None:
             body["tools"] = [
                 {
                     "name": tool.name,
                     "description": tool.description,
                     "input_schema": tool.input_schema,
                 }
-                for tool in request.tools
+                for tool in request.tools or ()
             ]
-            if request.tool_choice is not None:
+            if answer is not None:
+                ask_for_answer(body, request, answer)
+            elif request.tool_choice is not None:
                 body["tool_choice"] = _TOOL_CHOICES.get(
                     request.tool_choice, {"type": "tool", "name": request.tool_choice}
                 )
@@ -326,6 +337,20 @@ class AnthropicProvider(HTTPProvider):
         if request.extra_body:
             body.update(request.extra_body)
         return body
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        """As for every HTTP provider; a forced answer tool's input is read as the answer."""
+        response = await super().complete(request)
+        answer = answer_tool(request)
+        return response if answer is None else answer_from_tool(response, answer["name"])
+
+    async def stream(self, request: LLMRequest) -> AsyncIterator[StreamDelta | LLMResponse]:
+        """As for every HTTP provider; a forced answer tool's input is read as the answer."""
+        answer = answer_tool(request)
+        async for piece in super().stream(request):
+            if answer is not None and isinstance(piece, LLMResponse):
+                piece = answer_from_tool(piece, answer["name"])
+            yield piece
 
     # -- response ----------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..messages._messages import LLMRequest, LLMResponse, StreamDelta, Usage
 from ._provider import ProviderConfigError, ProviderError
+from ._structured import NativeOutput
 
 __all__ = ["MockExhaustedError", "MockProvider", "mock", "refuse_unknown_keys"]
 
@@ -93,7 +94,12 @@ class MockProvider:
     keeps none: each request holds the whole conversation, so keeping them all costs
     memory quadratic in a long run's length). With ``stream=True`` it also streams each
     answer word by word.
+
+    It takes a ``json_schema`` response format as it is (``output_schema(...,
+    strategy="native")``), so a test can script what a native answer is and why it stopped.
     """
+
+    native_output: NativeOutput = "response_format"
 
     def __init__(
         self,

@@ -18,12 +18,13 @@ Wire mapping (``LLMRequest`` -> body):
   given (left out when ``None``); ``extra_body``'s fields are added to the body as they are.
 
 Stop reasons are normalised: ``stop``, ``tool_use``, ``max_tokens``, ``content_filter``, or
-the server's own word. Tool-call arguments that are not a JSON object are kept verbatim as
-``{"_unparsed_arguments": raw}`` (the model wrote them; it is not a provider failure). A body
-or chunk of the wrong shape (``choices`` not a list, a ``delta`` or ``usage`` that is not an
-object, text, ids or names that are not strings, a tool call that never got a name) is a
-:class:`ProviderResponseError` naming the field; scalar metadata of the wrong type
-(``model``, ``finish_reason``, token counts) is read as not reported.
+the server's own word; an answer with ``message.refusal`` (structured outputs) stops with
+``refusal`` and its text is the refusal. Tool-call arguments that are not a JSON object are
+kept verbatim as ``{"_unparsed_arguments": raw}`` (the model wrote them; it is not a
+provider failure). A body or chunk of the wrong shape (``choices`` not a list, a ``delta``
+or ``usage`` that is not an object, text, ids or names that are not strings, a tool call
+that never got a name) is a :class:`ProviderResponseError` naming the field; scalar metadata
+of the wrong type (``model``, ``finish_reason``, token counts) is read as not reported.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from ._provider import (
     ProviderRequestError,
     ProviderResponseError,
 )
+from ._structured import NativeOutput
 
 __all__ = ["OpenAIProvider", "openai"]
 
@@ -134,6 +136,7 @@ class _Stream:
         self.usage: Usage | None = None
         self.stop_reason: str | None = None
         self.model: str | None = None
+        self.refused = False
 
     def feed(self, event: str, chunk: dict[str, Any]) -> str:
         """Take one chunk in; the text it adds (maybe empty)."""
@@ -157,6 +160,10 @@ class _Stream:
             piece = optional_str(delta.get("content"), f"{where}.delta.content")
             if piece:
                 added.append(piece)
+            refusal = optional_str(delta.get("refusal"), f"{where}.delta.refusal")
+            if refusal:  # the model declined the schema: its words are the answer's text
+                self.refused = True
+                added.append(refusal)
             calls = optional_list(delta.get("tool_calls"), f"{where}.delta.tool_calls")
             for number, call in enumerate(calls):
                 at = f"{where}.delta.tool_calls[{number}]"
@@ -192,7 +199,7 @@ class _Stream:
             content="".join(self.text),
             tool_calls=calls,
             usage=self.usage,
-            stop_reason=self.stop_reason,
+            stop_reason="refusal" if self.refused else self.stop_reason,
             model=self.model,
         )
 
@@ -206,6 +213,8 @@ class OpenAIProvider(HTTPProvider):
     default_base_url = "https://api.openai.com/v1"
     path = "/chat/completions"
     stream_item = "a chunk"
+    native_output: NativeOutput = "response_format"
+    """A ``json_schema`` response format is sent as it is (structured outputs)."""
 
     def _auth_headers(self, api_key: str) -> dict[str, str]:
         return {"authorization": f"Bearer {api_key}"}
@@ -299,6 +308,7 @@ class OpenAIProvider(HTTPProvider):
         if not isinstance(message, dict):
             raise self._malformed(orjson.dumps(data), "no 'choices[0].message'")
         content = optional_str(message.get("content"), "choices[0].message.content")
+        refusal = optional_str(message.get("refusal"), "choices[0].message.refusal")
         calls: list[ToolCall] = []
         raw_calls = message.get("tool_calls") or []
         if not isinstance(raw_calls, list):
@@ -323,10 +333,10 @@ class OpenAIProvider(HTTPProvider):
             )
         model = data.get("model")
         return LLMResponse(
-            content=content or "",
+            content=(content or "") + (refusal or ""),
             tool_calls=tuple(calls),
             usage=_usage(optional_object(data.get("usage"), "usage")),
-            stop_reason=_stop_reason(choice.get("finish_reason")),
+            stop_reason="refusal" if refusal else _stop_reason(choice.get("finish_reason")),
             model=model if isinstance(model, str) and model else None,
         )
 

@@ -22,6 +22,7 @@ from trackway.engine import Commit, thaw
 from trackway.recorders import Teller, Telling, register_teller
 
 from ..messages._members import member_of
+from ..output._chain import fallback_line
 
 __all__ = ["AGENT_TELLER", "COMPOSITION_TELLER"]
 
@@ -40,6 +41,7 @@ _AGENT_STAGES = frozenset(
         "final",
         "memory-recall",
         "memory-write",
+        "output-fallback",
     }
 )
 _COMPOSITION_STAGES = frozenset(
@@ -408,6 +410,7 @@ _AGENT_TELLS = {
     "final": _final,
     "memory-recall": _memory("memory.recalled", "recalled"),
     "memory-write": _memory("memory.written", "written"),
+    "output-fallback": lambda c, t: [fallback_line(e) for e in _events(c, "agent.output_fallback")],
 }
 
 

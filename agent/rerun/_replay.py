@@ -30,6 +30,7 @@ from ..loop._coverage import statement_of
 from ..messages._errors import ReplayDivergence
 from ..messages._messages import LLMResponse
 from ..messages._paused import Paused
+from ..output._chain import TYPED_INPUT
 from ..providers._mock import MockProvider
 from ..providers._options import REQUEST_OPTIONS
 from ..record._record import Record, _check_not_redacted, _llm_commits, _snapshot, receipts
@@ -44,6 +45,7 @@ from ._replay_setup import (
     recorded_offers,
 )
 from ._replay_skills import replay_skills
+from ._replay_typed import as_recorded, replay_typed
 
 __all__ = ["replay", "replay_async"]
 
@@ -119,11 +121,14 @@ async def replay_async(record: Record, agent: Agent | None = None) -> Snapshot:
     carried = initial.get("carried")
     convo = None if prior is None else Conversation(history=prior, agent=agent.name, carry=carried)
     answers = _recorded_resumes(snap)
+    outcome: object  # the answer, typed when the run asked for it, or a pause
     try:
         if initial.get("retry") and convo is not None:  # a resume_on_error run
             outcome = await twin.resume_on_error(convo, **caller)
         else:
-            outcome = await twin.run(initial["message"], continue_from=convo, **caller)
+            typed = initial.get(TYPED_INPUT) and twin._cfg.output_model is not None
+            ask = twin.run_typed if typed else twin.run  # run_typed: the chain runs as it ran
+            outcome = await ask(initial["message"], continue_from=convo, **caller)
         while isinstance(outcome, Paused) and answers:  # the person's recorded answers
             outcome = await twin._drive(
                 functools.partial(_resume_with, outcome.checkpoint, answers.pop(0))
@@ -236,8 +241,7 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
         builder.system(cfg.system)
     if cfg.configure is not None:
         builder.configure(cfg.configure)
-    if cfg.output_model is not None:
-        builder.output_schema(cfg.output_model, retries=cfg.output_retries)
+    replay_typed(builder, cfg, snap)  # the fallback tier served from the record
     if cfg.limits_travel:
         builder.limits_travel_with_the_answer()
     if cfg.findings:
@@ -271,7 +275,11 @@ def _compare(
                 key=None,
             )
         old_writes = [(w[0], w[1], w[2]) for w in old.writes]
-        new_writes = [(w[0], w[1], w[2]) for w in new.writes if not ignore or w[1] not in ignore]
+        new_writes = [
+            as_recorded((w[0], w[1], w[2]), old_writes)  # a report kept before its fields
+            for w in new.writes
+            if not ignore or w[1] not in ignore
+        ]
         if old_writes != new_writes:
             for a, b in zip(old_writes, new_writes, strict=False):
                 if a[1] != b[1] or a[0] != b[0]:

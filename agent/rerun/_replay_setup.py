@@ -19,6 +19,7 @@ from ..runtime._agent import Agent
 from ._replay_memory import recorded_memories, replay_memory
 from ._replay_middleware import replay_middleware
 from ._replay_skills import apply_recorded_skills, skill_tool_names, unserved_spec
+from ._replay_typed import refuse_typed
 
 __all__ = [
     "RecordedOffers",
@@ -68,6 +69,7 @@ def agent_from_recording(snap: Snapshot) -> Agent:
                 key=None,
             )
     settings = writes.get("settings", {})
+    refuse_typed(snap, settings)  # a native answer or a fallback chain: the schema is code
     stopped = writes.get("stopped_early") or {}
     builder = AgentBuilder(
         MockProvider(replies=[]),

@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import anyio
 from pydantic import BaseModel
@@ -50,7 +50,7 @@ from ..loop._inputs import (
 from ..loop._person import answer_value
 from ..loop._stages import AgentConfig
 from ..messages._conversation import Conversation
-from ..messages._errors import AgentBuildError, InvalidAnswerError, OutputContractError
+from ..messages._errors import AgentBuildError, InvalidAnswerError
 from ..messages._paused import Paused
 from ..middleware._message_doors import DENIED_KEY, denied_error
 from ..providers._model_string import provider_for
@@ -63,14 +63,13 @@ from ._builder import AgentBuilder
 from ._events import EventBus
 from ._result import AgentResult, result_of
 from ._stream import Streaming
+from ._typed import TypedAnswers
 from ._worker_target import Workable
 
 __all__ = ["Agent"]
 
-_M = TypeVar("_M", bound=BaseModel)
 
-
-class Agent(Hooks, RunRecord, Continuing, AgentSyncTwins, Streaming, Workable):
+class Agent(Hooks, RunRecord, Continuing, AgentSyncTwins, Streaming, Workable, TypedAnswers):
     """An LLM agent whose every step is a commit. Build with ``Agent.create(...)``."""
 
     @staticmethod
@@ -277,9 +276,10 @@ class Agent(Hooks, RunRecord, Continuing, AgentSyncTwins, Streaming, Workable):
         identity: Identity | Mapping[str, Any] | None = None,
         session_id: str | None = None,
         timeout: float | None = None,
-    ) -> str | Paused:
+    ) -> str | BaseModel | Paused:
         """Continue a run that waits for a person, with their ``answer``, in this process or
-        any other (the same agent definition; with a store, the same store).
+        any other (the same agent definition; with a store, the same store). A run
+        ``run_typed`` started answers typed: the output schema's model.
 
         For ``ask_human`` the answer is text; for ``request_input`` data matching its
         schema; for a check-in ``"approve"`` or ``"decline"`` (or ``{"decision": ...,
@@ -289,7 +289,9 @@ class Agent(Hooks, RunRecord, Continuing, AgentSyncTwins, Streaming, Workable):
         :class:`Paused` if the run waits for a person again. ``checkpoint`` may also be the
         paused run's id (or its checkpoint id) in the agent's store.
         """
-        return await self._drive(self._resuming(checkpoint, answer, identity, session_id, timeout))
+        kept: list[RunResult] = []
+        start = self._resuming(checkpoint, answer, identity, session_id, timeout)
+        return self._typed(await self._drive(start, kept), kept[0].state)
 
     def _resuming(
         self,
@@ -411,39 +413,6 @@ class Agent(Hooks, RunRecord, Continuing, AgentSyncTwins, Streaming, Workable):
         (result,) = kept
         paused = outcome if isinstance(outcome, Paused) else None
         return result_of(result.snapshot, result.state, paused)
-
-    async def run_typed(
-        self,
-        message: str | Mapping[str, Any],
-        *,
-        identity: Identity | Mapping[str, Any] | None = None,
-        session_id: str | None = None,
-        continue_from: Conversation | None = None,
-        timeout: float | None = None,
-    ) -> BaseModel | Paused:
-        """Run and return the answer parsed into the output schema's model (or
-        :class:`Paused` when the run waits for a person)."""
-        if self._cfg.output_model is None:
-            raise AgentBuildError("run_typed needs .output_schema(Model) on the builder")
-        answer = await self.run(
-            message,
-            identity=identity,
-            session_id=session_id,
-            continue_from=continue_from,
-            timeout=timeout,
-        )
-        if isinstance(answer, Paused):
-            return answer
-        unmet = self.output_contract_unmet()
-        if unmet is not None:
-            raise OutputContractError(
-                f"the answer did not match {self._cfg.output_model.__name__} after "
-                f"{unmet['attempts']} attempt(s): {unmet['error']}",
-                attempts=int(unmet["attempts"]),
-                last_error=str(unmet["error"]),
-                answer=answer,
-            )
-        return self._cfg.output_model.model_validate_json(answer)
 
     def override(
         self, *, provider: Provider, model: str | None = None

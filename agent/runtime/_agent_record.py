@@ -11,6 +11,7 @@ from trackway.engine import Commit, FlowChart, Recorder, RunStartEvent, Snapshot
 
 from ..context._config import AgentConfig
 from ..messages._errors import AgentNotRunError
+from ..output._contract import unmet_view
 
 if TYPE_CHECKING:
     from ..record._transcript import TranscriptCall
@@ -105,6 +106,11 @@ class RunRecord:
         return None if value is None else dict(thaw(value))
 
     def output_contract_unmet(self) -> dict[str, Any] | None:
-        """How the last answer failed the output schema after every retry (or ``None``)."""
-        value = self._state().get("output_contract_unmet")
-        return None if value is None else dict(thaw(value))
+        """How the last answer failed the output schema after every retry (``None``: it
+        matched, or there is no schema), with every field: ``attempts`` (answers judged),
+        ``retries_spent``, ``stage`` (``"json-parse"``, ``"schema-validate"``,
+        ``"stop-reason"``), ``error`` (as the retry quoted it), ``path``, ``broken_by`` (the
+        output link whose rewrite broke a valid answer), ``fallback_configured`` (a tier
+        ``run_typed`` reaches and ``run`` never), ``stop_reason`` (native strategy); a field
+        that does not apply is ``None``."""
+        return unmet_view(self._state().get("output_contract_unmet"))

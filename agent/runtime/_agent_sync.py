@@ -78,7 +78,7 @@ class AgentSyncTwins:
             identity: Identity | Mapping[str, Any] | None = None,
             session_id: str | None = None,
             timeout: float | None = None,
-        ) -> str | Paused: ...
+        ) -> str | BaseModel | Paused: ...
 
         async def abandon_pause(self) -> dict[str, Any] | None: ...
 
@@ -173,7 +173,7 @@ class AgentSyncTwins:
         identity: Identity | Mapping[str, Any] | None = None,
         session_id: str | None = None,
         timeout: float | None = None,
-    ) -> str | Paused:
+    ) -> str | BaseModel | Paused:
         """``resume`` for callers without an event loop."""
         call = functools.partial(
             self.resume,

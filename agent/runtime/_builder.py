@@ -7,9 +7,7 @@ first per-call stage)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any
 
 from trackway.engine import FlowChart, RunStore, flow_chart
 from trackway.engine.core._keywords import checked_keywords
@@ -22,21 +20,21 @@ from ..context._window import WindowStrategy
 from ..loop._inputs import Runtime, tool_from_mapping
 from ..loop._stages import AgentConfig, stage_functions
 from ..messages._errors import AgentBuildError
+from ..output._chain import fallback_stage
 from ..providers._options import check_request_options, check_tool_choice
 from ..providers._provider import Provider
 from ._builder_memory import MemoryBuilding
 from ._builder_middleware import MiddlewareBuilding
 from ._builder_skills import SkillsBuilding
+from ._typed import TypedBuilding
 
 if TYPE_CHECKING:
     from ._agent import Agent
 
 __all__ = ["AgentBuilder"]
 
-_M = TypeVar("_M", bound=BaseModel)
 
-
-class AgentBuilder(SkillsBuilding, MiddlewareBuilding, MemoryBuilding):
+class AgentBuilder(SkillsBuilding, MiddlewareBuilding, MemoryBuilding, TypedBuilding):
     """Configures an :class:`Agent`; ``build()`` declares its chart."""
 
     def __getattr__(self, attr: str) -> None:
@@ -99,6 +97,7 @@ class AgentBuilder(SkillsBuilding, MiddlewareBuilding, MemoryBuilding):
         self._take_skill_options(options)
         self._take_middleware_options()
         self._take_memory_options()
+        self._take_typed_options()
         self._request_options = check_request_options(options, "Agent.create: ")
         self._options = options
         self._system: str | None = None
@@ -106,7 +105,6 @@ class AgentBuilder(SkillsBuilding, MiddlewareBuilding, MemoryBuilding):
         self._providers: list[ToolProvider] = []
         self._provided: dict[str, tuple[Tool, ToolProvider]] = {}
         self._configures: list[Callable[[Mapping[str, Any]], Mapping[str, Any]]] = []
-        self._output: tuple[type[BaseModel], int] | None = None
         self._recorders: list[object] = []
         self._check_ins: dict[str, str | None] = {}
         self._gate: Callable[[dict[str, Any], ToolContext], Any] | None = None
@@ -211,17 +209,6 @@ class AgentBuilder(SkillsBuilding, MiddlewareBuilding, MemoryBuilding):
         if not callable(fn):
             raise AgentBuildError("configure(fn) takes a function")
         self._configures.append(fn)
-        return self
-
-    @checked_keywords
-    def output_schema(self, model: type[_M], *, retries: int = 2) -> AgentBuilder:
-        """Answers must be JSON matching ``model``; a failing answer is re-asked ``retries``
-        times with the validator's message."""
-        if not (isinstance(model, type) and issubclass(model, BaseModel)):
-            raise AgentBuildError("output_schema(...) takes a pydantic BaseModel subclass")
-        if retries < 0:
-            raise AgentBuildError("retries must be >= 0")
-        self._output = (model, retries)
         return self
 
     @checked_keywords
@@ -342,6 +329,7 @@ class AgentBuilder(SkillsBuilding, MiddlewareBuilding, MemoryBuilding):
             credentials=self._checked_credentials(tools),
             memories=memories,
             memory_io=memory_io,
+            typed=self._typed_plan(self._provider, self._request_options, tools),
         )
         if self._findings and not cfg.tools:
             raise AgentBuildError(
@@ -418,6 +406,8 @@ def _chart(cfg: AgentConfig) -> FlowChart:
         )
     d = d.branch("final", "Final", fns["final"], id="final")
     b = d.end()
+    if cfg.typed is not None and cfg.typed.chained:  # run_typed's chain, after the answer
+        b = b.then("Output fallback", fallback_stage(cfg), id="output-fallback")
     if cfg.memories:  # after the answer: the turn is written
         b = b.then("Memory write", fns["memory-write"], id="memory-write", description="Remember")
     return b.build(name=f"Agent {cfg.name}", chart_id=f"agent-{cfg.name}", description="ReAct loop")

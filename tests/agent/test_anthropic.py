@@ -233,7 +233,7 @@ def test_text_tool_use_and_usage_are_read() -> None:
         ("stop_sequence", "stop"),
         ("tool_use", "tool_use"),
         ("max_tokens", "max_tokens"),
-        ("refusal", "content_filter"),
+        ("refusal", "refusal"),  # one word with OpenAI's message.refusal
         ("pause_turn", "pause_turn"),
     ],
 )

@@ -31,6 +31,11 @@ NO_TWIN = {
         "method; a caller without an event loop gets the same events as they happen from "
         "agent.on(...) listeners (recorders' on_commit for an Executor) around run_sync"
     ),
+    "parse_output_async": (
+        "already the async twin of parse_output, the sync parse (which never engages the "
+        "fallback chain, as the seed keeps it); a caller without an event loop that wants the "
+        "chain runs anyio.run(agent.parse_output_async, raw)"
+    ),
 }
 """Methods that hand out something asynchronous yet have no ``_sync`` twin, and why."""
 
