@@ -104,6 +104,9 @@ class AgentConfig:
     ``memory-recall`` and ``memory-write`` stages, in declaration order."""
     memory_io: Any = None
     """Where those stages read and write (the stores; a replay's recorded rows)."""
+    self_explain: Any = None
+    """``.self_explain()``: the :class:`~trackway.agent.explain._tools.SelfExplain` whose
+    guide follows the system prompt and whose trace tools are among ``tools``."""
 
     @property
     def serves_tools(self) -> bool:

@@ -39,6 +39,7 @@ from trackway.engine.core._keywords import checked_keywords
 from trackway.tools import Identity
 from trackway.tools.define._sessions import run_end_reason
 
+from ..explain._explaining import Explaining
 from ..loop._inputs import (
     QUESTION_KINDS,
     Runtime,
@@ -70,7 +71,7 @@ __all__ = ["Agent"]
 _M = TypeVar("_M", bound=BaseModel)
 
 
-class Agent(Hooks, RunRecord, Continuing, AgentSyncTwins, Streaming, Workable):
+class Agent(Hooks, RunRecord, Continuing, AgentSyncTwins, Streaming, Workable, Explaining):
     """An LLM agent whose every step is a commit. Build with ``Agent.create(...)``."""
 
     @staticmethod
@@ -363,6 +364,7 @@ class Agent(Hooks, RunRecord, Continuing, AgentSyncTwins, Streaming, Workable):
             kept.append(result)
         self._last = result.snapshot
         self._last_state = result.state
+        self._bind_explained(result)  # .self_explain(): evidence binds as a run ends
         self._pending = None
         if result.error is not None:
             raise self._with_checkpoint(surfaced(result.error), result.state)
