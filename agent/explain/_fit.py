@@ -22,7 +22,7 @@ MIN_MAX_CHARS = 500
 
 _MIN_TEXT = 40
 _MIN_LIST = 3
-_DEPTH = 6
+_DEPTH = 12
 _NAMED = 5
 """How many places of each kind of cut the ``truncated`` entry names (the rest counted)."""
 
@@ -46,7 +46,7 @@ def _text(value: str, cap: int, at: str, cuts: _Cuts) -> str:
 
 def _shrunk(value: Any, cap: int, items: int, at: str, cuts: _Cuts, depth: int) -> Any:
     """``value`` with its texts cut to ``cap`` characters and its lists (and mappings) to
-    ``items`` entries; below ``_DEPTH`` levels a value is shown as its cut JSON text."""
+    ``items`` entries; below ``_DEPTH`` levels a value is shown as its JSON text (cut too)."""
     if isinstance(value, str):
         return _text(value, cap, at, cuts)
     if isinstance(value, Mapping):

@@ -89,7 +89,7 @@ def _step(c: Commit, k: int | None) -> dict[str, Any]:
         step["results"] = [
             f"{r.get('name')} {r.get('id')}: {r.get('status')}" for r in rows if isinstance(r, dict)
         ]
-    elif decision is None and c.stage_id not in ("final", "seed"):
+    elif decision is None and c.keys_written and c.stage_id not in ("final", "seed"):
         step["wrote"] = list(c.keys_written)
     return step
 
