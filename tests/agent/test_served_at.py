@@ -259,6 +259,9 @@ features = st.fixed_dictionaries(
         "messages": st.sampled_from(
             [None, "pass", "rewrite", "refuse", "answer", "deny-answer", "both"]
         ),
+        # .self_explain(): trace tools over the last completed run of the conversation
+        # ("primed": another agent on the same store completed one first)
+        "explain": st.sampled_from([None, "fresh", "primed"]),
     }
 )
 
@@ -385,6 +388,17 @@ tool_call = st.one_of(
             {"name": "present", "args": {"content": "here"}},
         ]
     ),
+    # the trace tools of .self_explain() (unknown tools to an agent without it)
+    st.builds(
+        lambda name, start: {"name": name, "args": {"from": start} if start else {}},
+        st.sampled_from(["trace_outline", "trace_model_calls", "trace_tool_calls"]),
+        st.sampled_from([None, 1, 2, 40]),
+    ),
+    st.builds(
+        lambda key: {"name": "trace_why", "args": {"key": key}},
+        st.sampled_from(["final_answer", "history", "nope"]),
+    ),
+    st.builds(lambda seq: {"name": "trace_commit", "args": {"seq": seq}}, st.integers(1, 12)),
 )
 
 
@@ -494,6 +508,10 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
         for said in ("earlier é\n", 'and "this"'):
             earlier = Agent.create(provider=mock(reply=f"ok {said}"), model="m-1", store=store)
             earlier.memory(*memories(feature["memory"])).build().run_sync(said, identity=who)
+    if feature["explain"] == "primed":  # the conversation's last completed run, in the store
+        store = store or MemoryStore()
+        primer = Agent.create(provider=mock(reply="primed é"), model="m-1", store=store)
+        primer.self_explain().build().run_sync('earlier "run"', identity=who)
     builder = (
         Agent.create(
             provider=provider,
@@ -547,6 +565,8 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     with_message_links(builder, feature)
     if feature["memory"]:
         builder.memory(*memories(feature["memory"]))
+    if feature["explain"]:
+        builder.self_explain(max_chars=700)
     agent = builder.build()
     try:
         agent.run_sync("first question", identity=who)
@@ -556,6 +576,7 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     assert_law(agent, provider)
     if feature["middleware"] is None and feature["messages"] is None:  # not configured
         assert "middleware_decisions" not in agent.snapshot().state
+    assert ("self_explain" in agent.snapshot().state["settings"]) == bool(feature["explain"])
     if feature["messages"] in ("rewrite", "both"):  # the model read the rewritten message
         assert agent.snapshot().state["user_message"] == "first question, rewritten"
     if feature["messages"] in ("answer", "both"):  # the person got the rule's answer
