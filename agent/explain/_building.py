@@ -65,6 +65,14 @@ class ExplainBuilding:
                     "the recording served none of that name"
                 )
             return plan, {}
+        hidden = [s.id for s in getattr(self, "_skills", ()) if s.hidden]
+        if hidden:
+            raise AgentBuildError(
+                f"self_explain() reads the record of a run back to the model, and the record "
+                f"names the hidden skills {hidden} (the skills catalog, the skill cursor), "
+                "which are never named to the model; drop hidden=True from them, or leave "
+                "self_explain() out"
+            )
         max_chars, keep = plan
         store = self._runtime.store
         setup = SelfExplain(BoundRuns(f"agent-{self._options['name']}", store, keep), max_chars)

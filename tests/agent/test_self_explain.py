@@ -592,6 +592,33 @@ def test_served_at_and_replay_serve_the_trace_results_from_the_recording(tmp_pat
         ]
 
 
+def test_with_skills_the_trace_tools_are_the_agents_own_and_move_no_cursor(
+    tmp_path: Path,
+) -> None:
+    shipping = define_skill(id="shipping", title="Shipping", body="Give the carrier.")
+    replies = [
+        {"tool_calls": [{"id": "r1", "name": "read_skill", "args": {"id": "shipping"}}]},
+        "Shipped.",
+        call("t1", "trace_outline"),
+        "From the record.",
+    ]
+    agent = (
+        Agent.create(provider=mock(replies=replies), model="m", skill_scoped_tools=True)
+        .skill(shipping)
+        .self_explain()
+        .build()
+    )
+    agent.run_sync("Where is it?", session_id="s")
+    agent.run_sync("Why?", session_id="s")
+    served = [t.name for t in served_at(agent, 1).tools or ()]
+    assert served == [*TRACE_TOOLS, "read_skill", "list_skills", "skip_step", "present"]
+    read = outline_read(agent)
+    assert isinstance(read, dict) and read["run"]["answer"] == "Shipped."
+    assert agent.snapshot().state["skill_cursor"]["skill"] is None  # reading moved nothing
+    assert assert_law(agent) == 2
+    replay(load_recording(save_recording(agent, tmp_path / "skills.jsonl")))
+
+
 def test_not_configured_mounts_no_stage_and_writes_nothing_of_it() -> None:
     def run(explain: bool, system: str | None) -> tuple[Agent, Snapshot]:
         provider = mock(replies=[call("c1", "weather", {"city": "Oslo"}), "done"])
@@ -637,6 +664,9 @@ def test_build_refuses_a_clash_a_second_call_and_bad_bounds() -> None:
     skill = define_skill(id="mine", title="Mine", body="B.", tools=[clash])
     with pytest.raises(AgentBuildError, match="clashes with the tool of that name from"):
         Agent.create(provider=mock(reply="x"), model="m").skill(skill).self_explain().build()
+    hidden = define_skill(id="vault", title="Vault", body="Internal.", hidden=True)
+    with pytest.raises(AgentBuildError, match=r"names the hidden skills \['vault'\]"):
+        Agent.create(provider=mock(reply="x"), model="m").skill(hidden).self_explain().build()
     with pytest.raises(AgentBuildError, match="called twice"):
         Agent.create(provider=mock(reply="x"), model="m").self_explain().self_explain()
     for bad in ({"max_chars": 499}, {"keep": 0}, {"max_chars": True}):
