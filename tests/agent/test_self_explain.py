@@ -6,7 +6,9 @@ rebuilt by ``served_at`` and replayed from the recording alone."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ from hypothesis import strategies as st
 
 from tests.examples import examples
 from tests.law import assert_law
+from tests.pg import pg_schema
 from trackway.agent import (
     NO_COMPLETED_RUN,
     TRACE_TOOLS,
@@ -34,7 +37,15 @@ from trackway.agent import (
     served_at,
 )
 from trackway.agent.explain._fit import fitted
-from trackway.engine import MemoryStore, RunStore, Snapshot, SqliteStore, causal_chain, thaw
+from trackway.engine import (
+    MemoryStore,
+    PostgresStore,
+    RunStore,
+    Snapshot,
+    SqliteStore,
+    causal_chain,
+    thaw,
+)
 from trackway.tools import define_tool
 
 FIXTURE = Path(__file__).parent / "fixtures" / "recording-explain-v1.jsonl"
@@ -443,11 +454,32 @@ def test_fitted_is_bounded_json_and_says_every_cut(
 # -- a store: another process, another agent instance --------------------------------------------
 
 
-def test_another_agent_on_the_same_store_finds_the_conversations_last_run(tmp_path: Path) -> None:
-    path = tmp_path / "runs.db"
-    one = explaining(conversational(), store=SqliteStore(path))
+@pytest.fixture(params=["sqlite", "postgres"])
+def opened(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Any]]:
+    """Opens the same store again, as another process would (each call a new store object)."""
+    made: list[Any] = []
+    with contextlib.ExitStack() as cleanup:
+        if request.param == "postgres":
+            dsn = cleanup.enter_context(pg_schema("explain"))
+            kind: Callable[[], Any] = lambda: PostgresStore(dsn)  # noqa: E731
+        else:
+            kind = lambda: SqliteStore(tmp_path / "runs.db")  # noqa: E731
+
+        def again() -> Any:
+            made.append(kind())
+            return made[-1]
+
+        yield again
+        for store in made:
+            store.close()
+
+
+def test_another_agent_on_the_same_store_finds_the_conversations_last_run(
+    opened: Callable[[], Any],
+) -> None:
+    one = explaining(conversational(), store=opened())
     one.run_sync("first", session_id="s1")
-    other = explaining(conversational(), store=SqliteStore(path))  # as another process would
+    other = explaining(conversational(), store=opened())  # as another process would
     assert other.can_explain(session_id="s1") and not other.can_explain(session_id="s2")
     other.run_sync("why?", session_id="s1")
     read = outline_read(other)
@@ -460,8 +492,8 @@ def test_another_agent_on_the_same_store_finds_the_conversations_last_run(tmp_pa
     assert outline_read(other) == NO_COMPLETED_RUN
     # the run the store named is gone: the tools say so rather than that nothing ran
     latest = other.snapshot().run_id  # the last completed run of s2 now
-    SqliteStore(path).delete(latest)
-    third = explaining(conversational(), store=SqliteStore(path))
+    opened().delete(latest)
+    third = explaining(conversational(), store=opened())
     third.run_sync("why?", session_id="s2")
     assert results(third)["t1"] == (
         f"The last completed run of this conversation ({latest}) is no longer in the store: "
