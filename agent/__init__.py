@@ -30,6 +30,8 @@ from .context._window import WindowVisit as WindowVisit
 from .context._window import sliding_window as sliding_window
 from .context._window import summarize_oldest as summarize_oldest
 from .context._window import token_budget as token_budget
+from .explain import NO_COMPLETED_RUN as NO_COMPLETED_RUN
+from .explain import TRACE_TOOLS as TRACE_TOOLS
 from .memory import MemoryDefinition as MemoryDefinition
 from .memory import MemoryTurn as MemoryTurn
 from .memory import define_memory as define_memory
@@ -132,8 +134,10 @@ __all__ = [
     "ALWAYS_SERVED_TOOLS",
     "CLASSIFIER_SCORER_UNAVAILABLE",
     "ENTRY_QUESTION",
+    "NO_COMPLETED_RUN",
     "STRICTNESS",
     "TOOL_CHOICE_QUESTION",
+    "TRACE_TOOLS",
     "Agent",
     "AgentBuildError",
     "AgentBuilder",

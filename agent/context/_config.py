@@ -107,6 +107,9 @@ class AgentConfig:
     typed: Any = None
     """``output_schema(strategy="native")`` / ``.output_fallback(...)``: the
     :class:`~trackway.agent.output._plan.TypedPlan` (``None``: instruct, no fallback)."""
+    self_explain: Any = None
+    """``.self_explain()``: the :class:`~trackway.agent.explain._tools.SelfExplain` whose
+    guide follows the system prompt and whose trace tools are among ``tools``."""
 
     @property
     def serves_tools(self) -> bool:

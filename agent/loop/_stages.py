@@ -101,6 +101,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
                 settings["max_parallel_tool_calls"] = 1
         if cfg.memories:  # each call is served what memory-recall committed
             settings["memory"] = [memory.record() for memory in cfg.memories]
+        if cfg.self_explain is not None:  # the guide and the trace tools: replay rebuilds them
+            settings["self_explain"] = cfg.self_explain.record()
         if cfg.window is not None:  # what each call is served depends on it
             settings["window"] = {
                 "strategy": cfg.window.name,
@@ -148,6 +150,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
 
     def system_prompt(scope: Scope) -> None:
         text = scope.get("resolved_instructions", cfg.system)
+        if cfg.self_explain is not None:  # the trace tools' guide follows the author's text
+            text = cfg.self_explain.served_after(text)
         if text is not None:
             scope["system_prompt"] = text
 

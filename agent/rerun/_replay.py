@@ -26,6 +26,7 @@ from trackway.tools import define_tool
 from trackway.tools.results._outcome import RecordedOutcome
 
 from ..context._cost import budget_option
+from ..explain._building import replay_self_explain_of
 from ..loop._coverage import statement_of
 from ..messages._errors import ReplayDivergence
 from ..messages._messages import LLMResponse
@@ -255,6 +256,7 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
     replay_middleware(builder, snap)  # what the links decided, not decided again
     if cfg.credentials is not None:  # the consents are replayed; no value is asked for
         builder.credentials({})
+    replay_self_explain_of(builder, cfg)  # its trace tools are the recorded stand-ins above
     return builder.build()
 
 

@@ -12,6 +12,7 @@ from trackway.tools import define_tool
 
 from ..context._cost import budget_option
 from ..context._window import WindowPlan, WindowVisit
+from ..explain._building import replay_self_explain
 from ..messages._errors import ReplayDivergence
 from ..providers._mock import MockProvider
 from ..providers._options import REQUEST_OPTIONS
@@ -141,6 +142,7 @@ def agent_from_recording(snap: Snapshot) -> Agent:
     if needs:  # the consents are replayed; no value is asked for
         builder.credentials({})
     replay_memory(builder, recorded_memories(settings), snap)
+    replay_self_explain(builder, settings)  # the trace tools are stubs; the guide is recorded
     return builder.build()
 
 

@@ -39,6 +39,7 @@ from trackway.engine.core._keywords import checked_keywords
 from trackway.tools import Identity
 from trackway.tools.define._sessions import run_end_reason
 
+from ..explain._explaining import Explaining
 from ..loop._inputs import (
     QUESTION_KINDS,
     Runtime,
@@ -69,7 +70,9 @@ from ._worker_target import Workable
 __all__ = ["Agent"]
 
 
-class Agent(Hooks, RunRecord, Continuing, AgentSyncTwins, Streaming, Workable, TypedAnswers):
+class Agent(
+    Hooks, RunRecord, Continuing, AgentSyncTwins, Streaming, Workable, TypedAnswers, Explaining
+):
     """An LLM agent whose every step is a commit. Build with ``Agent.create(...)``."""
 
     @staticmethod
@@ -365,6 +368,7 @@ class Agent(Hooks, RunRecord, Continuing, AgentSyncTwins, Streaming, Workable, T
             kept.append(result)
         self._last = result.snapshot
         self._last_state = result.state
+        self._bind_explained(result)  # .self_explain(): evidence binds as a run ends
         self._pending = None
         if result.error is not None:
             raise self._with_checkpoint(surfaced(result.error), result.state)

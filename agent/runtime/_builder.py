@@ -17,6 +17,7 @@ from trackway.tools.define._providers import ToolProvider
 
 from ..context._cost import check_budget, check_pricing
 from ..context._window import WindowStrategy
+from ..explain._building import ExplainBuilding
 from ..loop._inputs import Runtime, tool_from_mapping
 from ..loop._stages import AgentConfig, stage_functions
 from ..messages._errors import AgentBuildError
@@ -34,7 +35,9 @@ if TYPE_CHECKING:
 __all__ = ["AgentBuilder"]
 
 
-class AgentBuilder(SkillsBuilding, MiddlewareBuilding, MemoryBuilding, TypedBuilding):
+class AgentBuilder(
+    SkillsBuilding, MiddlewareBuilding, MemoryBuilding, TypedBuilding, ExplainBuilding
+):
     """Configures an :class:`Agent`; ``build()`` declares its chart."""
 
     def __getattr__(self, attr: str) -> None:
@@ -291,9 +294,10 @@ class AgentBuilder(SkillsBuilding, MiddlewareBuilding, MemoryBuilding, TypedBuil
                 f"field. Drop {', '.join(f'{u}=' for u in unsupported)} from Agent.create, or "
                 "pass the vendor's own field through extra_body="
             )
-        static = {n: t.source or ".tool()" for n, t in self._tools.items()}
+        explain, traced = self._explained()  # the trace tools of .self_explain(), if any
+        static = {n: t.source or ".tool()" for n, t in {**self._tools, **traced}.items()}
         static.update({n: f"tools_from({p!r})" for n, (_, p) in self._provided.items()})
-        tools = {**self._tools, **{n: t for n, (t, _) in self._provided.items()}}
+        tools = {**self._tools, **traced, **{n: t for n, (t, _) in self._provided.items()}}
         skillset = self._declared(static, tools, findings=self._findings)
         memories, memory_io = self._memory_plan()
         cfg = AgentConfig(
@@ -305,7 +309,7 @@ class AgentBuilder(SkillsBuilding, MiddlewareBuilding, MemoryBuilding, TypedBuil
             system=self._system,
             tools=tools,
             providers=list(self._providers),
-            registered=tuple(self._tools),
+            registered=(*self._tools, *traced),
             configure=self._configures[0] if self._configures else None,
             output_model=output_model,
             output_retries=retries,
@@ -330,6 +334,7 @@ class AgentBuilder(SkillsBuilding, MiddlewareBuilding, MemoryBuilding, TypedBuil
             memories=memories,
             memory_io=memory_io,
             typed=self._typed_plan(self._provider, self._request_options, tools),
+            self_explain=explain,
         )
         if self._findings and not cfg.tools:
             raise AgentBuildError(
@@ -368,7 +373,7 @@ def _chart(cfg: AgentConfig) -> FlowChart:
     b = flow_chart("Seed", fns["seed"], id="seed", description="Take the message")
     if cfg.memories:  # once per turn, before the loop
         b = b.then("Memory recall", fns["memory-recall"], id="memory-recall", description="Recall")
-    if cfg.system is not None or cfg.configure is not None:
+    if cfg.system is not None or cfg.configure is not None or cfg.self_explain is not None:
         b = b.then("System prompt", fns["system-prompt"], id="system-prompt")
     if cfg.serves_tools:
         b = b.then("Tools", fns["tools"], id="tools", description="Offer the tools")

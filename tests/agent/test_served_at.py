@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from tests.examples import examples
 from trackway.agent import (
     Agent,
+    AgentBuildError,
     AnswerDeniedError,
     InputRefusedError,
     MessageDeniedError,
@@ -262,6 +263,9 @@ features = st.fixed_dictionaries(
         # typed answers (with typed=True): the native strategy, a fallback chain run by
         # run_typed (a fallback, a canned answer, a fallback that raises before the canned)
         "output": st.sampled_from([None, "native", "fallback", "canned", "native-chain"]),
+        # .self_explain(): trace tools over the last completed run of the conversation
+        # ("primed": another agent on the same store completed one first)
+        "explain": st.sampled_from([None, "fresh", "primed"]),
     }
 )
 
@@ -403,6 +407,17 @@ tool_call = st.one_of(
             {"name": "present", "args": {"content": "here"}},
         ]
     ),
+    # the trace tools of .self_explain() (unknown tools to an agent without it)
+    st.builds(
+        lambda name, start: {"name": name, "args": {"from": start} if start else {}},
+        st.sampled_from(["trace_outline", "trace_model_calls", "trace_tool_calls"]),
+        st.sampled_from([None, 1, 2, 40]),
+    ),
+    st.builds(
+        lambda key: {"name": "trace_why", "args": {"key": key}},
+        st.sampled_from(["final_answer", "history", "nope"]),
+    ),
+    st.builds(lambda seq: {"name": "trace_commit", "args": {"seq": seq}}, st.integers(1, 12)),
 )
 
 
@@ -513,6 +528,10 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
         for said in ("earlier é\n", 'and "this"'):
             earlier = Agent.create(provider=mock(reply=f"ok {said}"), model="m-1", store=store)
             earlier.memory(*memories(feature["memory"])).build().run_sync(said, identity=who)
+    if feature["explain"] == "primed":  # the conversation's last completed run, in the store
+        store = store or MemoryStore()
+        primer = Agent.create(provider=mock(reply="primed é"), model="m-1", store=store)
+        primer.self_explain().build().run_sync('earlier "run"', identity=who)
     builder = (
         Agent.create(
             provider=provider,
@@ -566,6 +585,12 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     with_message_links(builder, feature)
     if feature["memory"]:
         builder.memory(*memories(feature["memory"]))
+    if feature["explain"]:
+        builder.self_explain(max_chars=700)
+        if feature["skills"]:  # the record names a hidden skill, read back to the model
+            with pytest.raises(AgentBuildError, match="names the hidden skills"):
+                builder.build()
+            return
     agent = builder.build()
     try:
         if chained:  # the chain is run_typed's: each step recorded, replayed from the record
@@ -579,6 +604,7 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     assert_law(agent, provider)
     if feature["middleware"] is None and feature["messages"] is None:  # not configured
         assert "middleware_decisions" not in agent.snapshot().state
+    assert ("self_explain" in agent.snapshot().state["settings"]) == bool(feature["explain"])
     if feature["messages"] in ("rewrite", "both"):  # the model read the rewritten message
         assert agent.snapshot().state["user_message"] == "first question, rewritten"
     if feature["messages"] in ("answer", "both"):  # the person got the rule's answer
