@@ -104,6 +104,9 @@ class AgentConfig:
     ``memory-recall`` and ``memory-write`` stages, in declaration order."""
     memory_io: Any = None
     """Where those stages read and write (the stores; a replay's recorded rows)."""
+    evidence: Any = None
+    """``.names_and_numbers_from_evidence(...)``: the
+    :class:`~trackway.agent.grounding._gate.EvidenceGate` judged in ``route``."""
 
     @property
     def serves_tools(self) -> bool:

@@ -39,6 +39,7 @@ from trackway.engine.core._keywords import checked_keywords
 from trackway.tools import Identity
 from trackway.tools.define._sessions import run_end_reason
 
+from ..grounding._gate import withheld_error
 from ..loop._inputs import (
     QUESTION_KINDS,
     Runtime,
@@ -368,6 +369,9 @@ class Agent(Hooks, RunRecord, Continuing, AgentSyncTwins, Streaming, Workable):
             raise self._with_checkpoint(surfaced(result.error), result.state)
         if DENIED_KEY in result.state:  # a middleware link refused the message or the answer
             raise denied_error(result.state[DENIED_KEY], result.run_id)
+        withheld = withheld_error(result.state, result.run_id)  # the evidence gate's 'rails'
+        if withheld is not None:
+            raise withheld
         if result.status == "paused":
             assert result.checkpoint is not None
             cp = result.checkpoint

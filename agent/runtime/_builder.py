@@ -24,6 +24,7 @@ from ..loop._stages import AgentConfig, stage_functions
 from ..messages._errors import AgentBuildError
 from ..providers._options import check_request_options, check_tool_choice
 from ..providers._provider import Provider
+from ._builder_grounding import GroundingBuilding
 from ._builder_memory import MemoryBuilding
 from ._builder_middleware import MiddlewareBuilding
 from ._builder_skills import SkillsBuilding
@@ -36,7 +37,7 @@ __all__ = ["AgentBuilder"]
 _M = TypeVar("_M", bound=BaseModel)
 
 
-class AgentBuilder(SkillsBuilding, MiddlewareBuilding, MemoryBuilding):
+class AgentBuilder(SkillsBuilding, MiddlewareBuilding, MemoryBuilding, GroundingBuilding):
     """Configures an :class:`Agent`; ``build()`` declares its chart."""
 
     def __getattr__(self, attr: str) -> None:
@@ -99,6 +100,7 @@ class AgentBuilder(SkillsBuilding, MiddlewareBuilding, MemoryBuilding):
         self._take_skill_options(options)
         self._take_middleware_options()
         self._take_memory_options()
+        self._take_grounding_options()
         self._request_options = check_request_options(options, "Agent.create: ")
         self._options = options
         self._system: str | None = None
@@ -342,6 +344,7 @@ class AgentBuilder(SkillsBuilding, MiddlewareBuilding, MemoryBuilding):
             credentials=self._checked_credentials(tools),
             memories=memories,
             memory_io=memory_io,
+            evidence=self._evidence,
         )
         if self._findings and not cfg.tools:
             raise AgentBuildError(
@@ -416,6 +419,9 @@ def _chart(cfg: AgentConfig) -> FlowChart:
             id="output-retry",
             loop_to=first,
         )
+    if cfg.evidence is not None and cfg.evidence.revises:  # guard, rails: one revision ask
+        d = d.branch("evidence-recheck", "Evidence recheck", fns["evidence-recheck"],
+                     id="evidence-recheck", loop_to=first)  # fmt: skip
     d = d.branch("final", "Final", fns["final"], id="final")
     b = d.end()
     if cfg.memories:  # after the answer: the turn is written
