@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import _agent_evidence as evidence_case
 import _agent_memory as memory_case
 import _agent_middleware as middleware_case
 import _agent_skills as skills_case
@@ -1011,9 +1012,10 @@ def main() -> int:
     ap.add_argument("--profile", action="store_true", help="(kept for scripts: always on)")
     ap.add_argument(
         "--only",
-        choices=["skills", "memory", "middleware"],
+        choices=["skills", "memory", "middleware", "evidence"],
         help="run one case alone (skills: writes results/bench_agent_skills.json; memory: "
-        "results/bench_agent_memory.json; middleware: results/bench_agent_middleware.json)",
+        "results/bench_agent_memory.json; middleware: results/bench_agent_middleware.json; "
+        "evidence: results/bench_agent_evidence.json)",
     )
     args = ap.parse_args()
 
@@ -1025,6 +1027,8 @@ def main() -> int:
         return skills_only(skill_sizes)
     if args.only == "memory":
         return memory_only()
+    if args.only == "evidence":
+        return evidence_case.main(args.quick)
     if args.only == "middleware":
         return middleware_only(middleware_case.CALLS[:2] if args.quick else middleware_case.CALLS)
 

@@ -47,6 +47,10 @@ _GROUPED = r"(?<![\w.,'’])\d{1,3}(?P<sep>[, _'’])\d{3}(?:(?P=sep)\d{3})*(?:\
 _WORD = r"[^\W_]+(?:[-_./@:'’][^\W_]+)*"
 _TOKEN = re.compile(rf"(?P<grouped>{_GROUPED})%?|(?P<word>{_WORD})%?")
 _QUOTED = re.compile(r'"([^"\n]{1,200})"|“([^”\n]{1,200})”|«([^»\n]{1,200})»|`([^`\n]{1,200})`')
+_LETTERS = re.compile(r"(?<![^\W_])[^\W\d_]+(?![^\W_])")  # a word of letters, or a part
+_COMPOUND = re.compile(  # a token with a digit or a joiner in it
+    rf"(?P<grouped>{_GROUPED})%?|(?<![^\W_])(?=[^\W_]*?(?:\d|[-_./@:'][^\W_])){_WORD}%?"
+)
 _SENTENCE_END = re.compile(r"[.!?:;|\n]")
 _DECIMAL = re.compile(r"(\d+)(?:\.(\d+))?")
 _ORDINAL = re.compile(r"(\d+)(?:st|nd|rd|th)")
@@ -118,7 +122,7 @@ def _key(core: str, grouped: bool) -> tuple[Kind, str]:
     if grouped:
         core = "".join(c for c in core if c not in _SEPARATORS)
     folded = core.casefold()
-    if any(c.isdigit() for c in core):
+    if not core.isalpha() and any(map(str.isdigit, core)):
         return "number", _number_key(folded)
     return "name", folded
 
@@ -212,13 +216,21 @@ def _marker(text: str, start: int, end: int, core: str, gap: str) -> str | None:
 def token_keys(text: str) -> set[str]:
     """The normal forms a result's ``text`` can ground: each token's, and for a compound
     token each segment's between ``/ @ :`` (``bob@acme.com``: ``acme.com``) and each part's
-    between any joiner (``2024-01-15``: ``2024``, ``1``, ``15``); any word, shaped or not."""
-    keys: set[str] = set()
-    for match in _TOKEN.finditer(normal_text(text)):
-        core = _core(match.group(0))
+    between any joiner (``2024-01-15``: ``2024``, ``1``, ``15``); any word, shaped or not.
+
+    Words of letters are gathered in one pass of the regular expression engine; only the
+    tokens with a digit or a joiner are worked out one by one, each distinct one once."""
+    text = normal_text(text)
+    keys = {word.casefold() for word in set(_LETTERS.findall(text))}
+    done: set[tuple[str, bool]] = set()
+    for match in _COMPOUND.finditer(text):
+        token = match.group(0)
         grouped = match.group("grouped") is not None
-        value = _key(core, grouped)[1]
-        keys.add(value)
+        if (token, grouped) in done:
+            continue
+        done.add((token, grouped))
+        core = _core(token)
+        keys.add(_key(core, grouped)[1])
         if grouped or _DECIMAL.fullmatch(core):
             continue
         for splitter in (_SEGMENTS, _PARTS):
