@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from trackway.engine import Decision, Scope, thaw
+from trackway.engine import Commit, Decision, Scope, thaw
 
 from ..context._config import AgentConfig
 from ..context._config import emit as _emit
@@ -35,6 +35,7 @@ __all__ = [
     "VERDICT_KEY",
     "EvidenceGate",
     "evidence_stages",
+    "gate_lines",
     "gated",
     "withheld_error",
 ]
@@ -221,3 +222,23 @@ def withheld_error(state: Mapping[str, Any], run_id: str) -> UnsupportedValuesEr
         verdict=kept,
         run_id=run_id,
     )
+
+
+def gate_lines(commit: Commit) -> list[str]:
+    """The narrative's line for a ``route`` commit where the gate judged an answer (counts
+    only, as its event carries): what it flagged, asked again about or withheld."""
+    lines = []
+    for event in commit.events:
+        if event.name != "agent.evidence_checked":
+            continue
+        said = thaw(event.payload)
+        n, of = said["unsupported"], said["candidates"]
+        values = f"{n} of {of} value{'' if of == 1 else 's'} in no tool result of the turn"
+        cut = " (the corpus passed its ceiling: flagged only)" if said["corpus_truncated"] else ""
+        if said["action"] == "flag":
+            lines.append(f"The evidence gate flagged {values}{cut}")
+        elif said["action"] == "revise":
+            lines.append(f"The evidence gate asked the model to revise {values}")
+        elif said["action"] == "refuse":
+            lines.append(f"The evidence gate withheld the answer: {values}, after one revision")
+    return lines

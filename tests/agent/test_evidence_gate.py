@@ -28,6 +28,7 @@ from trackway.agent import (
 from trackway.agent.grounding._corpus import EvidenceCorpus
 from trackway.agent.grounding._values import answer_values
 from trackway.engine import SqliteStore, thaw
+from trackway.recorders import narrative
 from trackway.testing import block_network
 from trackway.tools import absent, define_tool
 
@@ -305,6 +306,23 @@ def test_the_verdict_keeps_no_value_a_policy_or_a_tool_hides(tmp_path):
     stored = thaw(store.load(redacted.snapshot().run_id).state["unsupported_values"])
     assert stored["values"] == "[REDACTED]" and stored["candidates"] == 6
     assert redacted.unsupported_values()["values"][0]["value"] == "3.9m"  # the live run's
+
+
+def test_the_narrative_says_what_the_gate_did_in_counts():
+    story = narrative()
+    replies = [call(("c1", "quote", {})), BAD, STILL_BAD]
+    agent = Agent.create(provider=mock(replies=replies), model="m").tool(QUOTE).recorder(story)
+    with pytest.raises(UnsupportedValuesError):
+        agent.names_and_numbers_from_evidence(posture="rails").build().run_sync("go")
+    lines = story.lines()
+    assert "The evidence gate asked the model to revise 2 of 6 values in no tool result" in (
+        "\n".join(lines)
+    )
+    assert lines[-1] == (
+        "The evidence gate withheld the answer: 1 of 3 values in no tool result of the turn, "
+        "after one revision"
+    )
+    assert not any("Evidence recheck" in line for line in lines)  # told by the route
 
 
 def test_the_gate_is_refused_at_build_when_configured_wrongly():
