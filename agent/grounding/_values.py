@@ -216,7 +216,8 @@ def _marker(text: str, start: int, end: int, core: str, gap: str) -> str | None:
 def token_keys(text: str) -> set[str]:
     """The normal forms a result's ``text`` can ground: each token's, and for a compound
     token each segment's between ``/ @ :`` (``bob@acme.com``: ``acme.com``) and each part's
-    between any joiner (``2024-01-15``: ``2024``, ``1``, ``15``); any word, shaped or not.
+    between any joiner (``2024-01-15``: ``2024``, ``1``, ``15``); any word, shaped or not. A
+    number grouped by spaces grounds its groups too (``12 345``: ``12345``, ``12``, ``345``).
 
     Words of letters are gathered in one pass of the regular expression engine; only the
     tokens with a digit or a joiner are worked out one by one, each distinct one once."""
@@ -231,6 +232,8 @@ def token_keys(text: str) -> set[str]:
         done.add((token, grouped))
         core = _core(token)
         keys.add(_key(core, grouped)[1])
+        if grouped and match.group("sep") == " ":  # "12 345" may be two numbers as well
+            keys.update(_key(part, False)[1] for part in core.split(" "))
         if grouped or _DECIMAL.fullmatch(core):
             continue
         for splitter in (_SEGMENTS, _PARTS):

@@ -92,6 +92,7 @@ def test_a_compound_grounds_its_parts_and_a_number_only_itself():
     keys = token_keys("due 2024-01-15 from bob@acme.com, 3.5 and 1,200")
     assert {"2024-01-15", "2024", "1", "15", "bob@acme.com", "bob", "acme.com"} <= keys
     assert {"3.5", "1200"} <= keys and "5" not in keys and "200" not in keys
+    assert {"12345", "12", "345"} <= token_keys("ids 12 345")  # maybe two numbers
 
 
 def corpus_of(*results: tuple[str, str, str], max_tokens: int | None = None) -> EvidenceCorpus:
