@@ -7,7 +7,8 @@ keeps the results its failed attempt read). Of each tool message there, only the
 words count:
 
 - a result the library wrote is not evidence: a ``failure`` (it echoes the arguments), a
-  ``denied``, ``invalid`` or ``pending`` one (a gate, a link, a refusal, a question);
+  ``denied``, ``invalid`` or ``pending`` one (a gate, a link, a refusal, a question), and
+  what the skills' doors (``read_skill``, ``list_skills``...) return: the app's words;
 - text the library appended after the tool's own (a note on filled arguments, the
   repeated-call nudge, a cap's line) is cut off at the row's ``tool_chars``;
 - in a declared result, the library's ``note`` and an absence's markers are left out, and
@@ -88,12 +89,16 @@ class EvidenceCorpus:
         history: Sequence[Mapping[str, Any]],
         rows: Sequence[Mapping[str, Any]] = (),
         max_tokens: int | None = None,
+        library: frozenset[str] = frozenset(),
     ) -> EvidenceCorpus:
         """The corpus of the turn ``history`` ends with (``rows``: the run's
-        ``tool_results``, which say each result's status and where the tool's text ends)."""
+        ``tool_results``, which say each result's status and where the tool's text ends;
+        ``library``: the names of the library's own tools, the skills' doors)."""
         corpus = cls(max_tokens)
         by_id = {row["id"]: row for row in rows}
         for message in _turn_results(history):
+            if message.get("name") in library:
+                continue
             row = by_id.get(message.get("tool_call_id"))
             if row is not None and row.get("status") in _NOT_EVIDENCE:
                 continue

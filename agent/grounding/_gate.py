@@ -72,35 +72,47 @@ def gated(cfg: AgentConfig, route: Callable[[Scope], Any]) -> Callable[[Scope], 
     gate: EvidenceGate | None = cfg.evidence
     if gate is None:
         return route
-    typed = cfg.output_model is not None
-    findings = cfg.findings
+    reading = _Reading(
+        gate,
+        typed=cfg.output_model is not None,
+        findings=cfg.findings,
+        doors=frozenset(cfg.skills.doors) if cfg.skills is not None else frozenset(),
+    )
 
     if inspect.iscoroutinefunction(route):
 
         async def route_gated(scope: Scope) -> Decision:
-            return _judged(gate, typed, findings, scope, await route(scope))
+            return _judged(reading, scope, await route(scope))
 
         return route_gated
 
     def route_gated_now(scope: Scope) -> Decision:
-        return _judged(gate, typed, findings, scope, route(scope))
+        return _judged(reading, scope, route(scope))
 
     return route_gated_now
 
 
-def _judged(
-    gate: EvidenceGate, typed: bool, findings: bool, scope: Scope, decision: Decision
-) -> Decision:
-    evidence = decision.evidence
+@dataclass(frozen=True)
+class _Reading:
+    """How one agent's answers are read: its gate, whether answers are typed or carry
+    findings notes, and the names of its library tools (the skills' doors)."""
+
+    gate: EvidenceGate
+    typed: bool
+    findings: bool
+    doors: frozenset[str]
+
+
+def _judged(reading: _Reading, scope: Scope, decision: Decision) -> Decision:
+    gate, evidence = reading.gate, decision.evidence
     if decision.branch != "final" or "denied" in evidence:
         return decision
     content = str(scope["response"].get("content") or "")
-    if findings:
+    if reading.findings:
         content = strip_answer(content)[0]
-    corpus = EvidenceCorpus.of(
-        scope["history"], scope.get("tool_results", ()), gate.max_corpus_tokens
-    )
-    judged = judge(corpus, judged_values(content, typed))
+    rows = scope.get("tool_results", ())
+    corpus = EvidenceCorpus.of(scope["history"], rows, gate.max_corpus_tokens, reading.doors)
+    judged = judge(corpus, judged_values(content, reading.typed))
     posture = gate.posture
     downgraded = corpus.truncated and gate.revises
     spent = bool(scope.get(SPENT_KEY))

@@ -19,6 +19,7 @@ from trackway.agent import (
     AgentBuildError,
     UnsupportedValuesError,
     conversation_redaction,
+    define_skill,
     load_recording,
     mock,
     replay,
@@ -209,6 +210,20 @@ def test_a_value_found_only_in_an_absence_is_grounded_by_it_and_the_verdict_says
         {"value": "fc1/9", "kind": "number", "carriers": ["c1"], "looked_for_only": True},
         {"value": "sw-3", "kind": "number", "carriers": ["c1"]},
         {"value": "sw-4", "kind": "number", "carriers": ["c1"]},
+    ]
+
+
+def test_what_the_skills_doors_return_is_the_apps_words_not_evidence():
+    skill = define_skill(id="refunds", title="Refunds", body="Escalate to TEAM-7.", tools=[QUOTE])
+    replies = [call(("c1", "read_skill", {"id": "refunds"}), ("c2", "quote", {})), GOOD + " TEAM-7"]
+    provider = mock(replies=replies)
+    builder = Agent.create(provider=provider, model="m").skills([skill])
+    agent = builder.names_and_numbers_from_evidence().build()
+    agent.run_sync("go")
+    rows = thaw(agent.snapshot().state["tool_results"])
+    assert [r["status"] for r in rows] == ["success", "success"]
+    assert agent.unsupported_values()["values"] == [
+        {"value": "team-7", "kind": "number", "spellings": ["TEAM-7"]}
     ]
 
 
