@@ -18,7 +18,8 @@ Text in double quotes, curly quotes, guillemets or backticks of two tokens or mo
 The normal form: NFKC, casefold, a possessive ``'s`` dropped, the group separators of a
 number removed; a bare number is compared by value (``3.50`` = ``3.5``, ``007`` = ``7``,
 ``1,200.0`` = ``1200``), an ordinal by its number (``15th`` = ``15``), a version by its
-numbers (``v2.3.1`` = ``2.3.1``) and a percentage by its number (``12%`` = ``12``).
+numbers read the same way (``v2.3.1`` = ``2.3.1``, ``v2.10`` = ``2.1``) and a percentage by
+its number (``12%`` = ``12``).
 Everything here is a pure function of its text: a recording folds the same way anywhere.
 """
 
@@ -101,8 +102,8 @@ def _number_key(core: str) -> str:
         if ordinal is not None:
             decimal = _DECIMAL.fullmatch(ordinal.group(1))
         else:
-            version = _VERSION.fullmatch(core)
-            return version.group(1) if version is not None else core
+            version = _VERSION.fullmatch(core)  # its numbers, read as a bare number is
+            return _number_key(version.group(1)) if version is not None else core
     assert decimal is not None
     whole = decimal.group(1).lstrip("0") or "0"
     fraction = (decimal.group(2) or "").rstrip("0")
