@@ -1,7 +1,7 @@
 """``AgentBuilder``: what ``Agent.create(...)`` returns; ``build()`` checks the definition and
 declares the agent's chart (``seed → [memory-recall] → [system-prompt] → [tools] → [window] →
-[offer] → call-llm → route → tool-calls | [wrap-up] | [output-retry] | final →
-[memory-write]``; bracketed stages mounted only when configured, the back edges going to the
+[offer] → call-llm → route → tool-calls | [wrap-up] | [output-retry] | [evidence-recheck] |
+final → [memory-write]``; bracketed stages mounted only when configured, the back edges going to the
 first per-call stage)."""
 
 from __future__ import annotations
