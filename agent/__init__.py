@@ -57,6 +57,7 @@ from .messages._errors import ReplayDivergence as ReplayDivergence
 from .messages._errors import ResumeIdentityConflictError as ResumeIdentityConflictError
 from .messages._errors import RunCheckpointError as RunCheckpointError
 from .messages._errors import RunInFlightError as RunInFlightError
+from .messages._errors import UnsupportedValuesError as UnsupportedValuesError
 from .messages._messages import LLMRequest as LLMRequest
 from .messages._messages import LLMResponse as LLMResponse
 from .messages._messages import Message as Message
@@ -217,6 +218,7 @@ __all__ = [
     "ToolCall",
     "ToolSpec",
     "TranscriptCall",
+    "UnsupportedValuesError",
     "Usage",
     "WindowPlan",
     "WindowStrategy",

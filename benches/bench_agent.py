@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import _agent_evidence as evidence_case
 import _agent_explain as explain_case
 import _agent_memory as memory_case
 import _agent_middleware as middleware_case
@@ -1012,10 +1013,10 @@ def main() -> int:
     ap.add_argument("--profile", action="store_true", help="(kept for scripts: always on)")
     ap.add_argument(
         "--only",
-        choices=["skills", "memory", "middleware", "explain"],
+        choices=["skills", "memory", "middleware", "explain", "evidence"],
         help="run one case alone (skills: writes results/bench_agent_skills.json; memory: "
         "results/bench_agent_memory.json; middleware: results/bench_agent_middleware.json; "
-        "explain: results/bench_agent_explain.json)",
+        "explain: results/bench_agent_explain.json; evidence: results/bench_agent_evidence.json)",
     )
     args = ap.parse_args()
 
@@ -1029,6 +1030,8 @@ def main() -> int:
         return memory_only()
     if args.only == "explain":
         return explain_case.only(args.quick)
+    if args.only == "evidence":
+        return evidence_case.main(args.quick)
     if args.only == "middleware":
         return middleware_only(middleware_case.CALLS[:2] if args.quick else middleware_case.CALLS)
 

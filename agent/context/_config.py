@@ -110,6 +110,9 @@ class AgentConfig:
     self_explain: Any = None
     """``.self_explain()``: the :class:`~trackway.agent.explain._tools.SelfExplain` whose
     guide follows the system prompt and whose trace tools are among ``tools``."""
+    evidence: Any = None
+    """``.names_and_numbers_from_evidence(...)``: the
+    :class:`~trackway.agent.grounding._gate.EvidenceGate` judged in ``route``."""
 
     @property
     def serves_tools(self) -> bool:

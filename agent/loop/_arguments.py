@@ -119,5 +119,7 @@ def noted(
             },
         )
     note = assumed_note(call["name"], filling.assumed)
+    if note:  # the note is the library's: the row says where the tool's own text ends
+        flags.setdefault("tool_chars", len(done.content))
     content = f"{done.content}\n{note}" if note else done.content
     return done._replace(content=content, flags=flags or None)

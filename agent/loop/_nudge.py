@@ -108,4 +108,6 @@ def nudged(scope: TrackedScope, call: Mapping[str, Any], done: Outcome) -> Outco
     }
     _emit(scope, "tools.repeated_call", {"id": call["id"], "name": call["name"], **fingerprints})
     note = REPEATED.format(name=call["name"])
-    return done._replace(content=done.content + note, flags={**(done.flags or {}), "nudged": True})
+    flags = {**(done.flags or {}), "nudged": True}
+    flags.setdefault("tool_chars", len(done.content))  # where the tool's own text ends
+    return done._replace(content=done.content + note, flags=flags)

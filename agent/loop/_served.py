@@ -125,6 +125,7 @@ ROW_FLAGS = (
     "consent",
     "masked",
     "redacted",
+    "tool_chars",
 )
 """Row keys a replay takes from the recording as they were."""
 
@@ -178,6 +179,7 @@ def _measured(
             {"id": call["id"], "name": tool.name, "iteration": iteration, "size_chars": size},
         )
         flags = {**(done.flags or {}), "truncated": True, "chars_returned": size}
+        flags.setdefault("tool_chars", cap)  # the tool's own text ends where the line starts
         done = Outcome(done.status, text, done.effects, flags)
     if cfg.repeated_call_nudge and done.status == "success" and not NUDGE_LATER.get():
         done = nudged(scope, call, done)

@@ -33,6 +33,7 @@ from ..context._findings import (
 )
 from ..context._request import MessageCache, assemble, receipt_for
 from ..context._window import window_stage
+from ..grounding._gate import evidence_stages, gated
 from ..memory._stages import memory_stages
 from ..messages._tool_ids import call_repairs, unique_calls
 from ..messages._usage import via
@@ -99,6 +100,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             settings["middleware"] = declared_links(cfg.middleware)
             if cfg.parallel_tool_calls == 1:  # the links decide call by call, as they ran
                 settings["max_parallel_tool_calls"] = 1
+        if cfg.evidence is not None:  # the gate's posture: a replay judges as the run did
+            settings["evidence"] = cfg.evidence.record()
         if cfg.memories:  # each call is served what memory-recall committed
             settings["memory"] = [memory.record() for memory in cfg.memories]
         if cfg.self_explain is not None:  # the guide and the trace tools: replay rebuilds them
@@ -456,11 +459,12 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         "call-llm": call_llm,
         "offer": offer_stage(cfg, specs),
         "window": window,
-        "route": answering(cfg, route, person_answer, judge) if at_output else route,
+        "route": gated(cfg, answering(cfg, route, person_answer, judge) if at_output else route),
         "tool-calls": tool_calls,
         "tool-calls-resumed": tool_calls_resumed,
         "wrap-up": wrap_up,
         "output-retry": output_retry,
         "final": final,
         **memory_stages(cfg),
+        **evidence_stages(cfg),
     }

@@ -25,6 +25,8 @@
         ├── MessageDeniedError       a middleware link denied the person's message or the answer
         │   ├── InputRefusedError        at the input door: no model call, no conversation
         │   └── AnswerDeniedError        at the output door: the answer is withheld
+        ├── UnsupportedValuesError   the evidence gate ('rails') withheld an answer stating values
+        │                            no tool result of the turn carried
         └── RedactedRecordError      served_at/replay on a record whose conversation was hidden
 """
 
@@ -56,6 +58,7 @@ __all__ = [
     "ResumeIdentityConflictError",
     "RunCheckpointError",
     "RunInFlightError",
+    "UnsupportedValuesError",
 ]
 
 
@@ -224,6 +227,20 @@ class InputRefusedError(MessageDeniedError):
 class AnswerDeniedError(MessageDeniedError):
     """An output link denied the model's answer: it is withheld from the caller (the
     record keeps it, as the model gave it, in ``response``)."""
+
+
+class UnsupportedValuesError(AgentError):
+    """The evidence gate under ``posture="rails"`` withheld the answer: after one revision
+    ask it still stated names or numbers that no tool result of the turn carried.
+    ``verdict`` is the committed verdict (``agent.unsupported_values()``: ``values``,
+    ``candidates``, ``revised``, ``refused``...); ``run_id`` names the run, whose record
+    keeps the model's answer (``response``). The message counts the values and never quotes
+    them."""
+
+    def __init__(self, message: str, *, verdict: dict[str, Any], run_id: str) -> None:
+        super().__init__(message)
+        self.verdict = verdict
+        self.run_id = run_id
 
 
 class RedactedRecordError(AgentError, ValueError):

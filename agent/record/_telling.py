@@ -21,6 +21,7 @@ import orjson
 from trackway.engine import Commit, thaw
 from trackway.recorders import Teller, Telling, register_teller
 
+from ..grounding._gate import gate_lines
 from ..messages._members import member_of
 from ..output._chain import fallback_line
 
@@ -38,6 +39,7 @@ _AGENT_STAGES = frozenset(
         "tool-calls",
         "wrap-up",
         "output-retry",
+        "evidence-recheck",  # told by the route before it (the gate's line)
         "final",
         "memory-recall",
         "memory-write",
@@ -54,6 +56,7 @@ _COMPOSITION_KINDS = {
     "loop-": "Loop",
 }
 _ROW_FIELDS = frozenset({"id", "name", "iteration", "status", "chars", "effects"})
+_UNTOLD = ("error", "chars_returned", "tool_chars")  # said elsewhere, or bookkeeping
 _MAX_NAMES = 6  # tool names listed on a model call's line before "and N more"
 
 
@@ -146,7 +149,7 @@ def _middleware(commit: Commit) -> list[str]:
 
 
 def _route(commit: Commit, telling: Telling) -> list[str]:
-    return _middleware(commit)
+    return [*_middleware(commit), *gate_lines(commit)]
 
 
 def _seed(commit: Commit, telling: Telling) -> list[str]:
@@ -201,7 +204,7 @@ def _flags(row: Mapping[str, Any]) -> str:
     error a failure carries is already in the text the model read."""
     flags = []
     for key, value in row.items():
-        if key in _ROW_FIELDS or key in ("error", "chars_returned") or value in (None, False):
+        if key in _ROW_FIELDS or key in _UNTOLD or value in (None, False):
             continue
         if key == "truncated" and isinstance(row.get("chars_returned"), int):
             flags.append(f"truncated from {row['chars_returned']} chars")

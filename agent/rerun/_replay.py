@@ -254,6 +254,8 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
     if cfg.gate is not None or any(t.gate is not None for t in cfg.tools.values()):
         builder.gate(recorded_gate(snap))  # what the gates decided, not asked again
     replay_middleware(builder, snap)  # what the links decided, not decided again
+    if cfg.evidence is not None:  # a pure function of the record: judged again
+        builder.names_and_numbers_from_evidence(**cfg.evidence.record())
     if cfg.credentials is not None:  # the consents are replayed; no value is asked for
         builder.credentials({})
     replay_self_explain_of(builder, cfg)  # its trace tools are the recorded stand-ins above

@@ -139,6 +139,8 @@ def agent_from_recording(snap: Snapshot) -> Agent:
     if people.get("gated"):
         builder.gate(recorded_gate(snap))
     replay_middleware(builder, snap)
+    if settings.get("evidence"):  # the gate judges the recorded answers again, as it did
+        builder.names_and_numbers_from_evidence(**settings["evidence"])
     if needs:  # the consents are replayed; no value is asked for
         builder.credentials({})
     replay_memory(builder, recorded_memories(settings), snap)

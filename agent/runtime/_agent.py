@@ -40,6 +40,7 @@ from trackway.tools import Identity
 from trackway.tools.define._sessions import run_end_reason
 
 from ..explain._explaining import Explaining
+from ..grounding._gate import withheld_error
 from ..loop._inputs import (
     QUESTION_KINDS,
     Runtime,
@@ -374,6 +375,9 @@ class Agent(
             raise self._with_checkpoint(surfaced(result.error), result.state)
         if DENIED_KEY in result.state:  # a middleware link refused the message or the answer
             raise denied_error(result.state[DENIED_KEY], result.run_id)
+        withheld = withheld_error(result.state, result.run_id)  # the evidence gate's 'rails'
+        if withheld is not None:
+            raise withheld
         if result.status == "paused":
             assert result.checkpoint is not None
             cp = result.checkpoint

@@ -1,6 +1,7 @@
 """What an agent's last run recorded, read back: its snapshot (live during a run), its
 commit count, and the ledgers a caller asks about (``stopped_early``, ``findings``,
-``answer_coverage``, ``output_contract_unmet``). A part of :class:`~._agent.Agent`."""
+``answer_coverage``, ``output_contract_unmet``, ``unsupported_values``). A part of
+:class:`~._agent.Agent`."""
 
 from __future__ import annotations
 
@@ -114,3 +115,12 @@ class RunRecord:
         ``run_typed`` reaches and ``run`` never), ``stop_reason`` (native strategy); a field
         that does not apply is ``None``."""
         return unmet_view(self._state().get("output_contract_unmet"))
+
+    def unsupported_values(self) -> dict[str, Any] | None:
+        """The evidence gate's verdict on the last answer (``.names_and_numbers_from_evidence``):
+        ``values`` no tool result of the turn carried (``value``, ``kind``, ``spellings``),
+        ``candidates``, ``posture``, ``revised`` (a revision was asked and they survived),
+        ``refused`` (withheld under ``rails``), ``corpus_truncated``; ``None`` when every value
+        was grounded, and on an agent without the gate."""
+        value = self._state().get("unsupported_values")
+        return None if value is None else dict(thaw(value))

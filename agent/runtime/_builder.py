@@ -1,7 +1,7 @@
 """``AgentBuilder``: what ``Agent.create(...)`` returns; ``build()`` checks the definition and
 declares the agent's chart (``seed → [memory-recall] → [system-prompt] → [tools] → [window] →
-[offer] → call-llm → route → tool-calls | [wrap-up] | [output-retry] | final →
-[memory-write]``; bracketed stages mounted only when configured, the back edges going to the
+[offer] → call-llm → route → tool-calls | [wrap-up] | [output-retry] | [evidence-recheck] |
+final → [memory-write]``; bracketed stages mounted only when configured, the back edges going to the
 first per-call stage)."""
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from ..messages._errors import AgentBuildError
 from ..output._chain import fallback_stage
 from ..providers._options import check_request_options, check_tool_choice
 from ..providers._provider import Provider
+from ._builder_grounding import GroundingBuilding
 from ._builder_memory import MemoryBuilding
 from ._builder_middleware import MiddlewareBuilding
 from ._builder_skills import SkillsBuilding
@@ -36,7 +37,12 @@ __all__ = ["AgentBuilder"]
 
 
 class AgentBuilder(
-    SkillsBuilding, MiddlewareBuilding, MemoryBuilding, TypedBuilding, ExplainBuilding
+    SkillsBuilding,
+    MiddlewareBuilding,
+    MemoryBuilding,
+    TypedBuilding,
+    ExplainBuilding,
+    GroundingBuilding,
 ):
     """Configures an :class:`Agent`; ``build()`` declares its chart."""
 
@@ -101,6 +107,7 @@ class AgentBuilder(
         self._take_middleware_options()
         self._take_memory_options()
         self._take_typed_options()
+        self._take_grounding_options()
         self._request_options = check_request_options(options, "Agent.create: ")
         self._options = options
         self._system: str | None = None
@@ -335,6 +342,7 @@ class AgentBuilder(
             memory_io=memory_io,
             typed=self._typed_plan(self._provider, self._request_options, tools),
             self_explain=explain,
+            evidence=self._evidence,
         )
         if self._findings and not cfg.tools:
             raise AgentBuildError(
@@ -409,6 +417,9 @@ def _chart(cfg: AgentConfig) -> FlowChart:
             id="output-retry",
             loop_to=first,
         )
+    if cfg.evidence is not None and cfg.evidence.revises:  # guard, rails: one revision ask
+        d = d.branch("evidence-recheck", "Evidence recheck", fns["evidence-recheck"],
+                     id="evidence-recheck", loop_to=first)  # fmt: skip
     d = d.branch("final", "Final", fns["final"], id="final")
     b = d.end()
     if cfg.typed is not None and cfg.typed.chained:  # run_typed's chain, after the answer

@@ -21,6 +21,7 @@ from trackway.agent import (
     InputRefusedError,
     MessageDeniedError,
     ReplayDivergence,
+    UnsupportedValuesError,
     act,
     classifier_scorer,
     define_instruction,
@@ -266,6 +267,8 @@ features = st.fixed_dictionaries(
         # .self_explain(): trace tools over the last completed run of the conversation
         # ("primed": another agent on the same store completed one first)
         "explain": st.sampled_from([None, "fresh", "primed"]),
+        # the evidence gate at each posture, over answers that state a number no tool gave
+        "evidence": st.sampled_from([None, "assist", "guard", "rails"]),
     }
 )
 
@@ -351,6 +354,19 @@ def assert_denied(agent, provider, denied, typed, tmp_path_factory):
         assert [c.stage_path for c in replay(loaded).history()] == [
             c.stage_path for c in loaded.history()
         ]
+
+
+def assert_withheld(agent, provider, typed, tmp_path_factory):
+    """A run the evidence gate withheld: the law for the calls it made, the verdict on the
+    record, and a replay (with and without the agent) that makes the same commits."""
+    assert_law(agent, provider)
+    state = agent.snapshot().state
+    assert state["unsupported_values"]["refused"] is True and "final_answer" not in state
+    loaded = load_recording(save_recording(agent, tmp_path_factory.mktemp("rec") / "run.json"))
+    paths = [c.stage_path for c in loaded.history()]
+    assert [c.stage_path for c in replay(loaded, agent).history()] == paths
+    if not typed:  # the recording alone is enough: the gate is rebuilt from settings
+        assert [c.stage_path for c in replay(loaded).history()] == paths
 
 
 def with_ledgers(replies, feature):
@@ -517,6 +533,8 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     if typed:  # one output retry, then a valid answer (an invalid one when a chain stands)
         replies.append("still not json" if chained else final)
     replies += ["second answer", "spare", "spare", "spare"]  # wrap-ups and the follow-up
+    if feature["evidence"]:  # every prose answer states a number no tool result holds
+        replies = [f"{r} 9911" if isinstance(r, str) and r[:1] != "{" else r for r in replies]
     if feature["findings"] or feature["cost"] or feature["window"]:
         replies = with_ledgers(replies, feature)
     provider = mock(replies=replies)
@@ -591,6 +609,8 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
             with pytest.raises(AgentBuildError, match="names the hidden skills"):
                 builder.build()
             return
+    if feature["evidence"]:
+        builder.names_and_numbers_from_evidence(posture=feature["evidence"])
     agent = builder.build()
     try:
         if chained:  # the chain is run_typed's: each step recorded, replayed from the record
@@ -601,6 +621,13 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     except MessageDeniedError as denied:  # a message link refused the message or the answer
         assert_denied(agent, provider, denied, typed, tmp_path_factory)
         return
+    except UnsupportedValuesError:  # the gate withheld the answer: the record and replay
+        assert feature["evidence"] == "rails"
+        assert_withheld(agent, provider, typed, tmp_path_factory)
+        return
+    if feature["evidence"] is None:  # not configured: nothing judged, nothing written
+        assert "evidence" not in agent.snapshot().state["settings"]
+        assert "unsupported_values" not in agent.snapshot().state
     assert_law(agent, provider)
     if feature["middleware"] is None and feature["messages"] is None:  # not configured
         assert "middleware_decisions" not in agent.snapshot().state
@@ -676,7 +703,7 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     assert [c.stage_path for c in replayed.history()] == [c.stage_path for c in loaded.history()]
     if follow:
         used = len(provider.requests)
-        with contextlib.suppress(AnswerDeniedError):  # an odd answer may be withheld again
+        with contextlib.suppress(AnswerDeniedError, UnsupportedValuesError):  # withheld again
             agent.run_sync("and then?", continue_from=agent.checkpoint(), identity=who)
         assert_law(agent, provider, offset=used)
 
