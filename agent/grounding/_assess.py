@@ -1,0 +1,265 @@
+"""The answer's standing, folded from its committed record: ``assess_answer(record)``.
+
+A pure function of what the run committed — never of events, never of how sure the model
+sounded — so a recording loaded in another process folds to the same assessment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict
+
+from trackway.engine import Snapshot, thaw
+
+from ._claims import carries, normal
+from ._reading import TOOL_WORDS, TurnResult, person_words, turn_results
+from ._validation import REPORT_KEY
+
+__all__ = ["REASONS", "STANDINGS", "AnswerAssessment", "Standing", "assess_answer", "fold"]
+
+Standing = Literal["known", "consistent", "not-sure", "ask", "not-assessed"]
+STANDINGS: tuple[Standing, ...] = ("known", "consistent", "not-assessed", "not-sure", "ask")
+"""The standings, from the best an answer can have to the run still waiting."""
+
+REASONS = (
+    "tool-failed",
+    "result-incomplete",
+    "empty-undeclared",
+    "not-checked",
+    "period-undeclared",
+    "period-not-held",
+    "argument-assumed",
+    "argument-unverified",
+    "unsupported-values",
+    "claim-unmet",
+    "validation-incomplete",
+    "output-contract-unmet",
+    "stopped-early",
+)
+"""Why an answer is not sure, in the order the fold lists them (a call's reasons in the order
+of the calls, then the answer's)."""
+
+_NO_ANSWER = ("running", "failed", "broken", "incomplete")
+_EMPTY = ("", "[]", "{}", '""', "null")
+
+
+class AnswerAssessment(BaseModel):
+    """How far an answer stands on its record.
+
+    ``standing``: ``known`` (the evidence gate found every name and number of the answer in
+    this turn's tool results and nothing below fired), ``consistent`` (checks ran and none
+    fired — never "verified"), ``not-sure`` (``reasons`` say why), ``ask`` (the run waits on
+    a person's answer) or ``not-assessed`` (the record holds nothing to check the answer
+    against). ``results_read``: this turn's tool results the fold read (those the tool
+    wrote); ``checks_run``: the answer checks that ran (claims, the evidence gate).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    standing: Standing
+    reasons: tuple[dict[str, Any], ...] = ()
+    results_read: int = 0
+    checks_run: int = 0
+
+    def to_json(self) -> bytes:
+        """The assessment as JSON (what a UI or a log keeps)."""
+        return orjson.dumps(self.model_dump(mode="json"))
+
+
+def assess_answer(record: Snapshot | Mapping[str, Any]) -> AnswerAssessment | None:
+    """Fold a run's committed record into its answer's standing.
+
+    ``record`` is a :class:`~trackway.engine.Snapshot` (``agent.snapshot()``, or a recording
+    read with ``load_recording``) or a run's state mapping (``snapshot.state``). ``None``
+    when there is no answer to assess: before a run, while one is in flight, after one that
+    failed or was broken off, and when a rule refused the answer (the error raised carries
+    that verdict). A bare state mapping has no run status, so a mapping from a failed run
+    reads as the keys it holds; pass the snapshot when you have it.
+    """
+    if isinstance(record, Snapshot):
+        return fold(record.state, record.status)
+    if isinstance(record, Mapping):
+        return fold(record, None)
+    raise TypeError(
+        f"assess_answer takes a Snapshot (agent.snapshot(), load_recording(path)) or a run's "
+        f"state mapping, not {type(record).__name__}"
+    )
+
+
+def fold(state: Mapping[str, Any], status: str | None) -> AnswerAssessment | None:
+    """The fold itself, over a state and the run's status (``None``: not known)."""
+    if status in _NO_ANSWER or "message_denied" in state:
+        return None
+    verdict = state.get("unsupported_values")
+    if isinstance(verdict, Mapping) and verdict.get("refused"):
+        return None
+    if state.get("pending_question") is not None:
+        return AnswerAssessment(standing="ask")
+    if "final_answer" not in state or status == "paused":
+        return None
+    results = turn_results(state)
+    reasons: list[dict[str, Any]] = []
+    coverage: dict[str, list[Mapping[str, Any]]] = {}
+    for row in state.get("coverage_declared", ()):
+        coverage.setdefault(str(row.get("id")), []).append(row)
+    rules = thaw(state.get("tool_rules") or {})
+    words = [normal(w) for w in person_words(state)]
+    read: list[str] = []  # the results of earlier iterations (in order), normalized once each
+    for result in results:
+        reasons += _call_reasons(result, coverage.get(result.id, ()))
+        ruled = (rules.get(result.name) or {}).get("ask_or_assume") or {}
+        if ruled:
+            while len(read) < len(results) and _before(results[len(read)], result):
+                read.append(normal(results[len(read)].own))
+            reasons += _unverified(result, ruled, [*words, *read])
+    reasons += _answer_reasons(state)
+    basis = sum(r.row.get("status") in TOOL_WORDS for r in results)
+    checks = _checks_run(state)
+    if reasons:
+        standing: Standing = "not-sure"
+    elif not basis and not checks:
+        standing = "not-assessed"
+    elif _grounded(state):
+        standing = "known"
+    else:
+        standing = "consistent"
+    return AnswerAssessment(
+        standing=standing, reasons=tuple(reasons), results_read=basis, checks_run=checks
+    )
+
+
+def _before(earlier: TurnResult, result: TurnResult) -> bool:
+    """Whether ``earlier`` came back in an iteration before ``result``'s."""
+    return int(earlier.row["iteration"]) < int(result.row["iteration"])
+
+
+def _call_reasons(result: TurnResult, declared: Any) -> list[dict[str, Any]]:
+    """What one call of the turn leaves the answer unsure of."""
+    row = result.row
+    at = {"tool": result.name, "id": result.id}
+    out: list[dict[str, Any]] = []
+    status = row.get("status")
+    if status == "failure":
+        out.append({"reason": "tool-failed", **at, "status": status})
+    cut = [flag for flag in ("truncated", "refused", "withheld") if row.get(flag)]
+    if status == "partial" or cut:
+        out.append({"reason": "result-incomplete", **at, "by": cut[0] if cut else "partial"})
+    if status == "success" and not cut and not declared and result.own.strip() in _EMPTY:
+        out.append({"reason": "empty-undeclared", **at})
+    for statement in declared:
+        lists = {
+            name: [_what(item) for item in statement.get(name, ())]
+            for name in ("not_checked", "cannot_cover")
+            if statement.get(name)
+        }
+        if lists:
+            out.append({"reason": "not-checked", **at, **lists})
+        verdict = statement.get("verdict")
+        if verdict is not None and verdict != "covered":
+            out.append({"reason": "period-not-held", **at, "verdict": verdict})
+    if row.get("period") == "undeclared":
+        out.append({"reason": "period-undeclared", **at})
+    for filled in row.get("assumed", ()):
+        out.append(
+            {
+                "reason": "argument-assumed",
+                **at,
+                "argument": filled.get("argument"),
+                "source": filled.get("source"),
+            }
+        )
+    return out
+
+
+def _what(item: Any) -> Any:
+    return item.get("what") if isinstance(item, Mapping) else item
+
+
+def _unverified(
+    result: TurnResult, ruled: Mapping[str, Any], words: list[str]
+) -> list[dict[str, Any]]:
+    """Ruled arguments the model sent a value of its own for, that the record cannot trace
+    to the person's words or to an earlier result of the turn."""
+    row = result.row
+    sent = result.args
+    if sent is None:
+        return []
+    settled = {a.get("argument") for a in row.get("assumed", ())}
+    settled |= {a.get("argument") for a in row.get("asked", ())}
+    settled |= {a.get("argument") for a in row.get("rewritten", ())}  # a link said where
+    out = []
+    for argument in ruled:
+        if argument in settled or argument not in sent:
+            continue
+        value = sent[argument]
+        spelled = value if isinstance(value, str) else orjson.dumps(value).decode()
+        if spelled.strip() and any(carries(text, spelled) for text in words):
+            continue
+        out.append(
+            {
+                "reason": "argument-unverified",
+                "tool": result.name,
+                "id": result.id,
+                "argument": argument,
+            }
+        )
+    return out
+
+
+def _answer_reasons(state: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """What the answer as a whole leaves unsure: the checks on it, and how it ended."""
+    out: list[dict[str, Any]] = []
+    verdict = state.get("unsupported_values")
+    if isinstance(verdict, Mapping) and verdict.get("values"):
+        out.append(
+            {
+                "reason": "unsupported-values",
+                "values": [v.get("value") for v in verdict["values"]],
+                "posture": verdict.get("posture"),
+                "revised": bool(verdict.get("revised")),
+            }
+        )
+    report = state.get(REPORT_KEY)
+    if isinstance(report, Mapping):
+        for check in report.get("checks", ()):
+            if check.get("outcome") == "fired":
+                values = [v["value"] for v in check.get("values", ()) if "carried_by" not in v]
+                out.append({"reason": "claim-unmet", "claim": check.get("id"), "values": values})
+        if not report.get("complete", True):
+            skipped = [
+                c.get("id") for c in report.get("checks", ()) if c.get("outcome") == "skipped"
+            ]
+            out.append(
+                {
+                    "reason": "validation-incomplete",
+                    "stopped_by": report.get("stopped_by"),
+                    "skipped": skipped,
+                }
+            )
+    contract = state.get("output_contract_unmet")
+    if isinstance(contract, Mapping):
+        out.append({"reason": "output-contract-unmet", "attempts": contract.get("attempts")})
+    stopped = state.get("stopped_early")
+    if isinstance(stopped, Mapping):
+        out.append({"reason": "stopped-early", "by": stopped.get("reason")})
+    return out
+
+
+def _checks_run(state: Mapping[str, Any]) -> int:
+    """The answer checks that ran: the claims the validation got to, and the evidence gate."""
+    report = state.get(REPORT_KEY)
+    ran = 0
+    if isinstance(report, Mapping):
+        ran = sum(c.get("outcome") != "skipped" for c in report.get("checks", ()))
+    if (state.get("settings") or {}).get("evidence") is not None:
+        ran += 1
+    return ran
+
+
+def _grounded(state: Mapping[str, Any]) -> bool:
+    """Whether the evidence gate grounded every name and number of the answer in a corpus it
+    read whole (the one standing above ``consistent``)."""
+    return False
