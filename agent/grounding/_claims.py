@@ -14,7 +14,6 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 from functools import cached_property
 from typing import Any
 
@@ -129,14 +128,17 @@ def stated_values(item: DeclaredClaim, answer: str) -> list[str]:
 
 
 def _key(value: str) -> str:
-    """A normalized value's identity: a number by its value, anything else as it is."""
-    if _NUMBER.match(value):
-        try:
-            number = Decimal(value)
-        except InvalidOperation:  # pragma: no cover - the regex admits only numbers
-            return value
-        return "#" + format(number.normalize(), "f")
-    return value
+    """A normalized value's identity: a number by its value (``+3.50`` is ``3.5``, ``007`` is
+    ``7``; the sign kept), anything else as it is. String work, not ``Decimal``: a decimal
+    context is made per thread, and a run may be on a fresh one."""
+    if not _NUMBER.match(value):
+        return value
+    sign = "-" if value[0] == "-" else ""
+    whole, _, fraction = value.lstrip("+-").partition(".")
+    whole, fraction = whole.lstrip("0") or "0", fraction.rstrip("0")
+    if whole == "0" and not fraction:
+        sign = ""  # -0 is 0
+    return f"#{sign}{whole}.{fraction}" if fraction else f"#{sign}{whole}"
 
 
 def carries(text: str, value: str) -> bool:
