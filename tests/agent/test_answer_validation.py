@@ -10,7 +10,10 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from tests.examples import examples
 from tests.law import assert_law
 from trackway.agent import (
     Agent,
@@ -495,3 +498,32 @@ if __name__ == "__main__":  # regenerate the fixture: python -m tests.agent.test
     made = fixture_agent()
     made.run_sync("How did Q3 go?")
     save_recording(made, FIXTURE)
+
+
+def spelled(n: int, sep: str) -> str:
+    """``n`` with its digit groups joined by ``sep`` ("" for none)."""
+    return f"{n:,}".replace(",", sep)
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(
+    n=st.integers(0, 10**9),
+    other=st.integers(0, 10**9),
+    said=st.sampled_from(["", ",", " ", "_"]),
+    held=st.sampled_from(["", ",", " ", "_", "\u202f"]),
+)
+def test_a_number_in_any_grouping_is_carried_and_another_number_fires(
+    n: int, other: int, said: str, held: str
+) -> None:
+    count = returning("count", {"total": f"{spelled(n, held)} units"})
+    total = claim("total", pattern=r"total of (\d[\d,_ ]*\d|\d)", from_tools=("count",))
+    for stated, carried in ((n, True), (other, other == n)):
+        agent = agent_for(
+            f"A total of {spelled(stated, said)} units.",
+            total,
+            tools=(count,),
+            made=(("c1", "count", {}),),
+        )
+        agent.run_sync("go")
+        (check,) = report_of(agent)["checks"]
+        assert check["outcome"] == ("passed" if carried else "fired"), (stated, said, held)
