@@ -241,7 +241,12 @@ def _answer_reasons(state: Mapping[str, Any]) -> list[dict[str, Any]]:
             )
     contract = state.get("output_contract_unmet")
     if isinstance(contract, Mapping):
-        out.append({"reason": "output-contract-unmet", "attempts": contract.get("attempts")})
+        unmet: dict[str, Any] = {"reason": "output-contract-unmet"}
+        unmet["attempts"] = contract.get("attempts")
+        chain = state.get("output_fallback") or ()
+        if chain and chain[-1].get("outcome") == "passed":  # what run_typed handed back
+            unmet["served_by"] = chain[-1].get("tier")  # code's value, not the model's
+        out.append(unmet)
     stopped = state.get("stopped_early")
     if isinstance(stopped, Mapping):
         out.append({"reason": "stopped-early", "by": stopped.get("reason")})

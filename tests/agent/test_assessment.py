@@ -399,6 +399,19 @@ def test_an_answer_that_never_met_its_output_schema_is_named() -> None:
     assert reasons(agent) == [{"reason": "output-contract-unmet", "attempts": 1}]
 
 
+def test_a_typed_answer_a_fallback_served_still_names_the_unmet_contract() -> None:
+    agent = (
+        Agent.create(provider=mock(replies=["not json"]), model="m")
+        .output_schema(Verdict, retries=0)
+        .output_fallback(canned={"healthy": False})
+        .build()
+    )
+    assert agent.run_typed_sync("go") == Verdict(healthy=False)
+    assert reasons(agent) == [
+        {"reason": "output-contract-unmet", "attempts": 1, "served_by": "canned"}
+    ]
+
+
 def test_a_continued_conversation_assesses_its_own_turn_only() -> None:
     agent = (
         Agent.create(
