@@ -14,9 +14,10 @@ from pydantic import BaseModel, ConfigDict
 
 from trackway.engine import Snapshot, thaw
 
-from ._claims import carries, normal
+from ._corpus import EvidenceCorpus
 from ._reading import TOOL_WORDS, TurnResult, person_words, turn_results
 from ._validation import REPORT_KEY
+from ._values import value_of
 
 __all__ = ["REASONS", "STANDINGS", "AnswerAssessment", "Standing", "assess_answer", "fold"]
 
@@ -106,15 +107,19 @@ def fold(state: Mapping[str, Any], status: str | None) -> AnswerAssessment | Non
     for row in state.get("coverage_declared", ()):
         coverage.setdefault(str(row.get("id")), []).append(row)
     rules = thaw(state.get("tool_rules") or {})
-    words = [normal(w) for w in person_words(state)]
-    read: list[str] = []  # the results of earlier iterations (in order), normalized once each
+    trace = EvidenceCorpus()  # where a value the model chose could have come from
+    for words in person_words(state):
+        trace.add("person", words, None)
+    traced = 0  # the results of earlier iterations in ``trace``, in order
     for result in results:
         reasons += _call_reasons(result, coverage.get(result.id, ()))
         ruled = (rules.get(result.name) or {}).get("ask_or_assume") or {}
         if ruled:
-            while len(read) < len(results) and _before(results[len(read)], result):
-                read.append(normal(results[len(read)].own))
-            reasons += _unverified(result, ruled, [*words, *read])
+            while traced < len(results) and _before(results[traced], result):
+                earlier = results[traced]
+                trace.add(earlier.id, earlier.own, earlier.row)
+                traced += 1
+            reasons += _unverified(result, ruled, trace)
     reasons += _answer_reasons(state)
     basis = sum(r.row.get("status") in TOOL_WORDS for r in results)
     checks = _checks_run(state)
@@ -179,7 +184,7 @@ def _what(item: Any) -> Any:
 
 
 def _unverified(
-    result: TurnResult, ruled: Mapping[str, Any], words: list[str]
+    result: TurnResult, ruled: Mapping[str, Any], trace: EvidenceCorpus
 ) -> list[dict[str, Any]]:
     """Ruled arguments the model sent a value of its own for, that the record cannot trace
     to the person's words or to an earlier result of the turn."""
@@ -196,7 +201,9 @@ def _unverified(
             continue
         value = sent[argument]
         spelled = value if isinstance(value, str) else orjson.dumps(value).decode()
-        if spelled.strip() and any(carries(text, spelled) for text in words):
+        wanted = value_of(spelled)
+        found = None if wanted is None else trace.find(wanted)
+        if found is not None and not found.looked_for_only:  # not an echo of a question
             continue
         out.append(
             {
@@ -214,24 +221,21 @@ def _answer_reasons(state: Mapping[str, Any]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     verdict = state.get("unsupported_values")
     if isinstance(verdict, Mapping) and verdict.get("values"):
-        out.append(
-            {
-                "reason": "unsupported-values",
-                "values": [v.get("value") for v in verdict["values"]],
-                "posture": verdict.get("posture"),
-                "revised": bool(verdict.get("revised")),
-            }
-        )
+        flagged: dict[str, Any] = {"reason": "unsupported-values"}
+        flagged["values"] = [v.get("value") for v in verdict["values"]]
+        flagged.update(posture=verdict.get("posture"), revised=bool(verdict.get("revised")))
+        if verdict.get("corpus_truncated"):  # the gate did not read every result
+            flagged["corpus_truncated"] = True
+        out.append(flagged)
     report = state.get(REPORT_KEY)
     if isinstance(report, Mapping):
         for check in report.get("checks", ()):
-            if check.get("outcome") == "fired":
+            if check.get("check") == "claim" and check.get("outcome") == "fired":
                 values = [v["value"] for v in check.get("values", ()) if "carried_by" not in v]
                 out.append({"reason": "claim-unmet", "claim": check.get("id"), "values": values})
         if not report.get("complete", True):
-            skipped = [
-                c.get("id") for c in report.get("checks", ()) if c.get("outcome") == "skipped"
-            ]
+            checks = report.get("checks", ())
+            skipped = [c.get("id", c.get("check")) for c in checks if c.get("outcome") == "skipped"]
             out.append(
                 {
                     "reason": "validation-incomplete",
@@ -254,17 +258,31 @@ def _answer_reasons(state: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _checks_run(state: Mapping[str, Any]) -> int:
-    """The answer checks that ran: the claims the validation got to, and the evidence gate."""
-    report = state.get(REPORT_KEY)
-    ran = 0
-    if isinstance(report, Mapping):
-        ran = sum(c.get("outcome") != "skipped" for c in report.get("checks", ()))
-    if (state.get("settings") or {}).get("evidence") is not None:
+    """The answer checks that ran: those of the validation report that were not skipped,
+    and the evidence gate (counted once: the report lists it when there is one)."""
+    checks = _report_checks(state)
+    ran: int = sum(1 for c in checks if c.get("outcome") != "skipped")
+    gate = (state.get("settings") or {}).get("evidence") is not None
+    if gate and not any(c.get("check") == "evidence" for c in checks):
         ran += 1
     return ran
 
 
+def _report_checks(state: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    report = state.get(REPORT_KEY)
+    return list(report.get("checks", ())) if isinstance(report, Mapping) else []
+
+
 def _grounded(state: Mapping[str, Any]) -> bool:
-    """Whether the evidence gate grounded every name and number of the answer in a corpus it
-    read whole (the one standing above ``consistent``)."""
+    """Whether the evidence gate found every name and number of the answer — one at least —
+    in a corpus it read whole: its check in the validation report passed, uncut (the one
+    standing above ``consistent``; without the report the record does not say how many
+    values the gate judged, nor that it read every result)."""
+    for check in _report_checks(state):
+        if check.get("check") == "evidence":
+            return (
+                check.get("outcome") == "passed"
+                and int(check.get("candidates") or 0) > 0
+                and "cut_by" not in check
+            )
     return False

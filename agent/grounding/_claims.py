@@ -3,28 +3,25 @@ statement an answer may make (a regex with one group, the value) and the tools w
 must carry that value. A declaration is data (the pattern is a string), so a recording holds
 it and a replay checks it again without code.
 
-Values are compared as the evidence gate compares them: Unicode NFKC, case folded, digit
-groups joined (``1,200``, ``1 200``, ``1_200`` and ``1200`` are one value) and a number read
-as a number (``3.50`` is ``3.5``; its sign is kept).
+A stated value is compared with a result exactly as the evidence gate compares an answer's
+values (``_values``, ``_corpus``): one token by its normal form (``1,200`` is ``1200``,
+``3.50`` is ``3.5``, ``EMEA`` is ``emea``), several as a phrase.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 from ..messages._errors import AgentBuildError
+from ._values import AnswerValue, value_of
 
-__all__ = ["DeclaredClaim", "carries", "claim", "normal", "stated_values"]
+__all__ = ["DeclaredClaim", "claim", "stated_values"]
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*")
-_GROUPED = re.compile(r"(?<=\d)[,_\u00a0\u202f\u2009 ](?=\d{3}(?!\d))")
-_NUMBER = re.compile(r"^[+-]?\d+(?:\.\d+)?$")
-_NUMBERS = re.compile(r"(?<![\w.])[+-]?\d+(?:\.\d+)?(?!\d|\.\d)")
 
 
 @dataclass(frozen=True)
@@ -111,43 +108,11 @@ def claim(
     return DeclaredClaim(id, pattern, tuple(dict.fromkeys(tools)), description)
 
 
-def normal(text: str) -> str:
-    """``text`` as values are compared: NFKC, case folded, digit groups joined."""
-    return _GROUPED.sub("", unicodedata.normalize("NFKC", text).casefold())
-
-
-def stated_values(item: DeclaredClaim, answer: str) -> list[str]:
+def stated_values(item: DeclaredClaim, answer: str) -> list[AnswerValue]:
     """The values the answer states for ``item``, each once (as first written), in order."""
-    out: dict[str, str] = {}
+    out: dict[str, AnswerValue] = {}
     for match in item.compiled.finditer(answer):
-        value = match.group(1)
-        if value is None or not value.strip():
-            continue
-        out.setdefault(_key(normal(value.strip())), value.strip())
+        found = None if match.group(1) is None else value_of(match.group(1))
+        if found is not None:
+            out.setdefault(found.value, found)
     return list(out.values())
-
-
-def _key(value: str) -> str:
-    """A normalized value's identity: a number by its value (``+3.50`` is ``3.5``, ``007`` is
-    ``7``; the sign kept), anything else as it is. String work, not ``Decimal``: a decimal
-    context is made per thread, and a run may be on a fresh one."""
-    if not _NUMBER.match(value):
-        return value
-    sign = "-" if value[0] == "-" else ""
-    whole, _, fraction = value.lstrip("+-").partition(".")
-    whole, fraction = whole.lstrip("0") or "0", fraction.rstrip("0")
-    if whole == "0" and not fraction:
-        sign = ""  # -0 is 0
-    return f"#{sign}{whole}.{fraction}" if fraction else f"#{sign}{whole}"
-
-
-def carries(text: str, value: str) -> bool:
-    """Whether ``text`` (normalized) states ``value`` (as written in the answer): a number
-    as a number anywhere a number stands, anything else as a whole word."""
-    wanted = normal(value)
-    key = _key(wanted)
-    if key.startswith("#"):
-        return any(_key(found) == key for found in _NUMBERS.findall(text))
-    before = r"(?<!\w)" if wanted[:1].isalnum() or wanted[:1] == "_" else ""
-    after = r"(?!\w)" if wanted[-1:].isalnum() or wanted[-1:] == "_" else ""
-    return re.search(before + re.escape(wanted) + after, text) is not None

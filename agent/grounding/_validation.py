@@ -1,12 +1,15 @@
-"""Answer validation: the checks run on a terminal answer (the claim contracts), bounded by
-resource limits — tool results read, bytes read, checks run, seconds — and the report of what
-ran, what it found, what it spent and which limit stopped it.
+"""Answer validation: the checks run on a terminal answer — the evidence gate's corpus (when
+the agent has the gate) and the claim contracts — bounded by resource limits (tool results
+read, bytes read, checks run, seconds), and the report of what ran, what it found, what it
+spent and which limit stopped it.
 
-The report is committed as ``answer_validation`` by the ``final`` stage, so it is part of the
-record: a replay runs the checks again and must write the same report. The one thing a replay
-cannot measure again is time, so it reads it from the recording: the seconds spent, and, for
-a run the time limit cut, the exact point where it was cut (which check, after how many
-reads), where the replay cuts too.
+One answer's checks are one pass. With the gate, ``route`` begins it: the gate is check 0,
+its corpus read under the limits, and the report so far is committed (``pending`` names the
+claims still to run); ``final`` goes on from it with the claims. Without the gate, ``final``
+runs the whole pass. The report is committed as ``answer_validation``, so a replay runs the
+checks again and must write the same report. Time is the one thing a replay cannot measure
+again, so it reads it from the recording: each write's seconds, and the point where the time
+limit cut (which check, after how many reads), where the replay cuts too.
 """
 
 from __future__ import annotations
@@ -21,8 +24,10 @@ from trackway.engine import Scope, thaw
 
 from ..context._config import emit as _emit
 from ..messages._errors import AgentBuildError
-from ._claims import DeclaredClaim, carries, normal, stated_values
+from ._claims import DeclaredClaim, stated_values
+from ._corpus import EvidenceCorpus
 from ._reading import TurnResult, turn_results
+from ._verdict import Judged
 
 __all__ = [
     "LIMITS",
@@ -30,6 +35,8 @@ __all__ = [
     "AnswerValidation",
     "AnswerValidationLimits",
     "Budget",
+    "Checking",
+    "RecordedReports",
     "validate_answer",
 ]
 
@@ -86,12 +93,12 @@ class AnswerValidationLimits:
 
 @dataclass(frozen=True)
 class AnswerValidation:
-    """``.answer_validation(...)``: the checks and their limits. In a replay, ``recorded`` is
-    the report the recording holds (its time is read from there, never measured)."""
+    """``.answer_validation(...)``: the checks and their limits. In a replay, ``recorded``
+    holds the reports the recording wrote (their time is read from there, never measured)."""
 
     claims: tuple[DeclaredClaim, ...] = ()
     limits: AnswerValidationLimits = field(default_factory=AnswerValidationLimits)
-    recorded: Mapping[str, Any] | None = None
+    recorded: RecordedReports | None = None
 
     def record(self) -> dict[str, Any]:
         """What ``settings`` keeps: enough to run the same checks without code."""
@@ -104,18 +111,28 @@ class AnswerValidation:
         return out
 
     @classmethod
-    def from_record(
-        cls, data: Mapping[str, Any], recorded: Mapping[str, Any] | None = None
-    ) -> AnswerValidation:
+    def from_record(cls, data: Mapping[str, Any]) -> AnswerValidation:
         return cls(
             tuple(DeclaredClaim.from_record(c) for c in data.get("claims", ())),
             AnswerValidationLimits(**dict(data.get("limits", {}))),
-            recorded,
         )
 
 
+class RecordedReports:
+    """The reports a recording wrote, in order: a replay's passes read their time from them,
+    one write each (a replay agent replays one run)."""
+
+    def __init__(self, writes: Sequence[Mapping[str, Any]]) -> None:
+        self._writes = [dict(thaw(w)) for w in writes]
+
+    def next(self) -> Mapping[str, Any]:
+        """The next recorded write (empty once they are used up: the replay has diverged,
+        which the comparison of commits names)."""
+        return self._writes.pop(0) if self._writes else {}
+
+
 class Budget:
-    """What the checks may still spend, and what they spent. Each read and each check asks
+    """What the checks may still spend, and what they spent. Each check and each read asks
     first; the answer is the limit that stops it (``None``: go on). Once stopped, every later
     ask is refused with the same limit."""
 
@@ -161,18 +178,18 @@ class Budget:
 
 
 class _Clock:
-    """The time limit, measured (a live run)."""
+    """The time limit, measured (a live run); ``already``: seconds an earlier stage of the
+    pass spent."""
 
-    def __init__(self, max_seconds: float | None, now: Callable[[], float]) -> None:
+    def __init__(self, max_seconds: float | None, already: float = 0.0) -> None:
         self._max = max_seconds
-        self._now = now
-        self._start = now()
+        self._start = time.perf_counter() - already
 
     def expired(self, index: int, done: int) -> bool:
-        return self._max is not None and self._now() - self._start >= self._max
+        return self._max is not None and time.perf_counter() - self._start >= self._max
 
     def seconds(self) -> float:
-        return round(self._now() - self._start, 6)
+        return round(time.perf_counter() - self._start, 6)
 
 
 class _RecordedClock(_Clock):
@@ -180,13 +197,12 @@ class _RecordedClock(_Clock):
     took (a replay runs at another speed, and must write the same report)."""
 
     def __init__(self, recorded: Mapping[str, Any]) -> None:
-        self._seconds = float(thaw(recorded).get("spent", {}).get("seconds", 0.0))
+        self._seconds = float(recorded.get("spent", {}).get("seconds", 0.0))
         self._cut: tuple[int, int] | None = None
-        if recorded.get("stopped_by") == "max_seconds":
-            for index, check in enumerate(recorded.get("checks", ())):
-                if check.get("skipped_by") == "max_seconds":
-                    self._cut = (index, int(check.get("reads", 0)))
-                    break
+        for index, check in enumerate(recorded.get("checks", ())):
+            if check.get("cut_by") == "max_seconds":
+                self._cut = (index, int(check.get("reads", 0)))
+                break
 
     def expired(self, index: int, done: int) -> bool:
         return self._cut is not None and (index, done) >= self._cut
@@ -195,29 +211,98 @@ class _RecordedClock(_Clock):
         return self._seconds
 
 
+class Checking:
+    """One answer's pass of checks: its budget and the checks reported so far."""
+
+    def __init__(
+        self, validation: AnswerValidation, clock: _Clock, checks: list[dict[str, Any]]
+    ) -> None:
+        self.validation = validation
+        self.budget = Budget(validation.limits, clock)
+        self.checks = checks
+        self._read = [0, 0]  # the gate's corpus: results and bytes read
+
+    @classmethod
+    def begin(cls, validation: AnswerValidation, prior: Any = None) -> Checking:
+        """A pass: a new one, or (``prior``, the report the gate committed for this answer)
+        the one the gate began, where it left off."""
+        recorded = validation.recorded
+        going_on = isinstance(prior, Mapping) and "pending" in prior
+        spent = thaw(prior["spent"]) if going_on else {}
+        if recorded is not None:
+            clock: _Clock = _RecordedClock(recorded.next())
+        else:
+            clock = _Clock(validation.limits.max_seconds, float(spent.get("seconds", 0.0)))
+        checking = cls(
+            validation, clock, [dict(c) for c in thaw(prior["checks"])] if going_on else []
+        )
+        if going_on:
+            budget = checking.budget
+            budget.reads, budget.bytes = int(spent["reads"]), int(spent["bytes"])
+            budget.checks, budget.stopped_by = int(spent["checks"]), prior.get("stopped_by")
+        return checking
+
+    def gate_reads(self) -> Callable[[str], str | None]:
+        """What the evidence gate's corpus asks before each result it reads (check 0)."""
+        refused = self.budget.check(0)
+
+        def admit(text: str) -> str | None:
+            if refused is not None:
+                return refused
+            size = len(text.encode())
+            stop = self.budget.read(0, self._read[0], size)
+            if stop is None:
+                self._read[0] += 1
+                self._read[1] += size
+            return stop
+
+        return admit
+
+    def gate_judged(self, scope: Scope, corpus: EvidenceCorpus, judged: Judged) -> None:
+        """The gate's check in the report, committed with the claims still pending."""
+        unsupported = len(judged.unsupported)
+        entry: dict[str, Any] = {"check": "evidence"}
+        cut = corpus.cut_by if corpus.truncated else None
+        started = self.budget.checks > 0
+        if not started or (unsupported and cut is not None):
+            entry["outcome"] = "skipped"  # values it could not look for are not passed
+        else:
+            entry["outcome"] = "fired" if unsupported else "passed"
+        entry.update(candidates=judged.candidates, unsupported=unsupported)
+        entry.update(reads=self._read[0], bytes=self._read[1])
+        if not started:
+            cut = self.budget.stopped_by
+        if cut is not None:
+            entry["cut_by"] = cut
+        self.checks = [entry]
+        self.write(scope, pending=[c.id for c in self.validation.claims])
+
+    def write(self, scope: Scope, pending: list[str] | None = None) -> dict[str, Any]:
+        """Commit the report so far (``pending``: the claims ``final`` still runs)."""
+        report: dict[str, Any] = {"checks": self.checks, "spent": self.budget.spent()}
+        limits = self.validation.limits.record()
+        if limits:
+            report["limits"] = limits
+        if self.budget.stopped_by is not None:
+            report["stopped_by"] = self.budget.stopped_by
+        report["complete"] = not pending and all(c["outcome"] != "skipped" for c in self.checks)
+        if pending is not None:
+            report["pending"] = pending
+        scope[REPORT_KEY] = report
+        return report
+
+
 def validate_answer(validation: AnswerValidation, scope: Scope, answer: str) -> dict[str, Any]:
-    """Run the answer checks on ``answer`` under the limits; commit and return the report."""
+    """Run the claims on ``answer`` under the limits, going on from the gate's check when it
+    began the pass; commit and return the report."""
+    checking = Checking.begin(validation, scope.get(REPORT_KEY))
     state = {k: scope.get(k) for k in ("tool_results", "history", "prior_history", "settings")}
     results = turn_results({k: v for k, v in state.items() if v is not None})
-    recorded = validation.recorded
-    clock = (
-        _RecordedClock(recorded)
-        if recorded is not None
-        else _Clock(validation.limits.max_seconds, time.perf_counter)
-    )
-    budget = Budget(validation.limits, clock)
-    checks = [
-        _claim_check(index, item, answer, results, budget)
-        for index, item in enumerate(validation.claims)
-    ]
-    report: dict[str, Any] = {"checks": checks, "spent": budget.spent()}
-    limits = validation.limits.record()
-    if limits:
-        report["limits"] = limits
-    if budget.stopped_by is not None:
-        report["stopped_by"] = budget.stopped_by
-    report["complete"] = all(c["outcome"] != "skipped" for c in checks)
-    scope[REPORT_KEY] = report
+    first = len(checking.checks)
+    for index, item in enumerate(validation.claims, start=first):
+        checking.checks.append(_claim_check(index, item, answer, results, checking.budget))
+    report = checking.write(scope)
+    checks = report["checks"]
     _emit(
         scope,
         "agent.answer_validated",
@@ -226,7 +311,7 @@ def validate_answer(validation: AnswerValidation, scope: Scope, answer: str) -> 
             "fired": sum(c["outcome"] == "fired" for c in checks),
             "skipped": sum(c["outcome"] == "skipped" for c in checks),
             "complete": report["complete"],
-            **({"stopped_by": budget.stopped_by} if budget.stopped_by else {}),
+            **({"stopped_by": report["stopped_by"]} if "stopped_by" in report else {}),
         },
     )
     return report
@@ -243,9 +328,10 @@ def _claim_check(
     tools (this turn) that carries it."""
     entry: dict[str, Any] = {"check": "claim", "id": item.id}
     stopped = budget.check(index)
-    if stopped is not None:
-        return {**entry, "outcome": "skipped", "skipped_by": stopped, "reads": 0, "bytes": 0}
+    if stopped is not None:  # kept from starting: nothing read, nothing stated
+        return {**entry, "outcome": "skipped", "reads": 0, "bytes": 0, "cut_by": stopped}
     stated = stated_values(item, answer)
+    corpus = EvidenceCorpus()
     found: dict[str, str] = {}
     reads = size_read = 0
     cut = None
@@ -255,21 +341,25 @@ def _claim_check(
             break
         if result.name not in item.from_tools or result.row.get("status") not in CLAIM_READS:
             continue
-        text = result.own
-        size = len(text.encode())
+        size = len(result.own.encode())
         cut = budget.read(index, reads, size)
         if cut is not None:
             break
         reads += 1
         size_read += size
-        read = normal(text)
+        corpus.add(result.id, result.own, result.row)
         for value in list(pending):
-            if carries(read, value):
-                found[value] = result.id
+            if corpus.find(value) is not None:
+                found[value.value] = result.id
                 pending.remove(value)
-    values = [{"value": v, "carried_by": found[v]} if v in found else {"value": v} for v in stated]
+    values = [
+        {"value": v.spelling, "carried_by": found[v.value]}
+        if v.value in found
+        else {"value": v.spelling}
+        for v in stated
+    ]
     if cut is not None and pending:
-        outcome: dict[str, Any] = {"outcome": "skipped", "skipped_by": cut}
+        outcome: dict[str, Any] = {"outcome": "skipped", "cut_by": cut}
     else:
         outcome = {"outcome": "fired" if pending else "passed"}
     return {**entry, **outcome, "values": values, "reads": reads, "bytes": size_read}

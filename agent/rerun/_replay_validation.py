@@ -9,7 +9,7 @@ from typing import Any
 
 from trackway.engine import Snapshot, thaw
 
-from ..grounding._validation import REPORT_KEY, AnswerValidation
+from ..grounding._validation import REPORT_KEY, AnswerValidation, RecordedReports
 
 __all__ = ["replay_validation"]
 
@@ -24,4 +24,11 @@ def replay_validation(builder: Any, snap: Snapshot, declared: AnswerValidation |
             return
         declared = AnswerValidation.from_record(data)
     builder.answer_validation(claims=declared.claims, limits=declared.limits)
-    builder._validation_replay = thaw(state.get(REPORT_KEY)) or {}
+    writes = [
+        op.value
+        for c in snap.history()
+        if c.frame == ""
+        for op in c.ops
+        if op.key == REPORT_KEY and op.kind == "set"
+    ]
+    builder._validation_replay = RecordedReports(writes)

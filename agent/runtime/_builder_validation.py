@@ -4,13 +4,14 @@ options (limits that travel with the answer are refused beside it)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
-from typing import Any, Self
+from collections.abc import Collection, Iterable
+from typing import Self
 
 from trackway.engine.core._keywords import checked_keywords
 
 from ..grounding._claims import DeclaredClaim
-from ..grounding._validation import AnswerValidation, AnswerValidationLimits
+from ..grounding._gate import EvidenceGate
+from ..grounding._validation import AnswerValidation, AnswerValidationLimits, RecordedReports
 from ..messages._errors import AgentBuildError
 
 __all__ = ["ValidationBuilding"]
@@ -20,12 +21,13 @@ class ValidationBuilding:
     """``.answer_validation(...)``."""
 
     _validation: AnswerValidation | None
-    _validation_replay: Mapping[str, Any] | None
+    _validation_replay: RecordedReports | None
     _limits_travel: bool
+    _evidence: EvidenceGate | None  # GroundingBuilding's: the evidence gate, the first check
 
     def _take_validation_options(self) -> None:
         self._validation = None
-        self._validation_replay = None  # a replay's: the recorded report
+        self._validation_replay = None  # a replay's: the reports the recording wrote
 
     @checked_keywords
     def answer_validation(
@@ -38,11 +40,13 @@ class ValidationBuilding:
 
         ``claims``: claim contracts (``claim(id, pattern=, from_tools=)``) — each value the
         answer states for a claim must be carried by a result of the claim's tools in the same
-        turn, else the claim fires. ``limits``: an :class:`AnswerValidationLimits` bounding
-        the tool results read, the bytes read, the checks run and the seconds spent (a check
-        a limit stops is reported as skipped, never as passed). ``agent.answer_validation()``
-        returns the last answer's report; ``agent.assessment()`` reads it. Refused together
-        with ``.limits_travel_with_the_answer()``. Called once per agent.
+        turn, else the claim fires. With the evidence gate, the gate is the first check and its
+        corpus is read within the limits. ``limits``: an :class:`AnswerValidationLimits`
+        bounding the tool results read, the bytes read, the checks run and the seconds spent
+        (a check a limit stops is reported as skipped, never as passed).
+        ``agent.answer_validation()`` returns the last answer's report;
+        ``agent.assessment()`` reads it. Refused together with
+        ``.limits_travel_with_the_answer()``. Called once per agent.
         """
         if self._validation is not None:
             raise AgentBuildError(
@@ -88,11 +92,12 @@ class ValidationBuilding:
                 "limits_travel_with_the_answer() and read agent.answer_coverage(), or drop "
                 "answer_validation()"
             )
-        if not validation.claims:
+        if not validation.claims and self._evidence is None:
             raise AgentBuildError(
                 "answer_validation() has nothing to check: declare the claims it runs, "
                 "answer_validation(claims=[claim('id', pattern=r'(\\d+) ...', "
-                "from_tools=('tool',))])"
+                "from_tools=('tool',))]), or give the agent the evidence gate, "
+                ".names_and_numbers_from_evidence(...), whose corpus it then bounds"
             )
         if self._validation_replay is not None:  # checked when the recorded agent was built
             return AnswerValidation(validation.claims, validation.limits, self._validation_replay)

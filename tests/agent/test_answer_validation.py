@@ -228,7 +228,7 @@ def test_each_limit_cuts_the_checks_and_the_report_says_which(
     report = report_of(agent)
     first, cut = report["checks"]
     assert first["outcome"] == "passed"
-    assert cut["outcome"] == "skipped" and cut["skipped_by"] == stopped_by
+    assert cut["outcome"] == "skipped" and cut["cut_by"] == stopped_by
     assert {k: cut[k] for k in second} == second
     assert report["stopped_by"] == stopped_by and report["complete"] is False
     assert report["limits"] == limits.record()
@@ -249,7 +249,7 @@ def test_a_check_cut_part_way_is_skipped_never_passed() -> None:
         "check": "claim",
         "id": "revenue",
         "outcome": "skipped",
-        "skipped_by": "max_reads",
+        "cut_by": "max_reads",
         "values": [{"value": "9,999"}],
         "reads": 3,
         "bytes": check["bytes"],
@@ -448,21 +448,27 @@ def test_conversation_redaction_hides_the_stated_values(tmp_path: Path) -> None:
 
 
 def fixture_agent() -> Agent:
-    """The run kept in ``fixtures/recording-validation-v1.jsonl`` (made by this function)."""
+    """The run kept in ``fixtures/recording-validation-v1.jsonl`` (made by this function):
+    the evidence gate as the first check, then three claims, cut by ``max_reads``."""
     logs = returning(
         "search_logs",
         lambda args, ctx: [],
         input_schema=SEARCH,
         ask_or_assume={"window": {"assume": "2h"}},
     )
-    return agent_for(
-        "Revenue was 1,200,000 in EMEA over 42 accounts.",
-        REVENUE,
-        ACCOUNTS,
-        REGION,
-        limits=AnswerValidationLimits(max_reads=2, max_seconds=30),
-        tools=(SALES, CRM, logs),
-        made=(("c1", "sales", {}), ("c2", "crm", {}), ("c3", "search_logs", {"service": "api"})),
+    made = calls(("c1", "sales", {}), ("c2", "crm", {}), ("c3", "search_logs", {"service": "api"}))
+    answer = "Revenue was 1,200,000 in EMEA over 42 accounts."
+    return (
+        Agent.create(provider=mock(replies=[made, answer]), model="m")
+        .tool(SALES)
+        .tool(CRM)
+        .tool(logs)
+        .names_and_numbers_from_evidence(posture="guard")
+        .answer_validation(
+            claims=[REVENUE, ACCOUNTS, REGION],
+            limits=AnswerValidationLimits(max_reads=5, max_seconds=30),
+        )
+        .build()
     )
 
 
@@ -472,14 +478,17 @@ def test_a_recording_from_this_version_loads_folds_and_replays() -> None:
     state = thaw(loaded.state)
     assert state["settings"]["answer_validation"] == {
         "claims": [REVENUE.record(), ACCOUNTS.record(), REGION.record()],
-        "limits": {"max_reads": 2, "max_seconds": 30},
+        "limits": {"max_reads": 5, "max_seconds": 30},
     }
+    assert state["settings"]["evidence"]["posture"] == "guard"
     report = state["answer_validation"]
-    assert [(c["id"], c["outcome"]) for c in report["checks"]] == [
+    assert [(c.get("id", c["check"]), c["outcome"]) for c in report["checks"]] == [
+        ("evidence", "passed"),  # 1,200,000, EMEA and 42, each in a result (42 in crm's)
         ("revenue", "passed"),
-        ("accounts", "fired"),
+        ("accounts", "fired"),  # 42 is in no result of sales, the claim's tool
         ("region", "skipped"),
     ]
+    assert report["checks"][0]["reads"] == 3 and report["spent"]["reads"] == 5
     assert report["stopped_by"] == "max_reads" and report["complete"] is False
     assessed = assess_answer(loaded)
     assert assessed is not None and assessed.standing == "not-sure"
@@ -517,7 +526,9 @@ def test_a_number_in_any_grouping_is_carried_and_another_number_fires(
 ) -> None:
     count = returning("count", {"total": f"{spelled(n, held)} units"})
     total = claim("total", pattern=r"total of (\d[\d,_ ]*\d|\d)", from_tools=("count",))
-    for stated, carried in ((n, True), (other, other == n)):
+    # as the gate reads results: a number grouped by spaces grounds its groups as well
+    groups = {int(g) for g in f"{n:,}".split(",")} if held in (" ", "\u202f") else set()
+    for stated, carried in ((n, True), (other, other == n or other in groups)):
         agent = agent_for(
             f"A total of {spelled(stated, said)} units.",
             total,
