@@ -516,6 +516,11 @@ def records(draw: Any) -> dict[str, Any]:
         state["prior_history"] = prior
     if rows:
         state["tool_results"] = rows
+    if draw(st.booleans()):  # the gate, its check passed in the validation report
+        state["settings"]["evidence"] = {"posture": "assist"}
+        gate = {"check": "evidence", "outcome": "passed", "unsupported": 0, "reads": n}
+        gate["candidates"] = draw(st.integers(0, 3))
+        state["answer_validation"] = {"checks": [gate], "complete": True}
     for key, value in CAUSES.items():
         if draw(st.booleans()):
             state[key] = value
@@ -543,6 +548,8 @@ def test_the_fold_is_deterministic_and_a_cause_never_improves_the_standing(
     assert RANK[worse.standing] >= RANK[before.standing]
     assert set(map(repr, before.reasons)) <= set(map(repr, worse.reasons))
     assert (before.standing == "not-sure") == bool(before.reasons)
+    if before.standing == "known":  # the gate passed with values, and nothing else fired
+        assert state["answer_validation"]["checks"][0]["candidates"] > 0
 
 
 def test_a_stored_state_mapping_folds_from_thawed_values() -> None:
