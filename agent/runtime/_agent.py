@@ -61,8 +61,8 @@ from ._agent_continue import Continuing
 from ._agent_hooks import Hooks
 from ._agent_record import LiveLog, RunRecord
 from ._agent_sync import AgentSyncTwins
-from ._agent_validation import AnswerRecord
 from ._builder import AgentBuilder
+from ._builder_validation import AnswerRecord
 from ._events import EventBus
 from ._result import AgentResult, result_of
 from ._stream import Streaming

@@ -1,20 +1,29 @@
-"""The part of the agent's builder that declares answer validation: ``.answer_validation(
-claims=..., limits=...)``, checked at ``build()`` against the agent's tools and the other
-options (limits that travel with the answer are refused beside it)."""
+"""Answer validation on the builder and on the agent: ``.answer_validation(claims=...,
+limits=...)``, checked at ``build()`` against the agent's tools and the other options
+(limits that travel with the answer are refused beside it); and the readers of the last
+answer's record, ``agent.assessment()`` and ``agent.answer_validation()`` (one module for
+the feature's two mixins: the runtime folder is full)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
-from typing import Self
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any, Self
 
+from trackway.engine import Snapshot, thaw
 from trackway.engine.core._keywords import checked_keywords
 
+from ..grounding._assess import AnswerAssessment, fold
 from ..grounding._claims import DeclaredClaim
 from ..grounding._gate import EvidenceGate
-from ..grounding._validation import AnswerValidation, AnswerValidationLimits, RecordedReports
+from ..grounding._validation import (
+    REPORT_KEY,
+    AnswerValidation,
+    AnswerValidationLimits,
+    RecordedReports,
+)
 from ..messages._errors import AgentBuildError
 
-__all__ = ["ValidationBuilding"]
+__all__ = ["AnswerRecord", "ValidationBuilding"]
 
 
 class ValidationBuilding:
@@ -110,3 +119,39 @@ class ValidationBuilding:
                     ".tool(...) or name the tools whose results carry the value"
                 )
         return validation
+
+
+class AnswerRecord:
+    """The readers of the last answer's standing (mixed into ``Agent``)."""
+
+    _running: bool
+    _last: Snapshot | None
+    _last_state: Mapping[str, Any] | None
+
+    def _settled(self) -> tuple[Mapping[str, Any], str] | None:
+        """The last run's state (real values, even when the record is redacted) and status;
+        ``None`` before the first run and while one is in flight."""
+        last = self._last
+        if self._running or last is None:
+            return None
+        return (last.state if self._last_state is None else self._last_state), last.status
+
+    def assessment(self) -> AnswerAssessment | None:
+        """How far the last run's answer stands, folded from its committed record (never
+        from how sure the model sounded): ``known``, ``consistent`` (checks ran, none fired —
+        never "verified"), ``not-sure`` (with its ``reasons``), ``ask`` (the run waits on a
+        person) or ``not-assessed``. The same fold as ``assess_answer(snapshot)``, so a
+        recording read in another process folds the same. ``None`` before the first run,
+        while a run is in flight, and after a run that failed or whose answer a rule
+        refused."""
+        settled = self._settled()
+        return None if settled is None else fold(*settled)
+
+    def answer_validation(self) -> dict[str, Any] | None:
+        """The last answer's validation report (``.answer_validation(...)``): each check
+        with its outcome (``passed``, ``fired``, ``skipped``), what was spent, the limits,
+        which limit stopped the checks (``stopped_by``) and whether every check ran
+        (``complete``). ``None`` when no terminal validation ran — never an implicit pass."""
+        settled = self._settled()
+        report = None if settled is None else settled[0].get(REPORT_KEY)
+        return None if report is None else dict(thaw(report))
