@@ -44,14 +44,15 @@ REASONS = (
 of the calls, then the answer's)."""
 
 _NO_ANSWER = ("running", "failed", "broken", "incomplete")
-_EMPTY = ("", "[]", "{}", '""', "null")
+_EMPTY: tuple[Any, ...] = ([], {}, "", None)
 
 
 class AnswerAssessment(BaseModel):
     """How far an answer stands on its record.
 
-    ``standing``: ``known`` (the evidence gate found every name and number of the answer in
-    this turn's tool results and nothing below fired), ``consistent`` (checks ran and none
+    ``standing``: ``known`` (the evidence gate's check in the answer-validation report
+    passed having read every result of the turn, with at least one name or number judged,
+    and nothing made the answer not sure), ``consistent`` (checks ran and none
     fired — never "verified"), ``not-sure`` (``reasons`` say why), ``ask`` (the run waits on
     a person's answer) or ``not-assessed`` (the record holds nothing to check the answer
     against). ``results_read``: this turn's tool results the fold read (those the tool
@@ -107,14 +108,16 @@ def fold(state: Mapping[str, Any], status: str | None) -> AnswerAssessment | Non
     for row in state.get("coverage_declared", ()):
         coverage.setdefault(str(row.get("id")), []).append(row)
     rules = thaw(state.get("tool_rules") or {})
-    trace = EvidenceCorpus()  # where a value the model chose could have come from
-    for words in person_words(state):
-        trace.add("person", words, None)
+    trace: EvidenceCorpus | None = None  # where a value the model chose could come from
     traced = 0  # the results of earlier iterations in ``trace``, in order
     for result in results:
         reasons += _call_reasons(result, coverage.get(result.id, ()))
         ruled = (rules.get(result.name) or {}).get("ask_or_assume") or {}
         if ruled:
+            if trace is None:  # the person's words, read once, when a ruled call needs them
+                trace = EvidenceCorpus()
+                for words in person_words(state):
+                    trace.add("person", words, None)
             while traced < len(results) and _before(results[traced], result):
                 earlier = results[traced]
                 trace.add(earlier.id, earlier.own, earlier.row)
@@ -152,7 +155,7 @@ def _call_reasons(result: TurnResult, declared: Any) -> list[dict[str, Any]]:
     cut = [flag for flag in ("truncated", "refused", "withheld") if row.get(flag)]
     if status == "partial" or cut:
         out.append({"reason": "result-incomplete", **at, "by": cut[0] if cut else "partial"})
-    if status == "success" and not cut and not declared and result.own.strip() in _EMPTY:
+    if status == "success" and not cut and not declared and _empty(result.own):
         out.append({"reason": "empty-undeclared", **at})
     for statement in declared:
         lists = {
@@ -177,6 +180,21 @@ def _call_reasons(result: TurnResult, declared: Any) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def _empty(text: str) -> bool:
+    """Whether a tool's own text says nothing: blank, or JSON ``[]``, ``{}``, ``""``,
+    ``null`` however it is spaced."""
+    text = text.strip()
+    if not text:
+        return True
+    if text[0] not in '[{"n':
+        return False
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return False
+    return any(value == empty and type(value) is type(empty) for empty in _EMPTY)
 
 
 def _what(item: Any) -> Any:

@@ -201,7 +201,7 @@ def test_a_withheld_result_is_incomplete() -> None:
     ]
 
 
-@pytest.mark.parametrize("empty", [[], {}, "", None, "  "])
+@pytest.mark.parametrize("empty", [[], {}, "", None, "  ", "[ ]", "{\n}"])
 def test_an_empty_result_that_declares_nothing_is_not_sure(empty: Any) -> None:
     agent = run([returning("ports", empty)], [calls(("c1", "ports", {})), "No ports are down."])
     assert reasons(agent) == [{"reason": "empty-undeclared", "tool": "ports", "id": "c1"}]
