@@ -299,8 +299,10 @@ def validate_answer(validation: AnswerValidation, scope: Scope, answer: str) -> 
     state = {k: scope.get(k) for k in ("tool_results", "history", "prior_history", "settings")}
     results = turn_results({k: v for k, v in state.items() if v is not None})
     first = len(checking.checks)
+    indexed: dict[int, EvidenceCorpus] = {}  # each result indexed once, whichever claims read it
     for index, item in enumerate(validation.claims, start=first):
-        checking.checks.append(_claim_check(index, item, answer, results, checking.budget))
+        check = _claim_check(index, item, answer, results, checking.budget, indexed)
+        checking.checks.append(check)
     report = checking.write(scope)
     checks = report["checks"]
     _emit(
@@ -323,20 +325,21 @@ def _claim_check(
     answer: str,
     results: Sequence[TurnResult],
     budget: Budget,
+    indexed: dict[int, EvidenceCorpus],
 ) -> dict[str, Any]:
     """One claim contract on the answer: each value it states, and the first result of its
-    tools (this turn) that carries it."""
+    tools (this turn) that carries it (a read is counted each time a check reads a result;
+    ``indexed`` keeps the work of reading it once)."""
     entry: dict[str, Any] = {"check": "claim", "id": item.id}
     stopped = budget.check(index)
     if stopped is not None:  # kept from starting: nothing read, nothing stated
         return {**entry, "outcome": "skipped", "reads": 0, "bytes": 0, "cut_by": stopped}
     stated = stated_values(item, answer)
-    corpus = EvidenceCorpus()
     found: dict[str, str] = {}
     reads = size_read = 0
     cut = None
     pending = list(stated)
-    for result in results:
+    for at, result in enumerate(results):
         if not pending:
             break
         if result.name not in item.from_tools or result.row.get("status") not in CLAIM_READS:
@@ -347,7 +350,10 @@ def _claim_check(
             break
         reads += 1
         size_read += size
-        corpus.add(result.id, result.own, result.row)
+        corpus = indexed.get(at)
+        if corpus is None:
+            corpus = indexed[at] = EvidenceCorpus()
+            corpus.add(result.id, result.own, result.row)
         for value in list(pending):
             if corpus.find(value) is not None:
                 found[value.value] = result.id
