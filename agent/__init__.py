@@ -32,6 +32,11 @@ from .context._window import summarize_oldest as summarize_oldest
 from .context._window import token_budget as token_budget
 from .explain import NO_COMPLETED_RUN as NO_COMPLETED_RUN
 from .explain import TRACE_TOOLS as TRACE_TOOLS
+from .grounding import AnswerAssessment as AnswerAssessment
+from .grounding import AnswerValidationLimits as AnswerValidationLimits
+from .grounding import DeclaredClaim as DeclaredClaim
+from .grounding import assess_answer as assess_answer
+from .grounding import claim as claim
 from .memory import MemoryDefinition as MemoryDefinition
 from .memory import MemoryTurn as MemoryTurn
 from .memory import define_memory as define_memory
@@ -146,7 +151,9 @@ __all__ = [
     "AgentNotRunError",
     "AgentResult",
     "AgentStream",
+    "AnswerAssessment",
     "AnswerDeniedError",
+    "AnswerValidationLimits",
     "AnthropicProvider",
     "Classifier",
     "ClassifierError",
@@ -160,6 +167,7 @@ __all__ = [
     "Conversation",
     "ConversationFormatError",
     "DecisionRequiredError",
+    "DeclaredClaim",
     "EntryRequest",
     "EntryScorer",
     "EntryScoring",
@@ -226,6 +234,8 @@ __all__ = [
     "act",
     "agent_as_tool",
     "anthropic",
+    "assess_answer",
+    "claim",
     "classifier_scorer",
     "conversation_redaction",
     "define_instruction",

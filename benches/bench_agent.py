@@ -37,6 +37,7 @@ import _agent_explain as explain_case
 import _agent_memory as memory_case
 import _agent_middleware as middleware_case
 import _agent_skills as skills_case
+import _agent_validation as validation_case
 from _common import (
     RESULTS_DIR,
     clock,
@@ -1013,10 +1014,11 @@ def main() -> int:
     ap.add_argument("--profile", action="store_true", help="(kept for scripts: always on)")
     ap.add_argument(
         "--only",
-        choices=["skills", "memory", "middleware", "explain", "evidence"],
+        choices=["skills", "memory", "middleware", "explain", "evidence", "validation"],
         help="run one case alone (skills: writes results/bench_agent_skills.json; memory: "
         "results/bench_agent_memory.json; middleware: results/bench_agent_middleware.json; "
-        "explain: results/bench_agent_explain.json; evidence: results/bench_agent_evidence.json)",
+        "explain: results/bench_agent_explain.json; evidence: results/bench_agent_evidence.json; "
+        "validation: results/bench_agent_validation.json)",
     )
     args = ap.parse_args()
 
@@ -1034,6 +1036,8 @@ def main() -> int:
         return evidence_case.main(args.quick)
     if args.only == "middleware":
         return middleware_only(middleware_case.CALLS[:2] if args.quick else middleware_case.CALLS)
+    if args.only == "validation":
+        return validation_only(args.quick)
 
     peers: list[str] = []
     notes: list[str] = []
@@ -1212,6 +1216,37 @@ def middleware_only(sizes: tuple[int, ...]) -> int:
         "notes": [middleware_case.NOTE],
     }
     path = write_json("bench_agent_middleware", doc)
+    print(f"\nwrote {path}")
+    return 0
+
+
+def validation_only(quick: bool) -> int:
+    """``--only validation``: answer validation per turn and at answer time, and the fold,
+    written to ``results/bench_agent_validation.json``."""
+    rounds, per_round = (1, 1) if quick else (REPEATS * 3, TW_REPEATS)
+    calls, sizes = (
+        (validation_case.CALLS[:2], validation_case.SIZES[:2])
+        if quick
+        else (
+            validation_case.CALLS,
+            validation_case.SIZES,
+        )
+    )
+    print(f"bench_agent --only validation: {rounds} rounds of {per_round} runs a cell", flush=True)
+    section = validation_case.measure(calls, sizes, rounds, per_round)
+    targets = validation_case.targets(section)
+    for title, headers, rows in validation_case.tables(section):
+        print_table(title, headers, rows)
+    print_targets(targets)
+    print(f"- {validation_case.NOTE}")
+    versions = {"trackway": dist_version("trackway"), "orjson": dist_version("orjson")}
+    doc = {
+        "versions": versions,
+        "validation": section,
+        "targets": targets,
+        "notes": [validation_case.NOTE],
+    }
+    path = write_json("bench_agent_validation", doc)
     print(f"\nwrote {path}")
     return 0
 

@@ -113,6 +113,9 @@ class AgentConfig:
     evidence: Any = None
     """``.names_and_numbers_from_evidence(...)``: the
     :class:`~trackway.agent.grounding._gate.EvidenceGate` judged in ``route``."""
+    validation: Any = None
+    """``.answer_validation(...)``: the :class:`~trackway.agent.grounding.AnswerValidation`
+    the ``final`` stage runs on the answer."""
 
     @property
     def serves_tools(self) -> bool:

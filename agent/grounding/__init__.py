@@ -7,3 +7,17 @@ process.
 Imports: ``middleware``, ``memory``, ``offer``, ``context`` and below (the ``loop``,
 ``runtime`` and ``rerun`` import this).
 """
+
+from ._assess import AnswerAssessment as AnswerAssessment
+from ._assess import assess_answer as assess_answer
+from ._claims import DeclaredClaim as DeclaredClaim
+from ._claims import claim as claim
+from ._validation import AnswerValidationLimits as AnswerValidationLimits
+
+__all__ = [
+    "AnswerAssessment",
+    "AnswerValidationLimits",
+    "DeclaredClaim",
+    "assess_answer",
+    "claim",
+]

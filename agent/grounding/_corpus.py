@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,6 +71,8 @@ class EvidenceCorpus:
     chars: int = 0
     truncated: bool = False
     """The token ceiling ended the corpus: a later result was not indexed."""
+    cut_by: str | None = None
+    """What ended it: ``"max_corpus_tokens"``, or the answer-validation limit."""
     _index: dict[str, list[str]] = field(default_factory=dict, repr=False)
     _over: set[str] = field(default_factory=set, repr=False)
     _facts: set[str] = field(default_factory=set, repr=False)
@@ -90,10 +92,13 @@ class EvidenceCorpus:
         rows: Sequence[Mapping[str, Any]] = (),
         max_tokens: int | None = None,
         library: frozenset[str] = frozenset(),
+        admit: Callable[[str], str | None] | None = None,
     ) -> EvidenceCorpus:
         """The corpus of the turn ``history`` ends with (``rows``: the run's
         ``tool_results``, which say each result's status and where the tool's text ends;
-        ``library``: the names of the library's own tools, the skills' doors)."""
+        ``library``: the names of the library's own tools, the skills' doors; ``admit``:
+        answer validation's limits, asked before each result is read — the limit that
+        refuses it ends the corpus, as the token ceiling does, and is its ``cut_by``)."""
         corpus = cls(max_tokens)
         by_id = {row["id"]: row for row in rows}
         for message in _turn_results(history):
@@ -106,9 +111,13 @@ class EvidenceCorpus:
             if row is not None and "tool_chars" in row:
                 text = text[: int(row["tool_chars"])]
             if not corpus._fits(len(text)):
-                corpus.truncated = True
+                corpus.truncated, corpus.cut_by = True, "max_corpus_tokens"
                 break
-            corpus._add(str(message.get("tool_call_id")), text, row)
+            refused = None if admit is None else admit(text)
+            if refused is not None:
+                corpus.truncated, corpus.cut_by = True, refused
+                break
+            corpus.add(str(message.get("tool_call_id")), text, row)
         return corpus
 
     def _fits(self, chars: int) -> bool:
@@ -116,7 +125,8 @@ class EvidenceCorpus:
             return True
         return math.ceil((self.chars + chars) / CHARS_PER_TOKEN) <= self.max_tokens
 
-    def _add(self, carrier: str, text: str, row: Mapping[str, Any] | None) -> None:
+    def add(self, carrier: str, text: str, row: Mapping[str, Any] | None) -> None:
+        """Index one result's ``text`` (the tool's own words) as carried by ``carrier``."""
         self.results += 1
         self.chars += len(text)
         parsed = _json(text)

@@ -26,6 +26,7 @@ from ..context._config import emit as _emit
 from ..context._findings import strip_answer
 from ..messages._errors import UnsupportedValuesError
 from ._corpus import EvidenceCorpus
+from ._validation import AnswerValidation, Checking
 from ._verdict import judge, judged_values, listed
 
 __all__ = [
@@ -77,6 +78,7 @@ def gated(cfg: AgentConfig, route: Callable[[Scope], Any]) -> Callable[[Scope], 
         typed=cfg.output_model is not None,
         findings=cfg.findings,
         doors=frozenset(cfg.skills.doors) if cfg.skills is not None else frozenset(),
+        validation=cfg.validation,
     )
 
     if inspect.iscoroutinefunction(route):
@@ -101,6 +103,9 @@ class _Reading:
     typed: bool
     findings: bool
     doors: frozenset[str]
+    validation: AnswerValidation | None = None
+    """``.answer_validation(...)``: the gate is its first check, its corpus read within the
+    limits (a corpus a limit cut only flags, as one cut by the token ceiling)."""
 
 
 def _judged(reading: _Reading, scope: Scope, decision: Decision) -> Decision:
@@ -111,8 +116,13 @@ def _judged(reading: _Reading, scope: Scope, decision: Decision) -> Decision:
     if reading.findings:
         content = strip_answer(content)[0]
     rows = scope.get("tool_results", ())
-    corpus = EvidenceCorpus.of(scope["history"], rows, gate.max_corpus_tokens, reading.doors)
+    checking = None if reading.validation is None else Checking.begin(reading.validation)
+    admit = None if checking is None else checking.gate_reads()
+    history = scope["history"]
+    corpus = EvidenceCorpus.of(history, rows, gate.max_corpus_tokens, reading.doors, admit)
     judged = judge(corpus, judged_values(content, reading.typed))
+    if checking is not None:  # the pass's first check, committed with the claims pending
+        checking.gate_judged(scope, corpus, judged)
     posture = gate.posture
     downgraded = corpus.truncated and gate.revises
     spent = bool(scope.get(SPENT_KEY))

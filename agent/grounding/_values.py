@@ -39,6 +39,7 @@ __all__ = [
     "normal_phrase",
     "normal_text",
     "token_keys",
+    "value_of",
 ]
 
 Kind = Literal["name", "number"]
@@ -152,6 +153,20 @@ def _quoted(text: str) -> Iterator[tuple[int, int, str]]:
         inner = next(g for g in match.groups() if g is not None)
         if sum(1 for _ in _TOKEN.finditer(inner)) >= 2:
             yield match.start(), match.end(), inner
+
+
+def value_of(text: str) -> AnswerValue | None:
+    """The one value ``text`` is, whatever its shape (a claim contract's capture: the
+    pattern, not the name rule, says it is a value): one token's normal form, or a phrase
+    of several; ``None`` when it has no letter or digit."""
+    text = normal_text(text).strip()
+    tokens = list(_TOKEN.finditer(text))
+    if len(tokens) == 1 and tokens[0].group(0) == text:
+        kind, value = _key(_core(text), tokens[0].group("grouped") is not None)
+        return AnswerValue(value, kind, text)
+    if not tokens:
+        return None
+    return AnswerValue(normal_phrase(text), "name", text, phrase=True)
 
 
 def answer_values(text: str) -> list[AnswerValue]:

@@ -34,6 +34,7 @@ from ..context._findings import (
 from ..context._request import MessageCache, assemble, receipt_for
 from ..context._window import window_stage
 from ..grounding._gate import evidence_stages, gated
+from ..grounding._validation import validate_answer
 from ..memory._stages import memory_stages
 from ..messages._tool_ids import call_repairs, unique_calls
 from ..messages._usage import via
@@ -102,6 +103,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
                 settings["max_parallel_tool_calls"] = 1
         if cfg.evidence is not None:  # the gate's posture: a replay judges as the run did
             settings["evidence"] = cfg.evidence.record()
+        if cfg.validation is not None:  # the answer's checks, as data: a replay runs them
+            settings["answer_validation"] = cfg.validation.record()
         if cfg.memories:  # each call is served what memory-recall committed
             settings["memory"] = [memory.record() for memory in cfg.memories]
         if cfg.self_explain is not None:  # the guide and the trace tools: replay rebuilds them
@@ -418,6 +421,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         if passed is not None:  # what the person gets is what the links passed
             answer = passed
         scope["final_answer"] = answer
+        if cfg.validation is not None:  # the answer's checks, within their limits
+            validate_answer(cfg.validation, scope, answer)
         stopped_early = scope.get("stopped_early")
         if stopped_early is not None:  # whether the answer handed back has any text at all
             stopped_early = {**thaw(stopped_early), "empty_answer": not answer.strip()}

@@ -48,12 +48,13 @@ CONVERSATION_FIELDS = {
     "middleware_decisions": ("value",),
     "tool_results": ("rewritten.value", "assumed.value", "nested"),
     "unsupported_values": ("values", "by_absence"),
+    "answer_validation": ("checks.values.value",),
 }
 """Where the conversation is quoted inside the agent's other keys: the new value a
 middleware link rewrote (a message, an answer, a call's arguments), an argument's value a
 call ran with that no model or person gave, and what a tool's own calls were and why one
-was refused (``ctx.tools.call``), and the values the evidence gate found in no tool result
-(or only in an absence)."""
+was refused (``ctx.tools.call``), the values the evidence gate found in no tool result
+(or only in an absence), and the values an answer stated for a claim contract."""
 
 TOOL_ERROR_FIELDS = {
     "tool_results": ("error.message",),

@@ -47,6 +47,7 @@ from ._replay_setup import (
 )
 from ._replay_skills import replay_skills
 from ._replay_typed import as_recorded, replay_typed
+from ._replay_validation import replay_validation
 
 __all__ = ["replay", "replay_async"]
 
@@ -259,6 +260,8 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
     if cfg.credentials is not None:  # the consents are replayed; no value is asked for
         builder.credentials({})
     replay_self_explain_of(builder, cfg)  # its trace tools are the recorded stand-ins above
+    if cfg.validation is not None:  # the same checks; time as the recording says
+        replay_validation(builder, snap, cfg.validation)
     return builder.build()
 
 

@@ -21,6 +21,7 @@ from ._replay_memory import recorded_memories, replay_memory
 from ._replay_middleware import replay_middleware
 from ._replay_skills import apply_recorded_skills, skill_tool_names, unserved_spec
 from ._replay_typed import refuse_typed
+from ._replay_validation import replay_validation
 
 __all__ = [
     "RecordedOffers",
@@ -145,6 +146,7 @@ def agent_from_recording(snap: Snapshot) -> Agent:
         builder.credentials({})
     replay_memory(builder, recorded_memories(settings), snap)
     replay_self_explain(builder, settings)  # the trace tools are stubs; the guide is recorded
+    replay_validation(builder, snap, None)  # the claims are data: run again, time as recorded
     return builder.build()
 
 

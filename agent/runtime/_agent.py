@@ -62,6 +62,7 @@ from ._agent_hooks import Hooks
 from ._agent_record import LiveLog, RunRecord
 from ._agent_sync import AgentSyncTwins
 from ._builder import AgentBuilder
+from ._builder_validation import AnswerRecord
 from ._events import EventBus
 from ._result import AgentResult, result_of
 from ._stream import Streaming
@@ -72,7 +73,15 @@ __all__ = ["Agent"]
 
 
 class Agent(
-    Hooks, RunRecord, Continuing, AgentSyncTwins, Streaming, Workable, TypedAnswers, Explaining
+    Hooks,
+    RunRecord,
+    Continuing,
+    AgentSyncTwins,
+    Streaming,
+    Workable,
+    TypedAnswers,
+    Explaining,
+    AnswerRecord,
 ):
     """An LLM agent whose every step is a commit. Build with ``Agent.create(...)``."""
 

@@ -28,6 +28,7 @@ from ._builder_grounding import GroundingBuilding
 from ._builder_memory import MemoryBuilding
 from ._builder_middleware import MiddlewareBuilding
 from ._builder_skills import SkillsBuilding
+from ._builder_validation import ValidationBuilding
 from ._typed import TypedBuilding
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ class AgentBuilder(
     TypedBuilding,
     ExplainBuilding,
     GroundingBuilding,
+    ValidationBuilding,
 ):
     """Configures an :class:`Agent`; ``build()`` declares its chart."""
 
@@ -108,6 +110,7 @@ class AgentBuilder(
         self._take_memory_options()
         self._take_typed_options()
         self._take_grounding_options()
+        self._take_validation_options()
         self._request_options = check_request_options(options, "Agent.create: ")
         self._options = options
         self._system: str | None = None
@@ -343,6 +346,9 @@ class AgentBuilder(
             typed=self._typed_plan(self._provider, self._request_options, tools),
             self_explain=explain,
             evidence=self._evidence,
+            validation=self._validation_plan(
+                {*tools, *(t.name for s in self._skills for t in s.tools)}
+            ),
         )
         if self._findings and not cfg.tools:
             raise AgentBuildError(

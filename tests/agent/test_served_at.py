@@ -18,11 +18,14 @@ from trackway.agent import (
     Agent,
     AgentBuildError,
     AnswerDeniedError,
+    AnswerValidationLimits,
     InputRefusedError,
     MessageDeniedError,
     ReplayDivergence,
     UnsupportedValuesError,
     act,
+    assess_answer,
+    claim,
     classifier_scorer,
     define_instruction,
     define_memory,
@@ -269,6 +272,8 @@ features = st.fixed_dictionaries(
         "explain": st.sampled_from([None, "fresh", "primed"]),
         # the evidence gate at each posture, over answers that state a number no tool gave
         "evidence": st.sampled_from([None, "assist", "guard", "rails"]),
+        # claim contracts on the answer, checked in full or cut by their limits
+        "validation": st.sampled_from([None, "claims", "cut"]),
     }
 )
 
@@ -611,6 +616,16 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
             return
     if feature["evidence"]:
         builder.names_and_numbers_from_evidence(posture=feature["evidence"])
+    validated = feature["validation"] is not None and not feature["limits"]  # refused together
+    if validated:
+        cut = AnswerValidationLimits(max_reads=1, max_checks=1)
+        builder.answer_validation(
+            claims=[
+                claim("word", pattern=r"(\w+)", from_tools=("lookup",)),
+                claim("sure", pattern=r"(?i)(done|answer)", from_tools="lookup"),
+            ],
+            limits=cut if feature["validation"] == "cut" else None,
+        )
     agent = builder.build()
     try:
         if chained:  # the chain is run_typed's: each step recorded, replayed from the record
@@ -695,6 +710,13 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     assert loaded == agent.snapshot()
     for k, receipt in enumerate(receipts(loaded), start=1):
         assert served_at(loaded, k).hash == receipt["request_hash"]
+    assert assess_answer(loaded) == agent.assessment()  # the fold reads the record alone
+    report = agent.answer_validation()
+    if not validated:  # not configured: no key, no setting
+        assert report is None and "answer_validation" not in loaded.state["settings"]
+    elif "final_answer" in loaded.state:
+        assert report is not None
+        assert report["complete"] == all(c["outcome"] != "skipped" for c in report["checks"])
     replayed = replay(loaded, agent)  # hermetic: recorded answers and tool results only
     if not typed:  # the recording alone is enough to replay (no validator code needed)
         assert [c.stage_path for c in replay(loaded).history()] == [
