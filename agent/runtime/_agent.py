@@ -41,6 +41,7 @@ from trackway.tools.define._sessions import run_end_reason
 
 from ..explain._explaining import Explaining
 from ..grounding._gate import withheld_error
+from ..grounding._validation_building import AnswerRecord
 from ..loop._inputs import (
     QUESTION_KINDS,
     Runtime,
@@ -62,7 +63,6 @@ from ._agent_hooks import Hooks
 from ._agent_record import LiveLog, RunRecord
 from ._agent_sync import AgentSyncTwins
 from ._builder import AgentBuilder
-from ._builder_validation import AnswerRecord
 from ._events import EventBus
 from ._result import AgentResult, result_of
 from ._stream import Streaming

@@ -18,17 +18,17 @@ from trackway.tools.define._providers import ToolProvider
 from ..context._cost import check_budget, check_pricing
 from ..context._window import WindowStrategy
 from ..explain._building import ExplainBuilding
+from ..grounding._evidence_building import GroundingBuilding
+from ..grounding._validation_building import ValidationBuilding
 from ..loop._inputs import Runtime, tool_from_mapping
 from ..loop._stages import AgentConfig, stage_functions
 from ..messages._errors import AgentBuildError
+from ..middleware._building import MiddlewareBuilding
 from ..output._chain import fallback_stage
 from ..providers._options import check_request_options, check_tool_choice
 from ..providers._provider import Provider
-from ._builder_grounding import GroundingBuilding
 from ._builder_memory import MemoryBuilding
-from ._builder_middleware import MiddlewareBuilding
 from ._builder_skills import SkillsBuilding
-from ._builder_validation import ValidationBuilding
 from ._typed import TypedBuilding
 
 if TYPE_CHECKING:
