@@ -95,6 +95,9 @@ def fitted(
     tool pages through (its first item is number ``start``): it is shortened by whole items
     first and the ``truncated`` entry says which were shown and the number to ask ``from``
     next. Every other cut (a text, another list) is named there too."""
+    whole = _dumps(payload)
+    if len(whole) <= max_chars:  # what fits is given whole: no text is cut to its share
+        return whole
     items_all: list[Any] = list(payload.get(page) or ()) if page is not None else []
     shown = len(items_all)
     cap = max(_MIN_TEXT, max_chars // 4)

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.examples import examples
@@ -421,6 +421,7 @@ payloads = st.recursive(  # what a record holds: JSON, integers within 64 bits
 
 
 @settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@example(head={}, items=["0" * 126], max_chars=500, start=1)  # fits whole, one text over its share
 @given(
     head=st.dictionaries(st.sampled_from(["run", "key", "value"]), payloads, max_size=3),
     items=st.lists(payloads, max_size=30),
