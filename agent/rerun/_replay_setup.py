@@ -15,12 +15,11 @@ from ..context._window import WindowPlan, WindowVisit
 from ..explain._building import replay_self_explain
 from ..messages._errors import ReplayDivergence
 from ..providers._mock import MockProvider
-from ..providers._options import REQUEST_OPTIONS
 from ..runtime._agent import Agent
 from ._replay_memory import recorded_memories, replay_memory
 from ._replay_middleware import replay_middleware
 from ._replay_skills import apply_recorded_skills, skill_tool_names, unserved_spec
-from ._replay_typed import recorded_output, refuse_typed
+from ._replay_typed import recorded_options, recorded_output, refuse_typed
 from ._replay_validation import replay_validation
 
 __all__ = [
@@ -73,7 +72,7 @@ def agent_from_recording(snap: Snapshot) -> Agent:
         MockProvider(replies=[]),
         settings.get("model", "replay"),
         max_iterations=writes.get("max_iterations", 10),
-        **{name: settings.get(name) for name in REQUEST_OPTIONS},
+        **recorded_options(settings),  # the native response format is the schema's
         name=snap.chart_id.removeprefix("agent-"),
         wrap_up_at_max_iterations=stopped.get("wrapped_up", True),
         tool_arg_validation=settings.get("tool_arg_validation", "enforce"),

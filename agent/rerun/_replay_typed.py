@@ -19,9 +19,17 @@ from ..context._config import AgentConfig
 from ..messages._errors import OutputSchemaError, ReplayDivergence
 from ..output._chain import FALLBACK_KEY
 from ..output._plan import Attempt
+from ..providers._options import REQUEST_OPTIONS
 from ._replay_judged import recorded_model
 
-__all__ = ["RecordedFallback", "as_recorded", "recorded_output", "refuse_typed", "replay_typed"]
+__all__ = [
+    "RecordedFallback",
+    "as_recorded",
+    "recorded_options",
+    "recorded_output",
+    "refuse_typed",
+    "replay_typed",
+]
 
 _UNMET = "output_contract_unmet"
 
@@ -69,6 +77,15 @@ def replay_typed(builder: Any, cfg: AgentConfig, snap: Snapshot) -> None:
     if plan.canned is not None:
         chain["canned"] = plan.canned
     builder.output_fallback(**chain)
+
+
+def recorded_options(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The request options a recording's ``settings`` name, but the response format the
+    native strategy set (``output_schema(..., strategy="native")`` sets it again)."""
+    options = {name: settings.get(name) for name in REQUEST_OPTIONS}
+    if settings.get("output_schema") is not None and settings.get("output_strategy") == "native":
+        options["response_format"] = None
+    return options
 
 
 def recorded_output(builder: Any, snap: Snapshot, settings: Mapping[str, Any]) -> None:
