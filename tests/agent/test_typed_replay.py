@@ -387,3 +387,18 @@ def test_any_typed_run_replays_from_the_record_alone(
     assert [c.writes for c in replay(loaded, agent).history()] == [
         c.writes for c in loaded.history()
     ]
+
+
+def test_a_composition_with_a_typed_member_replays_without_the_composition(
+    tmp_path: Path,
+) -> None:
+    from trackway.agent import Sequence
+
+    member = typed(["Sunny in Paris.", VALID])
+    plain = Agent.create(provider=mock(replies=["noted"]), model="m", name="plain").build()
+    composition = Sequence.create(name="desk").step("typed", member).step("plain", plain).build()
+    assert composition.run_sync("weather?") == "noted"
+    loaded = recorded(composition, tmp_path)
+    rows = [c for c in loaded.history() if any(op.key == "output_judged" for op in c.ops)]
+    assert rows and all(c.frame for c in rows)  # the member's verdicts, in its frame
+    alone(loaded)
