@@ -9,13 +9,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from trackway.engine import Scope
 from trackway.engine.run._scope import TrackedScope
 
 from ..context._config import AgentConfig
 from ..context._findings import AnswerHoldback
 from ..context._state_view import PROVIDER_KEYS, REQUEST_KEYS, StateView
 from ..messages._messages import LLMResponse, StreamDelta, ToolCall, Usage
-from ..output._verdict import verdict
+from ..output._judged import judged
 from ..providers._provider import ProviderResponseError
 
 __all__ = [
@@ -62,9 +63,10 @@ async def stream_model(cfg: AgentConfig, scope: TrackedScope, request: Any) -> L
     return final
 
 
-def output_error(model: type[BaseModel], content: str) -> str | None:
-    """The schema's first issue with ``content`` as ``"loc: msg"`` (``None``: it matches)."""
-    found = verdict(model, content)
+def output_error(scope: Scope, model: type[BaseModel], content: str) -> str | None:
+    """The schema's first issue with ``content`` as ``"loc: msg"`` (``None``: it matches),
+    the verdict committed (``output_judged``)."""
+    found = judged(scope, model, content)
     return None if found is None else found.error
 
 

@@ -6,7 +6,7 @@ appends), ``settings`` (model and the request options: temperature, max_tokens, 
 seed, top_p, stop, response_format, extra_body), ``iteration``, ``max_iterations``,
 ``system_prompt``, ``tools``, ``response`` (the last model answer), ``receipts`` (one per
 call), ``usage_total``, ``wrap_up_asked``, ``stopped_early``, ``output_attempts``,
-``output_error``, ``output_contract_unmet``, ``final_answer``.
+``output_error``, ``output_judged``, ``output_contract_unmet``, ``final_answer``.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from ..middleware._output import answering, passed_answer
 from ..offer._offer import ToolSpecs, first_offer, offer_stage
 from ..offer._tool_choice import tool_choice_outcome
 from ..output._contract import contract_unmet
-from ..output._verdict import answer_error
+from ..output._judged import answer_error, settle_output
 from ._coverage import answer_limits, with_limits
 from ._dispatch import Batch, dispatch, resumed
 from ._model_call import (
@@ -142,8 +142,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             apply_configured(cfg, chosen, settings)
             if "instructions" in chosen:
                 scope["resolved_instructions"] = chosen["instructions"]
-        if cfg.typed is not None:  # the native response format, the fallback chain
-            cfg.typed.settle(settings)
+        settle_output(cfg, settings)  # the schema, its native format, the fallback chain
         scope["settings"] = settings
         scope["user_message"] = message
         scope["iteration"] = 1
@@ -260,7 +259,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             if cfg.output_model is not None:  # the final stage judges this answer, not an older
                 content = response.get("content", "")
                 judged = strip_answer(content)[0] if cfg.findings else content
-                error = answer_error(cfg, response, judged)
+                error = answer_error(cfg, scope, response, judged)
                 if error is not None:
                     scope["output_error"] = error
                 elif "output_error" in scope:
@@ -283,7 +282,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             content = response.get("content", "")
             if cfg.findings:  # judged without the notes the answer will lose
                 content = strip_answer(content)[0]
-            error = answer_error(cfg, response, content)
+            error = answer_error(cfg, scope, response, content)
             if error is not None:
                 scope["output_error"] = error
                 attempts = scope.get("output_attempts", 0)
@@ -455,7 +454,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         return answer
 
     model = cfg.output_model
-    judge = None if model is None else (lambda text: output_error(model, text))
+    judge = None if model is None else (lambda scope, text: output_error(scope, model, text))
     return {
         # behind the doors only when a link stands there: otherwise nothing changes
         "seed": admitting(cfg, seed) if at_input else seed,

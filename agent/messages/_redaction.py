@@ -49,12 +49,14 @@ CONVERSATION_FIELDS = {
     "tool_results": ("rewritten.value", "assumed.value", "nested"),
     "unsupported_values": ("values", "by_absence"),
     "answer_validation": ("checks.values.value",),
+    "output_judged": ("error",),
 }
 """Where the conversation is quoted inside the agent's other keys: the new value a
 middleware link rewrote (a message, an answer, a call's arguments), an argument's value a
 call ran with that no model or person gave, and what a tool's own calls were and why one
 was refused (``ctx.tools.call``), the values the evidence gate found in no tool result
-(or only in an absence), and the values an answer stated for a claim contract."""
+(or only in an absence), the values an answer stated for a claim contract, and the output
+schema's words on an answer (as ``output_error``; the text's hash and the stage stay)."""
 
 TOOL_ERROR_FIELDS = {
     "tool_results": ("error.message",),

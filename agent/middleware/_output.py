@@ -44,12 +44,12 @@ def answering(
     cfg: AgentConfig,
     route: Callable[[Scope], Decision],
     person_answer: Callable[[Scope, str], str],
-    judge: Callable[[str], str | None] | None,
+    judge: Callable[[Scope, str], str | None] | None,
 ) -> Callable[[Scope], Any]:
     """The ``route`` decider behind the output door. ``person_answer(scope, content)``: the
-    answer as the person would get it; ``judge(text)``: the output schema's error for
-    ``text`` (``None``: it matches), when the agent has a schema. A plain function when no
-    link there is async."""
+    answer as the person would get it; ``judge(scope, text)``: the output schema's error
+    for ``text`` (``None``: it matches; the verdict committed), when the agent has a
+    schema. A plain function when no link there is async."""
     links = cfg.links("output")
 
     def answered(scope: Scope, decision: Decision, answer: str, passed: Passed) -> Decision:
@@ -93,11 +93,11 @@ def _judged(
     decision: Decision,
     answer: str,
     passed: Passed,
-    judge: Callable[[str], str | None],
+    judge: Callable[[Scope, str], str | None],
 ) -> Decision:
     """The route once the schema judged the rewritten answer, not the model's own."""
     evidence = decision.evidence
-    error = judge(passed.text)
+    error = judge(scope, passed.text)
     if error is None:  # what the person gets matches: nothing to ask again
         if "output_error" in scope:
             del scope["output_error"]
@@ -105,8 +105,8 @@ def _judged(
             why = "the answer the output links passed matches the schema"
             return Decision("final", {**evidence, "chosen": "final", "why": why})
         return decision
-    if judge(answer) is None:  # the model's answer matched: a rule broke it
-        by = next(name for name, text in passed.rewrites if judge(text) is not None)
+    if judge(scope, answer) is None:  # the model's answer matched: a rule broke it
+        by = next(name for name, text in passed.rewrites if judge(scope, text) is not None)
         scope["output_error"] = error
         scope[BROKEN_BY_KEY] = by
         return Decision("final", {**evidence, "chosen": "final", "broken_by": by})

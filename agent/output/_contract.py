@@ -12,7 +12,8 @@ from trackway.engine import Scope, thaw
 from ..context._config import AgentConfig
 from ..messages._errors import OutputContractError
 from ..middleware._output import BROKEN_BY_KEY
-from ._verdict import answer_verdict, stage_of
+from ._judged import answer_verdict
+from ._verdict import stage_of
 
 __all__ = ["UNMET_FIELDS", "contract_error", "contract_unmet", "unmet_view"]
 
@@ -36,7 +37,7 @@ def contract_unmet(
     schema, or ``None``: the error ``route`` committed (else the verdict on ``judged``),
     answers judged, retries spent, the stage and field, the output link that broke a valid
     answer, whether a fallback tier stands, and under the native strategy the stop."""
-    found = answer_verdict(cfg, response, judged)
+    found = answer_verdict(cfg, scope, response, judged)
     error = scope.get("output_error")
     if error is None and found is None:
         return None

@@ -4,19 +4,17 @@ strategy, the provider's stop that fails an answer even when its text parses."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ..context._config import AgentConfig
 from ..messages._errors import OutputSchemaError
 
 __all__ = [
     "NATIVE_STOPS",
+    "Judged",
     "Verdict",
-    "answer_error",
-    "answer_verdict",
     "schema_error",
     "stage_of",
     "value_verdict",
@@ -53,9 +51,31 @@ class Verdict:
         return out
 
 
+class Judged(BaseModel):
+    """An output model whose verdicts are looked up rather than computed: the base of a
+    replay's stand-in, built from a recording that kept each verdict (judging is a pure
+    function of the text, so the record can answer for the validator's code). Its
+    instances take any fields (``run_typed`` in a replay returns the answer's JSON)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    @classmethod
+    def judged_text(cls, text: str, where: str | None = None) -> Verdict | None:
+        """The verdict the recording kept for the answer ``text`` (judged in the stage
+        ``where``); a text it never judged is a divergence."""
+        raise NotImplementedError
+
+    @classmethod
+    def judged_value(cls, value: Any) -> tuple[Verdict | None, Any]:
+        """What :func:`value_verdict` returned for ``value`` when the recording judged it."""
+        raise NotImplementedError
+
+
 def verdict(model: type[BaseModel], text: str) -> Verdict | None:
     """``None`` when ``text`` is JSON matching ``model``; else the first issue pydantic
     reports (the one the retry quotes)."""
+    if issubclass(model, Judged):
+        return model.judged_text(text)
     try:
         model.model_validate_json(text)
     except ValidationError as exc:
@@ -66,6 +86,8 @@ def verdict(model: type[BaseModel], text: str) -> Verdict | None:
 def value_verdict(model: type[BaseModel], value: Any) -> tuple[Verdict | None, Any]:
     """Judge a value a fallback tier gave (a JSON text, or a dict): the verdict, and the
     valid value as JSON (``model_dump(mode="json")``) when it matches."""
+    if issubclass(model, Judged):
+        return model.judged_value(value)
     try:
         parsed = (
             model.model_validate_json(value)
@@ -82,27 +104,6 @@ def _first_issue(exc: ValidationError) -> Verdict:
     loc = ".".join(str(p) for p in first["loc"])
     stage = "json-parse" if first["type"] == "json_invalid" else "schema-validate"
     return Verdict(stage, f"{loc + ': ' if loc else ''}{first['msg']}", loc or None)
-
-
-def answer_verdict(cfg: AgentConfig, response: Any, text: str) -> Verdict | None:
-    """The verdict on a run's answer ``text``: the schema's, and under the native strategy
-    the stop of ``response`` (the committed answer) that fails it, even when ``text``
-    parses (``stop_reason`` is set on the verdict then)."""
-    assert cfg.output_model is not None
-    found = verdict(cfg.output_model, text)
-    plan = cfg.typed
-    stop = response.get("stop_reason") if plan is not None and plan.native else None
-    if stop not in NATIVE_STOPS:
-        return found
-    if found is None:
-        return Verdict("stop-reason", f"{NATIVE_STOPS[stop]} (stop reason {stop!r})", None, stop)
-    return replace(found, stop_reason=stop)
-
-
-def answer_error(cfg: AgentConfig, response: Any, text: str) -> str | None:
-    """The error ``route`` commits as ``output_error`` for ``text`` (``None``: it passes)."""
-    found = answer_verdict(cfg, response, text)
-    return None if found is None else found.error
 
 
 def stage_of(error: str) -> str:

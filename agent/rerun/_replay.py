@@ -106,7 +106,8 @@ async def replay_async(record: Record, agent: Agent | None = None) -> Snapshot:
     is read from the recording itself, and for a composition each member's the same way,
     with what its rules decided (the member a conditional picked, a loop's rounds, a
     parallel's merged answer); pass the agent or composition to replay against its current
-    definition (required when the run used an output schema, whose validator is code).
+    definition. A typed run is judged from the verdicts it recorded (``output_judged``);
+    one recorded before they were needs its agent when its answers were judged.
     Returns the replayed snapshot; raises :class:`ReplayDivergence` naming the first stage
     and key that differ.
     """
@@ -124,6 +125,7 @@ async def replay_async(record: Record, agent: Agent | None = None) -> Snapshot:
     convo = None if prior is None else Conversation(history=prior, agent=agent.name, carry=carried)
     answers = _recorded_resumes(snap)
     outcome: object  # the answer, typed when the run asked for it, or a pause
+    raised: ReplayDivergence | None = None  # a stand-in of the twin met what was never recorded
     try:
         if initial.get("retry") and convo is not None:  # a resume_on_error run
             outcome = await twin.resume_on_error(convo, **caller)
@@ -135,13 +137,31 @@ async def replay_async(record: Record, agent: Agent | None = None) -> Snapshot:
             outcome = await twin._drive(
                 functools.partial(_resume_with, outcome.checkpoint, answers.pop(0))
             )
-    except Exception:
-        if twin.commit_count() == 0:
+    except Exception as exc:
+        raised = _divergence_in(exc)
+        if twin.commit_count() == 0 and raised is None:
             raise
     replayed = twin.snapshot()
     written = {w[1] for c in snap.history() for w in c.writes}
-    _compare(snap.history(), replayed.history(), ignore=set(ADDED_KEYS) - written)
+    ignore = set(ADDED_KEYS) - written
+    if raised is not None:  # the commits before the stage that met it agree; then it is said
+        done = replayed.history()
+        at = next((i for i, c in enumerate(done) if c.outcome == "error"), len(done))
+        _compare(snap.history()[:at], done[:at], ignore=ignore)
+        raise raised
+    _compare(snap.history(), replayed.history(), ignore=ignore)
     return replayed
+
+
+def _divergence_in(exc: BaseException) -> ReplayDivergence | None:
+    """The :class:`ReplayDivergence` a stage of the twin raised (a recorded stand-in asked
+    for what the recording never held), found under the error the run ended with."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ReplayDivergence):
+            return seen
+        seen = seen.__cause__
+    return None
 
 
 class _ReplayProvider(MockProvider):
@@ -265,7 +285,7 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
     return builder.build()
 
 
-ADDED_KEYS = ("tool_results", "coverage_declared", "tool_runs")
+ADDED_KEYS = ("tool_results", "coverage_declared", "tool_runs", "output_judged")
 """Keys this version records that recordings made before it do not have: a replay of such a
 recording is compared on what the recording kept."""
 

@@ -15,12 +15,11 @@ from ..context._window import WindowPlan, WindowVisit
 from ..explain._building import replay_self_explain
 from ..messages._errors import ReplayDivergence
 from ..providers._mock import MockProvider
-from ..providers._options import REQUEST_OPTIONS
 from ..runtime._agent import Agent
 from ._replay_memory import recorded_memories, replay_memory
 from ._replay_middleware import replay_middleware
 from ._replay_skills import apply_recorded_skills, skill_tool_names, unserved_spec
-from ._replay_typed import refuse_typed
+from ._replay_typed import recorded_options, recorded_output, refuse_typed
 from ._replay_validation import replay_validation
 
 __all__ = [
@@ -46,6 +45,7 @@ def agent_from_recording(snap: Snapshot) -> Agent:
         )
     writes: dict[str, Any] = {}
     seen: dict[str, dict[str, Any]] = {}
+    judged_at = None  # the first stage that wrote of the output schema's verdicts
     for c in snap.history():
         if c.frame == "" and c.stage_id == "offer":
             for op in c.ops:
@@ -60,24 +60,19 @@ def agent_from_recording(snap: Snapshot) -> Agent:
                             seen.setdefault(spec["name"], spec)
             for op in c.ops:
                 writes.setdefault(op.key, thaw(op.value))
-        if c.stage_id == "output-retry" or (
-            c.frame == "" and any(op.key.startswith("output_") for op in c.ops)
+        if judged_at is None and (
+            c.stage_id == "output-retry"
+            or (c.frame == "" and any(op.key.startswith("output_") for op in c.ops))
         ):
-            raise ReplayDivergence(
-                "this recording used an output schema, whose validator is code: replay it "
-                "with the runner that made it (the agent, or the composition it is a member "
-                "of), replay(record, runner)",
-                stage_path=c.stage_path,
-                key=None,
-            )
+            judged_at = c.stage_path
     settings = writes.get("settings", {})
-    refuse_typed(snap, settings)  # a native answer or a fallback chain: the schema is code
+    refuse_typed(snap, settings, judged_at)  # kept no verdicts: the schema is code
     stopped = writes.get("stopped_early") or {}
     builder = AgentBuilder(
         MockProvider(replies=[]),
         settings.get("model", "replay"),
         max_iterations=writes.get("max_iterations", 10),
-        **{name: settings.get(name) for name in REQUEST_OPTIONS},
+        **recorded_options(settings),  # the native response format is the schema's
         name=snap.chart_id.removeprefix("agent-"),
         wrap_up_at_max_iterations=stopped.get("wrapped_up", True),
         tool_arg_validation=settings.get("tool_arg_validation", "enforce"),
@@ -139,6 +134,7 @@ def agent_from_recording(snap: Snapshot) -> Agent:
         builder.check_in([name], question=question)
     if people.get("gated"):
         builder.gate(recorded_gate(snap))
+    recorded_output(builder, snap, settings)  # judged from the verdicts the run kept
     replay_middleware(builder, snap)
     if settings.get("evidence"):  # the gate judges the recorded answers again, as it did
         builder.names_and_numbers_from_evidence(**settings["evidence"])

@@ -355,10 +355,9 @@ def assert_denied(agent, provider, denied, typed, tmp_path_factory):
     assert [c.stage_path for c in replay(loaded, agent).history()] == [
         c.stage_path for c in loaded.history()
     ]
-    if not typed:  # the recording alone is enough: no link runs again
-        assert [c.stage_path for c in replay(loaded).history()] == [
-            c.stage_path for c in loaded.history()
-        ]
+    # the recording alone is enough: no link runs again, a typed answer is judged from the
+    # verdicts the run kept
+    assert [c.writes for c in replay(loaded).history()] == [c.writes for c in loaded.history()]
 
 
 def assert_withheld(agent, provider, typed, tmp_path_factory):
@@ -370,8 +369,9 @@ def assert_withheld(agent, provider, typed, tmp_path_factory):
     loaded = load_recording(save_recording(agent, tmp_path_factory.mktemp("rec") / "run.json"))
     paths = [c.stage_path for c in loaded.history()]
     assert [c.stage_path for c in replay(loaded, agent).history()] == paths
-    if not typed:  # the recording alone is enough: the gate is rebuilt from settings
-        assert [c.stage_path for c in replay(loaded).history()] == paths
+    # the recording alone is enough: the gate is rebuilt from settings, a typed answer
+    # judged from the verdicts the run kept
+    assert [c.stage_path for c in replay(loaded).history()] == paths
 
 
 def with_ledgers(replies, feature):
@@ -718,10 +718,13 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
         assert report is not None
         assert report["complete"] == all(c["outcome"] != "skipped" for c in report["checks"])
     replayed = replay(loaded, agent)  # hermetic: recorded answers and tool results only
-    if not typed:  # the recording alone is enough to replay (no validator code needed)
-        assert [c.stage_path for c in replay(loaded).history()] == [
-            c.stage_path for c in loaded.history()
-        ]
+    # the recording alone is enough to replay: a typed answer is judged from the verdicts
+    # the run kept (output_judged), no validator code needed
+    alone = replay(loaded)
+    assert [c.writes for c in alone.history()] == [c.writes for c in loaded.history()]
+    if typed:  # the schema is on the record, and every verdict it gave
+        assert loaded.state["settings"]["output_schema"]["model"] == "Answer"
+        assert loaded.state["output_judged"]
     assert [c.stage_path for c in replayed.history()] == [c.stage_path for c in loaded.history()]
     if follow:
         used = len(provider.requests)
