@@ -1150,6 +1150,18 @@ def main() -> int:
     return 0
 
 
+def written_case(key: str, section: dict[str, Any], targets: Any, note: str) -> int:
+    """Print the targets and note of an ``--only`` case and write it to
+    ``results/bench_agent_<key>.json`` (the full run's ``bench_agent.json`` is left as is)."""
+    print_targets(targets)
+    print(f"- {note}")
+    versions = {"trackway": dist_version("trackway"), "orjson": dist_version("orjson")}
+    doc = {"versions": versions, key: section, "targets": targets, "notes": [note]}
+    path = write_json(f"bench_agent_{key}", doc)
+    print(f"\nwrote {path}")
+    return 0
+
+
 def skills_only(sizes: tuple[int, ...]) -> int:
     """``--only skills``: the skills case alone, its tables and targets, written to
     ``results/bench_agent_skills.json`` (the full run's ``bench_agent.json`` is left as is)."""
@@ -1158,13 +1170,7 @@ def skills_only(sizes: tuple[int, ...]) -> int:
     skills = run_skills(sizes)
     targets = skills_targets(skills)
     print_skills(skills)
-    print_targets(targets)
-    print(f"- {SKILLS_NOTE}")
-    versions = {"trackway": dist_version("trackway"), "orjson": dist_version("orjson")}
-    doc = {"versions": versions, "skills": skills, "targets": targets, "notes": [SKILLS_NOTE]}
-    path = write_json("bench_agent_skills", doc)
-    print(f"\nwrote {path}")
-    return 0
+    return written_case("skills", skills, targets, SKILLS_NOTE)
 
 
 def print_memory(section: dict[str, Any]) -> None:
@@ -1187,13 +1193,7 @@ def memory_only() -> int:
     memory = memory_case.measure()
     targets = memory_case.targets(memory)
     print_memory(memory)
-    print_targets(targets)
-    print(f"- {memory_case.NOTE}")
-    versions = {"trackway": dist_version("trackway"), "orjson": dist_version("orjson")}
-    doc = {"versions": versions, "memory": memory, "targets": targets, "notes": [memory_case.NOTE]}
-    path = write_json("bench_agent_memory", doc)
-    print(f"\nwrote {path}")
-    return 0
+    return written_case("memory", memory, targets, memory_case.NOTE)
 
 
 def middleware_only(sizes: tuple[int, ...]) -> int:
@@ -1206,18 +1206,7 @@ def middleware_only(sizes: tuple[int, ...]) -> int:
     targets = middleware_case.targets(section)
     headers, rows = middleware_case.table(section)
     print_table("trackway with middleware: CPU µs per turn, links that pass vs none", headers, rows)
-    print_targets(targets)
-    print(f"- {middleware_case.NOTE}")
-    versions = {"trackway": dist_version("trackway"), "orjson": dist_version("orjson")}
-    doc = {
-        "versions": versions,
-        "middleware": section,
-        "targets": targets,
-        "notes": [middleware_case.NOTE],
-    }
-    path = write_json("bench_agent_middleware", doc)
-    print(f"\nwrote {path}")
-    return 0
+    return written_case("middleware", section, targets, middleware_case.NOTE)
 
 
 def validation_only(quick: bool) -> int:
@@ -1237,18 +1226,7 @@ def validation_only(quick: bool) -> int:
     targets = validation_case.targets(section)
     for title, headers, rows in validation_case.tables(section):
         print_table(title, headers, rows)
-    print_targets(targets)
-    print(f"- {validation_case.NOTE}")
-    versions = {"trackway": dist_version("trackway"), "orjson": dist_version("orjson")}
-    doc = {
-        "versions": versions,
-        "validation": section,
-        "targets": targets,
-        "notes": [validation_case.NOTE],
-    }
-    path = write_json("bench_agent_validation", doc)
-    print(f"\nwrote {path}")
-    return 0
+    return written_case("validation", section, targets, validation_case.NOTE)
 
 
 if __name__ == "__main__":
