@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.agent.scripted import calls, returning
 from tests.examples import examples
 from tests.law import assert_law
 from trackway.agent import (
@@ -30,24 +31,9 @@ from trackway.agent import (
 )
 from trackway.agent.grounding import _validation
 from trackway.engine import thaw
-from trackway.tools import ToolContext, define_tool
+from trackway.tools import ToolContext
 
-OBJECT = {"type": "object", "properties": {"q": {"type": "string"}}}
 FIXTURE = Path(__file__).parent / "fixtures" / "recording-validation-v1.jsonl"
-
-
-def returning(name: str, value: Any, **kw: Any) -> Any:
-    return define_tool(
-        name=name,
-        description=f"The {name} tool.",
-        input_schema=kw.pop("input_schema", OBJECT),
-        execute=value if callable(value) else (lambda args, ctx: value),
-        **kw,
-    )
-
-
-def calls(*made: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
-    return {"tool_calls": [{"id": i, "name": n, "args": a} for i, n, a in made]}
 
 
 FIGURES = {"region": "EMEA", "revenue": "1,200,000", "margin": "3.50"}

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from tests.agent.scripted import calls, returning
 from tests.examples import examples
 from trackway.agent import (
     Agent,
@@ -29,24 +30,7 @@ from trackway.agent import (
     save_recording,
 )
 from trackway.engine import StageError, thaw
-from trackway.tools import ToolContext, absent, coverage, define_tool, deny, withhold
-
-OBJECT = {"type": "object", "properties": {"q": {"type": "string"}}}
-
-
-def returning(name: str, value: Any, **kw: Any) -> Any:
-    """A tool that returns ``value`` (called with the arguments) whatever it is asked."""
-    return define_tool(
-        name=name,
-        description=f"The {name} tool.",
-        input_schema=kw.pop("input_schema", OBJECT),
-        execute=value if callable(value) else (lambda args, ctx: value),
-        **kw,
-    )
-
-
-def calls(*made: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
-    return {"tool_calls": [{"id": i, "name": n, "args": a} for i, n, a in made]}
+from trackway.tools import ToolContext, absent, coverage, deny, withhold
 
 
 def run(tools: list[Any], replies: list[Any], message: str = "go", **kw: Any) -> Agent:
