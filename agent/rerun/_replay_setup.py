@@ -46,6 +46,16 @@ def agent_from_recording(snap: Snapshot) -> Agent:
     writes: dict[str, Any] = {}
     seen: dict[str, dict[str, Any]] = {}
     judged_at = None  # the first stage that wrote of the output schema's verdicts
+    wrapped = True  # the wrap-up setting only shows once a run reaches its iteration limit
+    for c in snap.history():
+        if c.frame == "" and c.stage_id == "wrap-up":
+            wrapped = True
+            break
+        for op in c.ops if c.frame == "" else ():
+            if op.key == "stopped_early" and op.value is not None:
+                early = thaw(op.value)
+                if early.get("reason") == "max-iterations":
+                    wrapped = bool(early.get("wrapped_up", True))
     for c in snap.history():
         if c.frame == "" and c.stage_id == "offer":
             for op in c.ops:
@@ -67,14 +77,13 @@ def agent_from_recording(snap: Snapshot) -> Agent:
             judged_at = c.stage_path
     settings = writes.get("settings", {})
     refuse_typed(snap, settings, judged_at)  # kept no verdicts: the schema is code
-    stopped = writes.get("stopped_early") or {}
     builder = AgentBuilder(
         MockProvider(replies=[]),
         settings.get("model", "replay"),
         max_iterations=writes.get("max_iterations", 10),
         **recorded_options(settings),  # the native response format is the schema's
         name=snap.chart_id.removeprefix("agent-"),
-        wrap_up_at_max_iterations=stopped.get("wrapped_up", True),
+        wrap_up_at_max_iterations=wrapped,
         tool_arg_validation=settings.get("tool_arg_validation", "enforce"),
         max_tool_result_chars=settings.get("max_tool_result_chars"),
         repeated_call_nudge=settings.get("repeated_call_nudge", True),

@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
@@ -504,7 +504,86 @@ def assert_law(agent: Agent, provider, offset: int = 0):
         assert rebuilt.canonical_json() == provider.requests[offset + k - 1].canonical_json()
 
 
+# a cost budget that halts after a wrap-up: the agentless replay reads the wrap-up setting
+# from the wrap-up stage, not from the last stopped_early write (found at seed 0)
+_LOOKUP = {"tool_calls": [{"name": "lookup", "args": {"q": ""}}]}
+_HALTED_AFTER_WRAP_UP = {
+    "report": "off",
+    "ceiling": None,
+    "logs": False,
+    "gate": False,
+    "limits": False,
+    "window": None,
+    "findings": [],
+    "cost": "halt",
+    "parallel": None,
+    "stored": False,
+    "stream": False,
+    "skills": None,
+    "instructions": False,
+    "choice": None,
+    "middleware": None,
+    "nested": False,
+    "memory": None,
+    "messages": None,
+    "output": None,
+    "explain": None,
+    "evidence": None,
+    "validation": None,
+}
+_GROUNDED_HALT = {
+    "report": "off",
+    "ceiling": None,
+    "logs": False,
+    "gate": False,
+    "limits": False,
+    "window": None,
+    "findings": [],
+    "cost": "halt",
+    "parallel": None,
+    "stored": False,
+    "stream": False,
+    "skills": None,
+    "instructions": False,
+    "choice": None,
+    "middleware": None,
+    "nested": False,
+    "memory": None,
+    "messages": None,
+    "output": None,
+    "explain": None,
+    "evidence": "assist",
+    "validation": "claims",
+}
+
+
 @settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@example(
+    steps=[_LOOKUP] * 3,
+    max_iterations=2,
+    wrap=True,
+    temperature=None,
+    typed=True,
+    follow=False,
+    options={},
+    cut=False,
+    validation="enforce",
+    cap=None,
+    feature=_HALTED_AFTER_WRAP_UP,
+)
+@example(
+    steps=[_LOOKUP] * 2,
+    max_iterations=2,
+    wrap=True,
+    temperature=None,
+    typed=True,
+    follow=False,
+    options={},
+    cut=False,
+    validation="enforce",
+    cap=None,
+    feature=_GROUNDED_HALT,
+)
 @given(
     steps=st.lists(step, max_size=6),
     max_iterations=st.integers(1, 4),
