@@ -11,7 +11,7 @@ so it is exact.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -156,52 +156,57 @@ class FallbackProvider:
     async def complete(self, request: LLMRequest) -> LLMResponse:
         call = _Call()
         attempts = call.attempts
-        async for index, provider, probe, retry in self._tries(call):
-            try:
-                response = await provider.complete(request)
-            except BaseException as exc:
-                await self._failed(exc, index, provider, probe, retry, call)
-                continue
-            self._answered(index, provider, probe, attempts)
-            return response
+        async with aclosing(self._tries(call)) as tries:
+            async for index, provider, probe, retry in tries:
+                try:
+                    response = await provider.complete(request)
+                except BaseException as exc:
+                    await self._failed(exc, index, provider, probe, retry, call)
+                    continue
+                self._answered(index, provider, probe, attempts)
+                return response
         raise AssertionError("unreachable: _tries raises when every provider failed")
 
     async def _stream(self, request: LLMRequest) -> AsyncIterator[StreamDelta | LLMResponse]:
         call = _Call()
         attempts = call.attempts
-        async for index, provider, probe, retry in self._tries(call):
-            started = False
-            try:
-                stream = getattr(provider, "stream", None)
-                if not callable(stream):
-                    response = await provider.complete(request)
-                else:
-                    final: LLMResponse | None = None
-                    async with aclosing(stream(request)) as pieces:
-                        async for piece in pieces:
-                            if isinstance(piece, LLMResponse):
-                                final = piece
-                            else:
-                                started = True
-                                yield piece
-                    if final is None:
-                        raise ProviderResponseError(
-                            f"provider {provider.name!r} ended a stream without its final "
-                            "response: retry the call",
-                            quoted=(),
-                        )
-                    response = final
-            except BaseException as exc:
-                if started:  # text was given out: never sent again elsewhere
-                    self._verdict(index, probe, ok=False)
-                    raise
-                await self._failed(exc, index, provider, probe, retry, call)
-                continue
-            self._answered(index, provider, probe, attempts)
-            yield response
-            return
+        async with aclosing(self._tries(call)) as tries:
+            async for index, provider, probe, retry in tries:
+                started = False
+                try:
+                    stream = getattr(provider, "stream", None)
+                    if not callable(stream):
+                        response = await provider.complete(request)
+                    else:
+                        final: LLMResponse | None = None
+                        async with aclosing(stream(request)) as pieces:
+                            async for piece in pieces:
+                                if isinstance(piece, LLMResponse):
+                                    final = piece
+                                else:
+                                    started = True
+                                    yield piece
+                        if final is None:
+                            raise ProviderResponseError(
+                                f"provider {provider.name!r} ended a stream without its final "
+                                "response: retry the call",
+                                quoted=(),
+                            )
+                        response = final
+                except BaseException as exc:
+                    if started:  # text was given out: never sent again elsewhere
+                        if isinstance(exc, Exception):
+                            self._verdict(index, probe, ok=False)
+                        elif probe and (state := self._breakers[index]) is not None:
+                            state.release()
+                        raise
+                    await self._failed(exc, index, provider, probe, retry, call)
+                    continue
+                self._answered(index, provider, probe, attempts)
+                yield response
+                return
 
-    async def _tries(self, call: _Call) -> AsyncIterator[tuple[int, Provider, bool, int]]:
+    async def _tries(self, call: _Call) -> AsyncGenerator[tuple[int, Provider, bool, int]]:
         """Each attempt to make, in order: provider index, provider, probe?, retry number.
         Raises when none is left (the last error, or :class:`CircuitOpenError`)."""
         attempts = call.attempts

@@ -43,7 +43,7 @@ class ModelGateway:
 
     def describe_call(self, streamed: bool) -> dict[str, Any]:
         """How a call is made, for its receipt: the gateway's name and its function."""
-        fn = getattr(self.fn, "__qualname__", type(self.fn).__name__)
+        fn = getattr(self.fn, "__name__", type(self.fn).__name__)
         return {"provider": self.name, "gateway": str(fn), "stream": streamed}
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
