@@ -125,6 +125,9 @@ class FallbackProvider:
             None if b is None else BreakerState(b)
             for b in _each(breaker, n, CircuitBreaker, "breaker")
         ]
+        kinds = {getattr(p, "native_output", None) for p in self.providers}
+        if len(kinds) == 1 and None not in kinds:  # every provider asks for it the same way
+            self.native_output = kinds.pop()
         if any(callable(getattr(p, "stream", None)) for p in self.providers):
             self.stream = self._stream
 

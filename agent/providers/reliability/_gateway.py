@@ -21,6 +21,7 @@ from .._provider import (
     ProviderError,
     ProviderResponseError,
 )
+from .._structured import NativeOutput
 
 __all__ = ["ModelGateway", "model_gateway"]
 
@@ -28,7 +29,13 @@ __all__ = ["ModelGateway", "model_gateway"]
 class ModelGateway:
     """A provider that hands each request to a function (see :func:`model_gateway`)."""
 
-    def __init__(self, fn: Callable[[LLMRequest], Any], *, name: str = "gateway") -> None:
+    def __init__(
+        self,
+        fn: Callable[[LLMRequest], Any],
+        *,
+        name: str = "gateway",
+        native_output: NativeOutput | None = None,
+    ) -> None:
         if not callable(fn):
             raise ProviderConfigError(
                 f"model_gateway(fn) takes a function of the request, not {fn!r}"
@@ -37,6 +44,8 @@ class ModelGateway:
             raise ProviderConfigError(f"model_gateway(..., name={name!r}) needs a name")
         self.fn = fn
         self.name = name
+        if native_output is not None:  # the gateway honours the request's structured output
+            self.native_output = native_output
 
     def __repr__(self) -> str:
         return f"<ModelGateway {self.name!r} fn={getattr(self.fn, '__qualname__', self.fn)!r}>"
@@ -86,7 +95,14 @@ class ModelGateway:
         )
 
 
-def model_gateway(fn: Callable[[LLMRequest], Any], *, name: str = "gateway") -> ModelGateway:
+def model_gateway(
+    fn: Callable[[LLMRequest], Any],
+    *,
+    name: str = "gateway",
+    native_output: NativeOutput | None = None,
+) -> ModelGateway:
     """A provider made from ``fn(request) -> LLMResponse | dict`` (sync or async), for an
-    in-house gateway: same receipts (``via`` names the gateway), same law."""
-    return ModelGateway(fn, name=name)
+    in-house gateway: same receipts (``via`` names the gateway), same law.
+    ``native_output`` (``"response_format"`` or ``"forced-tool"``) says the gateway honours
+    the request's structured output that way, for ``output_schema(..., strategy="native")``."""
+    return ModelGateway(fn, name=name, native_output=native_output)
