@@ -98,6 +98,14 @@ from .providers._provider import ProviderRateLimitError as ProviderRateLimitErro
 from .providers._provider import ProviderRequestError as ProviderRequestError
 from .providers._provider import ProviderResponseError as ProviderResponseError
 from .providers._provider import StreamingProvider as StreamingProvider
+from .providers.reliability import CircuitBreaker as CircuitBreaker
+from .providers.reliability import CircuitOpenError as CircuitOpenError
+from .providers.reliability import FallbackProvider as FallbackProvider
+from .providers.reliability import ModelGateway as ModelGateway
+from .providers.reliability import RetryPolicy as RetryPolicy
+from .providers.reliability import model_gateway as model_gateway
+from .providers.reliability import transient as transient
+from .providers.reliability import with_fallback as with_fallback
 from .record import (
     _causal_profile,  # noqa: F401 - registers how a causal trace reads agent runs
     _telling,  # noqa: F401 - registers how the narrative tells agent runs
@@ -155,6 +163,8 @@ __all__ = [
     "AnswerDeniedError",
     "AnswerValidationLimits",
     "AnthropicProvider",
+    "CircuitBreaker",
+    "CircuitOpenError",
     "Classifier",
     "ClassifierError",
     "ClassifierScorer",
@@ -171,6 +181,7 @@ __all__ = [
     "EntryRequest",
     "EntryScorer",
     "EntryScoring",
+    "FallbackProvider",
     "InputRefusedError",
     "Instruction",
     "InvalidAnswerError",
@@ -193,6 +204,7 @@ __all__ = [
     "MockClassifierExhaustedError",
     "MockExhaustedError",
     "MockProvider",
+    "ModelGateway",
     "ModelNotFoundError",
     "NoConversationError",
     "OpenAIProvider",
@@ -213,6 +225,7 @@ __all__ = [
     "RedactedRecordError",
     "ReplayDivergence",
     "ResumeIdentityConflictError",
+    "RetryPolicy",
     "Route",
     "RunCheckpointError",
     "RunInFlightError",
@@ -246,6 +259,7 @@ __all__ = [
     "load_recording",
     "mock",
     "mock_classifier",
+    "model_gateway",
     "openai",
     "propose_transition",
     "provider_classifier",
@@ -264,4 +278,6 @@ __all__ = [
     "token_budget",
     "tool_run",
     "transcript",
+    "transient",
+    "with_fallback",
 ]

@@ -329,7 +329,11 @@ class HTTPProvider(HTTPReading):
                 self._raise_status(answer, model, attempts=1)
             wait = retry_after(response.headers)
             if last or (wait is not None and wait > MAX_RETRY_AFTER):
-                self._raise_status(answer, model, attempts=attempt + 1, asked_wait=wait)
+                try:
+                    self._raise_status(answer, model, attempts=attempt + 1, asked_wait=wait)
+                except ProviderError as exc:  # a fallback chain's retry policy reads it
+                    exc.retry_after = wait
+                    raise
             await _sleep(wait if wait is not None else self._backoff_delay(attempt))
         raise AssertionError("unreachable: the last attempt returns or raises")
 

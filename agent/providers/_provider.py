@@ -73,6 +73,9 @@ class ProviderError(TrackwayError):
         └── MockExhaustedError       the mock provider's script ran out
     """
 
+    retry_after: float | None = None
+    """Seconds the server asked to wait (``retry-after``) in its last answer, if it did."""
+
     stage_error: StageError | None = None
     """The engine's :class:`StageError` around this failure, when it came out of a run."""
 

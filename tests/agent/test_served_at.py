@@ -21,6 +21,7 @@ from trackway.agent import (
     AnswerValidationLimits,
     InputRefusedError,
     MessageDeniedError,
+    ProviderConnectionError,
     ReplayDivergence,
     UnsupportedValuesError,
     act,
@@ -32,6 +33,7 @@ from trackway.agent import (
     define_skill,
     load_recording,
     mock,
+    model_gateway,
     propose_transition,
     receipts,
     replay,
@@ -43,6 +45,7 @@ from trackway.agent import (
     sliding_window,
     summarize_oldest,
     token_budget,
+    with_fallback,
 )
 from trackway.agent.classify import ClassifierError, mock_classifier
 from trackway.engine import MemoryStore, Snapshot, SqliteStore, thaw
@@ -274,8 +277,29 @@ features = st.fixed_dictionaries(
         "evidence": st.sampled_from([None, "assist", "guard", "rails"]),
         # claim contracts on the answer, checked in full or cut by their limits
         "validation": st.sampled_from([None, "claims", "cut"]),
+        # the mock behind a fallback chain whose first provider is down, or a model gateway
+        "fallback": st.sampled_from([None, "chain", "gateway"]),
     }
 )
+
+
+class Down:
+    """A provider that nothing answers: a fallback chain moves past it on every call."""
+
+    name = "down"
+    native_output = "response_format"  # as the mock behind it: typed native answers pass
+
+    async def complete(self, request):
+        raise ProviderConnectionError("down: nothing answers", quoted=())
+
+
+def served_by(provider, kind):
+    """``provider`` as the drawn reliability feature serves it (the mock keeps the requests)."""
+    if kind == "chain":
+        return with_fallback(Down(), fallback=[provider])
+    if kind == "gateway":
+        return model_gateway(provider.complete, name="in-house", native_output="response_format")
+    return provider
 
 
 def with_middleware(builder, feature):
@@ -636,7 +660,7 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
         primer.self_explain().build().run_sync('earlier "run"', identity=who)
     builder = (
         Agent.create(
-            provider=provider,
+            provider=served_by(provider, feature["fallback"]),
             model="m-1",
             store=store,
             max_iterations=max_iterations,
