@@ -14,6 +14,8 @@ Wire mapping (``LLMRequest`` -> body):
 - ``tools`` -> function tools (``parameters`` is the tool's input schema);
 - ``tool_choice`` -> ``"auto"``, ``"required"``, ``"none"``, or for a tool's name
   ``{"type": "function", "function": {"name": ...}}`` (sent only with ``tools``);
+- ``thinking_budget`` -> ``reasoning_effort``; ``reasoning_content`` (streamed or not) is read
+  as an unsigned reasoning block and never sent back (``_thinking``);
 - ``temperature``, ``max_tokens``, ``seed``, ``top_p``, ``stop`` and ``response_format`` as
   given (left out when ``None``); ``extra_body``'s fields are added to the body as they are.
 
@@ -59,6 +61,7 @@ from ._provider import (
     ProviderResponseError,
 )
 from ._structured import NativeOutput
+from ._thinking import effort_of, reasoning
 
 __all__ = ["OpenAIProvider", "openai"]
 
@@ -137,6 +140,7 @@ class _Stream:
         self.stop_reason: str | None = None
         self.model: str | None = None
         self.refused = False
+        self.reasoning: list[str] = []
 
     def feed(self, event: str, chunk: dict[str, Any]) -> str:
         """Take one chunk in; the text it adds (maybe empty)."""
@@ -160,6 +164,11 @@ class _Stream:
             piece = optional_str(delta.get("content"), f"{where}.delta.content")
             if piece:
                 added.append(piece)
+            thought = optional_str(
+                delta.get("reasoning_content"), f"{where}.delta.reasoning_content"
+            )
+            if thought:
+                self.reasoning.append(thought)
             refusal = optional_str(delta.get("refusal"), f"{where}.delta.refusal")
             if refusal:  # the model declined the schema: its words are the answer's text
                 self.refused = True
@@ -201,6 +210,7 @@ class _Stream:
             usage=self.usage,
             stop_reason="refusal" if self.refused else self.stop_reason,
             model=self.model,
+            thinking=reasoning("".join(self.reasoning)),
         )
 
 
@@ -291,6 +301,8 @@ class OpenAIProvider(HTTPProvider):
                 body[option] = value
         if request.stop is not None:
             body["stop"] = list(request.stop)
+        if request.thinking_budget is not None:
+            body["reasoning_effort"] = effort_of(request.thinking_budget)
         if request.extra_body:
             body.update(request.extra_body)
         return body
@@ -309,6 +321,9 @@ class OpenAIProvider(HTTPProvider):
             raise self._malformed(orjson.dumps(data), "no 'choices[0].message'")
         content = optional_str(message.get("content"), "choices[0].message.content")
         refusal = optional_str(message.get("refusal"), "choices[0].message.refusal")
+        thought = optional_str(
+            message.get("reasoning_content"), "choices[0].message.reasoning_content"
+        )
         calls: list[ToolCall] = []
         raw_calls = message.get("tool_calls") or []
         if not isinstance(raw_calls, list):
@@ -338,6 +353,7 @@ class OpenAIProvider(HTTPProvider):
             usage=_usage(optional_object(data.get("usage"), "usage")),
             stop_reason="refusal" if refusal else _stop_reason(choice.get("finish_reason")),
             model=model if isinstance(model, str) and model else None,
+            thinking=reasoning(thought),
         )
 
     # -- streaming ---------------------------------------------------------------------------
