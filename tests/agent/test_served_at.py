@@ -274,8 +274,30 @@ features = st.fixed_dictionaries(
         "evidence": st.sampled_from([None, "assist", "guard", "rails"]),
         # claim contracts on the answer, checked in full or cut by their limits
         "validation": st.sampled_from([None, "claims", "cut"]),
+        # reasoning asked for (thinking_budget) and returned: signed, redacted and unsigned
+        # blocks on every scripted turn, sent back on the tool-use turns
+        "thinking": st.sampled_from([None, "signed", "mixed"]),
     }
 )
+
+
+def with_thinking(replies, kind):
+    """Each scripted reply with the reasoning a model returns beside it."""
+    blocks = [{"kind": "thinking", "text": 'weigh "it" é', "signature": "sig/+=="}]
+    if kind == "mixed":
+        blocks += [
+            {"kind": "redacted_thinking", "data": "EmwKAhgB"},
+            {"kind": "reasoning", "text": "r"},
+        ]
+    out = []
+    for n, reply in enumerate(replies):
+        reply = {"content": reply} if isinstance(reply, str) else reply
+        out.append(
+            {**reply, "thinking": blocks[: 1 + n % len(blocks)]}
+            if isinstance(reply, dict)
+            else reply
+        )
+    return out
 
 
 def with_middleware(builder, feature):
@@ -542,6 +564,8 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
         replies = [f"{r} 9911" if isinstance(r, str) and r[:1] != "{" else r for r in replies]
     if feature["findings"] or feature["cost"] or feature["window"]:
         replies = with_ledgers(replies, feature)
+    if feature["thinking"]:
+        replies = with_thinking(replies, feature["thinking"])
     provider = mock(replies=replies)
     store = SqliteStore(tmp_path_factory.mktemp("db") / "runs.db") if feature["stored"] else None
     who = None
@@ -570,6 +594,7 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
             cost_budget=(0.0005, feature["cost"]) if feature["cost"] else None,
             max_parallel_tool_calls=feature["parallel"] or 4,
             stream=feature["stream"],
+            thinking_budget=2048 if feature["thinking"] else None,
             **options,
         )
         .system("Be exact.")
