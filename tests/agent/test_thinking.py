@@ -17,8 +17,16 @@ import orjson
 import pytest
 
 from tests.law import assert_law
-from trackway.agent import Agent, LLMRequest, Message, load_recording, mock, replay
-from trackway.agent.messages._messages import ThinkingBlock, ToolCall
+from trackway.agent import (
+    Agent,
+    LLMRequest,
+    Message,
+    ThinkingBlock,
+    ToolCall,
+    load_recording,
+    mock,
+    replay,
+)
 from trackway.agent.providers._anthropic import anthropic
 from trackway.agent.providers._openai import openai
 from trackway.agent.providers._provider import ProviderRequestError
