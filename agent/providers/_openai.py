@@ -56,12 +56,13 @@ from ._http import (
 )
 from ._options import TOOL_CHOICES
 from ._provider import (
+    ProviderConfigError,
     ProviderError,
     ProviderRequestError,
     ProviderResponseError,
 )
 from ._structured import NativeOutput
-from ._thinking import effort_of, reasoning
+from ._thinking import THINKING_HANDLERS, effort_of, reasoning, split_think_tags
 
 __all__ = ["OpenAIProvider", "openai"]
 
@@ -141,6 +142,7 @@ class _Stream:
         self.model: str | None = None
         self.refused = False
         self.reasoning: list[str] = []
+        self.think_tags = False
 
     def feed(self, event: str, chunk: dict[str, Any]) -> str:
         """Take one chunk in; the text it adds (maybe empty)."""
@@ -204,7 +206,7 @@ class _Stream:
             )
             for index, part in sorted(self.calls.items())
         )
-        return LLMResponse(
+        response = LLMResponse(
             content="".join(self.text),
             tool_calls=calls,
             usage=self.usage,
@@ -212,6 +214,7 @@ class _Stream:
             model=self.model,
             thinking=reasoning("".join(self.reasoning)),
         )
+        return split_think_tags(response) if self.think_tags else response
 
 
 class OpenAIProvider(HTTPProvider):
@@ -234,6 +237,17 @@ class OpenAIProvider(HTTPProvider):
 
     def _models_hint(self) -> str:
         return f"; GET {self.base_url}/models lists the models the server offers"
+
+    thinking_handler = "reasoning_content"
+    """How reasoning is read (``openai(thinking_handler=)``, ``_thinking``)."""
+
+    def describe_call(self, streamed: bool) -> dict[str, Any]:
+        """As for every HTTP provider, plus a thinking handler other than the default (it
+        changes what the response says)."""
+        described = super().describe_call(streamed)
+        if self.thinking_handler != "reasoning_content":
+            described["thinking_handler"] = self.thinking_handler
+        return described
 
     # -- request -----------------------------------------------------------------------------
 
@@ -347,7 +361,7 @@ class OpenAIProvider(HTTPProvider):
                 )
             )
         model = data.get("model")
-        return LLMResponse(
+        response = LLMResponse(
             content=(content or "") + (refusal or ""),
             tool_calls=tuple(calls),
             usage=_usage(optional_object(data.get("usage"), "usage")),
@@ -355,6 +369,7 @@ class OpenAIProvider(HTTPProvider):
             model=model if isinstance(model, str) and model else None,
             thinking=reasoning(thought),
         )
+        return split_think_tags(response) if self.thinking_handler == "think-tags" else response
 
     # -- streaming ---------------------------------------------------------------------------
 
@@ -366,7 +381,9 @@ class OpenAIProvider(HTTPProvider):
         return body
 
     def _assembly(self) -> _Stream:
-        return _Stream()
+        assembly = _Stream()
+        assembly.think_tags = self.thinking_handler == "think-tags"
+        return assembly
 
     def _stream_failure(self, event: str, data: dict[str, Any]) -> ProviderError | None:
         return self._reported_error(data, " mid-stream") if data.get("error") else None
@@ -396,6 +413,7 @@ def openai(
     max_error_body: int = MAX_ERROR_BODY,
     max_response_body: int = MAX_RESPONSE_BODY,
     retry_read_timeouts: bool = False,
+    thinking_handler: str = "reasoning_content",
 ) -> OpenAIProvider:
     """A provider for the Chat Completions API (OpenAI or any compatible server).
 
@@ -426,8 +444,16 @@ def openai(
         retry_read_timeouts: send the call again after a read timeout. Off by default: the
             server had the request and may still be generating, so a second request would
             queue behind the first (on a local server the next call then waits for both).
+        thinking_handler: ``"reasoning_content"`` reads the server's ``reasoning_content``;
+            ``"think-tags"`` also moves a leading ``<think>...</think>`` out of the answer
+            into a reasoning block (named in each call's receipt).
     """
-    return OpenAIProvider(
+    if thinking_handler not in THINKING_HANDLERS:
+        raise ProviderConfigError(
+            f"openai(thinking_handler={thinking_handler!r}): use 'reasoning_content' or "
+            "'think-tags'"
+        )
+    provider = OpenAIProvider(
         model,
         base_url=base_url,
         api_key=api_key,
@@ -440,3 +466,5 @@ def openai(
         max_response_body=max_response_body,
         retry_read_timeouts=retry_read_timeouts,
     )
+    provider.thinking_handler = thinking_handler
+    return provider

@@ -14,16 +14,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..messages._messages import ThinkingBlock
+from ..messages._messages import LLMResponse, ThinkingBlock
 from ..messages._payload import MalformedPayload, optional_str
 from ._provider import ProviderRequestError
 
 __all__ = [
     "EFFORTS",
+    "THINKING_HANDLERS",
     "anthropic_budget",
     "anthropic_thinking",
     "effort_of",
     "reasoning",
+    "split_think_tags",
     "thinking_wire",
 ]
 
@@ -78,6 +80,27 @@ def anthropic_thinking(block: dict[str, Any], where: str) -> ThinkingBlock | Non
 def reasoning(text: str | None) -> tuple[ThinkingBlock, ...] | None:
     """``reasoning_content`` as one unsigned block (``None`` when the server sent none)."""
     return (ThinkingBlock(kind="reasoning", text=text),) if text else None
+
+
+THINKING_HANDLERS = ("reasoning_content", "think-tags")
+"""How an OpenAI-compatible server's reasoning is read: its ``reasoning_content`` field, or
+also a leading ``<think>...</think>`` in the answer (a server run without a reasoning
+format, e.g. llama.cpp serving Qwen3 with ``--reasoning-format none``)."""
+
+
+def split_think_tags(response: LLMResponse) -> LLMResponse:
+    """``response`` with a leading ``<think>...</think>`` moved out of its text into a
+    ``reasoning`` block (after any ``reasoning_content``); an unclosed tag is left as text,
+    since the answer may have been cut inside it."""
+    text = response.content.lstrip()
+    end = text.find("</think>")
+    if not text.startswith("<think>") or end < 0:
+        return response
+    thought = text[len("<think>") : end].strip()
+    blocks = (*(response.thinking or ()), *(reasoning(thought) or ()))
+    return response.model_copy(
+        update={"content": text[end + len("</think>") :].lstrip(), "thinking": blocks or None}
+    )
 
 
 def thinking_wire(blocks: tuple[ThinkingBlock, ...] | None) -> list[dict[str, Any]]:

@@ -29,7 +29,7 @@ from trackway.agent import (
 )
 from trackway.agent.providers._anthropic import anthropic
 from trackway.agent.providers._openai import openai
-from trackway.agent.providers._provider import ProviderRequestError
+from trackway.agent.providers._provider import ProviderConfigError, ProviderRequestError
 from trackway.engine import thaw
 from trackway.tools import define_tool
 
@@ -445,3 +445,54 @@ def test_a_recording_with_thinking_from_this_version_loads_and_replays() -> None
     ]
     replayed = replay(loaded)
     assert thaw(replayed.state)["final_answer"] == state["final_answer"] == "18C."
+
+
+# -- think tags: a server that leaves the reasoning in the answer -----------------------------
+
+THINK_TAGGED = "<think>\nParis, so 18C and sunny.\n</think>\n\nSunny."
+
+
+def tagged(stream: bool) -> bytes | dict[str, Any]:
+    """A Qwen3 answer from llama.cpp run with ``--reasoning-format none``: the reasoning
+    inside ``<think>`` tags at the start of ``content``."""
+    if not stream:
+        return {
+            "model": "qwen3-0.6b",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": THINK_TAGGED},
+                    "finish_reason": "stop",
+                }
+            ],
+        }
+    pieces = ["<think>\nParis, so ", "18C and sunny.\n</think>", "\n\nSunny."]
+    chunks = [{"choices": [{"index": 0, "delta": {"content": p}}]} for p in pieces]
+    chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    return b"".join(b"data: " + orjson.dumps(c) + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_think_tags_are_moved_out_of_the_answer_when_asked(
+    recorded: list[Recorded], stream: bool
+) -> None:
+    server = Recorded(tagged(stream), tagged(stream))
+    recorded.append(server)
+    plain = openai("qwen3-0.6b", base_url=server.url + "/v1")
+    agent = Agent.create(provider=plain, stream=stream).build()
+    assert agent.run_sync("Weather?") == THINK_TAGGED  # by default the text is the server's
+
+    split = openai("qwen3-0.6b", base_url=server.url + "/v1", thinking_handler="think-tags")
+    agent = Agent.create(provider=split, stream=stream).build()
+    assert agent.run_sync("Weather?") == "Sunny."
+    state = thaw(agent.snapshot().state)
+    assert state["response"]["thinking"] == [
+        {"kind": "reasoning", "text": "Paris, so 18C and sunny."}
+    ]
+    assert state["receipts"][0]["via"]["thinking_handler"] == "think-tags"
+    assert assert_law(agent) == 1
+
+
+def test_an_unknown_thinking_handler_is_refused() -> None:
+    with pytest.raises(ProviderConfigError, match="'reasoning_content' or 'think-tags'"):
+        openai("m", base_url="http://127.0.0.1:1/v1", thinking_handler="tags")
