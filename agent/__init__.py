@@ -67,6 +67,7 @@ from .messages._messages import LLMRequest as LLMRequest
 from .messages._messages import LLMResponse as LLMResponse
 from .messages._messages import Message as Message
 from .messages._messages import StreamDelta as StreamDelta
+from .messages._messages import ThinkingBlock as ThinkingBlock
 from .messages._messages import ToolCall as ToolCall
 from .messages._messages import ToolSpec as ToolSpec
 from .messages._messages import Usage as Usage
@@ -236,6 +237,7 @@ __all__ = [
     "SkillGraph",
     "StreamDelta",
     "StreamingProvider",
+    "ThinkingBlock",
     "ToolCall",
     "ToolSpec",
     "TranscriptCall",

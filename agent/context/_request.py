@@ -191,7 +191,7 @@ def _field(name: str, value: bytes) -> bytes:
 _BEFORE_MESSAGES = ("extra_body", "max_tokens")
 """Request fields whose keys sort before ``messages`` (the hash is over sorted keys)."""
 _AFTER_MODEL = ("response_format", "seed", "stop")
-_AFTER_SYSTEM = ("temperature",)
+_AFTER_SYSTEM = ("temperature", "thinking_budget")
 _AFTER_TOOLS = ("top_p",)
 
 
@@ -275,6 +275,7 @@ def _frame_of(
         "stop": None if stop is None else tuple(stop),
         "response_format": settings.get("response_format"),
         "extra_body": settings.get("extra_body"),
+        "thinking_budget": settings.get("thinking_budget"),
     }
     system_hash = None if system is None else sha256(canonical_json(system))
     return _Frame(

@@ -4,12 +4,13 @@ under ``.findings()``), and an answer judged against the output schema."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from contextlib import aclosing
 from typing import Any
 
 from pydantic import BaseModel
 
-from trackway.engine import Scope
+from trackway.engine import Scope, thaw
 from trackway.engine.run._scope import TrackedScope
 
 from ..context._config import AgentConfig
@@ -93,6 +94,8 @@ def answer_record(response: LLMResponse) -> dict[str, Any]:
         out["stop_reason"] = fields["stop_reason"]
     if fields["model"] is not None:
         out["model"] = fields["model"]
+    if fields["thinking"] is not None:
+        out["thinking"] = [b.model_dump(mode="json", exclude_none=True) for b in fields["thinking"]]
     return out
 
 
@@ -102,3 +105,27 @@ def _scalar_args(args: dict[str, Any]) -> bool:
         if kind is not str and kind is not int and kind is not bool and value is not None:
             return False
     return True
+
+
+def with_thinking(turn: dict[str, Any], response: Mapping[str, Any]) -> dict[str, Any]:
+    """``turn`` (an assistant history entry) with the reasoning ``response`` returned, so the
+    next request sends it back (signed blocks must come back on a tool-use turn)."""
+    thinking = response.get("thinking")
+    if thinking:
+        turn["thinking"] = thinking
+    return turn
+
+
+def carried_history(
+    state: Mapping[str, Any], history: list[dict[str, Any]], *, redact: bool
+) -> list[dict[str, Any]]:
+    """``history`` with the final answer appended (with the reasoning that came with it), or,
+    under ``redact``, with every turn's reasoning retired: a completed conversation needs none
+    of it back, and reasoning left out of a request is never restored."""
+    if "final_answer" in state:
+        final: dict[str, Any] = {"role": "assistant", "content": state["final_answer"]}
+        response = thaw(state["response"]) if "response" in state else None
+        history.append(with_thinking(final, response) if isinstance(response, dict) else final)
+    if redact:
+        history = [{k: v for k, v in m.items() if k != "thinking"} for m in history]
+    return history

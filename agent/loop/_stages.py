@@ -52,6 +52,7 @@ from ._model_call import (
     output_error,
     stream_model,
     streams,
+    with_thinking,
 )
 
 __all__ = [
@@ -299,9 +300,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         response = scope["response"]
         calls = unique_calls(response["tool_calls"])[0]
         batch = Batch(scope["iteration"])
-        batch.messages.append(
-            {"role": "assistant", "content": response.get("content", ""), "tool_calls": calls}
-        )
+        turn = {"role": "assistant", "content": response.get("content", ""), "tool_calls": calls}
+        batch.messages.append(with_thinking(turn, response))
         await dispatch(cfg, scope, calls, 0, batch)
 
     async def tool_calls_resumed(given: Scope, value: Any) -> None:

@@ -74,6 +74,7 @@ def message_of(entry: Any) -> tuple[Message, bytes]:
                 "tool_calls": None,
                 "tool_call_id": call_id,
                 "name": name,
+                "thinking": None,
                 "origin": None,
             }
             return trusted(Message, result, _TOOL_RESULT_SET), canonical_json(entry)
@@ -86,6 +87,7 @@ def message_of(entry: Any) -> tuple[Message, bytes]:
                 "tool_calls": asked,
                 "tool_call_id": None,
                 "name": None,
+                "thinking": None,
                 "origin": None,
             }
             return trusted(Message, result, _ASKING_SET), canonical_json(entry)
@@ -157,8 +159,8 @@ def args_copy(args: dict[str, Any]) -> dict[str, Any]:
 def _trusted_fields(entry: Any) -> dict[str, Any] | None:
     """The fields of a :class:`Message` for ``entry`` when it is of the shape the library
     writes, exactly as validation would make them; ``None`` for anything else."""
-    if type(entry) is not dict or not _MESSAGE_KEYS.issuperset(entry):
-        return None
+    if type(entry) is not dict or not _MESSAGE_KEYS.issuperset(entry) or "thinking" in entry:
+        return None  # reasoning blocks take the validated path
     get = entry.get
     role = get("role")
     content = get("content", "")
@@ -192,5 +194,6 @@ def _trusted_fields(entry: Any) -> dict[str, Any] | None:
         "tool_calls": calls,
         "tool_call_id": call_id,
         "name": name,
+        "thinking": None,
         "origin": origin,
     }

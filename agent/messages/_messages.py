@@ -57,6 +57,20 @@ class ToolCall(_Frozen):
     args: dict[str, Any] = Field(default_factory=dict)
 
 
+class ThinkingBlock(_Frozen):
+    """Reasoning a model returned, normalised across vendors.
+
+    ``kind`` is ``"thinking"`` (Anthropic, with its ``signature``), ``"redacted_thinking"``
+    (Anthropic, encrypted ``data``) or ``"reasoning"`` (``reasoning_content`` from an
+    OpenAI-compatible server, unsigned). Signed blocks are sent back byte-exact.
+    """
+
+    kind: Literal["thinking", "redacted_thinking", "reasoning"]
+    text: str | None = None
+    signature: str | None = None
+    data: str | None = None
+
+
 class Message(_Frozen):
     """One message of the conversation sent to the model."""
 
@@ -68,6 +82,9 @@ class Message(_Frozen):
     """On tool messages: the call this is the result of."""
     name: str | None = None
     """On tool messages: the tool's name."""
+    thinking: tuple[ThinkingBlock, ...] | None = None
+    """On assistant messages: the reasoning the model returned with that turn (sent back on
+    tool-use turns, as Anthropic requires for signed blocks)."""
     origin: Literal["library"] | None = None
     """``"library"`` on messages trackway wrote (the wrap-up prompt, an output-retry
     correction): kept in the record, never sent as such (see :func:`is_said_by_person`)."""
@@ -113,6 +130,10 @@ class LLMRequest(_Frozen):
     """The vendor's answer format, as its API spells it (e.g. ``{"type": "json_object"}``)."""
     extra_body: dict[str, Any] | None = None
     """Vendor options sent as top-level body fields as given (an escape hatch)."""
+    thinking_budget: int | str | None = None
+    """Reasoning asked for: tokens (Anthropic ``budget_tokens``) or an effort word
+    (``"low"``, ``"medium"``, ``"high"``: OpenAI ``reasoning_effort``); each vendor maps the
+    other form (``agent/providers/_thinking.py``)."""
 
 
 class Usage(_Frozen):
@@ -132,6 +153,8 @@ class LLMResponse(_Frozen):
     usage: Usage | None = None
     stop_reason: str | None = None
     model: str | None = None
+    thinking: tuple[ThinkingBlock, ...] | None = None
+    """The reasoning the model returned, in order (``None``: none)."""
 
 
 class StreamDelta(_Frozen):

@@ -22,8 +22,10 @@ Wire mapping (``LLMRequest`` -> body):
 Stop reasons are normalised: ``end_turn`` and ``stop_sequence`` -> ``stop``, ``tool_use``,
 ``max_tokens``, ``refusal``, otherwise the API's own word (e.g.
 ``model_context_window_exceeded``). Streaming
-reads the SSE events (``content_block_*``, ``message_delta``); thinking blocks are not
-carried (the neutral response has no place for them yet). A body or event of the wrong shape
+reads the SSE events (``content_block_*``, ``message_delta``). ``thinking_budget`` ->
+``thinking: {"type": "enabled", "budget_tokens"}``; ``thinking`` and ``redacted_thinking``
+blocks are read (``thinking_delta`` and ``signature_delta`` when streamed) and sent back
+first in their assistant turn (``_thinking``). A body or event of the wrong shape
 (a ``delta``, ``content_block`` or ``usage`` that is not an object, text that is not a string,
 a ``tool_use`` block without a name) is a :class:`ProviderResponseError` naming the field.
 """
@@ -37,7 +39,14 @@ from typing import Any
 import httpx2
 import orjson
 
-from ..messages._messages import LLMRequest, LLMResponse, StreamDelta, ToolCall, Usage
+from ..messages._messages import (
+    LLMRequest,
+    LLMResponse,
+    StreamDelta,
+    ThinkingBlock,
+    ToolCall,
+    Usage,
+)
 from ..messages._payload import (
     UNPARSED_ARGUMENTS,
     MalformedPayload,
@@ -62,6 +71,7 @@ from ._provider import (
     ProviderResponseError,
 )
 from ._structured import NativeOutput, answer_from_tool, answer_tool, ask_for_answer
+from ._thinking import anthropic_budget, anthropic_thinking, thinking_wire
 
 __all__ = ["AnthropicProvider", "anthropic"]
 
@@ -102,6 +112,8 @@ class _Block:
         self.name = name
         self.pieces: list[str] = []
         self.input: dict[str, Any] = {}
+        self.signature: str | None = None
+        self.data: str | None = None
 
 
 def _usage(data: Any, usage: Usage | None = None) -> Usage | None:
@@ -163,8 +175,17 @@ class _Stream:
             piece = required_str(delta.get("text"), "delta.text")
         elif delta_type == "input_json_delta":
             piece = required_str(delta.get("partial_json"), "delta.partial_json")
+        elif delta_type in ("thinking_delta", "signature_delta"):
+            field = "thinking" if delta_type == "thinking_delta" else "signature"
+            piece = required_str(delta.get(field), f"delta.{field}")
+            block = self.blocks.setdefault(_index(data, len(self.blocks)), _Block("thinking"))
+            if field == "thinking":
+                block.pieces.append(piece)
+            else:
+                block.signature = (block.signature or "") + piece
+            return ""
         else:
-            return ""  # thinking, signatures, citations: not carried
+            return ""  # citations: not carried
         json_delta = delta_type == "input_json_delta"
         target = self.blocks.setdefault(
             _index(data, len(self.blocks)), _Block("tool_use" if json_delta else "text")
@@ -182,6 +203,10 @@ class _Stream:
         started = _Block(kind, call_id, name)
         if isinstance(block.get("input"), dict):
             started.input = block["input"]
+        thought = anthropic_thinking(block, "content_block")
+        if thought is not None:
+            started.pieces.extend([thought.text] if thought.text else [])
+            started.signature, started.data = thought.signature, thought.data
         self.blocks[_index(data, len(self.blocks))] = started
         text = optional_str(block.get("text"), "content_block.text") if kind == "text" else None
         if text:
@@ -196,10 +221,18 @@ class _Stream:
     def response(self) -> LLMResponse:
         text: list[str] = []
         calls: list[ToolCall] = []
+        thinking: list[ThinkingBlock] = []
         ids = Counter(b.id for b in self.blocks.values() if b.kind == "tool_use" and b.id)
         for index, block in sorted(self.blocks.items()):
             if block.kind == "text":
                 text.extend(block.pieces)
+            elif block.kind == "thinking":
+                thought = "".join(block.pieces)
+                thinking.append(
+                    ThinkingBlock(kind="thinking", text=thought, signature=block.signature)
+                )
+            elif block.kind == "redacted_thinking":
+                thinking.append(ThinkingBlock(kind="redacted_thinking", data=block.data or ""))
             elif block.kind == "tool_use":
                 if not block.name:
                     raise MalformedPayload(
@@ -217,6 +250,7 @@ class _Stream:
             usage=self.usage,
             stop_reason=self.stop_reason,
             model=self.model,
+            thinking=tuple(thinking) or None,
         )
 
 
@@ -295,13 +329,14 @@ class AnthropicProvider(HTTPProvider):
                 results.append(block)
                 continue
             results = None
-            if message.role == "assistant" and message.tool_calls:
-                blocks: list[dict[str, Any]] = []
+            thought = thinking_wire(message.thinking) if message.role == "assistant" else []
+            if message.role == "assistant" and (message.tool_calls or thought):
+                blocks: list[dict[str, Any]] = list(thought)
                 if message.content:
                     blocks.append({"type": "text", "text": message.content})
                 blocks.extend(
                     {"type": "tool_use", "id": call.id, "name": call.name, "input": call.args}
-                    for call in message.tool_calls
+                    for call in message.tool_calls or ()
                 )
                 messages.append({"role": "assistant", "content": blocks})
             else:
@@ -310,6 +345,11 @@ class AnthropicProvider(HTTPProvider):
             "model": request.model or self.model,
             "max_tokens": request.max_tokens if request.max_tokens is not None else self.max_tokens,
         }
+        if request.thinking_budget is not None:
+            budget = anthropic_budget(request.thinking_budget)
+            body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+            if body["max_tokens"] <= budget:  # the answer's room comes on top of the budget
+                body["max_tokens"] = budget + self.max_tokens
         if request.system:
             body["system"] = request.system
         body["messages"] = messages
@@ -360,11 +400,15 @@ class AnthropicProvider(HTTPProvider):
             raise self._malformed(orjson.dumps(data), "no 'content' list")
         text: list[str] = []
         calls: list[ToolCall] = []
+        thinking: list[ThinkingBlock] = []
         for index, block in enumerate(content):
             if not isinstance(block, dict):
                 raise self._malformed(orjson.dumps(data), f"content[{index}] is not a block")
             kind = optional_str(block.get("type"), f"content[{index}].type")
-            if kind == "text":
+            thought = anthropic_thinking(block, f"content[{index}]")
+            if thought is not None:
+                thinking.append(thought)
+            elif kind == "text":
                 text.append(required_str(block.get("text"), f"content[{index}].text"))
             elif kind == "tool_use":
                 name, arguments = block.get("name"), block.get("input")
@@ -389,6 +433,7 @@ class AnthropicProvider(HTTPProvider):
             usage=_usage(optional_object(data.get("usage"), "usage")),
             stop_reason=_stop_reason(data.get("stop_reason")),
             model=model if isinstance(model, str) and model else None,
+            thinking=tuple(thinking) or None,
         )
 
     # -- streaming ---------------------------------------------------------------------------

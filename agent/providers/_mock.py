@@ -19,7 +19,7 @@ class MockExhaustedError(ProviderError):
     """The scripted replies ran out: the run asked the model more often than the script said."""
 
 
-_REPLY_KEYS = ("content", "tool_calls", "usage", "stop_reason")
+_REPLY_KEYS = ("content", "tool_calls", "usage", "stop_reason", "thinking")
 _CALL_KEYS = ("id", "name", "args")
 
 
@@ -72,6 +72,7 @@ def _as_response(reply: Reply, n: int, *, checked: bool = False) -> LLMResponse:
                 "tool_calls": calls,
                 "usage": Usage(**usage) if usage else None,
                 "stop_reason": reply.get("stop_reason", "tool_use" if calls else "stop"),
+                "thinking": reply.get("thinking"),
             }
         )
     raise ProviderConfigError(

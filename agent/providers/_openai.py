@@ -14,6 +14,8 @@ Wire mapping (``LLMRequest`` -> body):
 - ``tools`` -> function tools (``parameters`` is the tool's input schema);
 - ``tool_choice`` -> ``"auto"``, ``"required"``, ``"none"``, or for a tool's name
   ``{"type": "function", "function": {"name": ...}}`` (sent only with ``tools``);
+- ``thinking_budget`` -> ``reasoning_effort``; ``reasoning_content`` (streamed or not) is read
+  as an unsigned reasoning block and never sent back (``_thinking``);
 - ``temperature``, ``max_tokens``, ``seed``, ``top_p``, ``stop`` and ``response_format`` as
   given (left out when ``None``); ``extra_body``'s fields are added to the body as they are.
 
@@ -54,11 +56,13 @@ from ._http import (
 )
 from ._options import TOOL_CHOICES
 from ._provider import (
+    ProviderConfigError,
     ProviderError,
     ProviderRequestError,
     ProviderResponseError,
 )
 from ._structured import NativeOutput
+from ._thinking import THINKING_HANDLERS, effort_of, reasoning, split_think_tags
 
 __all__ = ["OpenAIProvider", "openai"]
 
@@ -137,6 +141,8 @@ class _Stream:
         self.stop_reason: str | None = None
         self.model: str | None = None
         self.refused = False
+        self.reasoning: list[str] = []
+        self.think_tags = False
 
     def feed(self, event: str, chunk: dict[str, Any]) -> str:
         """Take one chunk in; the text it adds (maybe empty)."""
@@ -160,6 +166,11 @@ class _Stream:
             piece = optional_str(delta.get("content"), f"{where}.delta.content")
             if piece:
                 added.append(piece)
+            thought = optional_str(
+                delta.get("reasoning_content"), f"{where}.delta.reasoning_content"
+            )
+            if thought:
+                self.reasoning.append(thought)
             refusal = optional_str(delta.get("refusal"), f"{where}.delta.refusal")
             if refusal:  # the model declined the schema: its words are the answer's text
                 self.refused = True
@@ -195,13 +206,15 @@ class _Stream:
             )
             for index, part in sorted(self.calls.items())
         )
-        return LLMResponse(
+        response = LLMResponse(
             content="".join(self.text),
             tool_calls=calls,
             usage=self.usage,
             stop_reason="refusal" if self.refused else self.stop_reason,
             model=self.model,
+            thinking=reasoning("".join(self.reasoning)),
         )
+        return split_think_tags(response) if self.think_tags else response
 
 
 class OpenAIProvider(HTTPProvider):
@@ -224,6 +237,17 @@ class OpenAIProvider(HTTPProvider):
 
     def _models_hint(self) -> str:
         return f"; GET {self.base_url}/models lists the models the server offers"
+
+    thinking_handler = "reasoning_content"
+    """How reasoning is read (``openai(thinking_handler=)``, ``_thinking``)."""
+
+    def describe_call(self, streamed: bool) -> dict[str, Any]:
+        """As for every HTTP provider, plus a thinking handler other than the default (it
+        changes what the response says)."""
+        described = super().describe_call(streamed)
+        if self.thinking_handler != "reasoning_content":
+            described["thinking_handler"] = self.thinking_handler
+        return described
 
     # -- request -----------------------------------------------------------------------------
 
@@ -291,6 +315,8 @@ class OpenAIProvider(HTTPProvider):
                 body[option] = value
         if request.stop is not None:
             body["stop"] = list(request.stop)
+        if request.thinking_budget is not None:
+            body["reasoning_effort"] = effort_of(request.thinking_budget)
         if request.extra_body:
             body.update(request.extra_body)
         return body
@@ -309,6 +335,9 @@ class OpenAIProvider(HTTPProvider):
             raise self._malformed(orjson.dumps(data), "no 'choices[0].message'")
         content = optional_str(message.get("content"), "choices[0].message.content")
         refusal = optional_str(message.get("refusal"), "choices[0].message.refusal")
+        thought = optional_str(
+            message.get("reasoning_content"), "choices[0].message.reasoning_content"
+        )
         calls: list[ToolCall] = []
         raw_calls = message.get("tool_calls") or []
         if not isinstance(raw_calls, list):
@@ -332,13 +361,15 @@ class OpenAIProvider(HTTPProvider):
                 )
             )
         model = data.get("model")
-        return LLMResponse(
+        response = LLMResponse(
             content=(content or "") + (refusal or ""),
             tool_calls=tuple(calls),
             usage=_usage(optional_object(data.get("usage"), "usage")),
             stop_reason="refusal" if refusal else _stop_reason(choice.get("finish_reason")),
             model=model if isinstance(model, str) and model else None,
+            thinking=reasoning(thought),
         )
+        return split_think_tags(response) if self.thinking_handler == "think-tags" else response
 
     # -- streaming ---------------------------------------------------------------------------
 
@@ -350,7 +381,9 @@ class OpenAIProvider(HTTPProvider):
         return body
 
     def _assembly(self) -> _Stream:
-        return _Stream()
+        assembly = _Stream()
+        assembly.think_tags = self.thinking_handler == "think-tags"
+        return assembly
 
     def _stream_failure(self, event: str, data: dict[str, Any]) -> ProviderError | None:
         return self._reported_error(data, " mid-stream") if data.get("error") else None
@@ -380,6 +413,7 @@ def openai(
     max_error_body: int = MAX_ERROR_BODY,
     max_response_body: int = MAX_RESPONSE_BODY,
     retry_read_timeouts: bool = False,
+    thinking_handler: str = "reasoning_content",
 ) -> OpenAIProvider:
     """A provider for the Chat Completions API (OpenAI or any compatible server).
 
@@ -410,8 +444,16 @@ def openai(
         retry_read_timeouts: send the call again after a read timeout. Off by default: the
             server had the request and may still be generating, so a second request would
             queue behind the first (on a local server the next call then waits for both).
+        thinking_handler: ``"reasoning_content"`` reads the server's ``reasoning_content``;
+            ``"think-tags"`` also moves a leading ``<think>...</think>`` out of the answer
+            into a reasoning block (named in each call's receipt).
     """
-    return OpenAIProvider(
+    if thinking_handler not in THINKING_HANDLERS:
+        raise ProviderConfigError(
+            f"openai(thinking_handler={thinking_handler!r}): use 'reasoning_content' or "
+            "'think-tags'"
+        )
+    provider = OpenAIProvider(
         model,
         base_url=base_url,
         api_key=api_key,
@@ -424,3 +466,5 @@ def openai(
         max_response_body=max_response_body,
         retry_read_timeouts=retry_read_timeouts,
     )
+    provider.thinking_handler = thinking_handler
+    return provider

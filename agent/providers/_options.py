@@ -27,6 +27,7 @@ REQUEST_OPTIONS = (
     "stop",
     "response_format",
     "extra_body",
+    "thinking_budget",
 )
 """The settings besides ``model`` that reach the request, in the order they are documented."""
 
@@ -93,6 +94,8 @@ def check_request_options(values: Mapping[str, Any], where: str) -> dict[str, An
                     "stop=['\\nObservation:']"
                 )
             out[name] = list(stops)
+        elif name == "thinking_budget":
+            out[name] = check_thinking_budget(value, where)
         elif name == "response_format":
             out[name] = _json_object(where, name, value, "{'type': 'json_object'}")
         else:  # extra_body
@@ -105,6 +108,21 @@ def check_request_options(values: Mapping[str, Any], where: str) -> dict[str, An
                 )
             out[name] = extra
     return out
+
+
+EFFORT_WORDS = ("low", "medium", "high")
+
+
+def check_thinking_budget(value: object, where: str) -> int | str:
+    """A reasoning budget: a positive whole number of tokens or an effort word."""
+    if isinstance(value, str) and value in EFFORT_WORDS:
+        return value
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 2**31:
+        raise AgentBuildError(
+            f"{where}thinking_budget={value!r}: use a positive whole number of tokens (e.g. "
+            "2048) or an effort word ('low', 'medium', 'high')"
+        )
+    return value
 
 
 def check_tool_choice(choice: str | None, tools: Iterable[str], where: str) -> None:

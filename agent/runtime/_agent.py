@@ -100,6 +100,7 @@ class Agent(
         stop: str | Sequence[str] | None = None,
         response_format: Mapping[str, Any] | None = None,
         extra_body: Mapping[str, Any] | None = None,
+        thinking_budget: int | Literal["low", "medium", "high"] | None = None,
         name: str = "agent",
         wrap_up_at_max_iterations: bool = True,
         stream: bool = True,
@@ -124,7 +125,8 @@ class Agent(
         ``top_p``, ``stop``, ``response_format``, ``extra_body``) go with every call; they are
         committed in ``settings``, so ``served_at`` and ``replay`` see them, and
         ``configure()`` may change them for one run. ``stream`` uses the provider's streaming
-        when it has it.
+        when it has it. ``thinking_budget`` (tokens, or ``"low"``/``"medium"``/``"high"``) asks
+        for reasoning (docs/guide/providers.md, Thinking).
 
         ``store``, ``durability`` and ``redact`` are the engine's (see ``Executor``): with a
         store every run is a stored run (``trackway runs`` lists it), and ``redact`` is the
@@ -179,6 +181,7 @@ class Agent(
             stop=stop,
             response_format=response_format,
             extra_body=extra_body,
+            thinking_budget=thinking_budget,
             name=name,
             wrap_up_at_max_iterations=wrap_up_at_max_iterations,
             stream=stream,

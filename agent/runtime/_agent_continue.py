@@ -13,6 +13,7 @@ from trackway.tools import Identity
 
 from ..context._config import AgentConfig
 from ..loop._inputs import checkpointed, run_input
+from ..loop._model_call import carried_history
 from ..messages._conversation import Conversation
 from ..messages._errors import (
     InvalidRunInputError,
@@ -109,13 +110,14 @@ class Continuing:
         initial["retry"] = True
         return await self._drive(lambda ex: ex.run(initial, timeout=timeout, raise_on_error=False))
 
-    def checkpoint(self) -> Conversation:
+    def checkpoint(self, *, redact_thinking: bool = False) -> Conversation:
         """The conversation so far, with the last answer appended: continue it anywhere.
 
         After a run whose message an input link refused there is none (a refused message
         was never admitted): :class:`NoConversationError`; continue a conversation kept
         from an earlier run with ``run(..., continue_from=...)``. After an answer an output
-        link denied, the conversation holds no answer."""
+        link denied, the conversation holds no answer. The model's reasoning travels with the
+        turns it came with (the answer's too); ``redact_thinking=True`` leaves all of it out."""
         state = self._state()
         refused = state.get(DENIED_KEY)
         if refused is not None and refused["door"] == "input":
@@ -126,8 +128,7 @@ class Continuing:
                 "with run(..., continue_from=...)"
             )
         history = [dict(m) for m in thaw(state["history"])]
-        if "final_answer" in state:
-            history.append({"role": "assistant", "content": state["final_answer"]})
+        history = carried_history(state, history, redact=redact_thinking)
         skills = self._cfg.skills
         carry = None
         if skills is not None and skills.continuing and "skill_cursor" in state:

@@ -279,6 +279,9 @@ features = st.fixed_dictionaries(
         "validation": st.sampled_from([None, "claims", "cut"]),
         # the mock behind a fallback chain whose first provider is down, or a model gateway
         "fallback": st.sampled_from([None, "chain", "gateway"]),
+        # reasoning asked for (thinking_budget) and returned: signed, redacted and unsigned
+        # blocks on every scripted turn, sent back on the tool-use turns
+        "thinking": st.sampled_from([None, "signed", "mixed"]),
     }
 )
 
@@ -300,6 +303,25 @@ def served_by(provider, kind):
     if kind == "gateway":
         return model_gateway(provider.complete, name="in-house", native_output="response_format")
     return provider
+
+
+def with_thinking(replies, kind):
+    """Each scripted reply with the reasoning a model returns beside it."""
+    blocks = [{"kind": "thinking", "text": 'weigh "it" é', "signature": "sig/+=="}]
+    if kind == "mixed":
+        blocks += [
+            {"kind": "redacted_thinking", "data": "EmwKAhgB"},
+            {"kind": "reasoning", "text": "r"},
+        ]
+    out = []
+    for n, reply in enumerate(replies):
+        reply = {"content": reply} if isinstance(reply, str) else reply
+        out.append(
+            {**reply, "thinking": blocks[: 1 + n % len(blocks)]}
+            if isinstance(reply, dict)
+            else reply
+        )
+    return out
 
 
 def with_middleware(builder, feature):
@@ -554,31 +576,10 @@ _HALTED_AFTER_WRAP_UP = {
     "explain": None,
     "evidence": None,
     "validation": None,
+    "fallback": None,
+    "thinking": None,
 }
-_GROUNDED_HALT = {
-    "report": "off",
-    "ceiling": None,
-    "logs": False,
-    "gate": False,
-    "limits": False,
-    "window": None,
-    "findings": [],
-    "cost": "halt",
-    "parallel": None,
-    "stored": False,
-    "stream": False,
-    "skills": None,
-    "instructions": False,
-    "choice": None,
-    "middleware": None,
-    "nested": False,
-    "memory": None,
-    "messages": None,
-    "output": None,
-    "explain": None,
-    "evidence": "assist",
-    "validation": "claims",
-}
+_GROUNDED_HALT = {**_HALTED_AFTER_WRAP_UP, "evidence": "assist", "validation": "claims"}
 
 
 @settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -645,6 +646,8 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
         replies = [f"{r} 9911" if isinstance(r, str) and r[:1] != "{" else r for r in replies]
     if feature["findings"] or feature["cost"] or feature["window"]:
         replies = with_ledgers(replies, feature)
+    if feature["thinking"]:
+        replies = with_thinking(replies, feature["thinking"])
     provider = mock(replies=replies)
     store = SqliteStore(tmp_path_factory.mktemp("db") / "runs.db") if feature["stored"] else None
     who = None
@@ -673,6 +676,7 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
             cost_budget=(0.0005, feature["cost"]) if feature["cost"] else None,
             max_parallel_tool_calls=feature["parallel"] or 4,
             stream=feature["stream"],
+            thinking_budget=2048 if feature["thinking"] else None,
             **options,
         )
         .system("Be exact.")

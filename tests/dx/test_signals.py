@@ -57,7 +57,7 @@ def test_a_mock_reply_with_an_unknown_key_is_refused_naming_it() -> None:
         mock(replies=["ok", {"contnet": "hi"}])
     assert str(caught.value) == (
         "mock reply 1 has the key 'contnet' (did you mean 'content'?); the keys it takes are "
-        "content, tool_calls, usage, stop_reason"
+        "content, tool_calls, usage, stop_reason, thinking"
     )
     with pytest.raises(ProviderConfigError, match=r"tool call 0 has the key 'arguments'"):
         mock(replies=[{"tool_calls": [{"name": "w", "arguments": {}}]}])
