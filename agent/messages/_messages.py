@@ -113,6 +113,9 @@ class LLMRequest(_Frozen):
     """The vendor's answer format, as its API spells it (e.g. ``{"type": "json_object"}``)."""
     extra_body: dict[str, Any] | None = None
     """Vendor options sent as top-level body fields as given (an escape hatch)."""
+    cache: tuple[str, ...] | None = None
+    """The prompt-cache breakpoints the call asks for (``"tools"``, ``"system"``,
+    ``"messages"``); ``None`` when caching is not configured."""
 
 
 class Usage(_Frozen):

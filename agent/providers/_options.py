@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from ..messages._errors import AgentBuildError
+from ._caching import check_cache
 
 __all__ = ["REQUEST_OPTIONS", "TOOL_CHOICES", "check_request_options", "check_tool_choice"]
 
@@ -27,6 +28,7 @@ REQUEST_OPTIONS = (
     "stop",
     "response_format",
     "extra_body",
+    "cache",
 )
 """The settings besides ``model`` that reach the request, in the order they are documented."""
 
@@ -93,6 +95,8 @@ def check_request_options(values: Mapping[str, Any], where: str) -> dict[str, An
                     "stop=['\\nObservation:']"
                 )
             out[name] = list(stops)
+        elif name == "cache":
+            out[name] = check_cache(value, where)
         elif name == "response_format":
             out[name] = _json_object(where, name, value, "{'type': 'json_object'}")
         else:  # extra_body
