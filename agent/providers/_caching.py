@@ -61,6 +61,12 @@ def take_cache_options(options: dict[str, Any]) -> None:
             "(system_prompt_cache_policy=, cache_strategy=, caching_disabled=)"
         )
     policy = given.get("system_prompt_cache_policy", "always")
+    if callable(policy):
+        raise AgentBuildError(
+            "Agent.create: system_prompt_cache_policy takes 'always' or 'never'; a function "
+            "per call is not supported: decide per run with configure() returning "
+            "{'cache': [...]} (the breakpoints), which the record keeps"
+        )
     if policy not in CACHE_POLICIES:
         raise AgentBuildError(
             f"Agent.create: system_prompt_cache_policy={policy!r}: use 'always' (mark the "

@@ -205,6 +205,7 @@ def test_a_moving_piece_before_a_breakpoint_warns_once() -> None:
     ("options", "match"),
     [
         ({"system_prompt_cache_policy": "sometimes"}, "use 'always'"),
+        ({"system_prompt_cache_policy": lambda call: "always"}, "decide per run with configure"),
         ({"cache_strategy": "everything"}, "use 'prefix' or 'conversation'"),
         ({"caching_disabled": "yes"}, "use True or False"),
         ({"cache": ["prompt"]}, "distinct breakpoints"),
@@ -274,3 +275,22 @@ def test_a_recording_with_cache_decisions_from_this_version_loads_and_replays() 
     assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
     replayed = replay(loaded)
     assert thaw(replayed.state)["final_answer"] == thaw(loaded.state)["final_answer"]
+
+
+def test_configure_decides_the_breakpoints_per_run_and_the_record_keeps_them() -> None:
+    replies = [{"content": "one"}, {"content": "two"}]
+    agent = (
+        Agent.create(provider=mock(replies=replies), model="m", cache_strategy="prefix")
+        .system("S")
+        .tool(lookup)
+        .configure(lambda run: {"cache": []} if run["message"] == "quiet" else {})
+        .build()
+    )
+    agent.run_sync("loud")
+    assert receipts(agent.snapshot())[0]["cache"] == {"breakpoints": ["tools", "system"]}
+    agent.run_sync("quiet")
+    assert receipts(agent.snapshot())[0]["cache"] == {"breakpoints": []}
+    assert assert_law(agent) == 1
+    assert thaw(replay(agent.snapshot()).state)["receipts"] == thaw(
+        agent.snapshot().state["receipts"]
+    )
