@@ -82,6 +82,7 @@ from .middleware._message_doors import MessageContext as MessageContext
 from .offer._tool_choice import TOOL_CHOICE_QUESTION as TOOL_CHOICE_QUESTION
 from .providers._anthropic import AnthropicProvider as AnthropicProvider
 from .providers._anthropic import anthropic as anthropic
+from .providers._caching import CacheWarning as CacheWarning
 from .providers._mock import MockExhaustedError as MockExhaustedError
 from .providers._mock import MockProvider as MockProvider
 from .providers._mock import mock as mock
@@ -164,6 +165,7 @@ __all__ = [
     "AnswerDeniedError",
     "AnswerValidationLimits",
     "AnthropicProvider",
+    "CacheWarning",
     "CircuitBreaker",
     "CircuitOpenError",
     "Classifier",

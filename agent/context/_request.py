@@ -188,7 +188,7 @@ def _field(name: str, value: bytes) -> bytes:
     return b'"' + name.encode() + b'":' + value
 
 
-_BEFORE_MESSAGES = ("extra_body", "max_tokens")
+_BEFORE_MESSAGES = ("cache", "extra_body", "max_tokens")
 """Request fields whose keys sort before ``messages`` (the hash is over sorted keys)."""
 _AFTER_MODEL = ("response_format", "seed", "stop")
 _AFTER_SYSTEM = ("temperature", "thinking_budget")
@@ -276,6 +276,7 @@ def _frame_of(
         "response_format": settings.get("response_format"),
         "extra_body": settings.get("extra_body"),
         "thinking_budget": settings.get("thinking_budget"),
+        "cache": None if settings.get("cache") is None else tuple(settings["cache"]),
     }
     system_hash = None if system is None else sha256(canonical_json(system))
     return _Frame(
@@ -365,7 +366,7 @@ def receipt_for(
 ) -> dict[str, Any]:
     """What ``call-llm`` commits about call ``k``: hashes of what was sent, usage reported."""
     request = assembled.request
-    return {
+    receipt: dict[str, Any] = {
         "k": k,
         "request_hash": assembled.request_hash,
         "system_hash": assembled.system_hash
@@ -378,3 +379,6 @@ def receipt_for(
         "usage": usage,
         "stop_reason": stop_reason,
     }
+    if request.cache is not None:  # the call's cache decision, only where configured
+        receipt["cache"] = {"breakpoints": list(request.cache)}
+    return receipt

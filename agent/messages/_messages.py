@@ -134,6 +134,9 @@ class LLMRequest(_Frozen):
     """Reasoning asked for: tokens (Anthropic ``budget_tokens``) or an effort word
     (``"low"``, ``"medium"``, ``"high"``: OpenAI ``reasoning_effort``); each vendor maps the
     other form (``agent/providers/_thinking.py``)."""
+    cache: tuple[str, ...] | None = None
+    """The prompt-cache breakpoints the call asks for (``"tools"``, ``"system"``,
+    ``"messages"``); ``None`` when caching is not configured."""
 
 
 class Usage(_Frozen):

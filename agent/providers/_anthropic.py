@@ -58,6 +58,7 @@ from ..messages._payload import (
     required_str,
     shared_id_arguments,
 )
+from ._caching import mark_anthropic
 from ._http import (
     MAX_ERROR_BODY,
     MAX_RESPONSE_BODY,
@@ -376,6 +377,8 @@ class AnthropicProvider(HTTPProvider):
             body["stop_sequences"] = list(request.stop)
         if request.extra_body:
             body.update(request.extra_body)
+        if request.cache:
+            mark_anthropic(body, request.cache)
         return body
 
     async def complete(self, request: LLMRequest) -> LLMResponse:

@@ -86,10 +86,13 @@ def _usage(data: Any) -> Usage | None:
         return None
     details = optional_object(data.get("prompt_tokens_details"), "usage.prompt_tokens_details")
     cached = details.get("cached_tokens") if details is not None else None
+    prompt, read = _int(data.get("prompt_tokens")), _int(cached)
+    if prompt is not None and read is not None:  # prompt_tokens include the cached part
+        prompt = max(prompt - read, 0)
     return Usage(
-        input_tokens=_int(data.get("prompt_tokens")),
+        input_tokens=prompt,
         output_tokens=_int(data.get("completion_tokens")),
-        cache_read_tokens=_int(cached),
+        cache_read_tokens=read,
     )
 
 

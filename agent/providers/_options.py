@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from ..messages._errors import AgentBuildError
+from ._caching import check_cache
 
 __all__ = ["REQUEST_OPTIONS", "TOOL_CHOICES", "check_request_options", "check_tool_choice"]
 
@@ -28,6 +29,7 @@ REQUEST_OPTIONS = (
     "response_format",
     "extra_body",
     "thinking_budget",
+    "cache",
 )
 """The settings besides ``model`` that reach the request, in the order they are documented."""
 
@@ -96,6 +98,8 @@ def check_request_options(values: Mapping[str, Any], where: str) -> dict[str, An
             out[name] = list(stops)
         elif name == "thinking_budget":
             out[name] = check_thinking_budget(value, where)
+        elif name == "cache":
+            out[name] = check_cache(value, where)
         elif name == "response_format":
             out[name] = _json_object(where, name, value, "{'type': 'json_object'}")
         else:  # extra_body

@@ -115,6 +115,10 @@ class Agent(
         cost_budget: tuple[float, Literal["warn", "halt"]] | None = None,
         skill_scoped_tools: bool = False,
         react_mode: Literal["dynamic", "classic"] = "dynamic",
+        system_prompt_cache_policy: Literal["always", "never"] | None = None,
+        cache_strategy: Literal["prefix", "conversation"] | None = None,
+        caching_disabled: bool | None = None,
+        cache: Sequence[str] | None = None,
     ) -> AgentBuilder:
         """Start configuring an agent.
 
@@ -158,6 +162,9 @@ class Agent(
         ``"dynamic-grouped"`` is refused by name: the chart already declares each part of a
         model call as its own stage, so there is nothing to group.
 
+        Prompt caching (``cache=`` breakpoints, or the three caching arguments): see
+        ``docs/guide/providers.md``; unset, no marker is sent.
+
         Without ``provider=``, ``model="openai:gpt-4o-mini"`` (or ``"anthropic:..."``) picks
         the provider from the prefix, configured from the environment as the vendors' SDKs
         are (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``; ``ANTHROPIC_...``).
@@ -169,6 +176,12 @@ class Agent(
                     "anthropic(...), mock(...), your own), or model='openai:gpt-4o-mini'"
                 )
             provider, model = provider_for(model), None
+        caching: dict[str, Any] = {"system_prompt_cache_policy": system_prompt_cache_policy}
+        caching |= {
+            "cache": cache,
+            "cache_strategy": cache_strategy,
+            "caching_disabled": caching_disabled,
+        }
         return AgentBuilder(
             provider,
             model,
@@ -196,6 +209,7 @@ class Agent(
             cost_budget=cost_budget,
             skill_scoped_tools=skill_scoped_tools,
             react_mode=react_mode,
+            **{k: v for k, v in caching.items() if v is not None},
         )
 
     def __init__(

@@ -25,6 +25,7 @@ from ..loop._stages import AgentConfig, stage_functions
 from ..messages._errors import AgentBuildError
 from ..middleware._building import MiddlewareBuilding
 from ..output._chain import fallback_stage
+from ..providers._caching import take_cache_options, warn_moving_pieces
 from ..providers._options import check_request_options, check_tool_choice
 from ..providers._provider import Provider
 from ._builder_memory import MemoryBuilding
@@ -111,6 +112,7 @@ class AgentBuilder(
         self._take_typed_options()
         self._take_grounding_options()
         self._take_validation_options()
+        take_cache_options(options)  # the caching arguments decide the ``cache`` option
         self._request_options = check_request_options(options, "Agent.create: ")
         self._options = options
         self._system: str | None = None
@@ -355,6 +357,11 @@ class AgentBuilder(
                 "findings() files what the model declares on its tool calls; this agent has no "
                 "tools: add one with .tool(...) or .tools_from(...), or drop findings()"
             )
+        warn_moving_pieces(
+            cfg.options.get("cache"),
+            tools_move=self._findings,
+            system_moves=cfg.skills is not None or bool(cfg.memories),
+        )
         from ._agent import Agent  # the agent module imports this one
 
         return Agent(cfg, _chart(cfg), list(self._recorders), self._runtime)

@@ -275,7 +275,7 @@ def test_text_usage_and_model_are_read() -> None:
     response = complete(provider(Server(completion("Hi!", usage=usage))))
     assert response == LLMResponse(
         content="Hi!",
-        usage=Usage(input_tokens=11, output_tokens=3, cache_read_tokens=8),
+        usage=Usage(input_tokens=3, output_tokens=3, cache_read_tokens=8),  # 11 - 8 cached
         stop_reason="stop",
         model="gpt-test-2025",
     )

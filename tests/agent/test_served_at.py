@@ -522,6 +522,8 @@ request_options = st.fixed_dictionaries(
         "extra_body": st.dictionaries(
             st.sampled_from(["repeat_penalty", "top_k", "min_p"]), st.integers(0, 5)
         ),
+        # prompt-cache breakpoints: in the request, its hash and each receipt's decision
+        "cache": st.lists(st.sampled_from(["tools", "system", "messages"]), unique=True),
     },
 )
 
@@ -609,6 +611,7 @@ _GROUNDED_HALT = {**_HALTED_AFTER_WRAP_UP, "evidence": "assist", "validation": "
     cap=None,
     feature=_GROUNDED_HALT,
 )
+@pytest.mark.filterwarnings("ignore::trackway.agent.CacheWarning")  # cache with findings/skills
 @given(
     steps=st.lists(step, max_size=6),
     max_iterations=st.integers(1, 4),
@@ -799,11 +802,17 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     for k, request in enumerate(provider.requests, start=1):
         # every option is in the request (tool_choice only with the tools it chooses from)
         for name, value in options.items():
+            if name == "cache":
+                continue
             sent = getattr(request, name)
             if name == "tool_choice" and request.tools is None:
                 assert sent is None
             else:
                 assert sent == (tuple(value) if name == "stop" else value), (k, name)
+        if "cache" in options:  # one order (byte-stable); each receipt records the decision
+            order = [b for b in ("tools", "system", "messages") if b in options["cache"]]
+            assert request.cache == tuple(order)
+            assert receipts(agent)[k - 1]["cache"] == {"breakpoints": order}
     last = receipts(agent)[-1]
     stopped = snap.state.get("stopped_early") or {}
     # an answer cut at max_tokens is never reported as finished
