@@ -56,6 +56,7 @@ from ..messages._conversation import Conversation
 from ..messages._errors import AgentBuildError, InvalidAnswerError
 from ..messages._paused import Paused
 from ..middleware._message_doors import DENIED_KEY, denied_error
+from ..providers._caching import CachePolicy
 from ..providers._model_string import provider_for
 from ..providers._provider import Provider
 from ._agent_continue import Continuing
@@ -115,7 +116,7 @@ class Agent(
         cost_budget: tuple[float, Literal["warn", "halt"]] | None = None,
         skill_scoped_tools: bool = False,
         react_mode: Literal["dynamic", "classic"] = "dynamic",
-        system_prompt_cache_policy: Literal["always", "never"] | None = None,
+        system_prompt_cache_policy: Literal["always", "never"] | CachePolicy | None = None,
         cache_strategy: Literal["prefix", "conversation"] | None = None,
         caching_disabled: bool | None = None,
         cache: Sequence[str] | None = None,
