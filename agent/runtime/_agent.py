@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import anyio
 from pydantic import BaseModel
@@ -266,6 +266,15 @@ class Agent(
     @property
     def name(self) -> str:
         return self._cfg.name
+
+    @property
+    def system_prompt_cache_policy(self) -> str | CachePolicy | None:
+        """The function deciding per call, else ``"always"`` or ``"never"`` (whether the
+        system prompt has a breakpoint); None when no caching is configured."""
+        cache = self._cfg.options.get("cache")
+        if self._cfg.cache_policy is not None or cache is None:
+            return cast("CachePolicy | None", self._cfg.cache_policy)
+        return "always" if "system" in cache else "never"
 
     def spec(self) -> FlowChart:
         """The agent's chart."""

@@ -188,3 +188,11 @@ def test_a_recording_from_this_version_loads_and_replays() -> None:
     assert "cache_control" not in orjson.dumps(body["system"]).decode()
     replayed = replay(loaded)
     assert thaw(replayed.state)["final_answer"] == "done"
+
+
+def test_the_reader_says_what_decides() -> None:
+    assert _agent(not_on_wrap_up).system_prompt_cache_policy is not_on_wrap_up
+    assert _agent("never").system_prompt_cache_policy == "never"
+    assert _agent("always").system_prompt_cache_policy == "always"
+    plain = Agent.create(provider=mock(reply="x"), model="m").build()
+    assert plain.system_prompt_cache_policy is None
