@@ -33,9 +33,7 @@ __all__ = [
 ]
 
 
-def cache_decision(
-    cfg: AgentConfig, scope: TrackedScope, k: int
-) -> tuple[tuple[str, ...], str] | None:
+def cache_decision(cfg: AgentConfig, scope: TrackedScope) -> tuple[tuple[str, ...], str] | None:
     """Call ``k``'s breakpoints and what the ``system_prompt_cache_policy`` function said
     (None without one): the run's ``cache``, less ``"system"`` when it said ``"never"``."""
     if cfg.cache_policy is None:
@@ -43,7 +41,7 @@ def cache_decision(
     settings = scope["settings"]
     system = scope.get("system_prompt")
     call = CacheCall(
-        k=k,
+        k=len(scope.get("receipts", [])) + 1,
         iteration=scope["iteration"],
         model=settings["model"],
         wrap_up=bool(scope.get("wrap_up_asked")),

@@ -200,9 +200,9 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         # one cache per run and per mounted copy of the chart; it dies with the run
         mount = StagePath.parent_of(scope.stage_path)  # the key only: no parse
         cache = scope.run_local(("agent-messages", id(cfg), mount), MessageCache)
-        k = len(scope.get("receipts", [])) + 1
-        decided = cache_decision(cfg, scope, k)  # a cache policy function's, call by call
+        decided = cache_decision(cfg, scope)  # a cache policy function's, call by call
         assembled = assemble(scope, cache, None if decided is None else decided[0])
+        k = len(scope.get("receipts", [])) + 1
         iteration = scope["iteration"]
         built = scope._emit_built  # the loop's own events: exact JSON, encoded once
         built("agent.iteration_start", {"iteration": iteration})
