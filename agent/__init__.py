@@ -45,6 +45,7 @@ from .messages._errors import AgentBuildError as AgentBuildError
 from .messages._errors import AgentError as AgentError
 from .messages._errors import AgentNotRunError as AgentNotRunError
 from .messages._errors import AnswerDeniedError as AnswerDeniedError
+from .messages._errors import CachePolicyError as CachePolicyError
 from .messages._errors import ConversationFormatError as ConversationFormatError
 from .messages._errors import DecisionRequiredError as DecisionRequiredError
 from .messages._errors import InputRefusedError as InputRefusedError
@@ -82,6 +83,7 @@ from .middleware._message_doors import MessageContext as MessageContext
 from .offer._tool_choice import TOOL_CHOICE_QUESTION as TOOL_CHOICE_QUESTION
 from .providers._anthropic import AnthropicProvider as AnthropicProvider
 from .providers._anthropic import anthropic as anthropic
+from .providers._caching import CacheCall as CacheCall
 from .providers._caching import CacheWarning as CacheWarning
 from .providers._mock import MockExhaustedError as MockExhaustedError
 from .providers._mock import MockProvider as MockProvider
@@ -165,6 +167,8 @@ __all__ = [
     "AnswerDeniedError",
     "AnswerValidationLimits",
     "AnthropicProvider",
+    "CacheCall",
+    "CachePolicyError",
     "CacheWarning",
     "CircuitBreaker",
     "CircuitOpenError",

@@ -99,6 +99,8 @@ class AgentConfig:
     check_ins: dict[str, str | None] = field(default_factory=dict)
     """Tools whose calls wait for a person's approval, with the question (``None``: a
     default naming the call)."""
+    cache_policy: Any = None
+    """A ``system_prompt_cache_policy`` function, asked before each call (else None)."""
     memories: tuple[Any, ...] = ()
     """``.memory(...)``: the :class:`~trackway.agent.memory.MemoryDefinition` s of the
     ``memory-recall`` and ``memory-write`` stages, in declaration order."""

@@ -39,6 +39,7 @@ class MessageCache:
     bytes, so each call hashes only the messages added since the last one."""
 
     __slots__ = (
+        "_alt",
         "_backing",
         "_frame",
         "_msg",
@@ -60,10 +61,13 @@ class MessageCache:
         self._prefix = b""
         self._msg = hashlib.sha256(b"[")
         self._req = hashlib.sha256()
+        self._alt: tuple[bytes, Any] | None = None
 
-    def advance(self, history: Sequence[Any], prefix: bytes) -> None:
+    def advance(self, history: Sequence[Any], prefix: bytes, alt: bytes | None = None) -> None:
         """Take in the messages added to ``history``; ``prefix`` is the request's JSON before
-        its message list (it changes only if the settings do)."""
+        its message list (it changes only if the settings do). ``alt``: a second prefix
+        hashed alongside (a cache policy function's other answer), so a call that switches
+        between them costs O(new messages) too."""
         backing = id(getattr(history, "_backing", history))
         if backing != self._backing or len(history) < len(self.messages):
             if self._backing is not None:  # another history (another mount): start over
@@ -72,6 +76,9 @@ class MessageCache:
         if prefix != self._prefix:  # new settings: hash the request from the start again
             self._prefix = prefix
             self._req = hashlib.sha256(prefix + b"[" + b",".join(self.bytes))
+        if alt is not None and (self._alt is None or self._alt[0] != alt):
+            self._alt = (alt, hashlib.sha256(alt + b"[" + b",".join(self.bytes)))
+        other = None if self._alt is None else self._alt[1]
         start = len(self.messages)
         if type(history) is FrozenList:  # the engine's own decoded entries: read, not copied
             entries: Sequence[Any] = history._backing[start : history._n]
@@ -84,30 +91,35 @@ class MessageCache:
             self.bytes.append(piece)
             self._msg.update(chunk)
             self._req.update(chunk)
+            if other is not None:
+                other.update(chunk)
 
     def overlaid(
-        self, n: int, prefix: bytes, suffix: bytes, overlay: _Overlay
+        self, n: int, prefix: bytes, suffix: bytes, overlay: _Overlay, both: tuple[bytes, ...] = ()
     ) -> tuple[tuple[Message, ...], str, str]:
         """The served messages and hashes under ``overlay`` (a window view, findings
         tickets). While the overlay and the prefix stay as they were, only new messages are
         added; a changed overlay rebuilds the served list once (O(served))."""
         served = self._served
-        if served is None or served.key != (overlay.key, prefix) or served.upto > n:
-            served = self._served = _Served((overlay.key, prefix), prefix)
+        stale = served is None or served.key != overlay.key or served.upto > n
+        if stale or served is None or prefix not in served.reqs:  # or the settings changed
+            served = self._served = _Served(overlay.key, both or (prefix,))
             overlay.build(self, n, served)
         else:
             for i in range(served.upto, n):
                 overlay.add(self, i, served)
         served.upto = n
-        req = served.req.copy()
+        req = served.reqs[prefix].copy()
         req.update(b"]" + suffix)
         msg = served.msg.copy()
         msg.update(b"]")
         return _upto(served.messages, len(served.messages)), req.hexdigest(), msg.hexdigest()
 
-    def hashes(self, suffix: bytes) -> tuple[str, str]:
-        """(request hash, messages hash) with the message list closed and ``suffix`` added."""
-        req = self._req.copy()
+    def hashes(self, suffix: bytes, prefix: bytes | None = None) -> tuple[str, str]:
+        """(request hash, messages hash) with the message list closed and ``suffix`` added
+        (under the ``alt`` prefix when ``prefix`` is it)."""
+        alt = self._alt
+        req = (alt[1] if alt is not None and prefix == alt[0] else self._req).copy()
         req.update(b"]" + suffix)
         msg = self._msg.copy()
         msg.update(b"]")
@@ -117,19 +129,20 @@ class MessageCache:
 class _Served:
     """The served list under one overlay, with running hashes of its pieces."""
 
-    __slots__ = ("key", "messages", "msg", "req", "upto")
+    __slots__ = ("key", "messages", "msg", "reqs", "upto")
 
-    def __init__(self, key: Any, prefix: bytes) -> None:
+    def __init__(self, key: Any, prefixes: tuple[bytes, ...]) -> None:
         self.key = key
         self.messages: list[Message] = []
         self.upto = 0
-        self.req = hashlib.sha256(prefix + b"[")
+        self.reqs = {p: hashlib.sha256(p + b"[") for p in prefixes}
         self.msg = hashlib.sha256(b"[")
 
     def append(self, message: Message, piece: bytes) -> None:
         sep = b"," if self.messages else b""
         self.messages.append(message)
-        self.req.update(sep + piece)
+        for req in self.reqs.values():
+            req.update(sep + piece)
         self.msg.update(sep + piece)
 
 
@@ -216,6 +229,18 @@ class _Frame(NamedTuple):
     tools_hash: str | None
     tool_hashes: dict[str, str]
     system_hash: str | None
+    alt: tuple[tuple[str, ...], bytes] | None = None
+    """Under a cache policy function: the breakpoints of a call it answers ``"never"`` for,
+    and the request's prefix with them."""
+
+
+def _prefix_of(settings: Mapping[str, Any], cache: Any) -> bytes:
+    prefix = b"{"
+    for name in _BEFORE_MESSAGES:
+        value = cache if name == "cache" else settings.get(name)
+        if value is not None:
+            prefix += _field(name, canonical_json(value)) + b","
+    return prefix + b'"messages":'
 
 
 def served_system(system: Any, pieces: Any, recalled: Any = None) -> str | None:
@@ -236,11 +261,7 @@ def _frame_of(
 ) -> _Frame:
     settings = thaw(settings_value)
     system = served_system(system_value, system_pieces, recalled)
-    prefix = b"{"
-    for name in _BEFORE_MESSAGES:
-        if settings.get(name) is not None:
-            prefix += _field(name, canonical_json(settings[name])) + b","
-    prefix += b'"messages":'
+    prefix = _prefix_of(settings, settings.get("cache"))
     suffix = b"," + _field("model", canonical_json(settings["model"]))
     suffix += _settings_fields(settings, _AFTER_MODEL)
     if system is not None:
@@ -279,6 +300,10 @@ def _frame_of(
         "cache": None if settings.get("cache") is None else tuple(settings["cache"]),
     }
     system_hash = None if system is None else sha256(canonical_json(system))
+    alt = None
+    if settings.get("cache_policy") is not None and "system" in (settings.get("cache") or ()):
+        never = tuple(b for b in settings["cache"] if b != "system")
+        alt = (never, _prefix_of(settings, list(never)))
     return _Frame(
         (settings_value, system_value, tools_state, system_pieces, recalled),
         prefix,
@@ -287,11 +312,14 @@ def _frame_of(
         tools_hash,
         tool_hashes,
         system_hash,
+        alt,
     )
 
 
 def assemble(
-    state: Mapping[str, Any] | TrackedScope, cache: MessageCache | None = None
+    state: Mapping[str, Any] | TrackedScope,
+    cache: MessageCache | None = None,
+    breakpoints: tuple[str, ...] | None = None,
 ) -> Assembled:
     """The request for the next model call, from state alone (pure: no clock, no config).
 
@@ -301,7 +329,8 @@ def assemble(
     The settings were made plain JSON when ``seed`` committed them (floats as floats, ``stop``
     as a list), so their bytes here are the bytes the request model dumps. With a ``cache``
     (one per run and mount), a call costs O(new messages): the frame is reused while the
-    settings, system prompt and tools are the committed values they were.
+    settings, system prompt and tools are the committed values they were. ``breakpoints``:
+    this call's ``cache``, as a cache policy function decided it (else the settings').
     """
     cache = cache if cache is not None else MessageCache()
     history = state["history"]
@@ -316,7 +345,13 @@ def assemble(
     source = (settings_value, system, tools_state, pieces, recalled)
     if frame is None or not _same(frame.source, source):
         frame = cache._frame = _frame_of(settings_value, system, tools_state, pieces, recalled)
-    cache.advance(history, frame.prefix)
+    alt = frame.alt
+    cache.advance(history, frame.prefix, None if alt is None else alt[1])
+    prefix = frame.prefix
+    if breakpoints is not None and breakpoints != frame.fields["cache"]:
+        if alt is None or breakpoints != alt[0]:  # not a decision the run can make
+            raise ValueError(f"assemble: breakpoints={breakpoints!r} differ from the settings'")
+        prefix = alt[1]
     n = len(history)
     view = state.get("window_view")
     tickets = state.get("findings_tickets")
@@ -328,13 +363,19 @@ def assemble(
             overlay = _Overlay(thaw(view or {}), thaw(tickets or {}))
             cache._overlay = (view, tickets, overlay)
         messages, request_hash, messages_hash = cache.overlaid(
-            n, frame.prefix, frame.suffix, overlay
+            n,
+            prefix,
+            frame.suffix,
+            overlay,
+            (frame.prefix,) if alt is None else (frame.prefix, alt[1]),
         )
     else:
-        request_hash, messages_hash = cache.hashes(frame.suffix)
+        request_hash, messages_hash = cache.hashes(frame.suffix, prefix)
         messages = _upto(cache.messages, n)
     fields = dict(frame.fields)
     fields["messages"] = messages
+    if prefix is not frame.prefix:
+        fields["cache"] = breakpoints
     request = trusted(LLMRequest, fields, _REQUEST_FIELDS)
     return _new_tuple(  # Assembled(...) without its Python-level __new__
         Assembled,

@@ -18,6 +18,7 @@ from ..context._findings import AnswerHoldback
 from ..context._state_view import PROVIDER_KEYS, REQUEST_KEYS, StateView
 from ..messages._messages import LLMResponse, StreamDelta, ToolCall, Usage
 from ..output._judged import judged
+from ..providers._caching import CacheCall, decide_cache
 from ..providers._provider import ProviderResponseError
 
 __all__ = [
@@ -25,10 +26,31 @@ __all__ = [
     "REQUEST_KEYS",
     "StateView",
     "answer_record",
+    "cache_decision",
     "output_error",
     "stream_model",
     "streams",
 ]
+
+
+def cache_decision(cfg: AgentConfig, scope: TrackedScope) -> tuple[tuple[str, ...], str] | None:
+    """Call ``k``'s breakpoints and what the ``system_prompt_cache_policy`` function said
+    (None without one): the run's ``cache``, less ``"system"`` when it said ``"never"``."""
+    if cfg.cache_policy is None:
+        return None
+    settings = scope["settings"]
+    system = scope.get("system_prompt")
+    call = CacheCall(
+        k=len(scope.get("receipts", [])) + 1,
+        iteration=scope["iteration"],
+        model=settings["model"],
+        wrap_up=bool(scope.get("wrap_up_asked")),
+        system_prompt=None if system is None else str(system),
+        messages=len(scope["history"]),
+    )
+    said = decide_cache(cfg.cache_policy, call)
+    cache = settings.get("cache") or ()
+    return tuple(b for b in cache if said == "always" or b != "system"), said
 
 
 def streams(cfg: AgentConfig) -> bool:

@@ -49,6 +49,7 @@ from ._coverage import answer_limits, with_limits
 from ._dispatch import Batch, dispatch, resumed
 from ._model_call import (
     answer_record,
+    cache_decision,
     output_error,
     stream_model,
     streams,
@@ -80,6 +81,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         message = scope["message"] if admitted is None else admitted  # as the input door left it
         prior = thaw(scope.get("prior_history", []))
         settings: dict[str, Any] = {"model": cfg.model, **cfg.options}
+        if cfg.cache_policy is not None:  # each receipt holds the call's decision
+            settings["cache_policy"] = "function"
         if cfg.arg_validation != "enforce":  # what the model reads of bad arguments changes
             settings["tool_arg_validation"] = cfg.arg_validation
         if cfg.max_tool_result_chars is not None:
@@ -197,7 +200,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         # one cache per run and per mounted copy of the chart; it dies with the run
         mount = StagePath.parent_of(scope.stage_path)  # the key only: no parse
         cache = scope.run_local(("agent-messages", id(cfg), mount), MessageCache)
-        assembled = assemble(scope, cache)  # reads REQUEST_KEYS, each tracked
+        decided = cache_decision(cfg, scope)  # a cache policy function's, call by call
+        assembled = assemble(scope, cache, None if decided is None else decided[0])
         k = len(scope.get("receipts", [])) + 1
         iteration = scope["iteration"]
         built = scope._emit_built  # the loop's own events: exact JSON, encoded once
@@ -214,6 +218,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         repairs = call_repairs(response.tool_calls) if len(response.tool_calls) > 1 else None
         usage = None if response.usage is None else response.usage.model_dump(exclude_none=True)
         receipt = receipt_for(k, assembled, usage, response.stop_reason)
+        if decided is not None:  # what the function said; settings say only that it decides
+            receipt["cache"] |= {"policy": "function", "system": decided[1]}
         known = vias.get(streamed)
         if known is not None and known[0] is provider:
             described = known[1]  # shared read-only by the receipts, as committed values are

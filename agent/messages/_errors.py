@@ -19,6 +19,8 @@
         ├── OutputSchemaError        an answer that does not parse into the output schema
         │   └── OutputContractError  run_typed() got no answer matching the schema (after the
         │                            run's retries and the fallback chain, when configured)
+        ├── CachePolicyError         a system_prompt_cache_policy function raised or answered
+        │                            something other than 'always' or 'never'
         ├── ReplayDivergence         a replay committed something the recording did not
         ├── MiddlewareError          a middleware link returned what its door cannot take
         ├── MiddlewareFailedError    a middleware link raised (its exception is the cause)
@@ -41,6 +43,7 @@ __all__ = [
     "AgentError",
     "AgentNotRunError",
     "AnswerDeniedError",
+    "CachePolicyError",
     "ConversationFormatError",
     "DecisionRequiredError",
     "InputRefusedError",
@@ -163,6 +166,11 @@ class OutputContractError(OutputSchemaError):
         self.broken_by = broken_by
         self.stop_reason = stop_reason
         self.fallback_configured = fallback_configured
+
+
+class CachePolicyError(AgentError, RuntimeError):
+    """A ``system_prompt_cache_policy`` function raised, or answered something other than
+    ``"always"`` or ``"never"``: the run stops before the call (what was committed stays)."""
 
 
 class ReplayDivergence(AgentError):

@@ -12,17 +12,22 @@ an unchanged prefix by themselves, so their body is left as it is: byte-stable.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from ..messages._errors import AgentBuildError
+from ..messages._errors import AgentBuildError, CachePolicyError, ReplayDivergence
 
 __all__ = [
     "BREAKPOINTS",
     "CACHE_POLICIES",
     "CACHE_STRATEGIES",
     "MAX_BREAKPOINTS",
+    "CacheCall",
+    "CachePolicy",
     "CacheWarning",
     "check_cache",
+    "decide_cache",
     "mark_anthropic",
     "take_cache_options",
     "warn_moving_pieces",
@@ -48,25 +53,73 @@ class CacheWarning(UserWarning):
     cached prefix is rewritten instead of read."""
 
 
-def take_cache_options(options: dict[str, Any]) -> None:
+@dataclass(frozen=True, slots=True)
+class CacheCall:
+    """What a ``system_prompt_cache_policy`` function is told about one model call: all of
+    it at hand before the call (nothing that costs a pass over the history)."""
+
+    k: int
+    """The call's number in the run, from 1 (the receipt's ``k``)."""
+    iteration: int
+    model: str
+    wrap_up: bool
+    """True on the wrap-up call (the tools are withheld; the prefix differs anyway)."""
+    system_prompt: str | None
+    """The system prompt as committed (pieces that skills or memory add are not in it)."""
+    messages: int
+    """How many messages the history holds."""
+
+
+CachePolicy = Callable[[CacheCall], str]
+"""A function deciding, call by call, whether the system prompt carries a breakpoint."""
+
+
+def decide_cache(policy: CachePolicy, call: CacheCall) -> str:
+    """``policy``'s answer for ``call`` (``"always"`` or ``"never"``); a raise or any other
+    answer is a :class:`CachePolicyError` naming the function, the call and the fix."""
+    name = getattr(policy, "__qualname__", repr(policy))
+    try:
+        said = policy(call)
+    except ReplayDivergence:  # a replay's check of the function: said as it is
+        raise
+    except Exception as exc:
+        raise CachePolicyError(
+            f"system_prompt_cache_policy {name} raised {type(exc).__name__}: {exc} at call "
+            f"{call.k} (iteration {call.iteration}); make it return 'always' or 'never' for "
+            "every call"
+        ) from exc
+    if said not in CACHE_POLICIES or not isinstance(said, str):
+        raise CachePolicyError(
+            f"system_prompt_cache_policy {name} returned {said!r} at call {call.k} "
+            f"(iteration {call.iteration}); return 'always' (mark the system prompt) or "
+            "'never'"
+        )
+    return said
+
+
+def take_cache_options(options: dict[str, Any]) -> CachePolicy | None:
     """Replace the caching arguments of ``Agent.create`` in ``options`` by the ``cache``
-    request option they decide (left unset when none is given: nothing changes)."""
+    request option they decide (left unset when none is given: nothing changes). A function
+    policy is handed back: ``cache`` then holds the breakpoints of a call it answers
+    ``"always"`` for."""
     names = ("system_prompt_cache_policy", "cache_strategy", "caching_disabled")
     given = {name: options.pop(name) for name in names if name in options}
     if not given:
-        return
+        return None
     if options.get("cache") is not None:
         raise AgentBuildError(
             "Agent.create: cache= and the caching arguments were both given; use one "
             "(system_prompt_cache_policy=, cache_strategy=, caching_disabled=)"
         )
     policy = given.get("system_prompt_cache_policy", "always")
-    if callable(policy):
-        raise AgentBuildError(
-            "Agent.create: system_prompt_cache_policy takes 'always' or 'never'; a function "
-            "per call is not supported: decide per run with configure() returning "
-            "{'cache': [...]} (the breakpoints), which the record keeps"
-        )
+    function = policy if callable(policy) else None
+    if function is not None:
+        if given.get("caching_disabled"):
+            raise AgentBuildError(
+                "Agent.create: caching_disabled=True and a system_prompt_cache_policy "
+                "function were both given: the function would never be asked; drop one"
+            )
+        policy = "always"
     if policy not in CACHE_POLICIES:
         raise AgentBuildError(
             f"Agent.create: system_prompt_cache_policy={policy!r}: use 'always' (mark the "
@@ -83,6 +136,7 @@ def take_cache_options(options: dict[str, Any]) -> None:
         raise AgentBuildError(f"Agent.create: caching_disabled={disabled!r}: use True or False")
     chosen = () if disabled else CACHE_STRATEGIES[strategy]
     options["cache"] = [b for b in chosen if policy == "always" or b != "system"]
+    return function
 
 
 def check_cache(value: Any, where: str) -> list[str]:

@@ -111,7 +111,20 @@ def served_at(record: Record, k: int, *, member: str | None = None) -> LLMReques
         )
     state = _state_before(snap, calls[k - 1])
     _check_not_redacted(state, f"served_at(..., {k})")
-    return assemble(state).request
+    return assemble(state, breakpoints=_decided(state, calls[k - 1])).request
+
+
+def _decided(state: Any, commit: Any) -> tuple[str, ...] | None:
+    """Call ``commit``'s breakpoints as a cache policy function decided them: read from its
+    own receipt (the decision is committed with the call it made), else the settings'."""
+    if not state["settings"].get("cache_policy"):
+        return None
+    for op in reversed(commit.writes):
+        if op[1] == "receipts":
+            value = thaw(op[3])
+            receipt = value[-1] if isinstance(value, list) else value
+            return tuple(receipt["cache"]["breakpoints"])
+    return None
 
 
 def _check_not_redacted(state: Any, what: str) -> None:

@@ -36,6 +36,7 @@ from ..providers._mock import MockProvider
 from ..providers._options import REQUEST_OPTIONS
 from ..record._record import Record, _check_not_redacted, _llm_commits, _snapshot, receipts
 from ..runtime._agent import Agent
+from ._replay_cache import replay_cache_policy
 from ._replay_composition import member_snapshot, runner_from_recording
 from ._replay_memory import replay_memory
 from ._replay_middleware import replay_middleware
@@ -275,6 +276,7 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
     if cfg.gate is not None or any(t.gate is not None for t in cfg.tools.values()):
         builder.gate(recorded_gate(snap))  # what the gates decided, not asked again
     replay_middleware(builder, snap)  # what the links decided, not decided again
+    replay_cache_policy(builder, cfg.cache_policy, snap)  # as each receipt says it decided
     if cfg.evidence is not None:  # a pure function of the record: judged again
         builder.names_and_numbers_from_evidence(**cfg.evidence.record())
     if cfg.credentials is not None:  # the consents are replayed; no value is asked for

@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import anyio
 from pydantic import BaseModel
@@ -56,6 +56,7 @@ from ..messages._conversation import Conversation
 from ..messages._errors import AgentBuildError, InvalidAnswerError
 from ..messages._paused import Paused
 from ..middleware._message_doors import DENIED_KEY, denied_error
+from ..providers._caching import CachePolicy
 from ..providers._model_string import provider_for
 from ..providers._provider import Provider
 from ._agent_continue import Continuing
@@ -115,7 +116,7 @@ class Agent(
         cost_budget: tuple[float, Literal["warn", "halt"]] | None = None,
         skill_scoped_tools: bool = False,
         react_mode: Literal["dynamic", "classic"] = "dynamic",
-        system_prompt_cache_policy: Literal["always", "never"] | None = None,
+        system_prompt_cache_policy: Literal["always", "never"] | CachePolicy | None = None,
         cache_strategy: Literal["prefix", "conversation"] | None = None,
         caching_disabled: bool | None = None,
         cache: Sequence[str] | None = None,
@@ -265,6 +266,15 @@ class Agent(
     @property
     def name(self) -> str:
         return self._cfg.name
+
+    @property
+    def system_prompt_cache_policy(self) -> str | CachePolicy | None:
+        """The function deciding per call, else ``"always"`` or ``"never"`` (whether the
+        system prompt has a breakpoint); None when no caching is configured."""
+        cache = self._cfg.options.get("cache")
+        if self._cfg.cache_policy is not None or cache is None:
+            return cast("CachePolicy | None", self._cfg.cache_policy)
+        return "always" if "system" in cache else "never"
 
     def spec(self) -> FlowChart:
         """The agent's chart."""

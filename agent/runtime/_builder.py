@@ -112,7 +112,8 @@ class AgentBuilder(
         self._take_typed_options()
         self._take_grounding_options()
         self._take_validation_options()
-        take_cache_options(options)  # the caching arguments decide the ``cache`` option
+        # the caching arguments decide the ``cache`` option (and a function, call by call)
+        self._cache_policy = take_cache_options(options)
         self._request_options = check_request_options(options, "Agent.create: ")
         self._options = options
         self._system: str | None = None
@@ -323,6 +324,7 @@ class AgentBuilder(
             providers=list(self._providers),
             registered=(*self._tools, *traced),
             configure=self._configures[0] if self._configures else None,
+            cache_policy=self._cache_policy,
             output_model=output_model,
             output_retries=retries,
             wrap_up=o["wrap_up_at_max_iterations"] and (bool(tools) or skillset is not None),

@@ -205,7 +205,10 @@ def test_a_moving_piece_before_a_breakpoint_warns_once() -> None:
     ("options", "match"),
     [
         ({"system_prompt_cache_policy": "sometimes"}, "use 'always'"),
-        ({"system_prompt_cache_policy": lambda call: "always"}, "decide per run with configure"),
+        (
+            {"system_prompt_cache_policy": lambda call: "always", "caching_disabled": True},
+            "caching_disabled=True and a system_prompt_cache_policy function",
+        ),
         ({"cache_strategy": "everything"}, "use 'prefix' or 'conversation'"),
         ({"caching_disabled": "yes"}, "use True or False"),
         ({"cache": ["prompt"]}, "distinct breakpoints"),

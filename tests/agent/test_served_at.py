@@ -282,8 +282,15 @@ features = st.fixed_dictionaries(
         # reasoning asked for (thinking_budget) and returned: signed, redacted and unsigned
         # blocks on every scripted turn, sent back on the tool-use turns
         "thinking": st.sampled_from([None, "signed", "mixed"]),
+        # a system_prompt_cache_policy function: the system breakpoint on odd calls only
+        "cache_policy": st.sampled_from([None, "odd"]),
     }
 )
+
+
+def odd_calls(call):
+    """A cache policy function of the call number."""
+    return "always" if call.k % 2 else "never"
 
 
 class Down:
@@ -580,6 +587,7 @@ _HALTED_AFTER_WRAP_UP = {
     "validation": None,
     "fallback": None,
     "thinking": None,
+    "cache_policy": None,
 }
 _GROUNDED_HALT = {**_HALTED_AFTER_WRAP_UP, "evidence": "assist", "validation": "claims"}
 
@@ -651,6 +659,9 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
         replies = with_ledgers(replies, feature)
     if feature["thinking"]:
         replies = with_thinking(replies, feature["thinking"])
+    if feature["cache_policy"]:  # the function decides instead of the drawn breakpoints
+        options = {n: v for n, v in options.items() if n != "cache"}
+        options |= {"system_prompt_cache_policy": odd_calls, "cache_strategy": "conversation"}
     provider = mock(replies=replies)
     store = SqliteStore(tmp_path_factory.mktemp("db") / "runs.db") if feature["stored"] else None
     who = None
@@ -802,7 +813,7 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     for k, request in enumerate(provider.requests, start=1):
         # every option is in the request (tool_choice only with the tools it chooses from)
         for name, value in options.items():
-            if name == "cache":
+            if name in ("cache", "system_prompt_cache_policy", "cache_strategy"):
                 continue
             sent = getattr(request, name)
             if name == "tool_choice" and request.tools is None:
@@ -813,6 +824,11 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
             order = [b for b in ("tools", "system", "messages") if b in options["cache"]]
             assert request.cache == tuple(order)
             assert receipts(agent)[k - 1]["cache"] == {"breakpoints": order}
+    for n, receipt in enumerate(receipts(agent) if feature["cache_policy"] else (), start=1):
+        said = receipt["cache"]  # as the function decided: its number is the receipt's k
+        assert said["system"] == ("always" if receipt["k"] % 2 else "never")
+        assert ("system" in said["breakpoints"]) == (said["system"] == "always")
+        assert list(served_at(snap, n).cache or ()) == said["breakpoints"]
     last = receipts(agent)[-1]
     stopped = snap.state.get("stopped_early") or {}
     # an answer cut at max_tokens is never reported as finished
