@@ -99,6 +99,8 @@ class AgentConfig:
     check_ins: dict[str, str | None] = field(default_factory=dict)
     """Tools whose calls wait for a person's approval, with the question (``None``: a
     default naming the call)."""
+    thinking_handler: Any = None
+    """``.thinking_handler(fn)``: the ``ThinkingHandler`` of the ``thinking`` stage."""
     memories: tuple[Any, ...] = ()
     """``.memory(...)``: the :class:`~trackway.agent.memory.MemoryDefinition` s of the
     ``memory-recall`` and ``memory-write`` stages, in declaration order."""

@@ -282,6 +282,8 @@ features = st.fixed_dictionaries(
         # reasoning asked for (thinking_budget) and returned: signed, redacted and unsigned
         # blocks on every scripted turn, sent back on the tool-use turns
         "thinking": st.sampled_from([None, "signed", "mixed"]),
+        # .thinking_handler(fn): one that adds a block to every answer, or changes nothing
+        "thinking_handler": st.sampled_from([None, "note", "same"]),
     }
 )
 
@@ -322,6 +324,16 @@ def with_thinking(replies, kind):
             else reply
         )
     return out
+
+
+def noted(text, blocks):
+    """A thinking handler that adds a block saying how long the answer was."""
+    return text, [*blocks, {"kind": "reasoning", "text": f"read {len(text)} é"}]
+
+
+def same(text, blocks):
+    """A thinking handler that changes nothing."""
+    return text, blocks
 
 
 def with_middleware(builder, feature):
@@ -580,6 +592,7 @@ _HALTED_AFTER_WRAP_UP = {
     "validation": None,
     "fallback": None,
     "thinking": None,
+    "thinking_handler": None,
 }
 _GROUNDED_HALT = {**_HALTED_AFTER_WRAP_UP, "evidence": "assist", "validation": "claims"}
 
@@ -709,6 +722,8 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
         builder.window(summarize_oldest(keep_recent_turns=1, summarizer=summarizer))
     if feature["findings"]:
         builder.findings()
+    if feature["thinking_handler"]:
+        builder.thinking_handler(noted if feature["thinking_handler"] == "note" else same)
     if feature["skills"] == "scoped":
         builder._skill_scoped = True  # skill_scoped_tools=True, on a builder made above
     with_skills(builder, feature)
