@@ -254,3 +254,39 @@ def write_fixture() -> None:  # pragma: no cover - run by hand to refresh the fi
     agent, _ = built()
     agent.run_sync("EUR/USD?")
     save_recording(agent, FIXTURE)
+
+
+# -- retirements: what a vendor's request leaves out, no later request to it restores ----------
+
+
+def test_a_failed_call_then_resume_on_error_restores_no_reasoning_its_vendor_left_out():
+    """Retirement by construction for the provider paths: ``openai()`` sends no reasoning at
+    all and ``anthropic()`` no unsigned block, by kind, on every request (no state). So the
+    request that failed and the request that retries it from ``err.checkpoint`` leave out the
+    same reasoning, on each vendor's wire."""
+    from trackway.agent import RunCheckpointError
+    from trackway.agent.context._request import assemble
+    from trackway.agent.providers._anthropic import anthropic
+    from trackway.agent.providers._openai import openai
+
+    signed = {"kind": "thinking", "text": "Signed step.", "signature": "EqQBCgIYAhIM"}
+    unsigned = {"kind": "reasoning", "text": "Unsigned step."}
+    first = {
+        "tool_calls": [{"id": "c1", "name": "rate", "args": {}}],
+        "thinking": [signed, unsigned],
+    }
+    agent = Agent.create(provider=mock(replies=[first]), model="m").tool(RATE).build()
+    with pytest.raises(RunCheckpointError) as failed:  # the second call: the script ran out
+        agent.run_sync("EUR/USD?")
+    failed_request = assemble(agent.snapshot().state).request  # what the failed call sent
+    retry_provider = mock(replies=["1.08"])
+    retry = Agent.create(provider=retry_provider, model="m").tool(RATE).build()
+    assert retry.resume_on_error_sync(failed.value.checkpoint) == "1.08"
+    retried = retry_provider.requests[0]
+    assert retried.messages == failed_request.messages
+    for vendor in (openai("m", api_key="sk-test"), anthropic("m", api_key="sk-test")):
+        before, after = vendor.wire(failed_request), vendor.wire(retried)
+        assert before == after
+        assert b"Unsigned step." not in after
+    assert b"Signed step." in anthropic("m", api_key="sk-test").wire(retried)
+    assert b"Signed step." not in openai("m", api_key="sk-test").wire(retried)
