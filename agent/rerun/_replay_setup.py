@@ -252,6 +252,7 @@ def _unreachable(args: dict[str, Any], ctx: Any) -> str:  # pragma: no cover - r
 
 
 _RECORD_KEYS = (
+    "thinking_retired",
     "strategy",
     "iteration",
     "k",

@@ -290,3 +290,52 @@ def test_a_failed_call_then_resume_on_error_restores_no_reasoning_its_vendor_lef
         assert b"Unsigned step." not in after
     assert b"Signed step." in anthropic("m", api_key="sk-test").wire(retried)
     assert b"Signed step." not in openai("m", api_key="sk-test").wire(retried)
+
+
+def test_reasoning_a_window_left_out_of_a_failed_request_is_retired_from_its_checkpoint():
+    """The window's ledger says which entries' reasoning a request left out
+    (``thinking_retired``, committed before the call); the failed call's ``err.checkpoint``
+    and ``checkpoint()`` carry none of it, so the retry's request has no retired block."""
+    from trackway.agent import RunCheckpointError, sliding_window
+
+    def step(n: int) -> dict[str, Any]:
+        return {
+            "tool_calls": [{"id": f"c{n}", "name": "rate", "args": {}}],
+            "thinking": [{"kind": "reasoning", "text": f"step {n}"}],
+        }
+
+    agent = (
+        Agent.create(provider=mock(replies=[step(1), step(2), step(3)]), model="m")
+        .tool(RATE)
+        .window(sliding_window(keep_recent_turns=1), keep_last_tool_results=1)
+        .build()
+    )
+    with pytest.raises(RunCheckpointError) as failed:  # the fourth call: the script ran out
+        agent.run_sync("EUR/USD?")
+    rows = thaw(agent.snapshot().state)["window"]
+    retired = sorted(i for row in rows for i in row.get("thinking_retired", ()))
+    assert retired  # the window left reasoning out of a request before the call failed
+    history = failed.value.checkpoint.history
+    assert all("thinking" not in history[i] for i in retired)
+    kept = [m["thinking"][0]["text"] for m in history if "thinking" in m]
+    assert kept and "step 1" not in kept
+    retry_provider = mock(replies=["1.08"])
+    retry = Agent.create(provider=retry_provider, model="m").tool(RATE).build()
+    assert retry.resume_on_error_sync(failed.value.checkpoint) == "1.08"
+    served = [b.text for m in retry_provider.requests[0].messages for b in m.thinking or ()]
+    assert served == kept and "step 1" not in served
+    assert_law(agent)
+    replay_ok = replay(agent.snapshot())  # the ledger's new field replays as recorded
+    assert replay_ok is not None
+
+
+def test_a_run_that_retires_nothing_writes_no_retirement():
+    from trackway.agent import sliding_window
+
+    agent = (
+        Agent.create(provider=mock(replies=["1.08"]), model="m")
+        .window(sliding_window(keep_recent_turns=1))
+        .build()
+    )
+    agent.run_sync("EUR/USD?")
+    assert all("thinking_retired" not in row for row in thaw(agent.snapshot().state)["window"])
