@@ -63,6 +63,7 @@ from .messages._errors import ReplayDivergence as ReplayDivergence
 from .messages._errors import ResumeIdentityConflictError as ResumeIdentityConflictError
 from .messages._errors import RunCheckpointError as RunCheckpointError
 from .messages._errors import RunInFlightError as RunInFlightError
+from .messages._errors import ThinkingHandlerError as ThinkingHandlerError
 from .messages._errors import UnsupportedValuesError as UnsupportedValuesError
 from .messages._messages import LLMRequest as LLMRequest
 from .messages._messages import LLMResponse as LLMResponse
@@ -244,6 +245,7 @@ __all__ = [
     "StreamDelta",
     "StreamingProvider",
     "ThinkingBlock",
+    "ThinkingHandlerError",
     "ToolCall",
     "ToolSpec",
     "TranscriptCall",

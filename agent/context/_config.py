@@ -101,6 +101,8 @@ class AgentConfig:
     default naming the call)."""
     cache_policy: Any = None
     """A ``system_prompt_cache_policy`` function, asked before each call (else None)."""
+    thinking_handler: Any = None
+    """``.thinking_handler(fn)``: the ``ThinkingHandler`` of the ``thinking`` stage."""
     memories: tuple[Any, ...] = ()
     """``.memory(...)``: the :class:`~trackway.agent.memory.MemoryDefinition` s of the
     ``memory-recall`` and ``memory-write`` stages, in declaration order."""

@@ -304,6 +304,9 @@ async def window_stage(
         "removed": merge_ranges([t.head, t.end] for t in removed),
         "removed_messages": sum(t.count for t in removed),
     }
+    retired = [i for t in removed for i in range(t.head, t.end) if "thinking" in history[i]]
+    if retired:  # reasoning this request leaves out: no later request gets it back
+        record["thinking_retired"] = retired
     if refused:  # the strategy asked for turns the planner holds: they stay
         record["refused"] = refused
     if check.held:

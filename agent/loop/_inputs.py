@@ -23,6 +23,7 @@ from ..messages._errors import (
     MiddlewareFailedError,
     ResumeIdentityConflictError,
     RunCheckpointError,
+    ThinkingHandlerError,
 )
 from ..messages._messages import Message
 from ..messages._redaction import agent_policy
@@ -145,7 +146,13 @@ def surfaced(error: RunError) -> Exception:
     middleware link's failure as itself (``except ProviderError`` works), with the engine's
     :class:`StageError` kept on its ``stage_error``."""
     cause = error.__cause__
-    surfacing = (ProviderError, AgentBuildError, MiddlewareError, MiddlewareFailedError)
+    surfacing = (
+        ProviderError,
+        AgentBuildError,
+        MiddlewareError,
+        MiddlewareFailedError,
+        ThinkingHandlerError,
+    )
     if isinstance(error, StageError) and isinstance(cause, surfacing):
         cause.stage_error = error
         return cause

@@ -150,4 +150,17 @@ def carried_history(
         history.append(with_thinking(final, response) if isinstance(response, dict) else final)
     if redact:
         history = [{k: v for k, v in m.items() if k != "thinking"} for m in history]
+    return without_retired(state, history)
+
+
+def without_retired(
+    state: Mapping[str, Any], history: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """``history`` without the reasoning a context window retired in this run (the
+    ``thinking_retired`` of its ``window`` rows): once a request left it out, no conversation
+    carried on from the run (``checkpoint()``, ``err.checkpoint``) sends it again."""
+    retired = {i for row in state.get("window", ()) for i in row.get("thinking_retired", ())}
+    for i in retired:
+        if i < len(history) and "thinking" in history[i]:
+            history[i] = {k: v for k, v in history[i].items() if k != "thinking"}
     return history

@@ -45,6 +45,7 @@ from ..offer._offer import ToolSpecs, first_offer, offer_stage
 from ..offer._tool_choice import tool_choice_outcome
 from ..output._contract import contract_unmet
 from ..output._judged import answer_error, settle_output
+from ..providers.thinking import thinking_stages
 from ._coverage import answer_limits, with_limits
 from ._dispatch import Batch, dispatch, resumed
 from ._model_call import (
@@ -109,6 +110,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             settings["evidence"] = cfg.evidence.record()
         if cfg.validation is not None:  # the answer's checks, as data: a replay runs them
             settings["answer_validation"] = cfg.validation.record()
+        if cfg.thinking_handler is not None:  # which handler normalised the answers (by name)
+            settings["thinking_handler"] = cfg.thinking_handler.name
         if cfg.memories:  # each call is served what memory-recall committed
             settings["memory"] = [memory.record() for memory in cfg.memories]
         if cfg.self_explain is not None:  # the guide and the trace tools: replay rebuilds them
@@ -477,4 +480,5 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         "final": final,
         **memory_stages(cfg),
         **evidence_stages(cfg),
+        **thinking_stages(cfg.thinking_handler),
     }

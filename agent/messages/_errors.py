@@ -61,6 +61,7 @@ __all__ = [
     "ResumeIdentityConflictError",
     "RunCheckpointError",
     "RunInFlightError",
+    "ThinkingHandlerError",
     "UnsupportedValuesError",
 ]
 
@@ -209,6 +210,21 @@ class MiddlewareFailedError(AgentError, RuntimeError):
         self.middleware = middleware
         self.door = door
         self.quoted = (quoted,)  # what the link's exception said: masked under errors=True
+
+
+class ThinkingHandlerError(AgentError):
+    """A thinking handler (``.thinking_handler(fn)``) raised, or returned something other
+    than a ``(text, blocks)`` pair. The message names the handler (``.handler``) and the
+    model call (``.k``); a raised exception is the ``__cause__``. Raised from ``run`` as
+    itself, with the engine's :class:`~trackway.engine.StageError` on ``stage_error``; the
+    model's raw answer is kept in the record (``response``)."""
+
+    stage_error: StageError | None = None
+
+    def __init__(self, message: str, *, handler: str, k: int) -> None:
+        super().__init__(message)
+        self.handler = handler
+        self.k = k
 
 
 class MessageDeniedError(AgentError):

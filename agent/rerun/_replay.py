@@ -34,6 +34,7 @@ from ..messages._paused import Paused
 from ..output._chain import TYPED_INPUT
 from ..providers._mock import MockProvider
 from ..providers._options import REQUEST_OPTIONS
+from ..providers.thinking import recorded_handler
 from ..record._record import Record, _check_not_redacted, _llm_commits, _snapshot, receipts
 from ..runtime._agent import Agent
 from ._replay_cache import replay_cache_policy
@@ -277,6 +278,9 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
         builder.gate(recorded_gate(snap))  # what the gates decided, not asked again
     replay_middleware(builder, snap)  # what the links decided, not decided again
     replay_cache_policy(builder, cfg.cache_policy, snap)  # as each receipt says it decided
+    if cfg.thinking_handler is not None:  # what the handler returned, not run again
+        name = cfg.thinking_handler.name
+        builder.thinking_handler(recorded_handler(snap, name), name=name)
     if cfg.evidence is not None:  # a pure function of the record: judged again
         builder.names_and_numbers_from_evidence(**cfg.evidence.record())
     if cfg.credentials is not None:  # the consents are replayed; no value is asked for

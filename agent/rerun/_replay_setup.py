@@ -15,6 +15,7 @@ from ..context._window import WindowPlan, WindowVisit
 from ..explain._building import replay_self_explain
 from ..messages._errors import ReplayDivergence
 from ..providers._mock import MockProvider
+from ..providers.thinking import recorded_handler
 from ..runtime._agent import Agent
 from ._replay_memory import recorded_memories, replay_memory
 from ._replay_middleware import replay_middleware
@@ -97,6 +98,9 @@ def agent_from_recording(snap: Snapshot) -> Agent:
         builder.limits_travel_with_the_answer()
     if settings.get("findings"):
         builder.findings()
+    if settings.get("thinking_handler"):  # replaced by _replay_agent with what it returned
+        name = settings["thinking_handler"]
+        builder.thinking_handler(recorded_handler(snap, name), name=name)
     if settings.get("window"):
         keep = settings["window"].get("keep_last_tool_results", 2)
         builder.window(RecordedWindow(snap), keep_last_tool_results=keep)
@@ -248,6 +252,7 @@ def _unreachable(args: dict[str, Any], ctx: Any) -> str:  # pragma: no cover - r
 
 
 _RECORD_KEYS = (
+    "thinking_retired",
     "strategy",
     "iteration",
     "k",

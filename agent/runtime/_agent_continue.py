@@ -13,7 +13,7 @@ from trackway.tools import Identity
 
 from ..context._config import AgentConfig
 from ..loop._inputs import checkpointed, run_input
-from ..loop._model_call import carried_history
+from ..loop._model_call import carried_history, without_retired
 from ..messages._conversation import Conversation
 from ..messages._errors import (
     InvalidRunInputError,
@@ -68,7 +68,7 @@ class Continuing:
             or "history" not in state
         ):
             return error
-        history = [dict(m) for m in thaw(state["history"])]
+        history = without_retired(state, [dict(m) for m in thaw(state["history"])])
         failed = cast(RunCheckpointError, checkpointed(type(error))(*error.args))
         failed.__dict__.update(error.__dict__)
         failed.__cause__ = error.__cause__

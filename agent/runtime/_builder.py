@@ -28,6 +28,7 @@ from ..output._chain import fallback_stage
 from ..providers._caching import take_cache_options, warn_moving_pieces
 from ..providers._options import check_request_options, check_tool_choice
 from ..providers._provider import Provider
+from ..providers.thinking import ThinkingBuilding
 from ._builder_memory import MemoryBuilding
 from ._builder_skills import SkillsBuilding
 from ._typed import TypedBuilding
@@ -46,6 +47,7 @@ class AgentBuilder(
     ExplainBuilding,
     GroundingBuilding,
     ValidationBuilding,
+    ThinkingBuilding,
 ):
     """Configures an :class:`Agent`; ``build()`` declares its chart."""
 
@@ -350,6 +352,7 @@ class AgentBuilder(
             typed=self._typed_plan(self._provider, self._request_options, tools),
             self_explain=explain,
             evidence=self._evidence,
+            thinking_handler=self._thinking,
             validation=self._validation_plan(
                 {*tools, *(t.name for s in self._skills for t in s.tools)}
             ),
@@ -412,6 +415,8 @@ def _chart(cfg: AgentConfig) -> FlowChart:
         b = b.then("Offer", fns["offer"], id="offer", description=f"Offer this call's {what}")
     first = per_call[0] if per_call else "call-llm"
     b = b.then("Call LLM", fns["call-llm"], id="call-llm", description="Ask the model")
+    if cfg.thinking_handler is not None:  # the answer as the handler normalised it
+        b = b.then("Thinking", fns["thinking"], id="thinking", description="Normalise reasoning")
     d = b.decider("Route", fns["route"], id="route", description="Tools, retry or answer")
     if cfg.serves_tools:
         d = d.branch(

@@ -284,6 +284,8 @@ features = st.fixed_dictionaries(
         "thinking": st.sampled_from([None, "signed", "mixed"]),
         # a system_prompt_cache_policy function: the system breakpoint on odd calls only
         "cache_policy": st.sampled_from([None, "odd"]),
+        # .thinking_handler(fn): one that adds a block to every answer, or changes nothing
+        "thinking_handler": st.sampled_from([None, "note", "same"]),
     }
 )
 
@@ -329,6 +331,16 @@ def with_thinking(replies, kind):
             else reply
         )
     return out
+
+
+def noted(text, blocks):
+    """A thinking handler that adds a block saying how long the answer was."""
+    return text, [*blocks, {"kind": "reasoning", "text": f"read {len(text)} é"}]
+
+
+def same(text, blocks):
+    """A thinking handler that changes nothing."""
+    return text, blocks
 
 
 def with_middleware(builder, feature):
@@ -588,6 +600,7 @@ _HALTED_AFTER_WRAP_UP = {
     "fallback": None,
     "thinking": None,
     "cache_policy": None,
+    "thinking_handler": None,
 }
 _GROUNDED_HALT = {**_HALTED_AFTER_WRAP_UP, "evidence": "assist", "validation": "claims"}
 
@@ -720,6 +733,8 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
         builder.window(summarize_oldest(keep_recent_turns=1, summarizer=summarizer))
     if feature["findings"]:
         builder.findings()
+    if feature["thinking_handler"]:
+        builder.thinking_handler(noted if feature["thinking_handler"] == "note" else same)
     if feature["skills"] == "scoped":
         builder._skill_scoped = True  # skill_scoped_tools=True, on a builder made above
     with_skills(builder, feature)
