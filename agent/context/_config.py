@@ -57,6 +57,10 @@ class AgentConfig:
     """Cut longer tool results to this many characters (saying so)."""
     repeated_call_nudge: bool = True
     """Tell the model when a call repeats an earlier one's arguments and result."""
+    wrap_up_off_recorded: bool = False
+    """``wrap_up_at_max_iterations=False`` turned off a wrap-up that would apply: ``seed``
+    records it in settings, since a run that ends at its limit without one may leave no
+    other trace of it (a recording made before this is replayed without the key)."""
     parallel_tool_calls: int = 4
     """``max_parallel_tool_calls``: how many calls of one answer run at once."""
     gate: Callable[[dict[str, Any], ToolContext], Any] | None = None

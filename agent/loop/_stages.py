@@ -90,6 +90,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             settings["max_tool_result_chars"] = cfg.max_tool_result_chars
         if not cfg.repeated_call_nudge:
             settings["repeated_call_nudge"] = False
+        if cfg.wrap_up_off_recorded:
+            settings["wrap_up_at_max_iterations"] = False
         if cfg.limits_travel:  # the answer handed back gains a block
             settings["limits_travel"] = True
         if cfg.findings:  # schemas gain the reserved argument; results may be ticketed

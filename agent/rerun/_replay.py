@@ -254,6 +254,9 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
         max_parallel_tool_calls=cfg.parallel_tool_calls,
         stream=False,
     ).tools(tools[name] for name in cfg.registered)
+    # a recording made before the setting was recorded: replayed without it
+    kept = thaw(snap.state.get("settings")) or {}
+    builder._wrap_up_off_unrecorded = "wrap_up_at_max_iterations" not in kept
     if cfg.providers:  # what they offered, call by call, from the recording
         own = {t.name for p in cfg.providers for t in p.tools}
         offers, _ = recorded_offers(snap, [n for n in tools if n not in own])

@@ -47,7 +47,9 @@ def agent_from_recording(snap: Snapshot) -> Agent:
     writes: dict[str, Any] = {}
     seen: dict[str, dict[str, Any]] = {}
     judged_at = None  # the first stage that wrote of the output schema's verdicts
-    wrapped = True  # the wrap-up setting only shows once a run reaches its iteration limit
+    # the wrap-up setting, for a recording that does not hold it in settings: it shows once
+    # a run reaches its iteration limit
+    wrapped = True
     for c in snap.history():
         if c.frame == "" and c.stage_id == "wrap-up":
             wrapped = True
@@ -84,7 +86,7 @@ def agent_from_recording(snap: Snapshot) -> Agent:
         max_iterations=writes.get("max_iterations", 10),
         **recorded_options(settings),  # the native response format is the schema's
         name=snap.chart_id.removeprefix("agent-"),
-        wrap_up_at_max_iterations=wrapped,
+        wrap_up_at_max_iterations=settings.get("wrap_up_at_max_iterations", wrapped),
         tool_arg_validation=settings.get("tool_arg_validation", "enforce"),
         max_tool_result_chars=settings.get("max_tool_result_chars"),
         repeated_call_nudge=settings.get("repeated_call_nudge", True),
@@ -94,6 +96,8 @@ def agent_from_recording(snap: Snapshot) -> Agent:
         stream=False,
     )
 
+    if not wrapped and "wrap_up_at_max_iterations" not in settings:  # recorded before it was
+        builder._wrap_up_off_unrecorded = True
     if settings.get("limits_travel"):
         builder.limits_travel_with_the_answer()
     if settings.get("findings"):

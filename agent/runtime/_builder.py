@@ -91,6 +91,7 @@ class AgentBuilder(
                 "invalid arguments), 'warn' (run and emit an event) or 'off'"
             )
         self._arg_validation = validation
+        self._wrap_up_off_unrecorded = False  # set by a replay of an older recording
         cap = options.pop("max_tool_result_chars", None)
         if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
             raise AgentBuildError(
@@ -330,6 +331,9 @@ class AgentBuilder(
             output_model=output_model,
             output_retries=retries,
             wrap_up=o["wrap_up_at_max_iterations"] and (bool(tools) or skillset is not None),
+            wrap_up_off_recorded=not o["wrap_up_at_max_iterations"]
+            and (bool(tools) or skillset is not None)
+            and not self._wrap_up_off_unrecorded,
             stream=o["stream"],
             check_ins=dict(self._check_ins),
             arg_validation=self._arg_validation,

@@ -335,3 +335,30 @@ def test_a_failing_listener_does_not_silence_the_others():
     agent.run_sync("hi")
     assert "agent.turn_start" in seen
     assert [f.hook for f in agent.snapshot().recorder_failures] == ["on_emit"]
+
+
+def test_wrap_up_turned_off_is_in_settings_and_an_older_recording_without_it_replays(tmp_path):
+    from trackway.agent import load_recording, replay, save_recording
+
+    builder, _ = build(
+        [call("A", 1), call("B", 2)], max_iterations=2, wrap_up_at_max_iterations=False
+    )
+    agent = builder.build()
+    agent.run_sync("go")
+    assert agent.snapshot().state["settings"]["wrap_up_at_max_iterations"] is False
+    path = save_recording(agent, tmp_path / "run.json")
+    replay(load_recording(path))  # agentless: the setting is read from the record
+    # as this version's predecessor recorded it: the stop says what the setting was
+    text = path.read_text()
+    older = text.replace(',\\"wrap_up_at_max_iterations\\":false', "").replace(
+        ',"wrap_up_at_max_iterations":false', ""
+    )
+    assert older != text
+    (tmp_path / "older.json").write_text(older)
+    replayed = replay(load_recording(tmp_path / "older.json"))
+    assert "wrap_up_at_max_iterations" not in replayed.state["settings"]
+    replay(load_recording(tmp_path / "older.json"), agent)  # and against today's agent
+    default, _ = build([call("A", 1), "done"], max_iterations=2)
+    done = default.build()
+    done.run_sync("go")  # left on (the default): nothing written
+    assert "wrap_up_at_max_iterations" not in done.snapshot().state["settings"]

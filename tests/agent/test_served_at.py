@@ -603,6 +603,10 @@ _HALTED_AFTER_WRAP_UP = {
     "thinking_handler": None,
 }
 _GROUNDED_HALT = {**_HALTED_AFTER_WRAP_UP, "evidence": "assist", "validation": "claims"}
+# an answer a message link denies at the iteration limit, with no wrap-up: nothing but the
+# settings says wrap-up was off
+_DENIED_AT_LIMIT = {**_HALTED_AFTER_WRAP_UP, "cost": None, "logs": True, "limits": True}
+_DENIED_AT_LIMIT["messages"] = "deny-answer"
 
 
 @settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -618,6 +622,19 @@ _GROUNDED_HALT = {**_HALTED_AFTER_WRAP_UP, "evidence": "assist", "validation": "
     validation="enforce",
     cap=None,
     feature=_HALTED_AFTER_WRAP_UP,
+)
+@example(
+    steps=[{"tool_calls": [{"name": "logs", "args": {"q": ""}}]}, _LOOKUP],
+    max_iterations=2,
+    wrap=False,
+    temperature=None,
+    typed=False,
+    follow=False,
+    options={},
+    cut=False,
+    validation="enforce",
+    cap=None,
+    feature=_DENIED_AT_LIMIT,
 )
 @example(
     steps=[_LOOKUP] * 2,
