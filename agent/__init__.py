@@ -37,6 +37,17 @@ from .grounding import AnswerValidationLimits as AnswerValidationLimits
 from .grounding import DeclaredClaim as DeclaredClaim
 from .grounding import assess_answer as assess_answer
 from .grounding import claim as claim
+from .live import COMMENTARY_TEMPLATES as COMMENTARY_TEMPLATES
+from .live import DEFAULT_APP_NAME as DEFAULT_APP_NAME
+from .live import MESSAGE_LIMIT as MESSAGE_LIMIT
+from .live import THINKING_TEMPLATES as THINKING_TEMPLATES
+from .live import ChatBubbleLiveStatus as ChatBubbleLiveStatus
+from .live import LiveStatusStrategy as LiveStatusStrategy
+from .live import StatusLine as StatusLine
+from .live import Voice as Voice
+from .live import chat_bubble_live_status as chat_bubble_live_status
+from .live import commentary as commentary
+from .live import status_line as status_line
 from .memory import MemoryDefinition as MemoryDefinition
 from .memory import MemoryTurn as MemoryTurn
 from .memory import define_memory as define_memory
@@ -63,6 +74,7 @@ from .messages._errors import ReplayDivergence as ReplayDivergence
 from .messages._errors import ResumeIdentityConflictError as ResumeIdentityConflictError
 from .messages._errors import RunCheckpointError as RunCheckpointError
 from .messages._errors import RunInFlightError as RunInFlightError
+from .messages._errors import TemplateError as TemplateError
 from .messages._errors import ThinkingHandlerError as ThinkingHandlerError
 from .messages._errors import UnsupportedValuesError as UnsupportedValuesError
 from .messages._messages import LLMRequest as LLMRequest
@@ -152,9 +164,13 @@ from .skills import skill_graph as skill_graph
 __all__ = [
     "ALWAYS_SERVED_TOOLS",
     "CLASSIFIER_SCORER_UNAVAILABLE",
+    "COMMENTARY_TEMPLATES",
+    "DEFAULT_APP_NAME",
     "ENTRY_QUESTION",
+    "MESSAGE_LIMIT",
     "NO_COMPLETED_RUN",
     "STRICTNESS",
+    "THINKING_TEMPLATES",
     "TOOL_CHOICE_QUESTION",
     "TRACE_TOOLS",
     "Agent",
@@ -171,6 +187,7 @@ __all__ = [
     "CacheCall",
     "CachePolicyError",
     "CacheWarning",
+    "ChatBubbleLiveStatus",
     "CircuitBreaker",
     "CircuitOpenError",
     "Classifier",
@@ -198,6 +215,7 @@ __all__ = [
     "LLMCall",
     "LLMRequest",
     "LLMResponse",
+    "LiveStatusStrategy",
     "Loop",
     "MemoryDefinition",
     "MemoryTurn",
@@ -242,8 +260,10 @@ __all__ = [
     "Sequence",
     "Skill",
     "SkillGraph",
+    "StatusLine",
     "StreamDelta",
     "StreamingProvider",
+    "TemplateError",
     "ThinkingBlock",
     "ThinkingHandlerError",
     "ToolCall",
@@ -251,6 +271,7 @@ __all__ = [
     "TranscriptCall",
     "UnsupportedValuesError",
     "Usage",
+    "Voice",
     "WindowPlan",
     "WindowStrategy",
     "WindowVisit",
@@ -258,8 +279,10 @@ __all__ = [
     "agent_as_tool",
     "anthropic",
     "assess_answer",
+    "chat_bubble_live_status",
     "claim",
     "classifier_scorer",
+    "commentary",
     "conversation_redaction",
     "define_instruction",
     "define_memory",
@@ -284,6 +307,7 @@ __all__ = [
     "served_at",
     "skill_graph",
     "sliding_window",
+    "status_line",
     "summarize_oldest",
     "token_budget",
     "tool_run",

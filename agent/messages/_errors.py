@@ -5,6 +5,7 @@
     TrackwayError
     └── AgentError                   the agent layer
         ├── AgentBuildError          the agent was configured wrongly       (ValueError too)
+        │   └── TemplateError            a voice template with an unknown key or placeholder
         ├── InvalidRunInputError     run() was given input it cannot take   (ValueError too)
         │   └── ConversationFormatError   a conversation document this version cannot read
         ├── RunInFlightError         follow_up() while a turn is in flight
@@ -61,6 +62,7 @@ __all__ = [
     "ResumeIdentityConflictError",
     "RunCheckpointError",
     "RunInFlightError",
+    "TemplateError",
     "ThinkingHandlerError",
     "UnsupportedValuesError",
 ]
@@ -76,6 +78,12 @@ class AgentBuildError(AgentError, ValueError):
     engine's :class:`~trackway.engine.StageError` on ``stage_error``)."""
 
     stage_error: StageError | None = None
+
+
+class TemplateError(AgentBuildError):
+    """A voice setting that cannot be used: a template key no line is worded by, a
+    placeholder the key does not offer, a per-tool key for a tool the agent does not have,
+    or an empty ``app_name``. The message names the key and the valid ones."""
 
 
 class InvalidRunInputError(AgentError, ValueError):

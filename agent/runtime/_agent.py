@@ -42,6 +42,7 @@ from trackway.tools.define._sessions import run_end_reason
 from ..explain._explaining import Explaining
 from ..grounding._gate import withheld_error
 from ..grounding._validation_building import AnswerRecord
+from ..live._building import Voiced
 from ..loop._inputs import (
     QUESTION_KINDS,
     Runtime,
@@ -83,6 +84,7 @@ class Agent(
     TypedAnswers,
     Explaining,
     AnswerRecord,
+    Voiced,
 ):
     """An LLM agent whose every step is a commit. Build with ``Agent.create(...)``."""
 

@@ -20,6 +20,7 @@ from ..context._window import WindowStrategy
 from ..explain._building import ExplainBuilding
 from ..grounding._evidence_building import GroundingBuilding
 from ..grounding._validation_building import ValidationBuilding
+from ..live._building import LiveBuilding
 from ..loop._inputs import Runtime, tool_from_mapping
 from ..loop._stages import AgentConfig, stage_functions
 from ..messages._errors import AgentBuildError
@@ -48,6 +49,7 @@ class AgentBuilder(
     GroundingBuilding,
     ValidationBuilding,
     ThinkingBuilding,
+    LiveBuilding,
 ):
     """Configures an :class:`Agent`; ``build()`` declares its chart."""
 
@@ -373,7 +375,10 @@ class AgentBuilder(
         )
         from ._agent import Agent  # the agent module imports this one
 
-        return Agent(cfg, _chart(cfg), list(self._recorders), self._runtime)
+        named = {*tools, *(t.name for s in self._skills for t in s.tools)}
+        voice, live = self._live_plan(named, open_ended=bool(self._providers))
+        agent = Agent(cfg, _chart(cfg), [*self._recorders, *live], self._runtime)
+        return agent._give_voice(voice)  # type: ignore[no-any-return]
 
 
 def _one_model(provider: Provider, model: str | None) -> str:
