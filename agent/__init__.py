@@ -136,6 +136,7 @@ from .record._transcript import transcript as transcript
 from .rerun._replay import replay as replay
 from .rerun._replay import replay_async as replay_async
 from .runtime._agent import Agent as Agent
+from .runtime._agent_continue import Turn as Turn
 from .runtime._agent_tool import agent_as_tool as agent_as_tool
 from .runtime._agent_tool import tool_run as tool_run
 from .runtime._builder import AgentBuilder as AgentBuilder
@@ -269,6 +270,7 @@ __all__ = [
     "ToolCall",
     "ToolSpec",
     "TranscriptCall",
+    "Turn",
     "UnsupportedValuesError",
     "Usage",
     "Voice",

@@ -8,4 +8,16 @@ imports it. Its dependencies (Starlette, sse-starlette, uvicorn) come with the `
 extra: ``pip install 'trackway[serve]'``.
 """
 
-__all__: list[str] = []
+from ._standing import CloseHook as CloseHook
+from ._standing import SessionClosedError as SessionClosedError
+from ._standing import SessionLifecycle as SessionLifecycle
+from ._standing import SessionOwnerError as SessionOwnerError
+from ._standing import StandingAgent as StandingAgent
+
+__all__ = [
+    "CloseHook",
+    "SessionClosedError",
+    "SessionLifecycle",
+    "SessionOwnerError",
+    "StandingAgent",
+]

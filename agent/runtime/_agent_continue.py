@@ -6,9 +6,9 @@ the conversation a provider failure carried, see ``_with_checkpoint``). A part o
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
-from trackway.engine import Executor, RunResult, Snapshot, thaw
+from trackway.engine import Checkpoint, Executor, RunResult, Snapshot, thaw
 from trackway.tools import Identity
 
 from ..context._config import AgentConfig
@@ -27,7 +27,17 @@ from ..messages._paused import Paused
 from ..middleware._message_doors import DENIED_KEY
 from ..providers._provider import MissingAPIKeyError, ProviderError
 
-__all__ = ["Continuing"]
+__all__ = ["Continuing", "Turn"]
+
+
+class Turn(NamedTuple):
+    """One turn of a conversation a host keeps itself (:meth:`Continuing.turn`): what the
+    run returned, the conversation to continue next (None while it waits on a question:
+    continue with :meth:`Continuing.resume_turn`) and the run's id."""
+
+    outcome: str | Paused
+    conversation: Conversation | None
+    run_id: str
 
 
 class Continuing:
@@ -57,6 +67,15 @@ class Continuing:
         ) -> str | Paused: ...
 
         def _state(self) -> Mapping[str, Any]: ...
+
+        def _resuming(
+            self,
+            checkpoint: Checkpoint | str | bytes,
+            answer: Any,
+            identity: Identity | Mapping[str, Any] | None,
+            session_id: str | None,
+            timeout: float | None,
+        ) -> Callable[[Executor], Awaitable[RunResult]]: ...
 
     def _with_checkpoint(self, error: Exception, state: Mapping[str, Any]) -> Exception:
         """A provider failure, carrying the conversation up to the last completed iteration
@@ -118,7 +137,10 @@ class Continuing:
         from an earlier run with ``run(..., continue_from=...)``. After an answer an output
         link denied, the conversation holds no answer. The model's reasoning travels with the
         turns it came with (the answer's too); ``redact_thinking=True`` leaves all of it out."""
-        state = self._state()
+        return self._conversation(self._state(), redact_thinking)
+
+    def _conversation(self, state: Mapping[str, Any], redact_thinking: bool) -> Conversation:
+        """The conversation a run with final ``state`` leaves (see :meth:`checkpoint`)."""
         refused = state.get(DENIED_KEY)
         if refused is not None and refused["door"] == "input":
             raise NoConversationError(
@@ -175,3 +197,42 @@ class Continuing:
             continue_from=self.checkpoint(),
             timeout=timeout,
         )
+
+    async def turn(
+        self,
+        message: str | Mapping[str, Any],
+        *,
+        continue_from: Conversation | None = None,
+        identity: Identity | Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        timeout: float | None = None,
+    ) -> Turn:
+        """Run one turn like :meth:`run` and hand back, with its outcome, the conversation
+        that turn leaves: what a host keeping many conversations on one agent continues
+        next (``checkpoint()`` reads the agent's last run, which may be another caller's)."""
+        initial = run_input(message, continue_from, identity, session_id)
+        kept: list[RunResult] = []
+        outcome = await self._drive(
+            lambda ex: ex.run(initial, timeout=timeout, raise_on_error=False), kept
+        )
+        return self._turn(outcome, kept[0])
+
+    async def resume_turn(
+        self,
+        checkpoint: Checkpoint | str | bytes,
+        answer: Any,
+        *,
+        identity: Identity | Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        timeout: float | None = None,
+    ) -> Turn:
+        """:meth:`resume` a paused turn, handing back the conversation it leaves (see
+        :meth:`turn`)."""
+        kept: list[RunResult] = []
+        start = self._resuming(checkpoint, answer, identity, session_id, timeout)
+        return self._turn(await self._drive(start, kept), kept[0])
+
+    def _turn(self, outcome: str | Paused, result: RunResult) -> Turn:
+        paused = isinstance(outcome, Paused)
+        conversation = None if paused else self._conversation(result.state, False)
+        return Turn(outcome, conversation, result.run_id)
