@@ -179,10 +179,13 @@ def test_idle_sessions_close_on_the_lazy_sweep(tmp_path: Path) -> None:
 
 
 def test_shutdown_flushes_the_turns_in_flight_then_closes_every_session(tmp_path: Path) -> None:
-    started = []
+    started: list[int] = []
+    both: list[anyio.Event] = []  # made in the test's event loop
 
     async def slow(request: LLMRequest) -> str:
         started.append(1)
+        if len(started) == 2:
+            both[0].set()
         await anyio.sleep(0.05)
         return "slow answer"
 
@@ -204,6 +207,7 @@ def test_shutdown_flushes_the_turns_in_flight_then_closes_every_session(tmp_path
 
     async def main() -> list[str]:
         answers: list[str] = []
+        both.append(anyio.Event())
 
         async def send(sid: str) -> None:
             answers.append(str(await host.send(sid, "hi", identity=ANA)))
@@ -211,8 +215,7 @@ def test_shutdown_flushes_the_turns_in_flight_then_closes_every_session(tmp_path
         async with anyio.create_task_group() as group:
             group.start_soon(send, "a")
             group.start_soon(send, "b")
-            while len(started) < 2:
-                await anyio.sleep(0.001)
+            await both[0].wait()
             await host.shutdown()  # waits for both turns
             assert sorted(answers) == ["slow answer", "slow answer"]
         with pytest.raises(SessionClosedError):
