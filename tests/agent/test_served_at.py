@@ -26,6 +26,7 @@ from trackway.agent import (
     UnsupportedValuesError,
     act,
     assess_answer,
+    chat_bubble_live_status,
     claim,
     classifier_scorer,
     define_instruction,
@@ -286,8 +287,14 @@ features = st.fixed_dictionaries(
         "cache_policy": st.sampled_from([None, "odd"]),
         # .thinking_handler(fn): one that adds a block to every answer, or changes nothing
         "thinking_handler": st.sampled_from([None, "note", "same"]),
+        # .live_status(...) with a voice: an observer that writes nothing (one whose on_line
+        # raises is tests/agent/test_live_status.py's: a recording keeps no recorder failure)
+        "live": st.sampled_from([None, "bubble"]),
     }
 )
+
+
+LIVE = {"bubble": lambda line: None}
 
 
 def odd_calls(call):
@@ -752,6 +759,9 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
         builder.findings()
     if feature["thinking_handler"]:
         builder.thinking_handler(noted if feature["thinking_handler"] == "note" else same)
+    if feature.get("live"):
+        builder.live_status(strategy=chat_bubble_live_status(on_line=LIVE[feature["live"]]))
+        builder.thinking_templates({"tool.progress": "{app}: {message}"}).app_name("Ada")
     if feature["skills"] == "scoped":
         builder._skill_scoped = True  # skill_scoped_tools=True, on a builder made above
     with_skills(builder, feature)
