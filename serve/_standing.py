@@ -78,6 +78,7 @@ class _Session:
     busy: int = 0
     pending: Paused | None = None
     turns: int = 0
+    ended: bool = False  # closed while a turn waited on the lock
 
 
 class StandingAgent:
@@ -86,7 +87,8 @@ class StandingAgent:
     ``sessions``: a :class:`SessionLifecycle` keeping conversations past this process
     (none: in memory; with a store on the agent every turn is a stored run either way).
     ``idle_seconds``: a session untouched this long is closed (reason ``"idle"``) by the
-    next ``send``, ``close`` or :meth:`sweep`; never by a timer. ``on_close``: hooks
+    next ``send``, ``resume`` or :meth:`sweep`; never by a timer. ``max_sessions``: past this
+    many open, the least recently used idle ones close (reason ``"evicted"``). ``on_close``: hooks
     called with ``(session_id, reason)`` as each session ends; one that raises is logged and
     kept on :attr:`hook_failures`, and the others still run. ``shutdown_on``: signals (e.g.
     ``signal.SIGTERM``) that shut it down while it is entered with ``async with``; none by
@@ -99,6 +101,7 @@ class StandingAgent:
         *,
         sessions: SessionLifecycle | None = None,
         idle_seconds: float | None = None,
+        max_sessions: int | None = None,
         on_close: CloseHook | Iterable[CloseHook] = (),
         shutdown_on: Iterable[signal.Signals] = (),
         clock: Callable[[], float] = time.monotonic,
@@ -111,7 +114,12 @@ class StandingAgent:
             or idle_seconds <= 0
         ):
             raise ValueError(f"idle_seconds={idle_seconds!r}: use a positive number or None")
+        if max_sessions is not None and (
+            isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1
+        ):
+            raise ValueError(f"max_sessions={max_sessions!r}: use a whole number >= 1 or None")
         self.agent = agent
+        self._max = max_sessions
         self._lifecycle = sessions
         self._idle = idle_seconds
         self._hooks: list[CloseHook] = [on_close] if callable(on_close) else list(on_close)
@@ -154,6 +162,7 @@ class StandingAgent:
         session = await self._enter(session_id, identity)
         try:
             async with session.lock:
+                self._refuse_ended(session)
                 if session.pending is not None:
                     raise PendingQuestionError(
                         f"session {session_id!r} waits for an answer to "
@@ -182,6 +191,7 @@ class StandingAgent:
         session = await self._enter(session_id, identity, create=False)
         try:
             async with session.lock:
+                self._refuse_ended(session)
                 pending = session.pending
                 if pending is None:
                     raise PendingQuestionError(
@@ -198,6 +208,14 @@ class StandingAgent:
                 return self._took(session, turn)
         finally:
             await self._leave(session)
+
+    @staticmethod
+    def _refuse_ended(session: _Session) -> None:
+        if session.ended:
+            raise SessionClosedError(
+                f"session {session.session_id!r} was closed while this turn waited for the "
+                "one before it: send again to start a new session"
+            )
 
     def _took(self, session: _Session, turn: Turn) -> str | Paused:
         session.turns += 1
@@ -227,6 +245,7 @@ class StandingAgent:
             kept = None if self._lifecycle is None else self._lifecycle.hydrate(session_id)
             session = _Session(session_id, caller, kept, self._clock())
             self._sessions[session_id] = session
+            await self._evict()
         elif not self._same(session.owner, caller):
             raise SessionOwnerError(
                 f"session {session_id!r} belongs to another identity: it is not continued, "
@@ -268,6 +287,7 @@ class StandingAgent:
             if self._sessions.get(session_id) is not session:
                 return False  # closed meanwhile
             del self._sessions[session_id]
+            session.ended = True
         self.closed.append((session_id, reason))
         for hook in self._hooks:
             try:
@@ -304,6 +324,17 @@ class StandingAgent:
             if s.busy == 0 and now - s.last_used > self._idle
         ]
         return [sid for sid in idle if await self.close(sid, "idle", identity=self._owner(sid))]
+
+    async def _evict(self) -> None:
+        """Past ``max_sessions`` open, close the coldest idle ones (reason ``"evicted"``)."""
+        if self._max is None:
+            return
+        idle = sorted(
+            (s for s in self._sessions.values() if s.busy == 0 and s.turns > 0),
+            key=lambda s: s.last_used,
+        )
+        for cold in idle[: max(0, len(self._sessions) - self._max)]:
+            await self.close(cold.session_id, "evicted", identity=cold.owner)
 
     def _owner(self, session_id: str) -> Identity | None:
         held = self._sessions.get(session_id)
@@ -354,6 +385,35 @@ class StandingAgent:
             lambda: self.send(session_id, message, identity=identity, timeout=timeout),
             name="StandingAgent.send_sync",
             twin="await standing.send(...)",
+        )
+
+    def resume_sync(
+        self,
+        session_id: str,
+        answer: Any,
+        *,
+        identity: Identity | Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+    ) -> str | Paused:
+        """Sync twin of :meth:`resume`."""
+        return run_sync(
+            lambda: self.resume(session_id, answer, identity=identity, timeout=timeout),
+            name="StandingAgent.resume_sync",
+            twin="await standing.resume(...)",
+        )
+
+    def close_sync(
+        self,
+        session_id: str,
+        reason: str = "closed",
+        *,
+        identity: Identity | Mapping[str, Any] | None = None,
+    ) -> bool:
+        """Sync twin of :meth:`close`."""
+        return run_sync(
+            lambda: self.close(session_id, reason, identity=identity),
+            name="StandingAgent.close_sync",
+            twin="await standing.close(...)",
         )
 
     # -- shutdown_on -------------------------------------------------------------------------

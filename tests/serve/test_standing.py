@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 from collections.abc import Iterator
@@ -351,3 +352,60 @@ def test_a_session_lifecycle_carries_a_conversation_across_a_restart(tmp_path: P
     first.shutdown_sync()
     again = StandingAgent(_agent(tmp_path), sessions=kept)  # a new process, the same store
     assert again.send_sync("s1", "two", identity=ANA) == "one | two"
+
+
+def test_past_max_sessions_the_coldest_idle_session_is_evicted(tmp_path: Path) -> None:
+    now = [0.0]
+    closed: list[tuple[str, str]] = []
+    host = StandingAgent(
+        _agent(tmp_path),
+        max_sessions=2,
+        on_close=lambda s, r: closed.append((s, r)),
+        clock=lambda: now[0],
+    )
+    for t, sid in enumerate(["a", "b", "a", "c"]):
+        now[0] = float(t)
+        host.send_sync(sid, "hi", identity=ANA)
+    assert closed == [("b", "evicted")]  # "a" was used after "b"
+    assert sorted(host.session_ids) == ["a", "c"]
+    assert host.close_sync("a", "done", identity=ANA) and closed[-1] == ("a", "done")
+
+
+def test_a_turn_waiting_on_a_session_closed_meanwhile_is_refused(tmp_path: Path) -> None:
+    both: list[anyio.Event] = []
+
+    async def slow(request: LLMRequest) -> Any:
+        from trackway.agent import LLMResponse
+
+        both[0].set()
+        await anyio.sleep(0.05)
+        return LLMResponse(content="first")
+
+    class Slow:
+        name = "slow"
+
+        async def complete(self, request: LLMRequest) -> Any:
+            return await slow(request)
+
+    host = StandingAgent(Agent.create(provider=Slow(), model="m").build())  # type: ignore[arg-type]
+
+    async def main() -> list[Any]:
+        both.append(anyio.Event())
+        outcomes: list[Any] = []
+
+        async def send(text: str) -> None:
+            try:
+                outcomes.append(await host.send("s1", text, identity=ANA))
+            except SessionClosedError as exc:
+                outcomes.append(type(exc).__name__)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(send, "one")
+            await both[0].wait()  # the first turn is running
+            group.start_soon(functools.partial(host.close, "s1", "logout", identity=ANA))
+            await anyio.sleep(0.001)
+            group.start_soon(send, "two")  # waits behind the close
+        return outcomes
+
+    assert run_async(main) == ["first", "SessionClosedError"]
+    assert host.closed == [("s1", "logout")] and host.session_ids == []
