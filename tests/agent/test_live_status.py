@@ -360,3 +360,49 @@ def test_commentary_tells_progress_as_a_fact_and_reads_an_agents_own_voice() -> 
     assert told.count(progress) == 2  # the fact, twice; never "hop 1 of 3"
     assert not any("hop" in line for line in told)
     assert "Ada called walk." in told and "walk done: success." in told
+
+
+def test_a_recording_with_progress_from_this_version_is_narrated_and_worded() -> None:
+    """A recording kept from this version (tests/agent/fixtures/recording-live-v1.jsonl: two
+    parallel walk_graph calls, each reporting a message, one of 141 characters, then
+    numbers) replays without its agent, is narrated, and its recorded events word the same
+    status lines a live bubble showed."""
+    loaded = load_recording(Path(__file__).parent / "fixtures" / "recording-live-v1.jsonl")
+    assert assert_law(loaded) == 2
+    replayed = replay(loaded)
+    assert [c.stage_path for c in replayed.history()] == [c.stage_path for c in loaded.history()]
+    told = commentary(loaded, app_name="Walker")
+    assert told == [
+        "The user asked Walker a question.",
+        "Walker asked the model m.",
+        "Walker called walk_graph.",
+        "Walker called walk_graph.",
+        "The walk_graph tool reported progress while it was still running.",
+        "The walk_graph tool reported progress while it was still running.",
+        "The walk_graph tool finished (success).",
+        "The walk_graph tool reported progress while it was still running.",
+        "The walk_graph tool reported progress while it was still running.",
+        "The walk_graph tool finished (success).",
+        "Walker asked the model m.",
+        "Walker answered after 2 model call(s).",
+    ]
+    shown: list[StatusLine | None] = []
+    bubble = chat_bubble_live_status(on_line=shown.append)
+    voice = Agent.create(provider=mock(reply="x"), model="m").build().voice
+    for commit in loaded.history():
+        for event in commit.events:
+            bubble.heard(loaded.run_id, event.name, event.payload, voice)
+    bubble.ended(loaded.run_id)
+    assert [None if x is None else (x.call_id, x.text) for x in shown] == [
+        (None, "Thinking…"),
+        ("c1", "Running walk_graph…"),
+        ("c2", "Running walk_graph…"),
+        ("c1", "hop 1 of 2 " + "x" * 109 + "… (+21 more)"),
+        ("c1", "walk_graph is still working (2 reports so far)…"),
+        ("c2", "Running walk_graph…"),
+        ("c2", "hop 1 of 2"),
+        ("c2", "walk_graph is still working (2 reports so far)…"),
+        None,
+        (None, "Thinking…"),
+        None,
+    ]
