@@ -5,10 +5,12 @@ the conversation a provider failure carried, see ``_with_checkpoint``). A part o
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from trackway.engine import Checkpoint, Executor, RunResult, Snapshot, thaw
+from trackway.engine.core._sync import run_sync
 from trackway.tools import Identity
 
 from ..context._config import AgentConfig
@@ -231,6 +233,46 @@ class Continuing:
         kept: list[RunResult] = []
         start = self._resuming(checkpoint, answer, identity, session_id, timeout)
         return self._turn(await self._drive(start, kept), kept[0])
+
+    def turn_sync(
+        self,
+        message: str | Mapping[str, Any],
+        *,
+        continue_from: Conversation | None = None,
+        identity: Identity | Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        timeout: float | None = None,
+    ) -> Turn:
+        """Sync twin of :meth:`turn`."""
+        call = functools.partial(
+            self.turn,
+            message,
+            continue_from=continue_from,
+            identity=identity,
+            session_id=session_id,
+            timeout=timeout,
+        )
+        return run_sync(call, name="Agent.turn_sync", twin="await agent.turn(...)")
+
+    def resume_turn_sync(
+        self,
+        checkpoint: Checkpoint | str | bytes,
+        answer: Any,
+        *,
+        identity: Identity | Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        timeout: float | None = None,
+    ) -> Turn:
+        """Sync twin of :meth:`resume_turn`."""
+        call = functools.partial(
+            self.resume_turn,
+            checkpoint,
+            answer,
+            identity=identity,
+            session_id=session_id,
+            timeout=timeout,
+        )
+        return run_sync(call, name="Agent.resume_turn_sync", twin="await agent.resume_turn(...)")
 
     def _turn(self, outcome: str | Paused, result: RunResult) -> Turn:
         paused = isinstance(outcome, Paused)

@@ -409,3 +409,14 @@ def test_a_turn_waiting_on_a_session_closed_meanwhile_is_refused(tmp_path: Path)
 
     assert run_async(main) == ["first", "SessionClosedError"]
     assert host.closed == [("s1", "logout")] and host.session_ids == []
+
+
+def test_agent_turn_hands_back_the_conversation_each_turn_leaves(tmp_path: Path) -> None:
+    agent = _agent(tmp_path)
+    first = agent.turn_sync("one", identity=ANA)
+    other = agent.turn_sync("elsewhere")  # the agent's last run is now another conversation
+    assert first.outcome == "one" and first.conversation is not None
+    assert first.conversation != agent.checkpoint()
+    assert other.conversation == agent.checkpoint()
+    again = agent.turn_sync("two", continue_from=first.conversation, identity=ANA)
+    assert again.outcome == "one | two" and again.run_id not in (first.run_id, other.run_id)
