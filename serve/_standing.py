@@ -52,11 +52,16 @@ CloseHook = Callable[[str, str], "Awaitable[Any] | Any"]
 
 class SessionLifecycle(Protocol):
     """Where a standing agent keeps conversations beyond its process: ``hydrate`` a session
-    it does not hold (None: a new one) and ``persist`` each turn's conversation."""
+    it does not hold, as ``(owner, conversation)`` (None: a new session), and ``persist``
+    each turn's conversation with the session's owner (the identity of its first turn). The
+    owner travels with it so a session taken up again after a restart is still refused to
+    every other identity."""
 
-    def hydrate(self, session_id: str) -> Conversation | None: ...
+    def hydrate(self, session_id: str) -> tuple[Identity | None, Conversation] | None: ...
 
-    def persist(self, session_id: str, conversation: Conversation) -> None: ...
+    def persist(
+        self, session_id: str, owner: Identity | None, conversation: Conversation
+    ) -> None: ...
 
 
 class SessionOwnerError(ServeError):
@@ -224,7 +229,7 @@ class StandingAgent:
         elif turn.conversation is not None:
             session.conversation = turn.conversation
             if self._lifecycle is not None:
-                self._lifecycle.persist(session.session_id, turn.conversation)
+                self._lifecycle.persist(session.session_id, session.owner, turn.conversation)
         return turn.outcome
 
     async def _enter(
@@ -243,7 +248,13 @@ class StandingAgent:
             if not create:
                 raise SessionOwnerError(f"no open session {session_id!r}")
             kept = None if self._lifecycle is None else self._lifecycle.hydrate(session_id)
-            session = _Session(session_id, caller, kept, self._clock())
+            if kept is not None and not self._same(kept[0], caller):
+                raise SessionOwnerError(
+                    f"session {session_id!r} belongs to another identity: it is not "
+                    "continued for this caller"
+                )
+            owner, conversation = (caller, None) if kept is None else kept
+            session = _Session(session_id, owner, conversation, self._clock())
             self._sessions[session_id] = session
             await self._evict()
         elif not self._same(session.owner, caller):

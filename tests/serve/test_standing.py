@@ -335,22 +335,31 @@ class Kept:
     """A session lifecycle in a dict: what survives a restart of the host."""
 
     def __init__(self) -> None:
-        self.docs: dict[str, bytes] = {}
+        self.docs: dict[str, tuple[str | None, bytes]] = {}
 
-    def hydrate(self, session_id: str) -> Conversation | None:
-        doc = self.docs.get(session_id)
-        return None if doc is None else Conversation.from_json(doc)
+    def hydrate(self, session_id: str) -> tuple[Identity | None, Conversation] | None:
+        if session_id not in self.docs:
+            return None
+        owner, doc = self.docs[session_id]
+        who = None if owner is None else Identity.model_validate_json(owner)
+        return who, Conversation.from_json(doc)
 
-    def persist(self, session_id: str, conversation: Conversation) -> None:
-        self.docs[session_id] = conversation.to_json()
+    def persist(self, session_id: str, owner: Identity | None, conversation: Conversation) -> None:
+        who = None if owner is None else owner.model_dump_json()
+        self.docs[session_id] = (who, conversation.to_json())
 
 
-def test_a_session_lifecycle_carries_a_conversation_across_a_restart(tmp_path: Path) -> None:
+def test_a_session_lifecycle_carries_a_conversation_and_its_owner_across_a_restart(
+    tmp_path: Path,
+) -> None:
     kept = Kept()
     first = StandingAgent(_agent(tmp_path), sessions=kept)
     assert first.send_sync("s1", "one", identity=ANA) == "one"
     first.shutdown_sync()
     again = StandingAgent(_agent(tmp_path), sessions=kept)  # a new process, the same store
+    with pytest.raises(SessionOwnerError):  # taken up again: still not another identity's
+        again.send_sync("s1", "what was said?", identity=BOB)
+    assert again.session_ids == []
     assert again.send_sync("s1", "two", identity=ANA) == "one | two"
 
 
