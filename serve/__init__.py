@@ -8,4 +8,30 @@ imports it. Its dependencies (Starlette, sse-starlette, uvicorn) come with the `
 extra: ``pip install 'trackway[serve]'``.
 """
 
-__all__: list[str] = []
+from ._app import serve_agent as serve_agent
+from ._auth import Authenticate as Authenticate
+from ._auth import ServeError as ServeError
+from ._auth import Unauthenticated as Unauthenticated
+from ._guard import loopback_auth as loopback_auth
+from ._hub import EventHub as EventHub
+from ._hub import SentEvent as SentEvent
+from ._sse import RunEnd as RunEnd
+from ._sse import UnknownRun as UnknownRun
+from ._sse import hub_for as hub_for
+from ._sse import run_events as run_events
+from ._sse import to_sse as to_sse
+
+__all__ = [
+    "Authenticate",
+    "EventHub",
+    "RunEnd",
+    "SentEvent",
+    "ServeError",
+    "Unauthenticated",
+    "UnknownRun",
+    "hub_for",
+    "loopback_auth",
+    "run_events",
+    "serve_agent",
+    "to_sse",
+]
