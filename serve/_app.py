@@ -22,6 +22,7 @@ from starlette.routing import Route
 from trackway.agent import (
     Agent,
     Conversation,
+    DecisionRequiredError,
     InvalidAnswerError,
     InvalidRunInputError,
 )
@@ -192,7 +193,7 @@ def serve_agent(
             return refuse(409, f"run {run_id} waits for no answer")
         try:
             await host.launch(lambda: agent.resume(run_id, given, identity=owner))
-        except InvalidAnswerError as exc:
+        except (InvalidAnswerError, DecisionRequiredError) as exc:
             return refuse(400, str(exc))
         except CheckpointClaimedError as exc:
             return refuse(409, str(exc))
