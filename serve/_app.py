@@ -218,6 +218,8 @@ def serve_agent(
 
     async def page(request: Request) -> Response:
         name = request.path_params.get("asset", "chat.html")
+        if name == "favicon.ico":
+            return Response(status_code=204)
         if name not in _PAGE_TYPES:
             return refuse(404, "no such file")
         text = (resources.files("trackway.serve") / name).read_text(encoding="utf-8")

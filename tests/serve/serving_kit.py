@@ -4,6 +4,7 @@ uvicorn server in a thread, and an SSE reader."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Iterator
@@ -57,12 +58,17 @@ def weather_agent(
     """The agent: one tool call (``weather``, which reports progress carrying
     :data:`SECRET`, then waits on ``gate``), then the answer "It is sunny in Oslo."."""
 
-    def weather(args: dict[str, Any], ctx: Any) -> str:
+    async def weather(args: dict[str, Any], ctx: Any) -> str:
+        # async, waiting without blocking the loop: a served run shares the server's loop
         ctx.progress({"message": f"looking up {args.get('city')}", "token": SECRET})
         if reached is not None:
             reached.set()
-        if gate is not None and not gate.wait(20):
-            raise TimeoutError("the test never opened the gate")
+        waited = 0.0
+        while gate is not None and not gate.is_set():
+            await asyncio.sleep(0.02)
+            waited += 0.02
+            if waited > 20:
+                raise TimeoutError("the test never opened the gate")
         return "sunny, 21 C"
 
     tool = define_tool(
