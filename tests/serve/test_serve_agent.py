@@ -164,3 +164,33 @@ def test_serve_agent_needs_a_store(tmp_path: Path) -> None:
     agent = Agent.create(provider=mock(reply={"content": "x"}), model="m").build()
     with pytest.raises(ServeError, match="needs a store"):
         serve_agent(agent, auth=auth)
+
+
+def test_a_run_a_provider_failure_ended_is_retried(tmp_path: Path) -> None:
+    from trackway.agent import Agent, ProviderConnectionError, mock
+
+    calls: list[int] = []
+
+    def respond(request: Any) -> dict[str, Any]:
+        calls.append(1)
+        if len(calls) == 1:
+            raise ProviderConnectionError("the model server is down")
+        return {"content": "Back again."}
+
+    store = store_at(tmp_path)
+    agent = Agent.create(provider=mock(respond=respond), model="m", store=store).build()
+    app = serve_agent(agent, auth=auth)
+    with served(app) as base, client(base, "t1/ann") as http:
+        made = http.post("/api/conversations", json={"message": "Hello?"}).json()
+        failed = _wait(http, made["run_id"], "failed")
+        assert "the model server is down" in failed["error"]["message"]
+        retried = http.post(f"/api/runs/{made['run_id']}/retry", json={})
+        assert retried.status_code == 202, retried.text
+        again = retried.json()
+        assert again["run_id"] != made["run_id"]
+        assert again["conversation_id"] == made["conversation_id"]
+        assert _wait(http, again["run_id"], "done")["answer"] == "Back again."
+        not_failed = http.post(f"/api/runs/{again['run_id']}/retry", json={})
+        assert not_failed.status_code == 409
+    history = store.load(again["run_id"]).state["history"]
+    assert [m["content"] for m in history if m["role"] == "user"] == ["Hello?"]
