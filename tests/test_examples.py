@@ -195,3 +195,12 @@ def test_support_skills_moves_on_rails_narrows_the_tools_and_replays(capsys):
     playbook = support["PLAYBOOK"].prompt
     pushed = [playbook in (served_at(one.snapshot, k).system or "") for k in range(1, 5)]
     assert pushed == [False, False, True, False]
+
+
+def test_serve_weather_example_serves_the_agent_and_has_a_conversation(tmp_path, capsys):
+    served = runpy.run_path(str(ROOT / "examples" / "serve_weather.py"))
+    assert served["main"](["--once", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "Open http://127.0.0.1:" in out
+    assert "Tools run: 4; stream ended: run.end" in out
+    assert "Answer: Paris: sunny, 71.6°F; Oslo: light rain, 48.2°F." in out

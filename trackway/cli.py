@@ -136,6 +136,33 @@ def resume(ctx: click.Context, run_id: str, value: object, spec: str, store: str
 
 
 @cli.command()
+@click.argument("spec")
+@click.option("--store", help="where the runs are kept: a SQLite file or a postgresql:// URL")
+@click.option("--host", default="127.0.0.1", show_default=True, help="the address to bind")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--auth", "auth_spec", help="the auth hook, as module:fn (request -> Identity)")
+@click.option(
+    "--dev-loopback",
+    is_flag=True,
+    help="no auth hook: every request from this machine is one local user (loopback only)",
+)
+@click.pass_obj
+def serve(
+    out: Out,
+    spec: str,
+    store: str | None,
+    host: str,
+    port: int,
+    auth_spec: str | None,
+    dev_loopback: bool,
+) -> int:
+    """Serve an agent (module:agent) over HTTP: the chat page and its JSON and SSE routes."""
+    from ._cli_serve import serve_command
+
+    return serve_command(out, spec, store, host, port, auth_spec, dev_loopback)
+
+
+@cli.command()
 @_store_option
 @click.option("--older-than", "older_than", type=float, help="runs that ended over DAYS ago")
 @click.option("--keep-latest", type=click.IntRange(min=0), help="all but the newest N runs")

@@ -1,0 +1,104 @@
+"""``trackway serve module:agent``: an agent behind ``serve_agent`` under uvicorn.
+
+The agent is imported the way ``trackway resume`` imports a chart (``module:attr``, the
+current directory on the import path). It needs an auth hook (``--auth module:fn``): who
+each request is for. ``--dev-loopback`` is the one way to start without one, on a loopback
+host only: every request from this machine is ``Identity(tenant="local", principal="me")``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import socket
+from pathlib import Path
+from typing import Any
+
+from ._cli_out import EXIT_USAGE, CommandFailed, Out, safe
+from ._cli_resume import load_chart
+from ._cli_store import seal_from_env
+
+__all__ = ["serve_command"]
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _on_store(agent: Any, where: str) -> Any:
+    """``agent`` writing its runs to the store at ``where`` (made if it does not exist)."""
+    from trackway.agent import Agent
+    from trackway.engine import PostgresStore, SqliteStore
+
+    seal = seal_from_env()
+    store: Any
+    if where.startswith(("postgresql://", "postgres://")):
+        store = PostgresStore(where, seal=seal)
+    else:
+        store = SqliteStore(Path(where), seal=seal)
+    runtime = dataclasses.replace(agent._runtime, store=store)
+    return Agent(agent._cfg, agent._chart, list(agent._attached), runtime=runtime)
+
+
+def serve_command(
+    out: Out,
+    spec: str,
+    store: str | None,
+    host: str,
+    port: int,
+    auth_spec: str | None,
+    dev_loopback: bool,
+) -> int:
+    """Serve the agent ``spec`` names until interrupted; print the URL to open first."""
+    import uvicorn
+
+    from trackway.agent import Agent
+    from trackway.serve import loopback_auth, serve_agent
+
+    agent = load_chart(spec)
+    if not isinstance(agent, Agent):
+        raise CommandFailed(
+            f"{spec!r} is a {type(agent).__name__}, not an Agent: name the built agent "
+            "(Agent.create(...).build())",
+            EXIT_USAGE,
+        )
+    if auth_spec is not None:
+        auth = load_chart(auth_spec)
+        if not callable(auth):
+            raise CommandFailed(f"--auth {auth_spec!r} is not a function", EXIT_USAGE)
+    elif dev_loopback:
+        if not _loopback(host):
+            raise CommandFailed(
+                f"--dev-loopback serves this machine only; --host {host!r} is not a "
+                "loopback address: pass --auth module:fn to serve others",
+                EXIT_USAGE,
+            )
+        auth = loopback_auth()
+    else:
+        raise CommandFailed(
+            "trackway serve needs an auth hook: --auth module:fn, a function of the request "
+            "returning an Identity (or None to refuse); to try an agent on this machine "
+            "only, --dev-loopback",
+            EXIT_USAGE,
+        )
+    if store is not None:
+        agent = _on_store(agent, store)
+    app = serve_agent(agent, auth=auth)
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        raise CommandFailed(f"cannot listen on {host}:{port}: {exc}", EXIT_USAGE) from None
+    bound = sock.getsockname()[1]
+    shown = f"[{host.strip('[]')}]" if family == socket.AF_INET6 else host
+    out.line(f"serving {safe(agent.name)} at http://{shown}:{bound}/ (Ctrl-C stops it)")
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    server.run(sockets=[sock])
+    return 0
