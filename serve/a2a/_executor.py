@@ -15,13 +15,19 @@ from a2a.helpers import get_data_parts, new_task_from_user_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskStore, TaskUpdater
-from a2a.types import Message, Part, TaskState
+from a2a.types import Message, Part, Task, TaskState
+from a2a.utils.errors import InternalError, InvalidParamsError
 
-from trackway.agent import Agent, Conversation, Paused
+from trackway.agent import (
+    Agent,
+    Conversation,
+    DecisionRequiredError,
+    InvalidAnswerError,
+    Paused,
+)
 from trackway.engine import EmitEvent, RunStore
 from trackway.tools import Identity
 
-from .._auth import Unauthenticated
 from ._caller import caller_of
 from ._conversation import RUN_ID_KEY, continued, run_of
 
@@ -83,7 +89,7 @@ class A2AExecutor(AgentExecutor):
         caller = caller_of(context.call_context)
         task_id, context_id = context.task_id, context.context_id
         if task_id is None or context_id is None or context.message is None:
-            raise Unauthenticated("an A2A request without a message reached the executor")
+            raise InvalidParamsError(message="an A2A request without a message")
         updater = TaskUpdater(event_queue, task_id, context_id)
         identity = caller.model_copy(update={"conversation_id": context_id})
         task = context.current_task
@@ -93,7 +99,14 @@ class A2AExecutor(AgentExecutor):
         turn = _Turn(self, updater, run_of(task) if task is not None else None)
         try:
             if task is not None and task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
-                outcome = await turn.resume(_answer_of(context.message, text), identity)
+                try:
+                    outcome = await turn.resume(_answer_of(context.message, text), identity)
+                except (
+                    InvalidAnswerError,
+                    DecisionRequiredError,
+                ) as exc:  # it still waits: ask again
+                    await turn.asked_again(task, exc)
+                    return
             else:
                 convo = await continued(
                     self.agent, self.store, self.tasks, context_id, task_id, caller,
@@ -148,7 +161,7 @@ class _Turn:
     async def resume(self, answer: Any, identity: Identity) -> str | Paused:
         run_id = self.run_id
         if run_id is None:
-            raise Unauthenticated("this task waits for input but names no trackway run")
+            raise InternalError(message="this task waits for input but names no trackway run")
         resumed = self.host.agent.resume(run_id, answer, identity=identity)
         outcome = await self._relaying(resumed, run_id)
         return outcome if isinstance(outcome, Paused) else str(outcome)
@@ -198,6 +211,17 @@ class _Turn:
             TaskState.TASK_STATE_COMPLETED, self._message(outcome), metadata=self._meta()
         )
 
+    async def asked_again(self, task: Task, refused: Exception) -> None:
+        """``input-required`` again for an answer the question cannot take (nothing was
+        claimed, the run still waits): the same question, saying why, in ``refused``."""
+        asked = task.status.message
+        again = self._message("".join(p.text for p in asked.parts))
+        again.metadata.CopyFrom(asked.metadata)  # kind, call, schema
+        again.metadata["refused"] = str(refused)
+        await self.updater.update_status(
+            TaskState.TASK_STATE_INPUT_REQUIRED, again, metadata=self._meta()
+        )
+
     async def failed(self, exc: Exception) -> None:
         """``failed``, saying what the store kept of the error: the agent's redaction
         applied (a turn refused before its run began says its own error)."""
@@ -205,7 +229,7 @@ class _Turn:
         if self.run_id is not None:
             kept = self.host.store.load(self.run_id).error
             if kept is not None:
-                text = f"{kept[0]}: {kept[1]}"
+                text = f"{kept.type}: {kept.message}"
         await self.updater.update_status(
             TaskState.TASK_STATE_FAILED, self._message(text), metadata=self._meta()
         )

@@ -19,7 +19,10 @@ import uvicorn
 from a2a.client import A2ACardResolver, A2AClientError, Client, ClientConfig, create_client
 from a2a.helpers import new_text_message
 from a2a.types import (
+    CancelTaskRequest,
     GetTaskRequest,
+    ListTasksRequest,
+    Part,
     Role,
     SendMessageRequest,
     StreamResponse,
@@ -382,3 +385,68 @@ def test_status_lines_of_events_that_say_nothing_are_none() -> None:
     assert status_line(event("stream.tool_progress", {"name": "t", "payload": "half"})) == (
         "t: half"
     )
+
+
+def test_an_answer_the_question_cannot_take_asks_it_again(store: SqliteStore) -> None:
+    agent = (
+        Agent.create(provider=mock(replies=[CALL_WEATHER, {"content": "Sunny."}]), model="m")
+        .tool(weather)
+        .check_in(["weather"], question="Look the weather up?")
+        .build()
+    )
+    with hosted(agent, store) as url:
+
+        async def answers(client: Client) -> list[Task]:
+            asked = final_task(await events_of(client, said("Weather?")))
+            maybe = final_task(await events_of(client, said("maybe", task=asked)))
+            done = final_task(await events_of(client, said("approve", task=asked)))
+            return [asked, maybe, done]
+
+        asked, maybe, done = talk(url, "alice", answers)
+    assert asked.status.state == maybe.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    assert text_of(asked) == text_of(maybe) == "Look the weather up?"
+    why = MessageToDict(maybe.status.message.metadata)
+    assert why["kind"] == "check_in" and "approve" in why["refused"]
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED and text_of(done) == "Sunny."
+    state = store.load(MessageToDict(done.metadata)[RUN_ID_KEY]).state
+    assert [m["content"] for m in state["history"] if m["role"] == "tool"] == ["sunny in Paris"]
+
+
+def test_cancel_ends_the_turn_and_the_task_is_canceled(store: SqliteStore) -> None:
+    @tool
+    async def slow(ctx: ToolContext) -> str:
+        """Takes its time."""
+        await asyncio.sleep(30)
+        return "never"
+
+    agent = (
+        Agent.create(
+            provider=mock(replies=[{"tool_calls": [{"id": "s", "name": "slow", "args": {}}]}]),
+            model="m",
+        )
+        .tool(slow)
+        .build()
+    )
+    with hosted(agent, store) as url:
+
+        async def cancel_midway(client: Client) -> tuple[Task, Task, list[Task]]:
+            events = client.send_message(said("Go slowly"))
+            first = await anext(events)  # the task, submitted
+            async for event in events:  # until the tool runs
+                if event.status_update.status.message.parts[:1] == [Part(text="Calling slow")]:
+                    break
+            canceled = await client.cancel_task(CancelTaskRequest(id=first.task.id))
+            await events.aclose()
+            got = await client.get_task(GetTaskRequest(id=first.task.id))
+            listed = await client.list_tasks(ListTasksRequest())
+            return canceled, got, list(listed.tasks)
+
+        canceled, got, listed = talk(url, "alice", cancel_midway)
+        bobs = talk(url, "bob", lambda c: c.list_tasks(ListTasksRequest()))
+    assert canceled.status.state == got.status.state == TaskState.TASK_STATE_CANCELED
+    assert [t.id for t in listed] == [got.id]
+    assert list(bobs.tasks) == []  # tasks are listed per identity
+    (run,) = store.list_runs()
+    # the turn was cancelled with the task, and its run says so
+    assert run.status == "failed"
+    assert store.load(run.run_id).error.type == "Cancelled"
