@@ -65,13 +65,25 @@ def status_line(event: EmitEvent) -> str | None:
     return None
 
 
+def _whole(value: Any) -> Any:
+    """``value`` with whole floats as ints (a protobuf ``Value`` keeps every number as a
+    double, so a form's ``3`` arrives as ``3.0``)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _whole(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_whole(v) for v in value]
+    return value
+
+
 def _answer_of(message: Message | None, text: str) -> Any:
     """What a person's message answers with: its data part when it has one (a form's
-    answer), else its text."""
+    answer for ``request_input``), else its text."""
     if message is not None:
         data = get_data_parts(list(message.parts))
         if data:
-            return data[0]
+            return _whole(data[0])
     return text
 
 

@@ -5,6 +5,7 @@ a question answered over input-required, tenancy, refused callers and failures."
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import threading
 import time
@@ -17,7 +18,7 @@ import httpx
 import pytest
 import uvicorn
 from a2a.client import A2ACardResolver, A2AClientError, Client, ClientConfig, create_client
-from a2a.helpers import new_text_message
+from a2a.helpers import new_data_message, new_text_message
 from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -38,7 +39,7 @@ from trackway import tool
 from trackway.agent import Agent, mock
 from trackway.engine import RedactionPolicy, SqliteStore
 from trackway.serve.a2a import RUN_ID_KEY, a2a_app, a2a_routes, agent_card, status_line
-from trackway.tools import Identity, ToolContext, ask_human
+from trackway.tools import Identity, ToolContext, ask_human, request_input
 
 PEOPLE = {
     "alice": Identity(tenant="acme", principal="alice"),
@@ -450,3 +451,37 @@ def test_cancel_ends_the_turn_and_the_task_is_canceled(store: SqliteStore) -> No
     # the turn was cancelled with the task, and its run says so
     assert run.status == "failed"
     assert store.load(run.run_id).error.type == "Cancelled"
+
+
+def test_a_data_part_answers_a_request_for_input(store: SqliteStore) -> None:
+    form = request_input(
+        schema={
+            "type": "object",
+            "properties": {"days": {"type": "integer"}},
+            "required": ["days"],
+        },
+        question="How many days?",
+    )
+    ask = {"tool_calls": [{"id": "f", "name": "request_input", "args": {}}]}
+    agent = (
+        Agent.create(provider=mock(replies=[ask, {"content": "Booked."}]), model="m")
+        .tool(form)
+        .build()
+    )
+    with hosted(agent, store) as url:
+
+        async def fill_in(client: Client) -> tuple[Task, Task]:
+            asked = final_task(await events_of(client, said("Book a trip")))
+            answer = new_data_message(
+                {"days": 3}, role=Role.ROLE_USER, task_id=asked.id, context_id=asked.context_id
+            )
+            done = final_task(await events_of(client, SendMessageRequest(message=answer)))
+            return asked, done
+
+        asked, done = talk(url, "alice", fill_in)
+    assert MessageToDict(asked.status.message.metadata)["schema"]["required"] == ["days"]
+    assert text_of(done) == "Booked."
+    state = store.load(MessageToDict(done.metadata)[RUN_ID_KEY]).state
+    (result,) = [m["content"] for m in state["history"] if m["role"] == "tool"]
+    assert json.loads(result) == {"days": 3}
+    assert type(json.loads(result)["days"]) is int  # not the 3.0 a protobuf Value carries
