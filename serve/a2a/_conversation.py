@@ -4,6 +4,8 @@ the conversation the next turn goes on from."""
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from a2a.server.context import ServerCallContext
 from a2a.server.tasks import TaskStore
 from a2a.types import ListTasksRequest, Task, TaskState
@@ -29,10 +31,16 @@ def run_of(task: Task) -> str | None:
     return run_id if isinstance(run_id, str) else None
 
 
+class _Host(Protocol):
+    """What hosts the turns: the agent, its run store and the A2A task store."""
+
+    agent: Agent
+    store: RunStore
+    tasks: TaskStore
+
+
 async def continued(
-    agent: Agent,
-    store: RunStore,
-    tasks: TaskStore,
+    host: _Host,
     context_id: str,
     task_id: str,
     caller: Identity,
@@ -41,19 +49,21 @@ async def continued(
     """The conversation of the caller's latest completed turn in ``context_id`` (``None``
     for a new context). Only the caller's own tasks are listed (the task store is scoped by
     owner) and the run's stored identity must be the caller's too."""
-    listed = await tasks.list(ListTasksRequest(context_id=context_id), call)
+    listed = await host.tasks.list(ListTasksRequest(context_id=context_id), call)
     for task in listed.tasks:  # the most recently updated first
         if task.id == task_id or task.status.state != TaskState.TASK_STATE_COMPLETED:
             continue
         run_id = run_of(task)
         if run_id is None:
             continue
-        state = store.load(run_id).state
+        state = host.store.load(run_id).state
         owner = state.get("identity")
         if "history" not in state or not same_caller(
             None if owner is None else Identity.model_validate(thaw(owner)), caller
         ):
             continue
         history = [dict(m) for m in thaw(state["history"])]
-        return Conversation(history=carried_history(state, history, redact=False), agent=agent.name)
+        return Conversation(
+            history=carried_history(state, history, redact=False), agent=host.agent.name
+        )
     return None

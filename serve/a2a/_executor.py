@@ -34,6 +34,8 @@ from ._conversation import RUN_ID_KEY, continued, run_of
 __all__ = ["A2AExecutor", "status_line"]
 
 T = TypeVar("T")
+_REFUSED_ANSWERS = (InvalidAnswerError, DecisionRequiredError)
+"""An answer the paused question cannot take, refused before its checkpoint is claimed."""
 _LINE = 120
 
 
@@ -113,17 +115,12 @@ class A2AExecutor(AgentExecutor):
             if task is not None and task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
                 try:
                     outcome = await turn.resume(_answer_of(context.message, text), identity)
-                except (
-                    InvalidAnswerError,
-                    DecisionRequiredError,
-                ) as exc:  # it still waits: ask again
+                except _REFUSED_ANSWERS as exc:  # nothing was claimed: ask again
                     await turn.asked_again(task, exc)
                     return
             else:
-                convo = await continued(
-                    self.agent, self.store, self.tasks, context_id, task_id, caller,
-                    context.call_context,
-                )  # fmt: skip
+                call = context.call_context
+                convo = await continued(self, context_id, task_id, caller, call)
                 outcome = await turn.run(text, identity, convo)
         except Exception as exc:
             await turn.failed(exc)
