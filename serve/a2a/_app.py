@@ -77,7 +77,9 @@ def _host(
         task_store=task_store,
         agent_card=card,
     )
-    dispatcher = JsonRpcDispatcher(handler, context_builder=CallerContexts())
+    dispatcher = JsonRpcDispatcher(
+        handler, context_builder=CallerContexts(), enable_v0_3_compat=True
+    )
 
     async def endpoint(request: Request) -> Response:
         if not _same_origin(request, allowed_origins):

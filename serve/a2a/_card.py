@@ -4,7 +4,7 @@ what it does, its skills and where to send messages). Its skills are the agent's
 from __future__ import annotations
 
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
-from a2a.utils.constants import PROTOCOL_VERSION_CURRENT, TransportProtocol
+from a2a.utils.constants import PROTOCOL_VERSION_0_3, PROTOCOL_VERSION_CURRENT, TransportProtocol
 
 from trackway.agent import Agent
 
@@ -41,12 +41,11 @@ def agent_card(
         name=agent.name,
         description=description,
         version=version,
-        supported_interfaces=[
+        supported_interfaces=[  # A2A 1.0, and 0.3 (``message/send``) on the same endpoint
             AgentInterface(
-                url=url,
-                protocol_binding=TransportProtocol.JSONRPC.value,
-                protocol_version=PROTOCOL_VERSION_CURRENT,
+                url=url, protocol_binding=TransportProtocol.JSONRPC.value, protocol_version=v
             )
+            for v in (PROTOCOL_VERSION_CURRENT, PROTOCOL_VERSION_0_3)
         ],
         capabilities=AgentCapabilities(streaming=True, push_notifications=False),
         default_input_modes=["text/plain", "application/json"],

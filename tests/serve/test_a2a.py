@@ -485,3 +485,39 @@ def test_a_data_part_answers_a_request_for_input(store: SqliteStore) -> None:
     (result,) = [m["content"] for m in state["history"] if m["role"] == "tool"]
     assert json.loads(result) == {"days": 3}
     assert type(json.loads(result)["days"]) is int  # not the 3.0 a protobuf Value carries
+
+
+def test_a2a_0_3_clients_use_message_send_and_message_stream(store: SqliteStore) -> None:
+    """The 0.3 method names on the same endpoint (the card lists both versions), behind
+    the same auth hook."""
+    agent = build([CALL_WEATHER, {"content": "Sunny."}, {"content": "Again sunny."}])
+
+    def rpc(method: str, text: str, context_id: str | None = None) -> dict[str, Any]:
+        message = {"kind": "message", "role": "user", "messageId": text, "parts": []}
+        message["parts"] = [{"kind": "text", "text": text}]
+        if context_id is not None:
+            message["contextId"] = context_id
+        return {"jsonrpc": "2.0", "id": 1, "method": method, "params": {"message": message}}
+
+    with hosted(agent, store) as url:
+        card = httpx.get(f"{url}.well-known/agent-card.json").json()
+        alice = {"authorization": "Bearer alice"}
+        refused = httpx.post(url, json=rpc("message/send", "Hi"), timeout=30)
+        sent = httpx.post(url, json=rpc("message/send", "Weather?"), headers=alice, timeout=30)
+        task = sent.json()["result"]
+        request = rpc("message/stream", "Again?", task["contextId"])
+        with httpx.stream("POST", url, json=request, headers=alice, timeout=30) as streamed:
+            results = [
+                json.loads(line.removeprefix("data:"))["result"]
+                for line in streamed.iter_lines()
+                if line.startswith("data:")
+            ]
+    assert (card["protocolVersion"], card["url"]) == ("0.3", url)
+    assert refused.status_code == 401
+    assert task["status"]["state"] == "completed"
+    assert task["artifacts"][0]["parts"] == [{"kind": "text", "text": "Sunny."}]
+    kinds = [r["kind"] for r in results]
+    assert kinds[0] == "task" and kinds[-2:] == ["artifact-update", "status-update"]
+    assert results[-1]["final"] is True and results[-1]["status"]["state"] == "completed"
+    run = store.load(results[-1]["metadata"][RUN_ID_KEY]).state
+    assert run["history"][0]["content"] == "Weather?"  # the context goes on
