@@ -66,6 +66,7 @@ def _host(
     task_store: TaskStore | None = None,
     rpc_path: str = "/",
     allowed_origins: Sequence[str] = (),
+    release_waiting_after: float | None = 600.0,
 ) -> tuple[list[BaseRoute], DefaultRequestHandler]:
     """The routes of :func:`a2a_routes` and the SDK handler behind them."""
     if task_store is None:
@@ -76,6 +77,7 @@ def _host(
         agent_executor=A2AExecutor(bound, store, task_store),
         task_store=task_store,
         agent_card=card,
+        interrupted_task_timeout=release_waiting_after,
     )
     dispatcher = JsonRpcDispatcher(
         handler, context_builder=CallerContexts(), enable_v0_3_compat=True
@@ -107,6 +109,7 @@ def a2a_routes(
     task_store: TaskStore | None = None,
     rpc_path: str = "/",
     allowed_origins: Sequence[str] = (),
+    release_waiting_after: float | None = 600.0,
 ) -> list[BaseRoute]:
     """The A2A routes of ``agent``: its card at ``/.well-known/agent-card.json`` (public, as
     A2A discovery expects) and the JSON-RPC endpoint at ``rpc_path``, which refuses (HTTP
@@ -117,8 +120,10 @@ def a2a_routes(
     prefix you mount the routes under. ``card`` replaces the card :func:`agent_card` makes.
     Each turn is a run in ``store`` (the agent is bound to it when built without one);
     ``task_store`` keeps the A2A tasks (in memory by default; an SDK store you pass must
-    scope tasks by ``owner_resolver=task_owner``). Turns still running when the server
-    stops are cancelled with it (:func:`a2a_app` also drains them in its lifespan)."""
+    scope tasks by ``owner_resolver=task_owner``). A task waiting for input is let go from
+    memory after ``release_waiting_after`` seconds (``None``: never); its answer, whenever it
+    comes, picks it up from the task store. Turns still running when the server stops are
+    cancelled with it (:func:`a2a_app` also drains them in its lifespan)."""
     routes, _handler = _host(
         agent,
         store=store,
@@ -128,6 +133,7 @@ def a2a_routes(
         task_store=task_store,
         rpc_path=rpc_path,
         allowed_origins=allowed_origins,
+        release_waiting_after=release_waiting_after,
     )
     return routes
 
@@ -141,6 +147,7 @@ def a2a_app(
     card: AgentCard | None = None,
     task_store: TaskStore | None = None,
     allowed_origins: Sequence[str] = (),
+    release_waiting_after: float | None = 600.0,
 ) -> Starlette:
     """``agent`` hosted over A2A as an ASGI app (the routes of :func:`a2a_routes` at ``/``):
     serve it with uvicorn, or mount it (``Mount("/a2a", app=a2a_app(..., url=
@@ -153,6 +160,7 @@ def a2a_app(
         card=card,
         task_store=task_store,
         allowed_origins=allowed_origins,
+        release_waiting_after=release_waiting_after,
     )
 
     @asynccontextmanager

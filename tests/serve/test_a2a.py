@@ -521,3 +521,21 @@ def test_a2a_0_3_clients_use_message_send_and_message_stream(store: SqliteStore)
     assert results[-1]["final"] is True and results[-1]["status"]["state"] == "completed"
     run = store.load(results[-1]["metadata"][RUN_ID_KEY]).state
     assert run["history"][0]["content"] == "Weather?"  # the context goes on
+
+
+def test_a_waiting_task_let_go_from_memory_is_still_answered(store: SqliteStore) -> None:
+    agent = build([ASK_UNIT, {"content": "22 degrees Celsius."}])
+
+    def app_for(url: str) -> Starlette:
+        return a2a_app(agent, store=store, auth=auth, url=url, release_waiting_after=0.05)
+
+    with serving(app_for) as url:
+
+        async def answer_late(client: Client) -> Task:
+            asked = final_task(await events_of(client, said("How warm is it?")))
+            await asyncio.sleep(0.5)  # the SDK releases the waiting task meanwhile
+            return final_task(await events_of(client, said("Celsius", task=asked)))
+
+        done = talk(url, "alice", answer_late)
+    assert text_of(done) == "22 degrees Celsius."
+    assert store.load(MessageToDict(done.metadata)[RUN_ID_KEY]).status == "done"
