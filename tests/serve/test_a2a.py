@@ -539,3 +539,17 @@ def test_a_waiting_task_let_go_from_memory_is_still_answered(store: SqliteStore)
         done = talk(url, "alice", answer_late)
     assert text_of(done) == "22 degrees Celsius."
     assert store.load(MessageToDict(done.metadata)[RUN_ID_KEY]).status == "done"
+
+
+def test_status_lines_are_what_the_agents_redaction_leaves(store: SqliteStore) -> None:
+    policy = RedactionPolicy(emit_fields={"stream.tool_progress": ["payload.message"]})
+    agent = build([CALL_WEATHER, {"content": "Sunny."}], redact=policy)
+    with hosted(agent, store) as url:
+        events = talk(url, "alice", lambda client: events_of(client, said("Weather?")))
+    lines = [
+        e.status_update.status.message.parts[0].text
+        for e in events
+        if e.HasField("status_update") and e.status_update.status.message.parts
+    ]
+    assert lines[:2] == ["Calling weather", "weather: [REDACTED]"]
+    assert not any("looking" in line for line in lines)
