@@ -1,6 +1,7 @@
-"""An agent hosted over A2A: the SDK's agent card route and its JSON-RPC endpoint (``SendMessage``,
-``SendStreamingMessage``, ``GetTask``, ``ListTasks``, ``CancelTask``, ``SubscribeToTask``)
-behind trackway's auth hook, as Starlette routes to mount anywhere or as a whole app."""
+"""An agent hosted over A2A: the SDK's agent card route and its JSON-RPC endpoint (A2A 1.0's
+``SendMessage``, ``SendStreamingMessage``, ``GetTask``, ``ListTasks``, ``CancelTask``,
+``SubscribeToTask``, and 0.3's ``message/send``, ``message/stream``, ...) behind trackway's
+auth hook, as Starlette routes to mount anywhere or as a whole app."""
 
 from __future__ import annotations
 
@@ -86,7 +87,11 @@ def _host(
     async def endpoint(request: Request) -> Response:
         if not _same_origin(request, allowed_origins):
             return JSONResponse(
-                {"error": f"POSTs from origin {request.headers['origin']!r} are refused"}, 403
+                {
+                    "error": f"POSTs from origin {request.headers['origin']!r} are refused: "
+                    "list it in allowed_origins= if pages there may call this agent"
+                },
+                403,
             )
         try:
             request.scope[IDENTITY_SCOPE_KEY] = await identify(auth, request)

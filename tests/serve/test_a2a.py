@@ -37,7 +37,7 @@ from starlette.routing import Mount
 
 from trackway import tool
 from trackway.agent import Agent, mock
-from trackway.engine import RedactionPolicy, SqliteStore
+from trackway.engine import ConfigurationError, RedactionPolicy, SqliteStore
 from trackway.serve.a2a import RUN_ID_KEY, a2a_app, a2a_routes, agent_card, status_line
 from trackway.tools import Identity, ToolContext, ask_human, request_input
 
@@ -553,3 +553,17 @@ def test_status_lines_are_what_the_agents_redaction_leaves(store: SqliteStore) -
     ]
     assert lines[:2] == ["Calling weather", "weather: [REDACTED]"]
     assert not any("looking" in line for line in lines)
+
+
+def test_the_host_binds_an_agent_without_a_store_and_refuses_another_store(
+    store: SqliteStore, tmp_path: Path
+) -> None:
+    url = "http://127.0.0.1:1/"
+    own = a2a_routes(build([{"content": "x"}], store=store), store=store, auth=auth, url=url)
+    assert [r.path for r in own] == ["/.well-known/agent-card.json", "/"]  # type: ignore[attr-defined]
+    other = SqliteStore(str(tmp_path / "other.db"))
+    try:
+        with pytest.raises(ConfigurationError, match="keeps its runs in"):
+            a2a_routes(build([{"content": "x"}], store=other), store=store, auth=auth, url=url)
+    finally:
+        other.close()
