@@ -567,3 +567,18 @@ def test_the_host_binds_an_agent_without_a_store_and_refuses_another_store(
             a2a_routes(build([{"content": "x"}], store=other), store=store, auth=auth, url=url)
     finally:
         other.close()
+
+
+def test_cancel_of_a_waiting_task_ends_the_task_and_leaves_the_run_paused(
+    store: SqliteStore,
+) -> None:
+    agent = build([ASK_UNIT, {"content": "never"}])
+    with hosted(agent, store) as url:
+
+        async def cancel_waiting(client: Client) -> Task:
+            asked = final_task(await events_of(client, said("How warm is it?")))
+            return await client.cancel_task(CancelTaskRequest(id=asked.id))
+
+        canceled = talk(url, "alice", cancel_waiting)
+    assert canceled.status.state == TaskState.TASK_STATE_CANCELED
+    assert [r.status for r in store.list_runs()] == ["paused"]
