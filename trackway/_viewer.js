@@ -71,9 +71,11 @@
     (D.source ? ` · ${D.source}` : "") + (run.error ? ` · ${run.error[0]}: ${run.error[1]}` : "")));
   $("commit-count").textContent = `(${C.length})`;
   $("calls-tab").textContent = `Model calls (${D.calls.length})`;
-  $("chart-note").textContent = D.chart.source === "log"
-    ? "No chart structure was recorded: drawn from the log (top-level stages in the order they ran)."
-    : "";
+  $("chart-note").textContent = {
+    log: "No chart structure was recorded: drawn from the log (top-level stages in the order they ran).",
+    checkpoint: "Drawn from the structure the run's checkpoint recorded; a stage the run never reached is shown by its id.",
+    chart: "Drawn from the chart given with --chart.",
+  }[D.chart.source] || "";
 
   // -- the timeline: a virtual list, only the rows in view are in the page ---------------
   let shown = C.map((_, i) => i);

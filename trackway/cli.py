@@ -178,19 +178,29 @@ def replay(out: Out, recording: Path, call: int | None, wire: bool) -> int:
 
 
 @cli.command()
-@click.argument("recording", type=click.Path(path_type=Path))
+@click.argument("source", metavar="RECORDING|RUN")
 @click.option(
     "-o", "--output", type=click.Path(path_type=Path), required=True, help="the HTML file"
 )
 @click.option("--run", "run_id", help="which run, when the recording holds several")
+@click.option(
+    "--store",
+    "--db",
+    "store",
+    help="view run RUN of this store (a SQLite file or a postgresql:// URL)",
+)
+@click.option(
+    "--chart", "spec", help="with --store: draw the chart from module:attr (a FlowChart or Agent)"
+)
 @click.pass_obj
-def view(out: Out, recording: Path, output: Path, run_id: str | None) -> int:
-    """Write a self-contained HTML trace viewer of a recording (opens with no network)."""
-    from ._viewer import write_viewer
+def view(
+    out: Out, source: str, output: Path, run_id: str | None, store: str | None, spec: str | None
+) -> int:
+    """Write a self-contained HTML trace viewer of a recording, or (with --store) of a run
+    kept in a store (opens with no network)."""
+    from ._cli_ui import view_command
 
-    written = write_viewer(recording, output, run_id=run_id, out=out)
-    out.line(f"wrote {written} ({written.stat().st_size:,} bytes); open it in a browser")
-    return 0
+    return view_command(out, source, output, run_id=run_id, store=store, spec=spec)
 
 
 def _pg_option(fn: click.decorators.FC) -> click.decorators.FC:
