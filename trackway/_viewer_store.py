@@ -30,6 +30,7 @@ __all__ = [
     "recorded_checkpoint",
     "store_drawing",
     "store_label",
+    "view_doc",
     "write_store_viewer",
 ]
 
@@ -115,14 +116,9 @@ def store_drawing(
 def view_doc(
     store: RunStore, run_id: str, where: str, chart: FlowChart | None = None
 ) -> tuple[dict[str, Any], str]:
-    """The viewer's data and chart SVG of a stored run."""
-    try:
-        snap = store.load(run_id)
-    except UnknownRunError:
-        raise CommandFailed(
-            f"no run {safe(run_id)} in {store_label(where)}; trackway runs --store "
-            f"{store_label(where)} lists its runs"
-        ) from None
+    """The viewer's data and chart SVG of a stored run (:class:`UnknownRunError` if the
+    store has no such run)."""
+    snap = store.load(run_id)
     drawing = store_drawing(store, snap, chart)
     return build_view(snap, drawing=drawing, source=f"{store_label(where)}")
 
@@ -146,7 +142,13 @@ def write_store_viewer(
 
         chart = chart_of_spec(load_chart(spec), spec)
     with open_store(where) as store:
-        data, svg = view_doc(store, run_id, where, chart)
+        try:
+            data, svg = view_doc(store, run_id, where, chart)
+        except UnknownRunError:
+            raise CommandFailed(
+                f"no run {safe(run_id)} in {store_label(where)}; trackway runs --store "
+                f"{store_label(where)} lists its runs"
+            ) from None
     if out is not None and data["chart"]["source"] == "log":
         out.line(
             "the store recorded no chart structure for this run (it never paused): the "

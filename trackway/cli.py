@@ -203,6 +203,34 @@ def view(
     return view_command(out, source, output, run_id=run_id, store=store, spec=spec)
 
 
+@cli.command()
+@_store_option
+@click.option("--host", default="127.0.0.1", show_default=True, help="the address to bind")
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
+@click.option(
+    "--chart",
+    "specs",
+    multiple=True,
+    help="module:attr of a FlowChart or Agent whose paused runs an answer resumes here "
+    "(repeatable)",
+)
+@click.option(
+    "--poll",
+    type=click.FloatRange(min=0.01),
+    default=0.25,
+    show_default=True,
+    help="seconds between looks at a followed run",
+)
+@click.pass_obj
+def ui(out: Out, store: str, host: str, port: int, specs: tuple[str, ...], poll: float) -> int:
+    """Serve a live viewer of a store over HTTP: its runs with filters, each run's page
+    updating while it runs, a paused run's question answerable from the page. A local
+    developer tool: never expose it."""
+    from ._cli_ui import ui_command
+
+    return ui_command(out, store, host=host, port=port, specs=specs, poll=poll)
+
+
 def _pg_option(fn: click.decorators.FC) -> click.decorators.FC:
     return click.option(
         "--store", "--db", "store", required=True, help="the postgresql:// URL of the run queue"
