@@ -61,6 +61,7 @@
       body.appendChild(tr);
     }
     document.body.dataset.shown = String(doc.shown);
+    document.body.dataset.runs = doc.runs.map((r) => r.run_id).join(" ");
     document.body.dataset.ready = "true";
   }
   let timer = null;
