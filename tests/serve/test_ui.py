@@ -292,3 +292,29 @@ def _get(url: str) -> Any:
     except httpx.TransportError:
         time.sleep(0.05)
         return None
+
+
+def test_on_postgresql_an_answer_without_the_chart_goes_to_a_worker() -> None:
+    from tests.pg import pg_schema
+    from trackway import PostgresStore
+    from trackway.engine import Worker
+
+    with pg_schema("uiw") as dsn:
+        store = PostgresStore(dsn)
+        try:
+            chart = gated_chart(0)
+            run_id = store.submit("gated", {"tag": "w"})
+            Worker(store, {"gated": chart}, poll_interval=0.01).run_sync(idle_exit=True)
+            assert store.load(run_id).status == "paused"
+            body = {"checkpoint_id": f"{run_id}@2", "value": "by worker"}
+            with serving(ui_app(dsn)) as base:
+                page = httpx.get(f"{base}/runs/{run_id}").text
+                assert "a worker resumes the run" in page
+                assert "secret" not in page and dsn not in page
+                ok = _post(base, run_id, body, origin=base)
+                assert ok.status_code == 200 and "a worker resumes" in ok.json()["message"]
+            Worker(store, {"gated": chart}, poll_interval=0.01).run_sync(idle_exit=True)
+            snap = store.load(run_id)
+            assert snap.status == "done" and snap.state["answer"] == "by worker"
+        finally:
+            store.close()
