@@ -71,9 +71,11 @@
     (D.source ? ` · ${D.source}` : "") + (run.error ? ` · ${run.error[0]}: ${run.error[1]}` : "")));
   $("commit-count").textContent = `(${C.length})`;
   $("calls-tab").textContent = `Model calls (${D.calls.length})`;
-  $("chart-note").textContent = D.chart.source === "log"
-    ? "No chart structure was recorded: drawn from the log (top-level stages in the order they ran)."
-    : "";
+  $("chart-note").textContent = {
+    log: "No chart structure was recorded: drawn from the log (top-level stages in the order they ran).",
+    checkpoint: "Drawn from the structure the run's checkpoint recorded; a stage the run never reached is shown by its id.",
+    chart: "Drawn from the chart given with --chart.",
+  }[D.chart.source] || "";
 
   // -- the timeline: a virtual list, only the rows in view are in the page ---------------
   let shown = C.map((_, i) => i);
@@ -107,8 +109,8 @@
   }
   timeline.addEventListener("scroll", paint);
   window.addEventListener("resize", paint);
-  $("filter").addEventListener("input", (e) => {
-    const q = e.target.value.trim().toLowerCase();
+  function refilter() {
+    const q = $("filter").value.trim().toLowerCase();
     shown = [];
     for (let i = 0; i < C.length; i++) {
       const c = C[i];
@@ -117,7 +119,8 @@
       if (!q || hay.toLowerCase().includes(q)) shown.push(i);
     }
     paint();
-  });
+  }
+  $("filter").addEventListener("input", refilter);
   timeline.addEventListener("keydown", (e) => {
     const at = shown.indexOf(current);
     if (e.key === "ArrowDown" && at < shown.length - 1) select(shown[at + 1]);
@@ -304,6 +307,39 @@
     for (const t of document.querySelectorAll(".tab")) t.hidden = t.id !== `tab-${name}`;
   }
   for (const b of document.querySelectorAll("#tabs button")) b.onclick = () => showTab(b.dataset.tab);
+
+  // -- commits that arrive after the page was made (the live viewer of a store) ----------
+  const mid = (s) => "n_" + s.replace(/[^\p{L}\p{N}]/gu, "_");
+  const drawn = new Set(D.chart.nodes);
+  function nodeOf(path) {  // as _viewer_chart.node_of: a fork's branch, else the stage
+    const seg = path.split("/").map((s) => s.split("#")[0].split(":")[0]);
+    for (let d = seg.length; d > 0; d--) {
+      const tail = seg.slice(0, d);
+      for (const name of [tail.slice(-2).join("/"), tail[tail.length - 1]]) {
+        if (drawn.has(mid(name))) return mid(name);
+      }
+    }
+    return null;
+  }
+  function append(list) {
+    const following = current === C.length - 1;
+    for (const c of list) {
+      if (C.length && c.seq <= C[C.length - 1].seq) continue;  // had it already
+      c.node = nodeOf(c.stage_path);
+      c.member = c.member || "";
+      const i = C.push(c) - 1;
+      if (c.node) {
+        (nodeCommits.get(c.node) || nodeCommits.set(c.node, []).get(c.node)).push(i);
+        for (const g of document.querySelectorAll("svg.chart .node")) {
+          if (g.dataset.node === c.node) g.classList.add("ran");
+        }
+      }
+    }
+    $("commit-count").textContent = `(${C.length})`;
+    refilter();
+    if (C.length && (following || current < 0)) select(C.length - 1);
+  }
+  window.trackwayViewer = { append, count: () => C.length };
 
   paint();
   if (C.length) select(C.length - 1);

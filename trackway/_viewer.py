@@ -21,7 +21,7 @@ import orjson
 from trackway.engine import Snapshot, TrackwayError, thaw
 from trackway.recorders import narrative_from_log, read_recording
 
-from ._cli_out import CommandFailed, safe
+from ._cli_out import EXIT_USAGE, CommandFailed, safe
 from ._viewer_chart import (
     ChartDrawing,
     chart_from_log,
@@ -34,7 +34,14 @@ from ._viewer_chart import (
 if TYPE_CHECKING:
     from ._cli_out import Out
 
-__all__ = ["VIEWER_FORMAT", "build_view", "render_page", "write_viewer"]
+__all__ = [
+    "VIEWER_FORMAT",
+    "build_view",
+    "refuse_store",
+    "render_page",
+    "write_page",
+    "write_viewer",
+]
 
 VIEWER_FORMAT = "trackway.viewer/1"
 
@@ -99,13 +106,14 @@ def build_view(
     chart: dict[str, Any] | None = None,
     source: str = "",
     out: Out | None = None,
+    drawing: ChartDrawing | None = None,
 ) -> tuple[dict[str, Any], str]:
-    """The page's data and its chart SVG for one run."""
+    """The page's data and its chart SVG for one run: ``drawing`` when given (a structure a
+    store recorded), else the Mermaid of ``chart`` (a recording's header), else the log."""
     from trackway.agent.messages._members import member_of
 
     commits = snap.history()
-    drawing: ChartDrawing | None = None
-    if chart is not None and isinstance(chart.get("mermaid"), str):
+    if drawing is None and chart is not None and isinstance(chart.get("mermaid"), str):
         drawing = chart_from_mermaid(chart["mermaid"])
     if drawing is None:
         drawing = chart_from_log(commits)
@@ -183,10 +191,12 @@ def write_viewer(
     if not recording.exists():
         raise CommandFailed(
             f"no recording at {recording}; write one with save_recording(agent, path) or "
-            "stream one with jsonl(path, chart=chart)"
+            "stream one with jsonl(path, chart=chart). A run in a store: trackway view RUN "
+            "--store DB -o FILE"
         )
     if not output.parent.is_dir():
         raise CommandFailed(f"-o {output}: the folder {output.parent} does not exist")
+    refuse_store(recording, output)
     try:
         snap = load_recording(recording, run_id)
         data, svg = build_view(
@@ -194,7 +204,33 @@ def write_viewer(
         )
     except TrackwayError as exc:
         raise CommandFailed(safe(exc)) from None
+    return write_page(output, data, svg)
+
+
+def write_page(output: Path, data: dict[str, Any], svg: str) -> Path:
+    """The page at ``output``, through a temporary file so a failure leaves nothing
+    half-written."""
     part = output.with_name(output.name + ".part")
     part.write_text(render_page(data, svg), encoding="utf-8")
     part.replace(output)
     return output
+
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def refuse_store(recording: Path, output: Path) -> None:
+    """A run store given where a recording belongs is refused with the command that reads
+    it (``--store``), instead of failing to parse it as JSON."""
+    try:
+        with recording.open("rb") as fh:
+            head = fh.read(len(_SQLITE_MAGIC))
+    except OSError:
+        return  # load_recording says what is wrong with it
+    if head == _SQLITE_MAGIC:
+        raise CommandFailed(
+            f"{recording} is a SQLite run store, not a recording: view one of its runs with "
+            f"trackway view RUN --store {recording} -o {output} "
+            f"(trackway runs --store {recording} lists them)",
+            EXIT_USAGE,
+        )

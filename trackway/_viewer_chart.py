@@ -15,7 +15,14 @@ from typing import Any, NamedTuple
 
 from trackway.engine import Commit
 
-__all__ = ["ChartDrawing", "chart_from_log", "chart_from_mermaid", "draw", "node_of"]
+__all__ = [
+    "ChartDrawing",
+    "chart_from_log",
+    "chart_from_mermaid",
+    "chart_from_structure",
+    "draw",
+    "node_of",
+]
 
 _NODE = re.compile(
     r'^\s+(?P<id>n_\w+)(?:\[\["(?P<sub>.*)"\]\]|\{\{"(?P<sel>.*)"\}\}|\{"(?P<dec>.*)"\}|'
@@ -44,7 +51,7 @@ class Edge(NamedTuple):
 class ChartDrawing(NamedTuple):
     nodes: list[Node]
     edges: list[Edge]
-    source: str  # "recording" or "log"
+    source: str  # "recording", "checkpoint", "chart" or "log"
 
 
 def mermaid_id(node_id: str) -> str:
@@ -74,6 +81,35 @@ def chart_from_mermaid(text: str) -> ChartDrawing | None:
 
 
 _SHAPES = {"sub": "subflow", "sel": "selector", "dec": "decider", "box": "box"}
+
+
+def chart_from_structure(
+    structure: dict[str, Any], names: dict[str, str], source: str = "checkpoint"
+) -> ChartDrawing | None:
+    """The nodes and edges of a chart's structure as a checkpoint records it (``nodes`` by
+    id with their kind, ``edges`` as ``[source, target, kind, label]``), ``None`` if it is
+    not one. The structure keeps no display names: ``names`` (node id to the stage name
+    its commits recorded) gives them where the run reached the node; else the id is shown."""
+    found = structure.get("nodes")
+    if not isinstance(found, dict) or not found:
+        return None
+    nodes = [
+        Node(
+            mermaid_id(node_id),
+            names.get(str(node_id), str(node_id)),
+            _KINDS.get(str((info or {}).get("kind")), "box"),
+        )
+        for node_id, info in found.items()
+    ]
+    edges = [
+        Edge(mermaid_id(str(e[0])), mermaid_id(str(e[1])), str(e[3] or ""), e[2] == "loop")
+        for e in structure.get("edges", ())
+        if isinstance(e, list | tuple) and len(e) == 4
+    ]
+    return ChartDrawing(nodes, edges, source)
+
+
+_KINDS = {"decider": "decider", "selector": "selector", "subflow": "subflow"}
 
 
 def chart_from_log(commits: Sequence[Commit]) -> ChartDrawing:

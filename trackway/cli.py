@@ -205,19 +205,57 @@ def replay(out: Out, recording: Path, call: int | None, wire: bool) -> int:
 
 
 @cli.command()
-@click.argument("recording", type=click.Path(path_type=Path))
+@click.argument("source", metavar="RECORDING|RUN")
 @click.option(
     "-o", "--output", type=click.Path(path_type=Path), required=True, help="the HTML file"
 )
 @click.option("--run", "run_id", help="which run, when the recording holds several")
+@click.option(
+    "--store",
+    "--db",
+    "store",
+    help="view run RUN of this store (a SQLite file or a postgresql:// URL)",
+)
+@click.option(
+    "--chart", "spec", help="with --store: draw the chart from module:attr (a FlowChart or Agent)"
+)
 @click.pass_obj
-def view(out: Out, recording: Path, output: Path, run_id: str | None) -> int:
-    """Write a self-contained HTML trace viewer of a recording (opens with no network)."""
-    from ._viewer import write_viewer
+def view(
+    out: Out, source: str, output: Path, run_id: str | None, store: str | None, spec: str | None
+) -> int:
+    """Write a self-contained HTML trace viewer of a recording, or (with --store) of a run
+    kept in a store (opens with no network)."""
+    from ._cli_ui import view_command
 
-    written = write_viewer(recording, output, run_id=run_id, out=out)
-    out.line(f"wrote {written} ({written.stat().st_size:,} bytes); open it in a browser")
-    return 0
+    return view_command(out, source, output, run_id=run_id, store=store, spec=spec)
+
+
+@cli.command()
+@_store_option
+@click.option("--host", default="127.0.0.1", show_default=True, help="the address to bind")
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
+@click.option(
+    "--chart",
+    "specs",
+    multiple=True,
+    help="module:attr of a FlowChart or Agent whose paused runs an answer resumes here "
+    "(repeatable)",
+)
+@click.option(
+    "--poll",
+    type=click.FloatRange(min=0.01),
+    default=0.25,
+    show_default=True,
+    help="seconds between looks at a followed run",
+)
+@click.pass_obj
+def ui(out: Out, store: str, host: str, port: int, specs: tuple[str, ...], poll: float) -> int:
+    """Serve a live viewer of a store over HTTP: its runs with filters, each run's page
+    updating while it runs, a paused run's question answerable from the page. A local
+    developer tool: never expose it."""
+    from ._cli_ui import ui_command
+
+    return ui_command(out, store, host=host, port=port, specs=specs, poll=poll)
 
 
 def _pg_option(fn: click.decorators.FC) -> click.decorators.FC:

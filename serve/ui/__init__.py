@@ -5,4 +5,6 @@ answerable from the page.
 Imports: ``trackway.serve`` and below.
 """
 
-__all__: list[str] = []
+from ._app import ui_app as ui_app
+
+__all__ = ["ui_app"]
