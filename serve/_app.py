@@ -17,7 +17,7 @@ import anyio
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Mount, Route
 
 from trackway.agent import (
     Agent,
@@ -114,13 +114,16 @@ def serve_agent(
     auth: Authenticate | None,
     store: RunStore | None = None,
     origins: Sequence[str] = (),
+    a2a_url: str | None = None,
 ) -> Starlette:
     """``agent`` as an ASGI app (see docs/guide/serving.md, "A hosted agent", for the
     routes). ``auth`` maps each request to an :class:`Identity` (without it every request
     is 401); ``store`` is where the agent's runs are kept (default: the agent's own, which
     it must have: conversations are followed up, runs listed and questions answered from
     it, after a restart too); ``origins`` are other origins whose pages may POST (the
-    app's own page on a loopback host always may). Build it before the agent runs."""
+    app's own page on a loopback host always may). ``a2a_url``, the public URL of this app's
+    ``/a2a/`` path, hosts the agent over A2A there too (the ``a2a`` extra; same auth hook,
+    same store). Build it before the agent runs."""
     kept = store if store is not None else store_of(agent)
     if kept is None:
         raise ServeError(
@@ -169,7 +172,7 @@ def serve_agent(
         run_id = await host.mine(request, caller)
         if not isinstance(run_id, str):
             return run_id
-        return sse_response(host.hub, host.store, run_id, request)
+        return sse_response(host.hub, host.store, run_id, request, agent)
 
     async def question(request: Request, caller: Identity) -> Response:
         run_id = await host.mine(request, caller)
@@ -227,7 +230,13 @@ def serve_agent(
             return HTMLResponse(text, headers=_PAGE_HEADERS)
         return Response(text, media_type=_PAGE_TYPES[name])
 
-    routes = [
+    routes: list[BaseRoute] = []
+    if a2a_url is not None:  # before the page's catch-all
+        from .a2a import a2a_routes  # the a2a extra, only when asked for
+
+        found = a2a_routes(agent, store=kept, auth=auth, url=a2a_url, allowed_origins=origins)
+        routes.append(Mount("/a2a", routes=found))
+    routes += [
         Route("/", page, methods=["GET"]),
         Route("/{asset:str}", page, methods=["GET"]),
         Route("/api/conversations", guard(start), methods=["POST"]),

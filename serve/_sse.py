@@ -5,7 +5,7 @@ the store and this process's hub, then live ones as the run makes them, then ``r
 from __future__ import annotations
 
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, NamedTuple
 
 import anyio
@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from trackway.agent import Agent
+from trackway.agent import Agent, status_line
 from trackway.engine import RunStore, UnknownRunError
 
 from ._auth import Authenticate, ServeError, Unauthenticated, identify, same_caller
@@ -136,10 +136,35 @@ async def _stored(store: RunStore, run_id: str, cursor: EventKey, upto: int) -> 
     ]
 
 
-def sse_response(hub: EventHub, store: RunStore | None, run_id: str, request: Request) -> Response:
+def sse_response(
+    hub: EventHub,
+    store: RunStore | None,
+    run_id: str,
+    request: Request,
+    agent: Agent | None = None,
+) -> Response:
     """The SSE response streaming ``run_id`` after the request's ``Last-Event-ID``: each
-    event as ``id: seq.i``, ``event: name``, ``data: payload JSON``; then ``run.end``."""
+    event as ``id: seq.i``, ``event: name``, ``data: payload JSON``; then ``run.end``.
+    With ``agent``, an event that moves the status line (model call, tool start, progress)
+    is followed by a ``status`` event (no id: derived, not recorded) with the line the
+    agent's voice words (``{"key", "text", "call_id", "tool"}``)."""
     after = parse_event_id(request.headers.get("last-event-id"))
+    counts: dict[str, int] = {}  # progress reports per call, for the generic line
+
+    def status(name: str, payload: Any) -> dict[str, Any] | None:
+        if agent is None or not isinstance(payload, Mapping):
+            return None
+        count = 1
+        if name == "stream.tool_progress":
+            call = str(payload.get("id"))
+            count = counts[call] = counts.get(call, 0) + 1
+        line = status_line(
+            name, payload, templates=agent.thinking_templates, app_name=agent.app_name, count=count
+        )
+        if line is None:
+            return None
+        said = {"key": line.key, "text": line.text, "call_id": line.call_id, "tool": line.tool}
+        return {"event": "status", "data": orjson.dumps(said).decode()}
 
     async def frames() -> AsyncIterator[dict[str, Any]]:
         async for item in run_events(hub, store, run_id, after):
@@ -151,6 +176,9 @@ def sse_response(hub: EventHub, store: RunStore | None, run_id: str, request: Re
                     "event": item.name,
                     "data": orjson.dumps(item.payload).decode(),
                 }
+                line = status(item.name, item.payload)
+                if line is not None:
+                    yield line
 
     return EventSourceResponse(frames(), ping=15, headers={"Cache-Control": "no-store"})
 
@@ -164,6 +192,7 @@ def to_sse(
     *,
     auth: Authenticate | None,
     store: RunStore | None = None,
+    status_lines: bool = False,
 ) -> Starlette:
     """An ASGI app streaming a run's events: ``GET /{run_id}`` (mount it anywhere, e.g.
     ``Mount("/events", to_sse(agent, auth=hook))``).
@@ -174,7 +203,8 @@ def to_sse(
     or long over. ``auth`` maps each request to an identity (none: every request is 401);
     a caller sees only the runs of its own tenant and principal (404 otherwise). Events
     are the record's own: redacted as the store keeps them. Build the app before the agent
-    runs (it attaches a recorder)."""
+    runs (it attaches a recorder). ``status_lines``: follow each event that moves the
+    status line with a ``status`` event worded in the agent's voice (``serve_agent`` does)."""
     hub = hub_for(agent)
     kept = store if store is not None else store_of(agent)
     owners = Owners(hub, kept)
@@ -188,6 +218,6 @@ def to_sse(
         owner = await owners.owner(run_id)
         if owner is None or not same_caller(owner, caller):
             return error_response(404, f"no run {run_id!r} of yours")
-        return sse_response(hub, kept, run_id, request)
+        return sse_response(hub, kept, run_id, request, agent if status_lines else None)
 
     return Starlette(routes=[Route("/{run_id}", events, methods=["GET"])])

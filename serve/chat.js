@@ -38,16 +38,10 @@
     if (name === "stream.token") {
       if (!bubble) bubble = say("agent", "");
       bubble.textContent += data.text || "";
-    } else if (name === "stream.tool_start") {
-      status("Running " + (data.name || "a tool") + "…");
-    } else if (name === "stream.tool_progress") {
-      const p = data.payload;
-      const line = p && typeof p.message === "string" ? p.message : (data.name || "a tool") + " is working…";
-      status(line);
+    } else if (name === "status") {
+      status(data.text);  // the agent's voice words it (.thinking_templates, app_name)
     } else if (name === "stream.tool_end") {
-      status((data.name || "the tool") + " is done");
-    } else if (name === "stream.llm_start") {
-      status("Thinking…");
+      status("");
     }
   }
 

@@ -53,8 +53,10 @@ def serve_command(
     port: int,
     auth_spec: str | None,
     dev_loopback: bool,
+    a2a: bool = False,
 ) -> int:
-    """Serve the agent ``spec`` names until interrupted; print the URL to open first."""
+    """Serve the agent ``spec`` names until interrupted; print the URL to open first (and,
+    with ``a2a``, host it over A2A at ``/a2a/`` too)."""
     import uvicorn
 
     from trackway.agent import Agent
@@ -88,7 +90,6 @@ def serve_command(
         )
     if store is not None:
         agent = _on_store(agent, store)
-    app = serve_agent(agent, auth=auth)
     family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -98,7 +99,11 @@ def serve_command(
         raise CommandFailed(f"cannot listen on {host}:{port}: {exc}", EXIT_USAGE) from None
     bound = sock.getsockname()[1]
     shown = f"[{host.strip('[]')}]" if family == socket.AF_INET6 else host
-    out.line(f"serving {safe(agent.name)} at http://{shown}:{bound}/ (Ctrl-C stops it)")
+    url = f"http://{shown}:{bound}/"
+    app = serve_agent(agent, auth=auth, a2a_url=url + "a2a/" if a2a else None)
+    out.line(f"serving {safe(agent.name)} at {url} (Ctrl-C stops it)")
+    if a2a:
+        out.line(f"A2A: {url}a2a/ (its card at {url}a2a/.well-known/agent-card.json)")
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
     server.run(sockets=[sock])
     return 0

@@ -146,6 +146,7 @@ def resume(ctx: click.Context, run_id: str, value: object, spec: str, store: str
     is_flag=True,
     help="no auth hook: every request from this machine is one local user (loopback only)",
 )
+@click.option("--a2a", is_flag=True, help="host the agent over A2A at /a2a/ too (a2a extra)")
 @click.pass_obj
 def serve(
     out: Out,
@@ -155,11 +156,12 @@ def serve(
     port: int,
     auth_spec: str | None,
     dev_loopback: bool,
+    a2a: bool,
 ) -> int:
     """Serve an agent (module:agent) over HTTP: the chat page and its JSON and SSE routes."""
     from ._cli_serve import serve_command
 
-    return serve_command(out, spec, store, host, port, auth_spec, dev_loopback)
+    return serve_command(out, spec, store, host, port, auth_spec, dev_loopback, a2a)
 
 
 @cli.command()

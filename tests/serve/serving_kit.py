@@ -54,6 +54,7 @@ def weather_agent(
     check_in: bool = False,
     redact: bool = False,
     reached: threading.Event | None = None,
+    voice: dict[str, str] | None = None,
 ) -> Agent:
     """The agent: one tool call (``weather``, which reports progress carrying
     :data:`SECRET`, then waits on ``gate``), then the answer "It is sunny in Oslo."."""
@@ -86,6 +87,8 @@ def weather_agent(
     ).tool(tool)
     if check_in:
         builder = builder.check_in(["weather"])
+    if voice is not None:
+        builder = builder.thinking_templates(voice).app_name("Forecaster")
     return builder.build()
 
 

@@ -582,3 +582,22 @@ def test_cancel_of_a_waiting_task_ends_the_task_and_leaves_the_run_paused(
         canceled = talk(url, "alice", cancel_waiting)
     assert canceled.status.state == TaskState.TASK_STATE_CANCELED
     assert [r.status for r in store.list_runs()] == ["paused"]
+
+
+def test_serve_agent_hosts_a2a_beside_its_own_routes(store: SqliteStore) -> None:
+    from trackway.serve import serve_agent
+
+    agent = build([{"content": "Served twice."}, {"content": "And over HTTP."}])
+
+    def app_for(url: str) -> Starlette:
+        return serve_agent(agent, auth=auth, store=store, a2a_url=url)
+
+    with serving(app_for, path="/a2a/") as url:
+        done = final_task(talk(url, "alice", lambda c: events_of(c, said("Hi"))))
+        run_id = MessageToDict(done.metadata)[RUN_ID_KEY]
+        root = url.removesuffix("a2a/")
+        with httpx.Client(headers={"authorization": "Bearer alice"}, timeout=30) as http:
+            listed = http.get(root + "api/runs").json()["runs"]
+            assert http.get(root + "a2a/").status_code == 405  # the JSON-RPC door takes POSTs
+    assert text_of(done) == "Served twice."
+    assert run_id in [r["run_id"] for r in listed]  # the same store, the same caller

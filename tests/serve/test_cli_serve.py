@@ -57,7 +57,7 @@ def test_serve_runs_a_conversation_over_http(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     command = [sys.executable, "-m", "trackway.cli", "serve", "weather_mod:agent"]
-    command += ["--store", str(db), "--port", "0", "--auth", "weather_mod:auth"]
+    command += ["--store", str(db), "--port", "0", "--auth", "weather_mod:auth", "--a2a"]
     errors = (tmp_path / "stderr.txt").open("w")
     proc = subprocess.Popen(
         command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=errors, text=True
@@ -69,6 +69,7 @@ def test_serve_runs_a_conversation_over_http(tmp_path: Path) -> None:
             line + (tmp_path / "stderr.txt").read_text()
         )
         base = line.split(" at ")[1].split(" ")[0].rstrip("/")
+        assert proc.stdout.readline().startswith(f"A2A: {base}/a2a/ ")
         headers = {"authorization": "Bearer ann"}
         with httpx2.Client(base_url=base, timeout=20) as http:
             for _ in range(100):  # the socket is bound before uvicorn takes it
@@ -78,6 +79,8 @@ def test_serve_runs_a_conversation_over_http(tmp_path: Path) -> None:
                 except httpx2.TransportError:
                     time.sleep(0.05)
             assert refused.status_code == 401
+            card = http.get("/a2a/.well-known/agent-card.json").json()  # public, as A2A wants
+            assert card["name"] == "agent" and card["capabilities"]["streaming"] is True
             started = http.post("/api/conversations", json={"message": "Weather?"}, headers=headers)
             assert started.status_code == 202
             run_id = started.json()["run_id"]

@@ -194,3 +194,32 @@ def test_a_run_a_provider_failure_ended_is_retried(tmp_path: Path) -> None:
         assert not_failed.status_code == 409
     history = store.load(again["run_id"]).state["history"]
     assert [m["content"] for m in history if m["role"] == "user"] == ["Hello?"]
+
+
+def test_status_events_word_the_line_in_the_agents_voice(tmp_path: Path) -> None:
+    """Each event that moves the status line is followed by a ``status`` event (no id: it
+    is derived, the record is not changed) worded by the agent's templates and app name."""
+    store = store_at(tmp_path)
+    voice = {"tool.weather.progress": "{app}: {message}", "thinking": "{app} is thinking"}
+    app = serve_agent(weather_agent(store, voice=voice), auth=auth)
+    with served(app) as base, client(base, "t1/ann") as http:
+        run_id = http.post("/api/conversations", json={"message": "Oslo?"}).json()["run_id"]
+        with http.stream("GET", f"/api/runs/{run_id}/events") as response:
+            events = read_sse(response)
+    lines = [(e["data"]["key"], e["data"]["text"]) for e in events if e["event"] == "status"]
+    assert lines == [
+        ("thinking", "Forecaster is thinking"),
+        ("tool", "Running weather…"),
+        ("tool.weather.progress", "Forecaster: looking up Oslo"),
+        ("thinking", "Forecaster is thinking"),
+    ]
+    assert all("id" not in e for e in events if e["event"] == "status")
+    recorded = [e.name for c in store.load(run_id).commits for e in c.events]
+    assert "status" not in recorded
+    after = [events[i - 1]["event"] for i, e in enumerate(events) if e["event"] == "status"]
+    assert after == [
+        "stream.llm_start",
+        "stream.tool_start",
+        "stream.tool_progress",
+        "stream.llm_start",
+    ]
