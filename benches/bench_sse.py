@@ -191,7 +191,7 @@ def main() -> int:
     parser.add_argument("--clients", default="50,100,200")
     parser.add_argument("--iterations", type=int, default=3)
     parser.add_argument("--progress", type=int, default=40)
-    args = parser.parse_args()
+    args, _ = parser.parse_known_args()  # run_all.py passes its arguments to every bench
     rows = [measure(int(n), args.iterations, args.progress) for n in args.clients.split(",") if n]
     print_table(
         "SSE fan-out: one served run, N clients reading it live",
