@@ -7,6 +7,9 @@
 # llama-cpp-python is built portable: the default build tunes for the build machine's CPU
 # and dies with SIGILL on others. The built wheel is cached under the user's cache directory,
 # so later runs on the same machine reuse it; the server gets a venv of its own.
+# --interrupt_requests False: by default a new request cuts off the one being generated (its
+# stream ends with [DONE] and nothing in it), which made tests run by two pytest workers at
+# once fail at random; requests now wait their turn.
 set -euo pipefail
 # shellcheck source=.ci/service.sh
 . "$(dirname "$0")/service.sh"
@@ -58,6 +61,7 @@ start)
   (
     nohup "$VENV/bin/python" -m llama_cpp.server --model "$model" --model_alias smollm2 \
       --host 127.0.0.1 --port "$PORT" --chat_format chatml-function-calling --n_ctx 2048 \
+      --interrupt_requests False \
       </dev/null >"$LOG" 2>&1 &
     echo $! >"$PIDFILE"
   ) </dev/null >/dev/null 2>&1

@@ -73,7 +73,7 @@ def test_the_page_chats_with_the_real_model(tmp_path: Path) -> None:
 
     from playwright.sync_api import sync_playwright
 
-    from trackway.agent import Agent, openai, receipts
+    from trackway.agent import Agent, openai
     from trackway.tools import define_tool
 
     gate, reached = threading.Event(), threading.Event()
@@ -112,7 +112,6 @@ def test_the_page_chats_with_the_real_model(tmp_path: Path) -> None:
         .build()
     )
     errors: list[str] = []
-    tried: set[str] = set()
     with served(serve_agent(agent, auth=auth)) as base, sync_playwright() as pw:
         browser = pw.chromium.launch(
             executable_path=CHROMIUM,
@@ -125,29 +124,16 @@ def test_the_page_chats_with_the_real_model(tmp_path: Path) -> None:
             page: Any = context.new_page()
             page.on("pageerror", lambda exc: errors.append(str(exc)))
             page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            for _attempt in range(3):
-                page.goto(base + "/")
-                page.fill("#message", "What is the weather in Paris?")
-                page.click("button[type=submit]")
-                status = "#status:has-text('looking up the sky')"
-                page.wait_for_selector(f"{status}, .bubble.agent[data-final=true]", timeout=60_000)
-                if page.query_selector(status) is not None:
-                    break
-                # llama-cpp-python on a loaded machine has answered a forced tool choice with
-                # an empty stream (no stop reason, nothing said): that server's flake, asked
-                # again; anything else is a failure
-                (first,) = [r for r in store.list_runs() if r.run_id not in tried]
-                tried.add(first.run_id)
-                ran = store.load(first.run_id)
-                said = receipts(ran)[0]
-                assert said.get("stop_reason") is None, said
-                assert not ran.state.get("final_answer"), ran.state.get("final_answer")
+            page.goto(base + "/")
+            page.fill("#message", "What is the weather in Paris?")
+            page.click("button[type=submit]")
+            page.wait_for_selector("#status:has-text('looking up the sky')", timeout=60_000)
             assert reached.is_set() and not gate.is_set()  # shown while the tool waits
             gate.set()
             page.wait_for_selector(".bubble.agent[data-final=true]", timeout=90_000)
             shown = page.text_content(".bubble.agent[data-final=true]")
         finally:
             browser.close()
-    (run,) = [r for r in store.list_runs() if r.run_id not in tried]
+    (run,) = store.list_runs()
     assert store.load(run.run_id).state["final_answer"] == shown
     assert errors == []
