@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 import shutil
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +26,13 @@ pytestmark = [
 ]
 
 
-def test_the_page_chats_shows_progress_live_and_answers_an_approval(tmp_path: Path) -> None:
+@contextmanager
+def chat_page(base: str, errors: list[str]) -> Iterator[Any]:
+    """A headless Chromium page on ``base`` as the user "t1/ann" (the kit's auth cookie);
+    page errors and console errors go to ``errors``."""
     from playwright.sync_api import sync_playwright
 
-    store = store_at(tmp_path)
-    gate, reached = threading.Event(), threading.Event()
-    app = serve_agent(weather_agent(store, check_in=True, gate=gate, reached=reached), auth=auth)
-    errors: list[str] = []
-    with served(app) as base, sync_playwright() as pw:
+    with sync_playwright() as pw:
         browser = pw.chromium.launch(
             executable_path=CHROMIUM,
             headless=True,
@@ -43,21 +44,30 @@ def test_the_page_chats_shows_progress_live_and_answers_an_approval(tmp_path: Pa
             page: Any = context.new_page()
             page.on("pageerror", lambda exc: errors.append(str(exc)))
             page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.goto(base + "/")
-            page.fill("#message", "Weather in Oslo?")
-            page.click("button[type=submit]")
-            page.wait_for_selector("#question:not([hidden])", timeout=15_000)
-            assert "May I call weather" in (page.text_content("#question-text") or "")
-            page.click("#approve")
-            page.wait_for_selector("#status:has-text('looking up Oslo')", timeout=15_000)
-            assert reached.is_set() and not gate.is_set()  # shown while the tool waits
-            gate.set()
-            page.wait_for_selector(".bubble.agent[data-final=true]", timeout=15_000)
-            assert page.text_content(".bubble.agent[data-final=true]") == "It is sunny in Oslo."
-            assert page.text_content(".bubble.user") == "Weather in Oslo?"
-            assert SECRET not in page.content()
+            yield page
         finally:
             browser.close()
+
+
+def test_the_page_chats_shows_progress_live_and_answers_an_approval(tmp_path: Path) -> None:
+    store = store_at(tmp_path)
+    gate, reached = threading.Event(), threading.Event()
+    app = serve_agent(weather_agent(store, check_in=True, gate=gate, reached=reached), auth=auth)
+    errors: list[str] = []
+    with served(app) as base, chat_page(base, errors) as page:
+        page.goto(base + "/")
+        page.fill("#message", "Weather in Oslo?")
+        page.click("button[type=submit]")
+        page.wait_for_selector("#question:not([hidden])", timeout=15_000)
+        assert "May I call weather" in (page.text_content("#question-text") or "")
+        page.click("#approve")
+        page.wait_for_selector("#status:has-text('looking up Oslo')", timeout=15_000)
+        assert reached.is_set() and not gate.is_set()  # shown while the tool waits
+        gate.set()
+        page.wait_for_selector(".bubble.agent[data-final=true]", timeout=15_000)
+        assert page.text_content(".bubble.agent[data-final=true]") == "It is sunny in Oslo."
+        assert page.text_content(".bubble.user") == "Weather in Oslo?"
+        assert SECRET not in page.content()
     assert errors == []
 
 
@@ -70,8 +80,6 @@ def test_the_page_chats_with_the_real_model(tmp_path: Path) -> None:
     """The same page with llama.cpp's model behind the agent: the forced tool call's
     progress shows while the tool waits, then the answer the run stored."""
     import asyncio
-
-    from playwright.sync_api import sync_playwright
 
     from trackway.agent import Agent, openai
     from trackway.tools import define_tool
@@ -112,28 +120,15 @@ def test_the_page_chats_with_the_real_model(tmp_path: Path) -> None:
         .build()
     )
     errors: list[str] = []
-    with served(serve_agent(agent, auth=auth)) as base, sync_playwright() as pw:
-        browser = pw.chromium.launch(
-            executable_path=CHROMIUM,
-            headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-        )
-        try:
-            context = browser.new_context()
-            context.add_cookies([{"name": "test_user", "value": "t1/ann", "url": base}])
-            page: Any = context.new_page()
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.goto(base + "/")
-            page.fill("#message", "What is the weather in Paris?")
-            page.click("button[type=submit]")
-            page.wait_for_selector("#status:has-text('looking up the sky')", timeout=60_000)
-            assert reached.is_set() and not gate.is_set()  # shown while the tool waits
-            gate.set()
-            page.wait_for_selector(".bubble.agent[data-final=true]", timeout=90_000)
-            shown = page.text_content(".bubble.agent[data-final=true]")
-        finally:
-            browser.close()
+    with served(serve_agent(agent, auth=auth)) as base, chat_page(base, errors) as page:
+        page.goto(base + "/")
+        page.fill("#message", "What is the weather in Paris?")
+        page.click("button[type=submit]")
+        page.wait_for_selector("#status:has-text('looking up the sky')", timeout=60_000)
+        assert reached.is_set() and not gate.is_set()  # shown while the tool waits
+        gate.set()
+        page.wait_for_selector(".bubble.agent[data-final=true]", timeout=90_000)
+        shown = page.text_content(".bubble.agent[data-final=true]")
     (run,) = store.list_runs()
     assert store.load(run.run_id).state["final_answer"] == shown
     assert errors == []
