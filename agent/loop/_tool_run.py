@@ -74,6 +74,7 @@ def context(
             "credentials": _NO_CREDENTIALS,
             "on_redact": on_redact,
             "redaction": scope.redaction,
+            "wanted": None,
         }
     )
 

@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 
 from trackway.engine.core._keywords import checked_keywords
+from trackway.tools.artifacts._meta import ArtifactMeta
 
 from ._assume import check_rules, served_schema
 from ._errors import ToolDefinitionError
@@ -54,6 +55,9 @@ class ToolContext:
     credentials: Mapping[str, str] = field(default_factory=dict, repr=False)
     """The credentials this call was given (the tool's ``needs``, consented to): read them
     with :meth:`credential`."""
+    wanted: Mapping[str, ArtifactMeta] | None = None
+    """The tickets behind this call's ``wants`` arguments, by argument name (their data is
+    in ``args``); ``None`` for a tool that wants nothing."""
 
     def redact(self, value: str) -> str:
         """Mark ``value`` hidden wherever the run's record goes (store rows, snapshots,
@@ -154,6 +158,12 @@ class Tool:
     needs: tuple[str, ...] = ()
     """Credentials the tool uses (``ctx.credential(name)``): the agent asks the person's
     consent before the first call that needs each one."""
+    result_kind: str | None = None
+    """The artifact kind a placed result is minted under (``None``: the default
+    ``tool-result/<name>``)."""
+    wants: Mapping[str, str] | None = None
+    """Arguments that take an ``art_…`` ticket, by name, and the artifact kind each must
+    redeem to: the agent resolves them before the tool runs."""
 
     def spec(self) -> dict[str, Any]:
         """The tool as the model sees it (JSON): a ruled argument is no longer required and
