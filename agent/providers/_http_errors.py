@@ -245,8 +245,8 @@ class HTTPErrors:
             if events == 0
             else f"after {events} event{'' if events == 1 else 's'}"
         )
-        if outcome.hollow:
-            what = "with an empty answer of 0 output tokens"
+        if outcome.hollow is not None:
+            what = outcome.hollow
         sent = " and the text so far was streamed" if outcome.yielded else ""
         return ProviderResponseError(
             f"{self.name}: the stream from {self.base_url} ended before the answer finished "

@@ -81,20 +81,24 @@ class StreamOutcome:
     def __init__(self) -> None:
         self.yielded = False
         self.unfinished: int | None = None
-        self.hollow = False
+        self.hollow: str | None = None
 
 
-def hollow(final: LLMResponse) -> bool:
-    """A streamed answer with nothing in it that the server itself counts as 0 output tokens:
-    how a gateway renders an upstream stream that ended without an answer (the litellm
-    proxy's ``/v1/messages`` in front of llama.cpp's server does)."""
+def hollow(final: LLMResponse) -> str | None:
+    """Why a streamed answer that ended cleanly holds no answer at all, or ``None``: empty
+    and counted by the server itself as 0 output tokens (how a gateway renders an upstream
+    stream that ended without an answer: the litellm proxy's ``/v1/messages`` in front of
+    llama.cpp's server), or empty and never saying why it stopped (a ``[DONE]`` after no
+    answer: a server that dropped the request mid-way, as llama-cpp-python's does when a
+    concurrent request interrupts it)."""
+    if final.content or final.tool_calls or final.thinking:
+        return None
     usage = final.usage
-    return (
-        not final.content
-        and not final.tool_calls
-        and usage is not None
-        and usage.output_tokens == 0
-    )
+    if usage is not None and usage.output_tokens == 0:
+        return "with an empty answer of 0 output tokens"
+    if final.stop_reason is None:
+        return "with an empty answer and no stop reason"
+    return None
 
 
 DONE: Any = object()

@@ -118,9 +118,10 @@ class HTTPReading(HTTPErrors):
                     ),
                     quoted=(why,),
                 ) from exc
-            if hollow(final):
+            empty = hollow(final)
+            if empty is not None:
                 outcome.unfinished = number
-                outcome.hollow = True
+                outcome.hollow = empty
                 return
             yield final
 

@@ -475,6 +475,24 @@ def test_an_empty_stream_then_a_whole_one_answers(sleeps: list[float]) -> None:
     assert stream(provider(server))[-1] == LLMResponse(content="ok", model="gpt-test-2025")
 
 
+def test_done_after_no_answer_and_no_stop_reason_is_an_unfinished_stream(
+    sleeps: list[float],
+) -> None:
+    """What llama-cpp-python sends when a concurrent request interrupted this one: a role
+    chunk, then ``[DONE]``, never a finish reason. An empty answer would read as the model's."""
+    dropped = sse(chunk({"role": "assistant"}), "[DONE]")
+    server = Server(dropped, sse(chunk({"content": "ok"}, "stop"), "[DONE]"))
+    assert stream(provider(server))[-1].content == "ok"
+    assert len(server.requests) == 2
+    with pytest.raises(ProviderResponseError, match="an empty answer and no stop reason"):
+        stream(provider(Server(dropped)))
+    # an empty answer the server says it finished is the model's own, and is kept
+    said = Server(sse(chunk({"role": "assistant"}, "stop"), "[DONE]"))
+    assert stream(provider(said))[-1] == LLMResponse(
+        content="", stop_reason="stop", model="gpt-test-2025"
+    )
+
+
 def test_a_server_that_ignores_stream_is_still_streamed() -> None:
     server = Server(completion("whole answer", usage={"prompt_tokens": 1, "completion_tokens": 2}))
     assert stream(provider(server)) == [
