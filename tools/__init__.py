@@ -1,6 +1,14 @@
 """trackway.tools: tools an agent can call — defining them, what their results say they
 covered, sessions, gates, providers and argument rules."""
 
+from .artifacts._folder import FolderArtifacts as FolderArtifacts
+from .artifacts._meta import ARTIFACT_REF_PREFIX as ARTIFACT_REF_PREFIX
+from .artifacts._meta import ArtifactMeta as ArtifactMeta
+from .artifacts._meta import ArtifactScope as ArtifactScope
+from .artifacts._store import ArtifactStore as ArtifactStore
+from .artifacts._store import MemoryArtifacts as MemoryArtifacts
+from .artifacts._store import RunStoreArtifacts as RunStoreArtifacts
+from .artifacts._store import artifact_value as artifact_value
 from .bridges._chart_tool import ChartPausedError as ChartPausedError
 from .bridges._chart_tool import flowchart_as_tool as flowchart_as_tool
 from .bridges._mcp_client import McpCallError as McpCallError
@@ -31,6 +39,7 @@ from .define._providers import gated_tools as gated_tools
 from .define._providers import static_tools as static_tools
 from .define._sessions import ToolSessionError as ToolSessionError
 from .define._sessions import tool_session_key as tool_session_key
+from .define._wants import check_tool_wants as check_tool_wants
 from .results._canonical_notes import canonical_notes as canonical_notes
 from .results._coverage_items import DeclarationRefused as DeclarationRefused
 from .results._declared import ABSENCE_MARKER as ABSENCE_MARKER
@@ -67,6 +76,7 @@ from .results._period import period_verdict as period_verdict
 __all__ = [
     "ABSENCE_MARKER",
     "ABSENCE_NOTE",
+    "ARTIFACT_REF_PREFIX",
     "ASSUMED_LABEL",
     "CANNOT_COVER_LABEL",
     "CHECKED_LABEL",
@@ -82,19 +92,25 @@ __all__ = [
     "PERIOD_WIRE",
     "SEMANTICS_NOTE",
     "TOOL_RESULT_STATUSES",
+    "ArtifactMeta",
+    "ArtifactScope",
+    "ArtifactStore",
     "ChartPausedError",
     "CoveredResult",
     "CredentialError",
     "DeclarationRefused",
     "Declared",
     "DescribedResult",
+    "FolderArtifacts",
     "GateDecision",
     "Identity",
     "McpCallError",
     "McpClient",
     "McpConnectionError",
     "McpServe",
+    "MemoryArtifacts",
     "PeriodVerdict",
+    "RunStoreArtifacts",
     "Tool",
     "ToolAbsence",
     "ToolCallRefusedError",
@@ -107,9 +123,11 @@ __all__ = [
     "absent",
     "allow",
     "answer_coverage",
+    "artifact_value",
     "ask",
     "ask_human",
     "canonical_notes",
+    "check_tool_wants",
     "coverage",
     "define_tool",
     "deny",

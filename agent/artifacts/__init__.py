@@ -8,4 +8,6 @@ Imports: ``offer``, ``context`` and below (the ``loop``, ``runtime`` and ``rerun
 this).
 """
 
-__all__: list[str] = []
+from ._plan import DEFAULT_MAX_INLINE_CHARS as DEFAULT_MAX_INLINE_CHARS
+
+__all__ = ["DEFAULT_MAX_INLINE_CHARS"]

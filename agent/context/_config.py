@@ -121,6 +121,9 @@ class AgentConfig:
     evidence: Any = None
     """``.names_and_numbers_from_evidence(...)``: the
     :class:`~trackway.agent.grounding._gate.EvidenceGate` judged in ``route``."""
+    artifacts: Any = None
+    """``.artifacts(store, ...)``: the :class:`~trackway.agent.artifacts._plan.ArtifactsPlan`
+    (placement and redemption; ``None``: no artifacts)."""
     validation: Any = None
     """``.answer_validation(...)``: the :class:`~trackway.agent.grounding.AnswerValidation`
     the ``final`` stage runs on the answer."""

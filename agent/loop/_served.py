@@ -17,6 +17,7 @@ from trackway.tools import Tool
 from trackway.tools.results._declared_read import read_declared
 from trackway.tools.results._outcome import read_envelope
 
+from ..artifacts._place import placed
 from ..context._config import AgentConfig
 from ..context._config import emit as _emit
 from ._nudge import NUDGE_LATER, nudged
@@ -53,7 +54,7 @@ def served(
     status, statement = "success", None
     effects: tuple[Any, ...] = ()  # not tuple[()]: a compiled build holds a local to its type
     if type(result) is str:  # plain text: neither a declared result nor an envelope
-        return _measured(cfg, tool, scope, call, iteration, _text_outcome(tool, result))
+        return _measured(cfg, tool, scope, call, iteration, _text_outcome(tool, result), True)
     declared = read_declared(tool.name, result)
     if declared is None:
         try:
@@ -86,7 +87,7 @@ def served(
     owed = tool.period is not None and (statement is None or statement.get("period") is None)
     undeclared = {"period": "undeclared"} if owed else None  # owes a period and said none
     done = Outcome(status, text, effects, undeclared, statement)
-    return _measured(cfg, tool, scope, call, iteration, done)
+    return _measured(cfg, tool, scope, call, iteration, done, isinstance(result, str))
 
 
 def _text_outcome(tool: Tool, text: str) -> Outcome:
@@ -126,6 +127,7 @@ ROW_FLAGS = (
     "masked",
     "redacted",
     "tool_chars",
+    "artifacts",
 )
 """Row keys a replay takes from the recording as they were."""
 
@@ -137,9 +139,11 @@ def _measured(
     call: Mapping[str, Any],
     iteration: int,
     done: Outcome,
+    is_text: bool = False,
 ) -> Outcome:
-    """The tool's own ceiling first (refuse, never cut), then the agent's cap (cut, saying
-    so). Neither measures when it is not set."""
+    """The tool's own ceiling first (refuse, never cut), then placement (a longer result
+    stored, its ticket served: ``is_text`` says it is text, not JSON), then the agent's cap
+    (cut, saying so). None measures when it is not set."""
     size = len(done.content)
     ceiling = tool.result_ceiling
     if ceiling is not None and size > ceiling["max_chars"]:
@@ -166,6 +170,14 @@ def _measured(
         flags = {**(done.flags or {}), "refused": True, "chars_returned": size}
         done = Outcome("invalid", refusal, done.effects, flags)  # what it covered went too
         size = len(refusal)
+    elif (
+        cfg.artifacts is not None and size > cfg.artifacts.max_inline_chars and cfg.artifacts.store
+    ):
+        media = "text/plain" if is_text else "application/json"
+        served, flag = placed(cfg, tool, scope, call, iteration, done.content, media)
+        flags = {**(done.flags or {}), "artifacts": flag}
+        done = done._replace(content=served, flags=flags)
+        size = len(served)
     cap = cfg.max_tool_result_chars
     if cap is not None and size > cap:
         cut = size - cap

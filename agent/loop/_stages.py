@@ -116,6 +116,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             settings["thinking_handler"] = cfg.thinking_handler.name
         if cfg.memories:  # each call is served what memory-recall committed
             settings["memory"] = [memory.record() for memory in cfg.memories]
+        if cfg.artifacts is not None:  # placement threshold: a replay serves tickets as recorded
+            settings["artifacts"] = cfg.artifacts.record()
         if cfg.self_explain is not None:  # the guide and the trace tools: replay rebuilds them
             settings["self_explain"] = cfg.self_explain.record()
         if cfg.window is not None:  # what each call is served depends on it

@@ -22,6 +22,7 @@ from trackway.tools.define._define import built_context
 from trackway.tools.results._coverage_items import DeclarationRefused
 from trackway.tools.results._outcome import RecordedOutcome
 
+from ..artifacts._redeem import redeem
 from ..context._config import CURRENT_SCOPE, AgentConfig
 from ..context._config import emit as _emit
 from ..context._findings import peel
@@ -245,6 +246,11 @@ async def execute(
     hooks.context = weakref.ref(ctx)
     awaited = False  # a scope never entered caught no cancel: not asked below
     secrets: dict[str, str] = {}
+    redeemed: dict[str, Any] | None = None  # the row's artifacts flag: tickets resolved
+    if tool.wants and cfg.artifacts is not None and not _replaying(tool):
+        refusal, redeemed = redeem(cfg, tool, scope, call, iteration, args, ctx)
+        if refusal is not None:  # the tool does not run: the model reads what would resolve
+            return Outcome("invalid", refusal, (), {"artifacts": redeemed}), False
     if tool.needs and cfg.credentials is not None and not _replaying(tool):
         try:  # fetched for this call only: held by its context, written nowhere
             secrets = await fetch_credentials(cfg, tool, scope.get("identity"))
@@ -300,6 +306,8 @@ async def execute(
         flags = None if result.error is None else {"error": result.error}
         if calls:
             flags = {**(flags or {}), **calls}
+        if redeemed is not None:
+            flags = {**(flags or {}), "artifacts": redeemed}
         return Outcome("failure", result.text, (), flags, runs=runs), False
     if awaited and cancel_scope.cancelled_caught:
         cancelled = f"Error: {tool.name} was cancelled before it returned a result."
@@ -317,6 +325,11 @@ async def execute(
             done = done._replace(content=masked, flags={**(done.flags or {}), "masked": True})
     if calls:
         done = done._replace(flags={**(done.flags or {}), **calls})
+    if redeemed is not None:  # beside a placement of this call's own result, if any
+        flags = done.flags or {}
+        done = done._replace(
+            flags={**flags, "artifacts": {**redeemed, **flags.get("artifacts", {})}}
+        )
     return (done._replace(runs=runs) if runs else done), False
 
 

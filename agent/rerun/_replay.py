@@ -25,6 +25,7 @@ from trackway.engine import (
 from trackway.tools import define_tool
 from trackway.tools.results._outcome import RecordedOutcome
 
+from ..artifacts._building import replay_artifacts
 from ..context._cost import budget_option
 from ..explain._building import replay_self_explain_of
 from ..loop._coverage import statement_of
@@ -264,6 +265,7 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
         builder.tools_from(RecordedOffers(provided, offers))
     replay_skills(builder, cfg, snap, tools)
     replay_memory(builder, cfg.memories, snap)  # what was recalled and written, read back
+    replay_artifacts(builder, cfg.artifacts and cfg.artifacts.record())  # tickets as recorded
     if cfg.system is not None:
         builder.system(cfg.system)
     if cfg.configure is not None:

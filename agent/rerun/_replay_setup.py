@@ -10,6 +10,7 @@ from typing import Any
 from trackway.engine import Snapshot, thaw
 from trackway.tools import define_tool
 
+from ..artifacts._building import replay_artifacts
 from ..context._cost import budget_option
 from ..context._window import WindowPlan, WindowVisit
 from ..explain._building import replay_self_explain
@@ -158,6 +159,9 @@ def agent_from_recording(snap: Snapshot) -> Agent:
     if needs:  # the consents are replayed; no value is asked for
         builder.credentials({})
     replay_memory(builder, recorded_memories(settings), snap)
+    replay_artifacts(
+        builder, settings.get("artifacts")
+    )  # the threshold; no store: tickets as recorded
     replay_self_explain(builder, settings)  # the trace tools are stubs; the guide is recorded
     replay_validation(builder, snap, None)  # the claims are data: run again, time as recorded
     return builder.build()

@@ -39,6 +39,7 @@ from trackway.engine.core._keywords import checked_keywords
 from trackway.tools import Identity
 from trackway.tools.define._sessions import run_end_reason
 
+from ..artifacts._building import ArtifactsReading
 from ..explain._explaining import Explaining
 from ..grounding._gate import withheld_error
 from ..grounding._validation_building import AnswerRecord
@@ -85,6 +86,7 @@ class Agent(
     Explaining,
     AnswerRecord,
     Voiced,
+    ArtifactsReading,
 ):
     """An LLM agent whose every step is a commit. Build with ``Agent.create(...)``."""
 

@@ -15,6 +15,7 @@ from trackway.engine.run._recorder import check_recorder
 from trackway.tools import Tool, ToolContext
 from trackway.tools.define._providers import ToolProvider
 
+from ..artifacts._building import ArtifactsBuilding
 from ..context._cost import check_budget, check_pricing
 from ..context._window import WindowStrategy
 from ..explain._building import ExplainBuilding
@@ -50,6 +51,7 @@ class AgentBuilder(
     ValidationBuilding,
     ThinkingBuilding,
     LiveBuilding,
+    ArtifactsBuilding,
 ):
     """Configures an :class:`Agent`; ``build()`` declares its chart."""
 
@@ -359,6 +361,9 @@ class AgentBuilder(
             self_explain=explain,
             evidence=self._evidence,
             thinking_handler=self._thinking,
+            artifacts=self._artifacts_plan(
+                [*tools.values(), *(t for s in self._skills for t in s.tools)]
+            ),
             validation=self._validation_plan(
                 {*tools, *(t.name for s in self._skills for t in s.tools)}
             ),

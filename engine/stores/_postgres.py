@@ -11,6 +11,7 @@ from typing import Any
 
 from ..core._errors import ConfigurationError, StoreError
 from ..observe._seal import Seal, check_seal
+from ._artifact_rows import ARTIFACTS_TABLE
 from ._run_queue import QUEUE_SCHEMA, PgRunQueue
 from ._sqlstore import SqlRunStore, run_deleted
 
@@ -75,13 +76,14 @@ CREATE TABLE IF NOT EXISTS trackway_memory_facts (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS trackway_memory_facts_key
     ON trackway_memory_facts (scope, memory_id, fact);
+{artifacts}
 -- the schema's version: a store opened by an older trackway than the one that wrote it is
 -- refused by name rather than written in a shape it does not know
 CREATE TABLE IF NOT EXISTS trackway_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
-"""
-SCHEMA_VERSION = 2
+""".replace("{artifacts}", ARTIFACTS_TABLE.format(int="BIGINT", blob="BYTEA"))
+SCHEMA_VERSION = 3
 """The PostgreSQL schema's version (``trackway_meta``): 1 was every schema before the table
-(no memory tables), 2 adds an agent's memory."""
+(no memory tables), 2 adds an agent's memory, 3 artifacts (``trackway_artifacts``)."""
 
 
 _HELD = (
@@ -102,6 +104,7 @@ _NEWEST = (
     ("trackway_workers", "redacting"),
     ("trackway_memory", "doc"),
     ("trackway_memory_facts", "doc"),
+    ("trackway_artifacts", "data"),
     ("trackway_meta", "value"),
 )
 """A column of each table, and every column a later version added: all present, the schema

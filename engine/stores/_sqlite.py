@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from ..core._errors import ConfigurationError, StoreError
 from ..observe._seal import Seal, check_seal
+from ._artifact_rows import ARTIFACTS_TABLE
 from ._sqlstore import SqlRunStore
 
 __all__ = ["SqliteStore"]
@@ -61,7 +62,7 @@ CREATE TABLE IF NOT EXISTS trackway_checkpoints (
 ) WITHOUT ROWID;
 """
 )
-SCHEMA_VERSION = 6  # PRAGMA user_version
+SCHEMA_VERSION = 7  # PRAGMA user_version
 # 3 -> 4: commits in written order, found through a unique index on id (see _COMMITS)
 _TO_4 = (
     "ALTER TABLE trackway_commits RENAME TO trackway_commits_v3;"
@@ -102,6 +103,9 @@ CREATE TABLE IF NOT EXISTS trackway_memory_facts (
 CREATE UNIQUE INDEX IF NOT EXISTS trackway_memory_facts_key
     ON trackway_memory_facts (scope, memory_id, fact);
 """
+# 6 -> 7: artifacts (``_artifact_rows``): large results kept by ref under a scope, one row per
+# content of a scope and kind (a unique index), listed newest first along a second index
+_TO_7 = ARTIFACTS_TABLE.format(int="INTEGER", blob="BLOB")
 _MIGRATIONS = {
     # 2 -> 3: run numbers never reused (AUTOINCREMENT, above the highest ever given out),
     # claims keep their answer
@@ -114,10 +118,12 @@ ALTER TABLE trackway_checkpoints ADD COLUMN answer BLOB;
 """
     + _TO_4
     + _TO_5
-    + _TO_6,
-    3: _TO_4 + _TO_5 + _TO_6,
-    4: _TO_5 + _TO_6,
-    5: _TO_6,
+    + _TO_6
+    + _TO_7,
+    3: _TO_4 + _TO_5 + _TO_6 + _TO_7,
+    4: _TO_5 + _TO_6 + _TO_7,
+    5: _TO_6 + _TO_7,
+    6: _TO_7,
 }
 _TABLES = {"trackway_runs", "trackway_commits", "trackway_checkpoints"}
 _UNDECODABLE = re.compile(r"Could not decode to UTF-8 column '([^']*)'")
@@ -222,7 +228,7 @@ class SqliteStore(SqlRunStore):
         transaction."""
         if version == SCHEMA_VERSION:
             return
-        script = _SCHEMA + _TO_5 + _TO_6 if version == 0 else _MIGRATIONS[version]
+        script = _SCHEMA + _TO_5 + _TO_6 + _TO_7 if version == 0 else _MIGRATIONS[version]
         self._db.executescript(
             f"BEGIN IMMEDIATE; {script}; PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
         )

@@ -19,6 +19,7 @@ from ..core._errors import (
     UnknownRunError,
 )
 from ..core._snapshot import Snapshot
+from ._artifact_rows import SqlArtifactRows
 from ._checkpoint import Checkpoint
 from ._damaged import DamagedRows, check_run_rows, stored_as
 from ._lease_fence import LeaseFence, lease_lost
@@ -52,9 +53,10 @@ def initial_from_doc(doc: bytes) -> dict[str, bytes]:
     return {k: orjson.dumps(v) for k, v in orjson.loads(doc).items()}
 
 
-class SqlRunStore(SealedRows, LeaseFence, DamagedRows, SqlMemoryRows):
+class SqlRunStore(SealedRows, LeaseFence, DamagedRows, SqlMemoryRows, SqlArtifactRows):
     """The :class:`RunStore` interface on the trackway tables, for any SQL dialect here (and
-    :class:`~._memory_rows.MemoryRows` on its memory tables)."""
+    :class:`~._memory_rows.MemoryRows` on its memory tables, :class:`~._artifact_rows.ArtifactRows`
+    on its artifacts table)."""
 
     _P = "?"
     _run_nos: dict[str, int]

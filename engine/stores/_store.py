@@ -23,6 +23,7 @@ from ..core._commit import Commit
 from ..core._errors import ConfigurationError, DocumentError, UnknownRunError
 from ..core._snapshot import Snapshot
 from ..run._sinks import Sink
+from ._artifact_rows import ArtifactTables
 from ._checkpoint import Checkpoint
 from ._damaged import corrupt
 from ._group_commit import group_sink
@@ -182,7 +183,7 @@ def select_prunable(
     return sorted(chosen)
 
 
-class MemoryStore(MemoryTables):
+class MemoryStore(MemoryTables, ArtifactTables):
     """A store in this process's memory: the same interface, nothing survives the process
     (an agent's memory rows included)."""
 
@@ -192,6 +193,7 @@ class MemoryStore(MemoryTables):
         self._checkpoints: dict[str, bytes] = {}
         self._claimed: dict[str, bytes | None] = {}
         self._init_memory()
+        self._init_artifacts()
 
     def __repr__(self) -> str:
         return f"<MemoryStore runs={len(self._runs)}>"

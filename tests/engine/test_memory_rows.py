@@ -89,7 +89,7 @@ def test_a_version_5_sqlite_store_is_migrated_and_a_newer_one_refused(tmp_path: 
     assert store.memory_append(SCOPE, "chat", "turn", doc(n=1)) == 1
     store.close()
     with closing(sqlite3.connect(path)) as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (6,)
+        assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (7,)
         assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -135,13 +135,13 @@ def test_an_older_postgres_schema_is_migrated_and_a_newer_one_refused() -> None:
             (version,) = db.execute(
                 "SELECT value FROM trackway_meta WHERE name = 'schema_version'"
             ).fetchone()
-            assert int(version) == PG_VERSION == 2
-            db.execute("UPDATE trackway_meta SET value = '3' WHERE name = 'schema_version'")
+            assert int(version) == PG_VERSION == 3
+            db.execute("UPDATE trackway_meta SET value = '4' WHERE name = 'schema_version'")
         with pytest.raises(StoreError) as info:
             PostgresStore(dsn)
-        assert "trackway schema version 3, written by a newer trackway" in str(info.value)
+        assert "trackway schema version 4, written by a newer trackway" in str(info.value)
         with psycopg.connect(dsn, autocommit=True) as db:  # nothing was changed
-            assert db.execute("SELECT value FROM trackway_meta").fetchone() == ("3",)
+            assert db.execute("SELECT value FROM trackway_meta").fetchone() == ("4",)
             assert db.execute("SELECT count(*) FROM trackway_memory").fetchone() == (1,)
 
 

@@ -56,6 +56,12 @@ class McpServe:
             fault = ref_fault(tool.input_schema)
             if fault is not None:
                 raise ToolError(f"mcp_serve: tool {tool.name!r}: its input schema {fault}")
+            if tool.wants:  # its tickets are redeemed by an agent's store; this door has none
+                raise ToolError(
+                    f"mcp_serve: tool {tool.name!r} wants artifacts ({', '.join(tool.wants)}): "
+                    "an MCP client has no artifact store to redeem its tickets from; serve it "
+                    "from an agent with .artifacts(store), or serve a tool without wants"
+                )
         self._validators = {t.name: local_validator(t.input_schema) for t in self.tools.values()}
         # one limiter per event loop (a limiter belongs to the loop it was made in)
         self._limiter: anyio.lowlevel.RunVar[anyio.CapacityLimiter] = anyio.lowlevel.RunVar(

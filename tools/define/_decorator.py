@@ -57,11 +57,12 @@ def _build(
     options: Mapping[str, Any] | None = None,
 ) -> Tool:
     options = dict(options or {})
-    unknown = sorted(set(options) - {"result_ceiling", "gate", "ask_or_assume", "period", "needs"})
+    known = {"result_ceiling", "gate", "ask_or_assume", "period", "needs", "result_kind", "wants"}
+    unknown = sorted(set(options) - known)
     if unknown:
         raise ToolDefinitionError(
-            "@tool takes name, description, result_ceiling, gate, ask_or_assume, period and "
-            f"needs, not {unknown}"
+            "@tool takes name, description, result_ceiling, gate, ask_or_assume, period, "
+            f"needs, result_kind and wants, not {unknown}"
         )
     if not callable(fn):
         raise ToolDefinitionError(f"@tool decorates a function, got {fn!r}")
@@ -101,14 +102,20 @@ def _build(
             hint,
             pydantic.Field(default, description=arg_docs.get(param.name)),
         )
+    wants = options.get("wants")
+    tickets = {k for k in wants if k in fields} if isinstance(wants, dict) else set()
+    # a wants argument is typed for the data it receives; the model passes a ticket (a string)
+    for k in tickets:
+        fields[k] = (str, fields[k][1])
     model = pydantic.create_model(f"{tool_name}_args", **fields)
     schema = _strip_titles(model.model_json_schema())
     schema.setdefault("properties", {})
     is_async = inspect.iscoroutinefunction(fn)
 
     def execute(args: dict[str, Any], ctx: ToolContext) -> Any:
-        checked = model.model_validate(args)
-        kwargs = {k: getattr(checked, k) for k in fields}
+        held = {k: args[k] for k in tickets if k in args}  # redeemed: the data, as it came
+        checked = model.model_validate({**args, **dict.fromkeys(held, "")} if held else args)
+        kwargs = {k: held[k] if k in held else getattr(checked, k) for k in fields}
         if ctx_param is not None:
             kwargs[ctx_param] = ctx
         return fn(**kwargs)
@@ -151,7 +158,7 @@ def tool(
             \"\"\"
 
     ``options`` are :func:`define_tool`'s own (``result_ceiling``, ``gate``,
-    ``ask_or_assume``, ``period``, ``needs``), checked the same way.
+    ``ask_or_assume``, ``period``, ``needs``, ``result_kind``, ``wants``), checked the same way.
     """
     if fn is not None:
         return _build(fn, name, description, options)

@@ -16,6 +16,7 @@ from ._assume import check_rules, served_schema
 from ._errors import ToolDefinitionError
 from ._identity import Identity
 from ._schema_refs import schema_fault
+from ._wants import check_result_kind, checked_wants
 
 __all__ = ["Tool", "ToolContext", "define_tool"]
 
@@ -187,6 +188,8 @@ def define_tool(
     ask_or_assume: Mapping[str, Any] | None = None,
     period: Mapping[str, Any] | None = None,
     needs: Iterable[str] = (),
+    result_kind: str | None = None,
+    wants: Mapping[str, str] | None = None,
 ) -> Tool:
     """Define a tool; the schema is checked as JSON Schema (draft 2020-12) right here.
 
@@ -208,6 +211,12 @@ def define_tool(
     an agent asks the person's consent (a pause of kind ``consent``) before the first call
     that needs each one, and fetches the value from its ``.credentials(...)`` only for the
     call, never writing it anywhere.
+
+    ``result_kind="dataset/rows"``: the artifact kind a result placed in the agent's artifact
+    store is minted under (default ``tool-result/<name>``). ``wants={"dataset":
+    "dataset/rows"}``: the ``dataset`` argument (a ``"string"`` in the schema) takes an
+    ``art_…`` ticket of exactly that kind; the agent redeems it before the tool runs, so
+    ``args["dataset"]`` holds the data and ``ctx.wanted["dataset"]`` the ticket.
     """
     if not isinstance(name, str) or not name or not all(c.isalnum() or c in "_-" for c in name):
         raise ToolDefinitionError(
@@ -229,6 +238,8 @@ def define_tool(
         raise ToolDefinitionError(f"tool {name!r}: gate must be a function (call, ctx)")
     rules, bound = check_rules(name, ask_or_assume, input_schema, period)
     needed = _needs(name, needs)
+    kind = check_result_kind(name, result_kind)
+    wanted = checked_wants(name, wants, input_schema)
     return Tool(
         name,
         description,
@@ -240,6 +251,8 @@ def define_tool(
         ask_or_assume=rules,
         period=bound,
         needs=needed,
+        result_kind=kind,
+        wants=wanted,
     )
 
 
