@@ -4,6 +4,7 @@ Every model request is assembled from committed state, so ``served_at`` rebuilds
 log and ``replay`` re-runs a turn without a model.
 """
 
+from .artifacts._recording import recorded_artifacts as recorded_artifacts
 from .classify._mock import MockClassifier as MockClassifier
 from .classify._mock import MockClassifierExhaustedError as MockClassifierExhaustedError
 from .classify._mock import mock_classifier as mock_classifier
@@ -56,6 +57,7 @@ from .messages._errors import AgentBuildError as AgentBuildError
 from .messages._errors import AgentError as AgentError
 from .messages._errors import AgentNotRunError as AgentNotRunError
 from .messages._errors import AnswerDeniedError as AnswerDeniedError
+from .messages._errors import ArtifactsEmbedError as ArtifactsEmbedError
 from .messages._errors import CachePolicyError as CachePolicyError
 from .messages._errors import ConversationFormatError as ConversationFormatError
 from .messages._errors import DecisionRequiredError as DecisionRequiredError
@@ -185,6 +187,7 @@ __all__ = [
     "AnswerDeniedError",
     "AnswerValidationLimits",
     "AnthropicProvider",
+    "ArtifactsEmbedError",
     "CacheCall",
     "CachePolicyError",
     "CacheWarning",
@@ -299,6 +302,7 @@ __all__ = [
     "propose_transition",
     "provider_classifier",
     "receipts",
+    "recorded_artifacts",
     "replay",
     "replay_async",
     "require_instruction",

@@ -9,5 +9,6 @@ this).
 """
 
 from ._plan import DEFAULT_MAX_INLINE_CHARS as DEFAULT_MAX_INLINE_CHARS
+from ._recording import recorded_artifacts as recorded_artifacts
 
-__all__ = ["DEFAULT_MAX_INLINE_CHARS"]
+__all__ = ["DEFAULT_MAX_INLINE_CHARS", "recorded_artifacts"]

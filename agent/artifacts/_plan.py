@@ -10,7 +10,7 @@ from trackway.engine import thaw
 from trackway.engine.run._scope import TrackedScope
 from trackway.tools.artifacts import ArtifactScope
 
-__all__ = ["DEFAULT_MAX_INLINE_CHARS", "ArtifactsPlan", "run_scope"]
+__all__ = ["DEFAULT_MAX_INLINE_CHARS", "ArtifactsPlan", "run_scope", "scope_of"]
 
 DEFAULT_MAX_INLINE_CHARS = 4000
 """A result longer than this many characters is placed in the store (``max_inline_chars``)."""
@@ -35,9 +35,12 @@ def run_scope(scope: TrackedScope) -> ArtifactScope:
     conversation as the caller gave them; a run without an identity gets its session
     (``session_id``), else the run alone (``run_id``): tickets are never shared between
     callers that said nothing about who they are."""
-    identity = scope.get("identity")
+    return scope_of(scope.get("identity"), scope.get("session_id"), scope.run_id)
+
+
+def scope_of(identity: Any, session: Any, run_id: str) -> ArtifactScope:
+    """:func:`run_scope` of a run's ``identity``, ``session_id`` and ``run_id``."""
     if identity is not None:
         said = thaw(identity)
         return ArtifactScope(said.get("tenant"), said.get("principal"), said.get("conversation_id"))
-    session = scope.get("session_id")
-    return ArtifactScope(None, None, f"session:{session}" if session else f"run:{scope.run_id}")
+    return ArtifactScope(None, None, f"session:{session}" if session else f"run:{run_id}")

@@ -44,6 +44,7 @@ __all__ = [
     "AgentError",
     "AgentNotRunError",
     "AnswerDeniedError",
+    "ArtifactsEmbedError",
     "CachePolicyError",
     "ConversationFormatError",
     "DecisionRequiredError",
@@ -298,6 +299,11 @@ class DecisionRequiredError(AgentError, ValueError):
 class InvalidAnswerError(AgentError, ValueError):
     """An answer the paused question cannot take (not matching ``request_input``'s schema,
     or not text for ``ask_human``); checked before the checkpoint is used."""
+
+
+class ArtifactsEmbedError(AgentError, LookupError):
+    """``save_recording(..., artifacts="embed")`` cannot read an artifact the run placed or
+    redeemed: no store was given, or the store does not hold it under the run's scope."""
 
 
 class RunCheckpointError(AgentError):

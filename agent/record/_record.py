@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from trackway.engine import (
     SNAPSHOT_FORMAT,
@@ -29,6 +29,7 @@ from trackway.recorders import RECORDING_FORMAT as JSONL_FORMAT
 from trackway.recorders import load_recording as load_jsonl_recording
 from trackway.recorders import write_recording
 
+from ..artifacts._recording import embed_artifacts
 from ..context._request import assemble
 from ..messages._errors import RedactedRecordError
 from ..messages._members import member_of
@@ -164,16 +165,36 @@ def receipts(record: Record) -> list[dict[str, Any]]:
     return out
 
 
-def save_recording(runner: Runner | RunResult | Snapshot, path: str | os.PathLike[str]) -> Path:
+def save_recording(
+    runner: Runner | RunResult | Snapshot,
+    path: str | os.PathLike[str],
+    *,
+    artifacts: Literal["refer", "embed"] = "refer",
+    store: Any = None,
+) -> Path:
     """Write a finished run to ``path`` in the one recording format (JSON Lines, the format
     ``jsonl(path)`` streams): a header with the chart's structure, the commits with their
     emits, the end. ``runner`` is an agent or a composition (its last run), a ``RunResult``
-    or a ``Snapshot``."""
+    or a ``Snapshot``.
+
+    ``artifacts``: ``"refer"`` keeps the tickets and hashes the run committed (no bytes);
+    ``"embed"`` also writes the bytes of each artifact the run placed or redeemed, once per
+    hash, read from ``store`` (default: the agent's own), for ``recorded_artifacts(path)``.
+    """
+    if artifacts not in ("refer", "embed"):
+        raise ValueError(f"save_recording(artifacts={artifacts!r}): use 'refer' or 'embed'")
     if isinstance(runner, RunResult):  # before Runner: a RunResult has a snapshot too
-        return write_recording(runner.snapshot, Path(path))
-    if isinstance(runner, Runner):
-        return write_recording(runner.snapshot(), Path(path), chart=runner.spec())
-    return write_recording(runner, Path(path))
+        snap, out = runner.snapshot, write_recording(runner.snapshot, Path(path))
+    elif isinstance(runner, Runner):
+        snap = runner.snapshot()
+        out = write_recording(snap, Path(path), chart=runner.spec())
+        if store is None and hasattr(runner, "get_artifact_store"):
+            store = runner.get_artifact_store()
+    else:
+        snap, out = runner, write_recording(runner, Path(path))
+    if artifacts == "embed":
+        embed_artifacts(snap, out, store)
+    return out
 
 
 def load_recording(path: str | os.PathLike[str], run_id: str | None = None) -> Snapshot:

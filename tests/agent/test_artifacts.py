@@ -5,6 +5,8 @@ record that replays and rebuilds every request with no store."""
 
 from __future__ import annotations
 
+import hashlib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +15,18 @@ import pytest
 
 from tests.law import assert_law
 from tests.pg import pg_schema
-from trackway.agent import Agent, AgentBuildError, is_paused, mock, replay
-from trackway.engine import PostgresStore, SqliteStore, thaw
+from trackway.agent import (
+    Agent,
+    AgentBuildError,
+    ArtifactsEmbedError,
+    is_paused,
+    load_recording,
+    mock,
+    recorded_artifacts,
+    replay,
+    save_recording,
+)
+from trackway.engine import DocumentError, PostgresStore, SqliteStore, thaw
 from trackway.tools import (
     ArtifactScope,
     MemoryArtifacts,
@@ -313,3 +325,73 @@ def test_postgres_keeps_the_artifacts_of_a_run() -> None:
         assert SEEN["rows"] == ROWS
         assert_law(runs.load(first.snapshot().run_id))
         runs.close()
+
+
+def one_run_agent(artifacts: Any) -> Agent:
+    """Loads the rows (placed), then totals them by the ticket it read, then a bad ticket."""
+
+    def respond(request: Any) -> Any:
+        told = [m for m in request.messages if m.role == "tool"]
+        if not told:
+            return {"tool_calls": [{"id": "c1", "name": "load_rows", "args": {"n": 300}}]}
+        if len(told) == 1:
+            ref = re.search(r"art_[A-Za-z0-9_-]{22}", str(told[0].content)).group(0)  # type: ignore[union-attr]
+            return {
+                "tool_calls": [
+                    {"id": "c2", "name": "total", "args": {"rows": ref}},
+                    {"id": "c3", "name": "total", "args": {"rows": "art_" + "B" * 22}},
+                ]
+            }
+        return "The total is 44850."
+
+    b = Agent.create(provider=mock(respond=respond), model="m")
+    return b.tool(load_rows).tool(total).artifacts(artifacts, max_inline_chars=200).build()
+
+
+def test_recordings_refer_by_hash_or_embed_the_bytes(tmp_path: Path) -> None:
+    store = MemoryArtifacts()
+    agent = one_run_agent(store)
+    assert agent.run_sync("total the sales", identity=ANA) == "The total is 44850."
+    refer = save_recording(agent, tmp_path / "refer.jsonl")
+    embed = save_recording(agent, tmp_path / "embed.jsonl", artifacts="embed")
+    data = orjson.dumps(ROWS)
+    assert data not in refer.read_bytes() and recorded_artifacts(refer) == {}
+    kept = recorded_artifacts(embed)
+    assert list(kept) == [hashlib.sha256(data).hexdigest()]
+    assert kept[hashlib.sha256(data).hexdigest()][1] == data
+    assert kept[hashlib.sha256(data).hexdigest()][0]["kind"] == "dataset/rows"
+    for path in (refer, embed):  # either replays and rebuilds every request with no store
+        loaded = load_recording(path)
+        assert assert_law(loaded) == 3
+        assert replay(loaded).state["final_answer"] == "The total is 44850."
+    with pytest.raises(ArtifactsEmbedError, match="not in"):
+        save_recording(agent, tmp_path / "x.jsonl", artifacts="embed", store=MemoryArtifacts())
+    tampered = embed.read_bytes().replace(b'"data":"W3', b'"data":"X3')
+    (tmp_path / "t.jsonl").write_bytes(tampered)
+    with pytest.raises(DocumentError, match="do not match its sha256"):
+        recorded_artifacts(tmp_path / "t.jsonl")
+
+
+FIXTURE = Path(__file__).parent / "fixtures" / "recording-artifacts-v1.jsonl"
+
+
+def test_an_artifacts_recording_of_this_version_loads_and_replays() -> None:
+    """Kept as a fixture: later versions must load it, rebuild every call and replay it."""
+    loaded = load_recording(FIXTURE)
+    rows = loaded.state["tool_results"]
+    assert "placed" in rows[0]["artifacts"]
+    assert rows[1]["artifacts"]["redeemed"][0]["ref"] == rows[0]["artifacts"]["placed"]["ref"]
+    assert rows[2]["artifacts"]["refused"]["reason"] == "unknown"
+    assert loaded.state["settings"]["artifacts"] == {"max_inline_chars": 200}
+    assert assert_law(loaded) == 3
+    assert replay(loaded).state["final_answer"] == loaded.state["final_answer"]
+    (kept,) = recorded_artifacts(FIXTURE).values()
+    assert kept[1] == orjson.dumps(ROWS)
+
+
+def write_fixture(path: Path = FIXTURE) -> None:  # pragma: no cover - run by hand
+    """How the fixture was made: ``python -c 'from tests.agent.test_artifacts import
+    write_fixture; write_fixture()'``."""
+    agent = one_run_agent(MemoryArtifacts())
+    agent.run_sync("total the sales", identity=ANA)
+    save_recording(agent, path, artifacts="embed")
