@@ -50,7 +50,9 @@ from trackway.agent import (
 )
 from trackway.agent.classify import ClassifierError, mock_classifier
 from trackway.engine import MemoryStore, Snapshot, SqliteStore, thaw
+from trackway.engine.stores._artifact_rows import ArtifactRow
 from trackway.tools import (
+    RunStoreArtifacts,
     ToolCallRefusedError,
     absent,
     allow,
@@ -62,6 +64,7 @@ from trackway.tools import (
     scrub,
     withhold,
 )
+from trackway.tools.artifacts._store import meta_of, mint
 
 SCHEMA = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
 
@@ -290,8 +293,49 @@ features = st.fixed_dictionaries(
         # .live_status(...) with a voice: an observer that writes nothing (one whose on_line
         # raises is tests/agent/test_live_status.py's: a recording keeps no recorder failure)
         "live": st.sampled_from([None, "bubble"]),
+        # .artifacts(...): long results placed (their tickets served, cut by the cap too);
+        # "want": first a long lookup is placed, then a tool redeems its ticket and a bad one
+        "artifacts": st.sampled_from([None, "place", "want"]),
     }
 )
+
+
+class Numbered(RunStoreArtifacts):
+    """Artifacts with refs numbered in order, so a scripted model can name the first."""
+
+    def __init__(self) -> None:
+        super().__init__(MemoryStore())
+        self.n = 0
+
+    def put(self, data, *, kind, media_type, scope):
+        self.n += 1
+        meta = mint(bytes(data), kind, media_type, scope)
+        parts = (scope.tenant, scope.principal, scope.conversation)
+        row = ArtifactRow(f"art_{self.n:022d}", kind, meta.sha256, meta.size, media_type, *parts,
+                          meta.created)  # fmt: skip
+        return meta_of(self.store.artifact_put(row, bytes(data)))
+
+
+def digest(args, ctx):
+    return {"keys": sorted(args["ticket"]), "ref": ctx.wanted["ticket"].ref}
+
+
+DIGEST = define_tool(
+    name="digest",
+    description="Digest a lookup result.",
+    input_schema={"type": "object", "properties": {"ticket": {"type": "string"}}},
+    execute=digest,
+    wants={"ticket": "tool-result/lookup"},
+)
+WANTED = [
+    {"tool_calls": [{"name": "lookup", "args": {"q": "a query long enough to be placed"}}]},
+    {
+        "tool_calls": [
+            {"name": "digest", "args": {"ticket": "art_" + "0" * 21 + "1"}},
+            {"name": "digest", "args": {"ticket": "art_" + "B" * 22}},
+        ]
+    },
+]
 
 
 LIVE = {"bubble": lambda line: None}
@@ -685,6 +729,8 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     tmp_path_factory,
 ):
     final = '{"value": "ok"}' if typed else "done"
+    if feature.get("artifacts") == "want":  # a ticket placed, then redeemed (and a bad one)
+        steps = [*WANTED, *steps]
     replies = script(steps, "not json" if typed else final, cut=cut and not typed)
     chained = typed and feature["output"] in ("fallback", "canned", "native-chain")
     if typed:  # one output retry, then a valid answer (an invalid one when a chain stands)
@@ -768,6 +814,10 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     with_middleware(builder, feature)
     if feature["nested"]:
         builder.tool(RELAY)
+    if feature.get("artifacts"):
+        builder.artifacts(Numbered(), max_inline_chars=30)
+        if feature["artifacts"] == "want":
+            builder.tool(DIGEST)
     with_message_links(builder, feature)
     if feature["memory"]:
         builder.memory(*memories(feature["memory"]))
@@ -807,6 +857,10 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
         assert "evidence" not in agent.snapshot().state["settings"]
         assert "unsupported_values" not in agent.snapshot().state
     assert_law(agent, provider)
+    # configured: recorded in settings; not configured: no key, and no row says a ticket
+    assert ("artifacts" in agent.snapshot().state["settings"]) == bool(feature.get("artifacts"))
+    if not feature.get("artifacts"):
+        assert not any("artifacts" in r for r in agent.snapshot().state.get("tool_results", []))
     if feature["middleware"] is None and feature["messages"] is None:  # not configured
         assert "middleware_decisions" not in agent.snapshot().state
     assert ("self_explain" in agent.snapshot().state["settings"]) == bool(feature["explain"])
