@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any, Self
 
 from trackway.engine.stores._artifact_rows import ArtifactRows
-from trackway.tools import Tool
+from trackway.tools import Tool, check_tool_wants
 from trackway.tools.artifacts import ArtifactStore, RunStoreArtifacts
 
 from ..messages._errors import AgentBuildError
@@ -48,7 +48,12 @@ class ArtifactsBuilding:
         return self
 
     def _artifacts_plan(self, tools: Iterable[Tool]) -> ArtifactsPlan | None:
-        """The plan, checked: a tool that wants artifacts needs a store to redeem from."""
+        """The plan, checked: a tool that wants artifacts needs a store to redeem from, and
+        its declaration is checked as ``define_tool`` checks it (a hand-built ``Tool``)."""
+        tools = list(tools)
+        for t in tools:
+            if t.wants or t.result_kind is not None:
+                check_tool_wants(t)
         if self._artifacts is None:
             wanting = sorted((t for t in tools if t.wants), key=lambda t: t.name)
             if wanting:

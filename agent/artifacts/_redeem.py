@@ -37,7 +37,7 @@ def redeem(
     """Resolve the tickets of ``tool``'s ``wants`` in ``args`` (in place) and set
     ``ctx.wanted``. Returns ``(refusal, flag)``: the text the model reads when a ticket does
     not resolve (the tool does not run), else ``None``; and the row's ``artifacts`` flag."""
-    store = cfg.artifacts.store
+    store = None if cfg.artifacts is None else cfg.artifacts.store
     where = {"id": call["id"], "name": tool.name, "iteration": iteration}
     at = run_scope(scope)
     wanted: dict[str, ArtifactMeta] = {}
@@ -70,6 +70,8 @@ def _resolve(store: Any, at: ArtifactScope, ref: Any, kind: str) -> tuple[str, A
     """``("ok", (meta, data))``, or a reason and what the model is told of it."""
     if not isinstance(ref, str) or not ref.startswith("art_"):
         return "not_a_ticket", "that is not an artifact ticket (an art_... string)"
+    if store is None:  # a tool added where build() could not check it
+        return "no_store", "this agent has no artifact store to redeem tickets from"
     try:
         found = store.get(ref, at)
     except Exception as exc:  # the store failed: the ticket may be good
@@ -90,7 +92,7 @@ def _refusal(
 ) -> str:
     """The teaching refusal: what was wrong and the live tickets that would resolve."""
     try:
-        live = store.list(at, kind, LIVE_LISTED)
+        live = [] if store is None else store.list(at, kind, LIVE_LISTED)
     except Exception as exc:
         listed = f"The live tickets could not be listed ({type(exc).__name__})."
     else:

@@ -247,7 +247,7 @@ async def execute(
     awaited = False  # a scope never entered caught no cancel: not asked below
     secrets: dict[str, str] = {}
     redeemed: dict[str, Any] | None = None  # the row's artifacts flag: tickets resolved
-    if tool.wants and cfg.artifacts is not None and not _replaying(tool):
+    if tool.wants and not _replaying(tool):
         refusal, redeemed = redeem(cfg, tool, scope, call, iteration, args, ctx)
         if refusal is not None:  # the tool does not run: the model reads what would resolve
             return Outcome("invalid", refusal, (), {"artifacts": redeemed}), False

@@ -395,3 +395,31 @@ def write_fixture(path: Path = FIXTURE) -> None:  # pragma: no cover - run by ha
     agent = one_run_agent(MemoryArtifacts())
     agent.run_sync("total the sales", identity=ANA)
     save_recording(agent, path, artifacts="embed")
+
+
+def test_a_hand_built_tool_is_checked_at_build_and_a_storeless_wants_call_is_refused() -> None:
+    import dataclasses
+
+    bad = dataclasses.replace(load_rows, result_kind="")
+    with pytest.raises(ToolDefinitionError, match="result_kind=''"):
+        Agent.create(provider=mock(reply="x"), model="m").tool(bad).artifacts(
+            MemoryArtifacts()
+        ).build()
+    # a tool the build never saw (swapped in afterwards) still never gets a raw ticket
+    agent = (
+        Agent.create(
+            provider=mock(
+                replies=[*calls([("total", {"rows": "art_" + "C" * 22})]), {"content": "x"}]
+            ),
+            model="m",
+        )
+        .tool(load_rows)
+        .build()
+    )
+    agent._cfg.tools["total"] = total
+    agent._cfg.registered = (*agent._cfg.registered, "total")
+    SEEN.clear()
+    agent.run_sync("go")
+    row = agent.snapshot().state["tool_results"][0]
+    assert row["status"] == "invalid" and row["artifacts"]["refused"]["reason"] == "no_store"
+    assert SEEN == {}
