@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+import anyio
+
 from trackway.engine.run._scope import TrackedScope
 from trackway.tools import Tool, ToolContext
 from trackway.tools.artifacts import ArtifactMeta, ArtifactScope, artifact_value
@@ -25,7 +27,7 @@ LIVE_LISTED = 10
 """How many live tickets a refusal lists at most (newest first)."""
 
 
-def redeem(
+async def redeem(
     cfg: AgentConfig,
     tool: Tool,
     scope: TrackedScope,
@@ -34,7 +36,8 @@ def redeem(
     args: dict[str, Any],
     ctx: ToolContext,
 ) -> tuple[str | None, dict[str, Any]]:
-    """Resolve the tickets of ``tool``'s ``wants`` in ``args`` (in place) and set
+    """Resolve the tickets of ``tool``'s ``wants`` in ``args`` (in place; the store is read
+    in a worker thread, so a large artifact never blocks the other calls) and set
     ``ctx.wanted``. Returns ``(refusal, flag)``: the text the model reads when a ticket does
     not resolve (the tool does not run), else ``None``; and the row's ``artifacts`` flag."""
     store = None if cfg.artifacts is None else cfg.artifacts.store
@@ -46,7 +49,7 @@ def redeem(
         if arg not in args:  # an optional ticket not given: nothing to redeem
             continue
         ref = args[arg]
-        reason, why = _resolve(store, at, ref, kind)
+        reason, why = await anyio.to_thread.run_sync(_resolve, store, at, ref, kind)
         if isinstance(why, tuple):
             meta, data = why
             try:
@@ -61,7 +64,8 @@ def redeem(
         said = ref[:64] if isinstance(ref, str) else repr(ref)[:64]
         refused = {"arg": arg, "ref": said, "kind": kind, "reason": reason}
         _emit(scope, "artifacts.refused", {**where, "op": "dispatch", **refused})
-        return _refusal(store, at, tool, arg, kind, said, str(why)), {"refused": refused}
+        text = await anyio.to_thread.run_sync(_refusal, store, at, tool, arg, kind, said, str(why))
+        return text, {"refused": refused}
     ctx.__dict__["wanted"] = MappingProxyType(wanted)
     return None, {"redeemed": rows}
 

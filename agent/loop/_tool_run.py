@@ -248,7 +248,7 @@ async def execute(
     secrets: dict[str, str] = {}
     redeemed: dict[str, Any] | None = None  # the row's artifacts flag: tickets resolved
     if tool.wants and not _replaying(tool):
-        refusal, redeemed = redeem(cfg, tool, scope, call, iteration, args, ctx)
+        refusal, redeemed = await redeem(cfg, tool, scope, call, iteration, args, ctx)
         if refusal is not None:  # the tool does not run: the model reads what would resolve
             return Outcome("invalid", refusal, (), {"artifacts": redeemed}), False
     if tool.needs and cfg.credentials is not None and not _replaying(tool):
