@@ -423,3 +423,46 @@ def test_a_hand_built_tool_is_checked_at_build_and_a_storeless_wants_call_is_ref
     row = agent.snapshot().state["tool_results"][0]
     assert row["status"] == "invalid" and row["artifacts"]["refused"]["reason"] == "no_store"
     assert SEEN == {}
+
+
+def test_real_store_faults_are_recorded_not_lost(tmp_path: Path) -> None:
+    """A read-only SQLite file refuses the put (served inline, said); a closed store fails
+    the get (the refusal names the store, not the ticket)."""
+    path = tmp_path / "runs.db"
+    writable = SqliteStore(path)
+    scope = ArtifactScope("acme", "ana", "c1")
+    meta = RunStoreArtifacts(writable).put(
+        b"[1]", kind="dataset/rows", media_type="application/json", scope=scope
+    )
+    writable.close()
+    read_only = RunStoreArtifacts(SqliteStore(path, read_only=True))
+    agent = agent_with(read_only, [*calls([("load_rows", {"n": 300})]), {"content": "x"}])
+    agent.run_sync("go", identity=ANA)
+    row = agent.snapshot().state["tool_results"][0]
+    assert (
+        "place_failed" in row["artifacts"]
+        and "StoreError" in row["artifacts"]["place_failed"]["error"]
+    )
+    assert agent.snapshot().state["history"][2]["content"] == orjson.dumps(ROWS).decode()
+    closed_runs = SqliteStore(path)
+    closed_runs.close()
+    agent = agent_with(
+        RunStoreArtifacts(closed_runs), [*calls([("total", {"rows": meta.ref})]), {"content": "x"}]
+    )
+    agent.run_sync("go", identity=ANA)
+    row = agent.snapshot().state["tool_results"][0]
+    assert row["artifacts"]["refused"]["reason"] == "store_failed"
+    with pg_schema("artfault") as dsn:
+        runs = PostgresStore(dsn)
+        pg = RunStoreArtifacts(runs)
+        kept = pg.put(b"[1]", kind="dataset/rows", media_type="application/json", scope=scope)
+        import psycopg
+
+        with psycopg.connect(dsn, autocommit=True) as db:  # the table is gone under the store
+            db.execute("ALTER TABLE trackway_artifacts RENAME TO trackway_artifacts_gone")
+        agent = agent_with(pg, [*calls([("total", {"rows": kept.ref})]), {"content": "x"}])
+        agent.run_sync("go", identity=ANA)
+        row = agent.snapshot().state["tool_results"][0]
+        assert row["artifacts"]["refused"]["reason"] == "store_failed"
+        assert_law(agent)
+        runs.close()
