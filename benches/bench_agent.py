@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import _agent_artifacts as artifacts_case
 import _agent_evidence as evidence_case
 import _agent_explain as explain_case
 import _agent_memory as memory_case
@@ -1014,11 +1015,20 @@ def main() -> int:
     ap.add_argument("--profile", action="store_true", help="(kept for scripts: always on)")
     ap.add_argument(
         "--only",
-        choices=["skills", "memory", "middleware", "explain", "evidence", "validation"],
+        choices=[
+            "skills",
+            "memory",
+            "middleware",
+            "explain",
+            "evidence",
+            "validation",
+            "artifacts",
+        ],
         help="run one case alone (skills: writes results/bench_agent_skills.json; memory: "
         "results/bench_agent_memory.json; middleware: results/bench_agent_middleware.json; "
         "explain: results/bench_agent_explain.json; evidence: results/bench_agent_evidence.json; "
-        "validation: results/bench_agent_validation.json)",
+        "validation: results/bench_agent_validation.json; artifacts: "
+        "results/bench_agent_artifacts.json)",
     )
     args = ap.parse_args()
 
@@ -1028,6 +1038,8 @@ def main() -> int:
         REPEATS, sizes, skill_sizes = 1, (10, 50), skill_sizes[:2]
     if args.only == "skills":
         return skills_only(skill_sizes)
+    if args.only == "artifacts":
+        return artifacts_only()
     if args.only == "memory":
         return memory_only()
     if args.only == "explain":
@@ -1184,6 +1196,16 @@ def print_memory(section: dict[str, Any]) -> None:
     print(f"\nEXPLAIN QUERY PLAN at {largest['turns']:,} turns:")
     for name, plan in largest["plan"].items():
         print(f"  {name}: {' | '.join(plan)}")
+
+
+def artifacts_only() -> int:
+    """``--only artifacts``: placement and redemption per call, written to
+    ``results/bench_agent_artifacts.json``."""
+    print("bench_agent --only artifacts", flush=True)
+    section = artifacts_case.measure()
+    print_targets_table = [[k, round(v, 1)] for k, v in section.items() if k.endswith("_us")]
+    print_table("trackway artifacts: tool-calls stage µs", ["case", "µs"], print_targets_table)
+    return written_case("artifacts", section, artifacts_case.targets(section), artifacts_case.NOTE)
 
 
 def memory_only() -> int:
