@@ -63,6 +63,22 @@ from .results._period import PERIOD_VERDICTS as PERIOD_VERDICTS
 from .results._period import PERIOD_WIRE as PERIOD_WIRE
 from .results._period import PeriodVerdict as PeriodVerdict
 from .results._period import period_verdict as period_verdict
+from .runner import STAGED_INPUTS_ENV as STAGED_INPUTS_ENV
+from .runner import CodeInput as CodeInput
+from .runner import CodeInputsNotStagedError as CodeInputsNotStagedError
+from .runner import CodeRunFailedError as CodeRunFailedError
+from .runner import CodeRunner as CodeRunner
+from .runner import CodeRunnerError as CodeRunnerError
+from .runner import CodeRunResult as CodeRunResult
+from .runner import CodeSession as CodeSession
+from .runner import LocalCodeRunner as LocalCodeRunner
+from .runner import LocalCodeSession as LocalCodeSession
+from .runner import StagedCodeInput as StagedCodeInput
+from .runner import StagingCodeSession as StagingCodeSession
+from .runner import can_stage_code_inputs as can_stage_code_inputs
+from .runner import code_runner_tool as code_runner_tool
+from .runner import local_code_runner as local_code_runner
+from .runner import tool_sessions_of as tool_sessions_of
 
 __all__ = [
     "ABSENCE_MARKER",
@@ -81,8 +97,16 @@ __all__ = [
     "PERIOD_VERDICTS",
     "PERIOD_WIRE",
     "SEMANTICS_NOTE",
+    "STAGED_INPUTS_ENV",
     "TOOL_RESULT_STATUSES",
     "ChartPausedError",
+    "CodeInput",
+    "CodeInputsNotStagedError",
+    "CodeRunFailedError",
+    "CodeRunResult",
+    "CodeRunner",
+    "CodeRunnerError",
+    "CodeSession",
     "CoveredResult",
     "CredentialError",
     "DeclarationRefused",
@@ -90,11 +114,15 @@ __all__ = [
     "DescribedResult",
     "GateDecision",
     "Identity",
+    "LocalCodeRunner",
+    "LocalCodeSession",
     "McpCallError",
     "McpClient",
     "McpConnectionError",
     "McpServe",
     "PeriodVerdict",
+    "StagedCodeInput",
+    "StagingCodeSession",
     "Tool",
     "ToolAbsence",
     "ToolCallRefusedError",
@@ -109,7 +137,9 @@ __all__ = [
     "answer_coverage",
     "ask",
     "ask_human",
+    "can_stage_code_inputs",
     "canonical_notes",
+    "code_runner_tool",
     "coverage",
     "define_tool",
     "deny",
@@ -117,6 +147,7 @@ __all__ = [
     "flowchart_as_tool",
     "gated_tools",
     "limits_block",
+    "local_code_runner",
     "mcp_client",
     "mcp_serve",
     "period_verdict",
@@ -126,5 +157,6 @@ __all__ = [
     "static_tools",
     "tool",
     "tool_session_key",
+    "tool_sessions_of",
     "withhold",
 ]
