@@ -62,6 +62,7 @@ from trackway.tools import (
     scrub,
     withhold,
 )
+from trackway.tools.runner import code_runner_tool, local_code_runner
 
 SCHEMA = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
 
@@ -104,6 +105,9 @@ async def relay(args, ctx):
 RELAY = define_tool(
     name="relay", description="Look up by relay.", input_schema=SCHEMA, execute=relay
 )
+
+# the code runner: one interpreter per run (state, a traceback, cut output, a killed loop)
+CODE = code_runner_tool(runner=local_code_runner(time_limit=0.3, output_limit=40))
 
 
 MARK = "qqshort"  # record-only words (short) that must never be served
@@ -290,6 +294,8 @@ features = st.fixed_dictionaries(
         # .live_status(...) with a voice: an observer that writes nothing (one whose on_line
         # raises is tests/agent/test_live_status.py's: a recording keeps no recorder failure)
         "live": st.sampled_from([None, "bubble"]),
+        # the code runner's tool (local_code_runner, real subprocesses)
+        "code": st.booleans(),
     }
 )
 
@@ -486,6 +492,10 @@ tool_call = st.one_of(
     st.just({"name": "missing", "args": {}}),  # an unknown tool
     # a tool that calls lookup through ctx.tools.call (unknown unless feature["nested"])
     st.builds(lambda q: {"name": "relay", "args": {"q": q}}, texts),
+    # run_code (unknown unless feature["code"]): state kept, raised, cut, killed at the limit
+    st.sampled_from(
+        ["x = 'é'", "print(x)", "raise ValueError('no')", "print('y' * 99)", "while 1: pass"]
+    ).map(lambda code: {"name": "run_code", "args": {"code": code}}),
     # the skills' tools and doors (unknown tools to an agent without skills)
     st.builds(lambda q: {"name": "mover", "args": {"q": q}}, st.sampled_from("abcxyzé-")),
     st.just({"name": "pusher", "args": {"q": "p"}}),
@@ -656,6 +666,22 @@ _DENIED_AT_LIMIT["messages"] = "deny-answer"
     cap=None,
     feature=_GROUNDED_HALT,
 )
+@example(  # the code runner: state kept across calls, a traceback, a loop killed
+    steps=[
+        {"tool_calls": [{"name": "run_code", "args": {"code": c}}]}
+        for c in ("x = 'é'", "print(x)", "while 1: pass", "raise ValueError('no')")
+    ],
+    max_iterations=4,
+    wrap=True,
+    temperature=None,
+    typed=False,
+    follow=True,
+    options={},
+    cut=False,
+    validation="enforce",
+    cap=None,
+    feature={**_HALTED_AFTER_WRAP_UP, "cost": None, "code": True},
+)
 @pytest.mark.filterwarnings("ignore::trackway.agent.CacheWarning")  # cache with findings/skills
 @given(
     steps=st.lists(step, max_size=6),
@@ -768,6 +794,8 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     with_middleware(builder, feature)
     if feature["nested"]:
         builder.tool(RELAY)
+    if feature.get("code"):
+        builder.tool(CODE)
     with_message_links(builder, feature)
     if feature["memory"]:
         builder.memory(*memories(feature["memory"]))
