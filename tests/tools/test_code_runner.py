@@ -12,6 +12,8 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from trackway.tools import (
     STAGED_INPUTS_ENV,
@@ -28,7 +30,7 @@ from trackway.tools import (
     tool_sessions_of,
 )
 from trackway.tools.artifacts._meta import ArtifactMeta, ArtifactScope
-from trackway.tools.runner._local import inert_segment
+from trackway.tools.runner._local import _Capture, inert_segment
 
 FAST = {"time_limit": 3.0, "memory_limit": 256 * 2**20, "output_limit": 200}
 
@@ -79,9 +81,29 @@ def test_a_timeout_kills_the_interpreter_and_the_next_run_says_state_was_lost() 
 
 def test_output_past_the_limit_is_counted_not_kept(session: LocalCodeSession) -> None:
     out = session.run("import sys\nsys.stdout.write('a' * 5000)\nsys.stderr.write('b' * 300)")
-    assert out.status == "ok" and out.stdout == "a" * 200 and out.stderr == "b" * 200
+    assert out.status == "ok"
+    assert out.stdout == "a" * 100 + "\n[… 4800 of 5000 bytes cut …]\n" + "a" * 100
+    assert out.stderr == "b" * 100 + "\n[… 100 of 300 bytes cut …]\n" + "b" * 100
     assert (out.stdout_bytes, out.stderr_bytes) == (5000, 300)
     assert out.stdout_cut and out.stderr_cut
+
+
+def test_a_cut_never_splits_a_character() -> None:
+    s = local_code_runner(**{**FAST, "output_limit": 9}).open_session()
+    try:
+        out = s.run("print('é' * 50, end='')")  # 100 bytes, cut at odd offsets
+        assert "\ufffd" not in out.stdout
+        assert out.stdout == "éé\n[… 92 of 100 bytes cut …]\néé"
+    finally:
+        s.stop()
+
+
+def test_a_cut_stream_keeps_its_end(session: LocalCodeSession) -> None:
+    out = session.run("for i in range(500):\n    print(i)\nraise KeyError('last words')")
+    assert out.stdout.startswith("0\n1\n") and out.stdout.endswith("498\n499\n")
+    assert out.stderr.endswith("KeyError: 'last words'\n") and out.stdout_cut
+    small = session.run("print('short')")
+    assert (small.stdout, small.stdout_cut) == ("short\n", False)
 
 
 def test_an_output_flood_past_the_drain_limit_is_killed() -> None:
@@ -89,7 +111,8 @@ def test_an_output_flood_past_the_drain_limit_is_killed() -> None:
     try:
         out = s.run("import sys\nwhile True: sys.stdout.write('z' * 65536)")
         assert (out.status, out.limit) == ("killed", "output")
-        assert out.stdout_bytes > 2**20 and len(out.stdout) == 200
+        assert out.stdout_bytes > 2**20 and out.stdout_cut
+        assert f"bytes cut …]\n{'z' * 100}" in out.stdout and len(out.stdout) < 300
     finally:
         s.stop()
 
@@ -277,7 +300,7 @@ def test_a_runner_that_cannot_stage_refuses_by_name_and_never_runs_the_code() ->
 def test_the_tool_reports_cut_output_and_fails_on_a_limit() -> None:
     t = code_runner_tool(runner=local_code_runner(**{**FAST, "time_limit": 0.5}))
     out = call(t, {"code": "print('q' * 1000)"}, ctx())
-    assert "[stdout cut: showed 200 of 1001 bytes]" in out
+    assert "q" * 100 + "\n[… 801 of 1001 bytes cut …]\n" + "q" * 99 in out
     with pytest.raises(CodeRunFailedError, match=r"time limit of 0\.5 s.*state .* is lost"):
         call(t, {"code": "while True: pass"}, ctx())
 
@@ -297,3 +320,27 @@ def test_tool_sessions_of_refuses_a_tool_the_runner_did_not_make() -> None:
     )
     with pytest.raises(ToolDefinitionError, match="not made by code_runner_tool"):
         tool_sessions_of(other)
+
+
+@given(
+    chunks=st.lists(st.text(max_size=40).map(lambda t: t.encode("utf-8")), max_size=12),
+    limit=st.integers(1, 60),
+)
+def test_a_capture_keeps_a_prefix_and_a_suffix_and_counts_the_rest(
+    chunks: list[bytes], limit: int
+) -> None:
+    whole = b"".join(chunks)
+    capture = _Capture(limit)
+    for chunk in chunks:
+        capture.add(chunk)
+    assert capture.total == len(whole) and len(capture.head) + len(capture.tail) <= limit
+    text = capture.text()
+    if len(whole) <= limit:
+        assert capture.cut == 0 and text == whole.decode("utf-8")
+        return
+    head, rest = text.split("\n[… ", 1)
+    count, tail = rest.split(" bytes cut …]\n", 1)
+    cut = int(count.split(" of ")[0])
+    assert whole.startswith(head.encode()) and whole.endswith(tail.encode())
+    assert len(head.encode()) + cut + len(tail.encode()) == len(whole)
+    assert "\ufffd" not in head + tail

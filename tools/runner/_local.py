@@ -157,18 +157,57 @@ def local_code_runner(
 
 @dataclass
 class _Capture:
+    """One stream read with a cap: the first half of ``limit`` bytes and a rolling last
+    half are kept (a traceback's last line, a summary printed at the end), the middle is
+    counted and dropped."""
+
     limit: int
-    kept: bytearray = field(default_factory=bytearray)
+    head: bytearray = field(default_factory=bytearray)
+    tail: bytearray = field(default_factory=bytearray)
     total: int = 0
 
     def add(self, chunk: bytes) -> None:
         self.total += len(chunk)
-        room = self.limit - len(self.kept)
+        room = self.limit // 2 - len(self.head)
         if room > 0:
-            self.kept += chunk[:room]
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            keep = self.limit - self.limit // 2
+            self.tail += chunk[-keep:]
+            del self.tail[:-keep]
+
+    @property
+    def cut(self) -> int:
+        return self.total - len(self.head) - len(self.tail)
 
     def text(self) -> str:
-        return self.kept.decode("utf-8", "replace")
+        if not self.cut:
+            return (self.head + self.tail).decode("utf-8", "replace")
+        head, tail = _whole_end(bytes(self.head)), _whole_start(bytes(self.tail))
+        cut = self.total - len(head) - len(tail)  # a character split by the cut is cut
+        return (
+            f"{head.decode('utf-8', 'replace')}\n[… {cut} of {self.total} bytes cut …]\n"
+            f"{tail.decode('utf-8', 'replace')}"
+        )
+
+
+def _whole_start(data: bytes) -> bytes:
+    """``data`` without the UTF-8 continuation bytes a cut left at its start."""
+    skip = 0
+    while skip < min(3, len(data)) and data[skip] & 0xC0 == 0x80:
+        skip += 1
+    return data[skip:]
+
+
+def _whole_end(data: bytes) -> bytes:
+    """``data`` without a UTF-8 character a cut left incomplete at its end."""
+    for back in range(1, min(4, len(data)) + 1):
+        byte = data[-back]
+        if byte & 0xC0 != 0x80:  # the lead (or ASCII) byte of the last character
+            need = 1 if byte < 0x80 else 2 if byte >> 5 == 0b110 else 3 if byte >> 4 == 14 else 4
+            return data if need <= back else data[:-back]
+    return data
 
 
 def _processes_of(uid: int) -> int:
@@ -404,6 +443,8 @@ class LocalCodeSession:
                 stdout_bytes=out.total,
                 stderr_bytes=err.total,
                 duration=duration,
+                stdout_cut=out.cut > 0,
+                stderr_cut=err.cut > 0,
                 exit_code=exit_code if isinstance(exit_code, int) else None,
                 error=error if isinstance(error, str) else None,
                 limit="memory" if error == "MemoryError" else None,
@@ -425,6 +466,8 @@ class LocalCodeSession:
             stdout_bytes=out.total,
             stderr_bytes=err.total,
             duration=duration,
+            stdout_cut=out.cut > 0,
+            stderr_cut=err.cut > 0,
             exit_code=status,
             limit=limit,
             detail=detail,
@@ -488,7 +531,7 @@ def _why(
         return "cpu", "the interpreter used up its CPU time (RLIMIT_CPU) and was killed"
     if status == -signal.SIGXFSZ:
         return "crash", "the interpreter was killed for writing past the file size limit"
-    said = err.kept.decode("utf-8", "replace")
+    said = err.text()
     if "MemoryError" in said or "memory" in said.lower():
         return "memory", _memory_detail(runner) + " and the interpreter died"
     how = (

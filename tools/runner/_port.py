@@ -52,8 +52,9 @@ class CodeRunResult:
     ``error`` names the exception, the traceback is in ``stderr``), ``"exit"`` (the code
     called ``sys.exit``; ``exit_code``) or ``"killed"`` (a limit or a crash ended the
     interpreter; ``limit`` says which). ``stdout``/``stderr`` are what was kept, at most the
-    runner's output limit; ``*_bytes`` count everything the code wrote. ``limit`` is
-    ``None`` or one of ``"time"``, ``"memory"``, ``"output"``, ``"cpu"``, ``"crash"``;
+    runner's output limit (when ``*_cut``, the start and the end, with a marker saying how
+    many bytes of the middle were left out); ``*_bytes`` count everything the code wrote.
+    ``limit`` is ``None`` or one of ``"time"``, ``"memory"``, ``"output"``, ``"cpu"``, ``"crash"``;
     ``state_lost`` says the interpreter was replaced (before this run, or by it), so
     variables of earlier runs are gone. ``files`` names what the code created at the top
     of its working directory."""
@@ -64,22 +65,14 @@ class CodeRunResult:
     stdout_bytes: int
     stderr_bytes: int
     duration: float
+    stdout_cut: bool = False
+    stderr_cut: bool = False
     exit_code: int | None = None
     error: str | None = None
     limit: str | None = None
     detail: str = ""
     state_lost: bool = False
     files: tuple[str, ...] = ()
-
-    @property
-    def stdout_cut(self) -> bool:
-        """Whether ``stdout`` holds less than the code wrote."""
-        return len(self.stdout.encode("utf-8", "surrogateescape")) < self.stdout_bytes
-
-    @property
-    def stderr_cut(self) -> bool:
-        """Whether ``stderr`` holds less than the code wrote."""
-        return len(self.stderr.encode("utf-8", "surrogateescape")) < self.stderr_bytes
 
 
 @runtime_checkable

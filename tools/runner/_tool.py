@@ -116,9 +116,10 @@ def code_inputs(
     return out
 
 
-def describe(result: CodeRunResult, output_limit: int | None = None) -> str:
-    """What the model reads of a finished run: the status, stdout and stderr (with how much
-    was cut), files written and whether earlier state was lost."""
+def describe(result: CodeRunResult) -> str:
+    """What the model reads of a finished run: the status, stdout and stderr (a cut stream
+    says how much of its middle was left out), files written and whether earlier state was
+    lost (not the duration: it is in the result, and would make equal runs differ)."""
     lines: list[str] = []
     if result.state_lost:
         lines.append(
@@ -142,12 +143,8 @@ def describe(result: CodeRunResult, output_limit: int | None = None) -> str:
             continue
         lines.append(f"{label}:")
         lines.append(text.rstrip("\n"))
-        shown = len(text.encode("utf-8", "surrogateescape"))
-        if shown < total:
-            lines.append(f"[{label} cut: showed {shown} of {total} bytes]")
     if result.files:
         lines.append("files written: " + ", ".join(result.files))
-    lines.append(f"took: {result.duration:.2f} s")
     return "\n".join(lines)
 
 
@@ -162,9 +159,7 @@ def failure(result: CodeRunResult) -> str:
         ("stderr", result.stderr, result.stderr_bytes),
     ):
         if total:
-            shown = len(text.encode("utf-8", "surrogateescape"))
-            cut = f" (showed {shown} of {total} bytes)" if shown < total else ""
-            said.append(f"{label} before it ended{cut}: {text.rstrip()}")
+            said.append(f"{label} before it ended ({total} bytes): {text.rstrip()}")
     return ". ".join(said)
 
 
