@@ -128,6 +128,23 @@ def test_the_environment_is_built_from_nothing(
     assert "hunter2" not in out.stdout
 
 
+def test_the_limits_are_set_before_the_code_runs() -> None:
+    runner = local_code_runner(**FAST, file_size_limit=2**20, max_processes=7, cpu_limit=30)
+    s = runner.open_session()
+    try:
+        code = (
+            "import resource as r\n"
+            "print([r.getrlimit(getattr(r, n)) for n in "
+            "('RLIMIT_AS', 'RLIMIT_FSIZE', 'RLIMIT_CPU', 'RLIMIT_CORE')])\n"
+            "print(r.getrlimit(r.RLIMIT_NPROC)[0] >= 7)"
+        )
+        out = s.run(code)
+        mem = 256 * 2**20
+        assert out.stdout == f"[({mem}, {mem}), (1048576, 1048576), (30, 30), (0, 0)]\nTrue\n"
+    finally:
+        s.stop()
+
+
 def test_the_work_dir_is_private_fresh_and_removed_by_stop() -> None:
     runner = local_code_runner(**FAST)
     a, b = runner.open_session(), runner.open_session()

@@ -1,8 +1,9 @@
-"""The program a local session's interpreter runs: it reads framed code blocks on fd 0 and
-executes each in one namespace (so variables survive between calls), writing a framed
-reply per block on the control descriptor. The code's own stdout and stderr are the
-process's, read by the parent with a cap. A frame is a 4-byte big-endian length and a JSON
-document."""
+"""The program a local session's interpreter runs: it sets its rlimits (soft = hard, before
+any code; not in a ``preexec_fn``, which is unsafe in the agent's worker thread), then
+reads framed code blocks on fd 0 and executes each in one namespace (so variables survive
+between calls), writing a framed reply per block on the control descriptor. The code's own
+stdout and stderr are the process's, read by the parent with a cap. A frame is a 4-byte
+big-endian length and a JSON document."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ import struct
 __all__ = ["DRIVER", "frame", "unframe_length"]
 
 DRIVER = r"""
-import json, os, struct, sys, traceback
+import json, os, resource, struct, sys, traceback
 
-def _main(control_fd):
+def _main(control_fd, limits):
+    for name, value in limits.items():
+        resource.setrlimit(getattr(resource, name), (value, value))
     inbox = os.fdopen(os.dup(0), "rb", buffering=0)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
@@ -67,7 +70,7 @@ def _main(control_fd):
         data = json.dumps(reply).encode()
         outbox.write(struct.pack(">I", len(data)) + data)
 
-_main(int(sys.argv[1]))
+_main(int(sys.argv[1]), json.loads(sys.argv[2]))
 """
 
 

@@ -22,7 +22,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from trackway.engine.core._keywords import checked_keywords
@@ -311,29 +311,20 @@ class LocalCodeSession:
                 "(runner.open_session())"
             )
 
-    def _limits(self) -> Callable[[], None]:
-        import resource
-
+    def _limits(self) -> dict[str, int]:
+        """The rlimits the driver sets on itself before it reads any code (soft = hard, so
+        the code cannot raise them unless it runs as root), by ``resource`` name."""
         runner = self.runner
-        pairs: list[tuple[int, int]] = []
+        limits: dict[str, int] = {"RLIMIT_CORE": 0}
         if runner.memory_limit is not None:
-            pairs += [(resource.RLIMIT_AS, runner.memory_limit)]
-            pairs += [(resource.RLIMIT_DATA, runner.memory_limit)]
+            limits |= {"RLIMIT_AS": runner.memory_limit, "RLIMIT_DATA": runner.memory_limit}
         if runner.file_size_limit is not None:
-            pairs.append((resource.RLIMIT_FSIZE, runner.file_size_limit))
-        cpu = runner.cpu_limit or max(60, math.ceil(10 * runner.time_limit))
-        pairs.append((resource.RLIMIT_CPU, cpu))
+            limits["RLIMIT_FSIZE"] = runner.file_size_limit
+        limits["RLIMIT_CPU"] = runner.cpu_limit or max(60, math.ceil(10 * runner.time_limit))
         if runner.max_processes is not None:
             uid = os.getuid() if runner.user is None else runner.user
-            nproc = _processes_of(uid) + runner.max_processes
-            pairs.append((resource.RLIMIT_NPROC, nproc))
-        pairs.append((resource.RLIMIT_CORE, 0))
-
-        def apply() -> None:  # in the child, between fork and exec
-            for which, value in pairs:
-                resource.setrlimit(which, (value, value))
-
-        return apply
+            limits["RLIMIT_NPROC"] = _processes_of(uid) + runner.max_processes
+        return limits
 
     def _start(self) -> None:
         runner = self.runner
@@ -344,10 +335,11 @@ class LocalCodeSession:
             "LC_ALL": "C.UTF-8",
             STAGED_INPUTS_ENV: json.dumps(self._staged),
         }
+        limits = json.dumps(self._limits())  # set by the driver: no preexec_fn in a thread
         read_end, write_end = os.pipe()
         try:
             self._proc = subprocess.Popen(
-                [runner.python, "-I", "-u", "-c", DRIVER, str(write_end)],
+                [runner.python, "-I", "-u", "-c", DRIVER, str(write_end), limits],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -355,7 +347,6 @@ class LocalCodeSession:
                 cwd=self.workdir,
                 env=env,
                 process_group=0,
-                preexec_fn=self._limits(),
                 user=runner.user,
                 group=runner.user,
                 extra_groups=[] if runner.user is not None else None,
