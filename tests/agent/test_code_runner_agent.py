@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ import pytest
 
 from tests.law import assert_law
 from trackway.agent import Agent, load_recording, mock, replay
-from trackway.engine import thaw
+from trackway.engine import RunTimeoutError, thaw
 from trackway.tools import code_runner_tool, local_code_runner, tool_sessions_of
 from trackway.tools.define._sessions import key_hash
 
@@ -203,3 +204,23 @@ def test_a_recording_with_code_runs_from_this_version_loads_and_replays() -> Non
     replayed = replay(loaded)
     assert [c.stage_path for c in replayed.history()] == [c.stage_path for c in loaded.history()]
     assert thaw(replayed.state)["final_answer"] == "The total was 12; the loop was stopped."
+
+
+def test_a_timed_out_run_kills_the_running_code_and_closes_its_session() -> None:
+    t = code_runner_tool(runner=local_code_runner(**{**SMALL, "time_limit": 30.0}))
+    replies = [*code_calls("import os; print(os.getpgrp())", "while True: pass"), "never"]
+    agent = agent_with(t, replies)
+    groups: list[int] = []
+
+    def note_group(event: Any) -> None:  # the interpreter's pid leads its process group
+        if event.name == "tools.session_reused":
+            for session in tool_sessions_of(t).values():
+                groups.append(session._proc.pid)  # type: ignore[attr-defined]
+
+    agent.on("tools.*", note_group)
+    started = time.monotonic()
+    with pytest.raises(RunTimeoutError):
+        agent.run_sync("go", timeout=1.5)
+    assert time.monotonic() - started < 10  # not the code's 30 s limit
+    assert tool_sessions_of(t) == {}  # the run's session was closed
+    assert groups and all(_group_members(pgid) == [] for pgid in groups)

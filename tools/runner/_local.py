@@ -244,6 +244,7 @@ class LocalCodeSession:
         self._staged: dict[str, str] = {}
         self._lost = False
         self._stopped = False
+        self._interrupted = False
         self.interpreters = 0
         """How many interpreters this session started (a test reads it)."""
 
@@ -296,6 +297,16 @@ class LocalCodeSession:
             self._kill()
             shutil.rmtree(self.workdir, ignore_errors=True)
             self._staged.clear()
+
+    def interrupt(self) -> None:
+        """Kill the running code and its process group now, from any thread (a cancelled
+        run): the run in progress returns as killed (``limit="cancelled"``) and the next
+        run starts a fresh interpreter."""
+        proc = self._proc
+        if proc is not None:
+            self._interrupted = True
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
 
     @property
     def alive(self) -> bool:
@@ -449,7 +460,11 @@ class LocalCodeSession:
                 _drain(sel, streams, -1, runner.drain_limit, wait=0.5)
         status = self._kill()
         self._lost = True
-        limit, detail = _why(limit, status, runner, timeout, out, err)
+        if self._interrupted:
+            limit, detail = "cancelled", "the run was cancelled and the interpreter killed"
+        else:
+            limit, detail = _why(limit, status, runner, timeout, out, err)
+        self._interrupted = False
         return CodeRunResult(
             status="killed",
             stdout=out.text(),

@@ -54,10 +54,10 @@ class CodeRunResult:
     interpreter; ``limit`` says which). ``stdout``/``stderr`` are what was kept, at most the
     runner's output limit (when ``*_cut``, the start and the end, with a marker saying how
     many bytes of the middle were left out); ``*_bytes`` count everything the code wrote.
-    ``limit`` is ``None`` or one of ``"time"``, ``"memory"``, ``"output"``, ``"cpu"``, ``"crash"``;
-    ``state_lost`` says the interpreter was replaced (before this run, or by it), so
-    variables of earlier runs are gone. ``files`` names what the code created at the top
-    of its working directory."""
+    ``limit`` is ``None`` or one of ``"time"``, ``"memory"``, ``"output"``, ``"cpu"``,
+    ``"crash"``, ``"cancelled"``; ``state_lost`` says the interpreter was replaced (before
+    this run, or by it), so variables of earlier runs are gone. ``files`` names what the
+    code created at the top of its working directory."""
 
     status: str
     stdout: str
@@ -79,7 +79,9 @@ class CodeRunResult:
 class CodeSession(Protocol):
     """One interpreter: ``run`` executes code in it (state survives between runs while the
     interpreter lives), ``stop`` ends it and releases everything it holds (processes,
-    staged files). A session may also stage inputs (see :class:`StagingCodeSession`)."""
+    staged files). A session may also stage inputs (see :class:`StagingCodeSession`), and
+    may have ``interrupt()``: called from another thread when the run is cancelled, it ends
+    the code in progress."""
 
     def run(self, code: str, *, timeout: float | None = None) -> CodeRunResult: ...
 

@@ -163,12 +163,23 @@ def failure(result: CodeRunResult) -> str:
     return ". ".join(said)
 
 
-def _description(language: str, wants: Mapping[str, str] | None, runner: CodeRunner) -> str:
+_KEPT = {
+    "session": "one interpreter kept for this conversation, so variables and imports "
+    "survive between calls (unless a limit ends it: the result says so)",
+    "run": "one interpreter kept while this request lasts, so variables and imports "
+    "survive between its calls (unless a limit ends it: the result says so)",
+    "call": "a fresh interpreter each call: nothing survives between calls",
+}
+
+
+def _description(
+    language: str, wants: Mapping[str, str] | None, runner: CodeRunner, scope: str
+) -> str:
+    name = getattr(runner, "name", type(runner).__name__)
     text = (
-        f"Run {language} code and read what it prints. Each call's code runs in one "
-        "interpreter kept for this conversation, so variables and imports survive between "
-        "calls (unless a limit ends it: the result says so). The working directory is "
-        f"private and empty at first; time, memory and output are limited ({runner.name})."
+        f"Run {language} code and read what it prints. The code runs in {_KEPT[scope]}. "
+        "The working directory is private and empty at first; time, memory and output are "
+        f"limited ({name})."
     )
     if not wants:
         return text
@@ -201,7 +212,10 @@ def code_runner_tool(
     string argument per name for an ``art_…`` ticket; the agent redeems it, and the tool
     stages the data as a file listed in ``TRACKWAY_STAGED_INPUTS``. A run a limit ends is a
     tool failure (:class:`CodeRunFailedError`); code that raises is a result the model
-    reads (the traceback, exit status 1).
+    reads (the traceback, exit status 1). ``timeout`` overrides the runner's time limit per
+    call; a cancelled run (its ``timeout=``, its caller) interrupts the running code (a
+    session's optional ``interrupt()``). The description says what the code can read and
+    how long its interpreter lives; ``description=`` replaces it.
     """
     if scope not in SESSION_SCOPES:
         raise ToolDefinitionError(
@@ -243,15 +257,22 @@ def code_runner_tool(
                     + "; the code did not run. Build the tool with scope='call' or pass it"
                 )
             ctx.on_teardown(functools.partial(held.close, key), scope=scope, key=key)
+        box: dict[str, CodeSession] = {}
         work = functools.partial(
-            _call, held, key, runner, runner_name, args["code"], inputs, timeout
+            _call, held, key, runner, runner_name, args["code"], inputs, timeout, box
         )
-        return await anyio.to_thread.run_sync(work)
+        try:  # a cancelled run (its timeout=, its caller) kills the running code at once
+            return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            interrupt = getattr(box.get("session"), "interrupt", None)
+            if callable(interrupt):
+                interrupt()
+            raise
 
     setattr(execute, _SESSIONS_ATTR, held)
     tool = define_tool(
         name=name,
-        description=description or _description(language, checked, runner),
+        description=description or _description(language, checked, runner, scope),
         input_schema=schema,
         execute=execute,
     )
@@ -266,8 +287,10 @@ def _call(
     code: str,
     inputs: list[CodeInput],
     timeout: float | None,
+    box: dict[str, CodeSession],
 ) -> str:
     session = held.get(key, runner) if key is not None else runner.open_session()
+    box["session"] = session
     try:
         if inputs:
             stage = getattr(session, "stage_inputs", None)
