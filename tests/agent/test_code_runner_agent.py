@@ -20,7 +20,7 @@ from trackway.engine import RunTimeoutError, thaw
 from trackway.tools import code_runner_tool, local_code_runner, tool_sessions_of
 from trackway.tools.define._sessions import key_hash
 
-SMALL = {"time_limit": 2.0, "memory_limit": 256 * 2**20, "output_limit": 300}
+SMALL = {"time_limit": 10.0, "memory_limit": 256 * 2**20, "output_limit": 300}
 
 
 def code_calls(*codes: str) -> list[dict[str, Any]]:
@@ -83,7 +83,7 @@ def test_a_session_scope_without_a_session_id_fails_the_call_not_the_run() -> No
 
 
 def test_a_killed_interpreter_fails_the_call_and_the_next_call_starts_fresh() -> None:
-    t = code_runner_tool(runner=local_code_runner(**{**SMALL, "time_limit": 0.5}))
+    t = code_runner_tool(runner=local_code_runner(**{**SMALL, "time_limit": 1.0}))
     codes = ("kept = 1", "while True: pass", "print('kept' in globals())")
     agent = agent_with(t, [*code_calls(*codes), {"content": "done"}])
     assert agent.run_sync("go") == "done"
@@ -103,8 +103,16 @@ def hostile(code: str, **limits: Any) -> tuple[Agent, str]:
     return agent, tool_texts(agent)[0]
 
 
-def _group_members(pgid: int) -> list[int]:
-    """Live (not zombie) processes of process group ``pgid``."""
+def _group_members(pgid: int, wait: float = 5.0) -> list[int]:
+    """Live (not zombie) processes of process group ``pgid``, once they are gone or after
+    ``wait`` seconds (a SIGKILL is delivered at once, but a process takes a moment to die)."""
+    end = time.monotonic() + wait
+    while (members := _members(pgid)) and time.monotonic() < end:
+        time.sleep(0.05)
+    return members
+
+
+def _members(pgid: int) -> list[int]:
     out = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():

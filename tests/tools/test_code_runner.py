@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -30,7 +31,8 @@ from trackway.tools import (
     tool_sessions_of,
 )
 from trackway.tools.artifacts._meta import ArtifactMeta, ArtifactScope
-from trackway.tools.runner._local import _Capture, inert_segment
+from trackway.tools.runner._port import inert_segment
+from trackway.tools.runner._streams import Capture
 
 FAST = {"time_limit": 3.0, "memory_limit": 256 * 2**20, "output_limit": 200}
 
@@ -183,6 +185,19 @@ def test_staged_inputs_land_as_inert_files_listed_in_the_env(session: LocalCodeS
         "print(sorted(m), sum(json.load(open(m['rows']))))"
     )
     assert out.stdout == "['evil', 'rows'] 6\n"
+
+
+def test_staging_never_follows_a_link_the_code_planted(
+    session: LocalCodeSession, tmp_path: Path
+) -> None:
+    session.stage_inputs([CodeInput("rows", "rows.json", b"[1]", "application/json")])
+    session.run(f"import os\nos.rename('inputs', 'moved')\nos.symlink({str(tmp_path)!r}, 'inputs')")
+    with pytest.raises(OSError):
+        session.stage_inputs([CodeInput("rows", "rows.json", b"[2]", "application/json")])
+    session.run(f"import os\nos.remove('inputs')\nos.symlink({str(tmp_path)!r} + '/f', 'inputs')")
+    with pytest.raises(OSError):
+        session.stage_inputs([CodeInput("rows", "rows.json", b"[2]", "application/json")])
+    assert list(tmp_path.iterdir()) == []  # nothing was written outside the work dir
 
 
 @pytest.mark.parametrize(
@@ -347,7 +362,7 @@ def test_a_capture_keeps_a_prefix_and_a_suffix_and_counts_the_rest(
     chunks: list[bytes], limit: int
 ) -> None:
     whole = b"".join(chunks)
-    capture = _Capture(limit)
+    capture = Capture(limit)
     for chunk in chunks:
         capture.add(chunk)
     assert capture.total == len(whole) and len(capture.head) + len(capture.tail) <= limit
@@ -361,3 +376,13 @@ def test_a_capture_keeps_a_prefix_and_a_suffix_and_counts_the_rest(
     assert whole.startswith(head.encode()) and whole.endswith(tail.encode())
     assert len(head.encode()) + cut + len(tail.encode()) == len(whole)
     assert "\ufffd" not in head + tail
+
+
+def test_an_interpreter_that_cannot_start_is_a_result_saying_so() -> None:
+    s = local_code_runner(**FAST, python="/bin/false").open_session()
+    try:
+        out = s.run("print(1)")
+        assert (out.status, out.limit, out.state_lost) == ("killed", "crash", True)
+        assert out.detail == "the interpreter did not start (status 1)"
+    finally:
+        s.stop()

@@ -1,9 +1,9 @@
 """The program a local session's interpreter runs: it sets its rlimits (soft = hard, before
-any code; not in a ``preexec_fn``, which is unsafe in the agent's worker thread), then
-reads framed code blocks on fd 0 and executes each in one namespace (so variables survive
-between calls), writing a framed reply per block on the control descriptor. The code's own
-stdout and stderr are the process's, read by the parent with a cap. A frame is a 4-byte
-big-endian length and a JSON document."""
+any code; not in a ``preexec_fn``, which is unsafe in the agent's worker thread), says it
+is ready, then reads framed code blocks on fd 0 and executes each in one namespace (so
+variables survive between calls), writing a framed reply per block on the control
+descriptor. The code's own stdout and stderr are the process's, read by the parent with a
+cap. A frame is a 4-byte big-endian length and a JSON document."""
 
 from __future__ import annotations
 
@@ -25,6 +25,12 @@ def _main(control_fd, limits):
     outbox = os.fdopen(control_fd, "wb", buffering=0)
     me = os.getpid()
     namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+
+    def send(document):
+        data = json.dumps(document).encode()
+        outbox.write(struct.pack(">I", len(data)) + data)
+
+    send({"ready": True})  # the code's time limit starts now, not at the exec
 
     def read(n):
         got = b""
@@ -67,8 +73,7 @@ def _main(control_fd, limits):
                 stream.flush()
             except BaseException:
                 pass
-        data = json.dumps(reply).encode()
-        outbox.write(struct.pack(">I", len(data)) + data)
+        send(reply)
 
 _main(int(sys.argv[1]), json.loads(sys.argv[2]))
 """

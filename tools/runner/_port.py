@@ -16,6 +16,7 @@ __all__ = [
     "StagedCodeInput",
     "StagingCodeSession",
     "can_stage_code_inputs",
+    "inert_segment",
 ]
 
 STAGED_INPUTS_ENV = "TRACKWAY_STAGED_INPUTS"
@@ -109,3 +110,16 @@ class CodeRunner(Protocol):
 def can_stage_code_inputs(session: object) -> bool:
     """Whether ``session`` can stage inputs (it has a callable ``stage_inputs``)."""
     return callable(getattr(session, "stage_inputs", None))
+
+
+def inert_segment(name: str) -> str:
+    """``name`` as one file-name segment that means nothing to a file system: letters,
+    digits, ``_`` and ``-`` stay, every other character (``.``, ``/``, ``\\``, …) becomes
+    ``%XX`` of its UTF-8 bytes, so ``..`` and separators land as literals."""
+    out = []
+    for ch in name:
+        if ch.isascii() and (ch.isalnum() or ch in "_-"):
+            out.append(ch)
+        else:
+            out.extend(f"%{b:02X}" for b in ch.encode("utf-8"))
+    return "".join(out) or "%00"

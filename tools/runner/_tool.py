@@ -19,7 +19,6 @@ from trackway.tools.define._errors import ToolDefinitionError
 from trackway.tools.define._sessions import SESSION_SCOPES, key_hash, tool_session_key
 
 from ._errors import CodeInputsNotStagedError, CodeRunFailedError
-from ._local import inert_segment
 from ._port import (
     STAGED_INPUTS_ENV,
     CodeInput,
@@ -27,6 +26,7 @@ from ._port import (
     CodeRunResult,
     CodeSession,
     can_stage_code_inputs,
+    inert_segment,
 )
 
 __all__ = ["code_runner_tool", "tool_sessions_of"]
