@@ -75,6 +75,18 @@ def test_one_interpreter_per_conversation_until_the_host_closes_it() -> None:
     assert tool_sessions_of(t) == {} and not os.path.exists(workdir)
 
 
+def test_a_conversation_whose_interpreter_was_closed_is_told_its_state_is_gone() -> None:
+    t = code_runner_tool(runner=local_code_runner(**SMALL), scope="session")
+    replies = [*code_calls("seen = 1"), "one", *code_calls("print('seen' in globals())"), "two"]
+    agent = agent_with(t, replies)
+    agent.run_sync("first", session_id="s1")
+    assert agent.close_tool_sessions_sync(session_id="s1") == 1  # or an idle sweep, eviction
+    agent.run_sync("second", session_id="s1")
+    text = tool_texts(agent)[-1]
+    assert text.startswith("note: a fresh interpreter ran this code") and "False" in text
+    assert agent.close_tool_sessions_sync(session_id="s1") == 1
+
+
 def test_a_session_scope_without_a_session_id_fails_the_call_not_the_run() -> None:
     t = code_runner_tool(runner=local_code_runner(**SMALL), scope="session")
     agent = agent_with(t, [*code_calls("print(1)"), {"content": "ok"}])

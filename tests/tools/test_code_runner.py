@@ -378,11 +378,28 @@ def test_a_capture_keeps_a_prefix_and_a_suffix_and_counts_the_rest(
     assert "\ufffd" not in head + tail
 
 
-def test_an_interpreter_that_cannot_start_is_a_result_saying_so() -> None:
-    s = local_code_runner(**FAST, python="/bin/false").open_session()
+def test_an_interpreter_that_cannot_start_is_a_result_saying_so(tmp_path: Path) -> None:
+    broken = tmp_path / "python"
+    broken.write_text("#!/bin/sh\necho 'no such module: encodings' >&2\nexit 3\n")
+    broken.chmod(0o755)
+    s = local_code_runner(**FAST, python=str(broken)).open_session()
     try:
         out = s.run("print(1)")
         assert (out.status, out.limit, out.state_lost) == ("killed", "crash", True)
-        assert out.detail == "the interpreter did not start (status 1)"
+        assert out.detail == "the interpreter did not start (status 3)"
+        assert out.stderr == "no such module: encodings\n"
     finally:
         s.stop()
+
+
+def test_a_session_nobody_stopped_leaves_no_interpreter_when_collected() -> None:
+    import gc
+
+    s = local_code_runner(**FAST).open_session()
+    pid = int(s.run("import os; print(os.getpid())").stdout)
+    workdir = s.workdir
+    del s
+    gc.collect()
+    assert not os.path.exists(workdir)
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # killed and reaped: not even a zombie left

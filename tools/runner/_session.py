@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -63,6 +64,7 @@ class LocalCodeSession:
         # held open for the session: staging and listing go through it, so code that moves
         # the directory or plants a link never redirects a write of this process
         self._dir = os.open(self.workdir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        self._remover = weakref.finalize(self, _remove, self.workdir, self._dir)
         os.fchmod(self._dir, 0o700)
         if runner.user is not None:
             os.fchown(self._dir, runner.user, -1)
@@ -132,11 +134,8 @@ class LocalCodeSession:
         with self._lock:
             self._stopped = True
             self._kill()
-            shutil.rmtree(self.workdir, ignore_errors=True)
             self._staged.clear()
-            if self._dir >= 0:
-                os.close(self._dir)
-                self._dir = -1
+            self._remover()
 
     def interrupt(self) -> None:
         """Kill the running code and its process group now, from any thread (a cancelled
@@ -208,6 +207,9 @@ class LocalCodeSession:
         finally:
             os.close(write_end)
         self._control = read_end
+        # a session nobody stopped still leaves no interpreter behind: when it is
+        # collected, or when this process exits
+        self._reaper = weakref.finalize(self, _reap, self._proc, read_end)
         self.interpreters += 1
         return self._await_ready()
 
@@ -231,10 +233,13 @@ class LocalCodeSession:
             else:
                 return None
         err = Capture(self.runner.output_limit)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        with contextlib.suppress(OSError, ValueError):  # what it said before it died
+            err.add(proc.stderr.read(self.runner.output_limit) or b"")
         status = self._kill()
         self._lost = True
-        with contextlib.suppress(OSError, ValueError):
-            err.add(proc.stderr.read(self.runner.output_limit) or b"")
         return CodeRunResult(
             status="killed",
             stdout="",
@@ -253,17 +258,9 @@ class LocalCodeSession:
         proc, self._proc = self._proc, None
         if proc is None:
             return None
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        status = proc.wait()
-        for pipe in (proc.stdin, proc.stdout, proc.stderr):
-            if pipe is not None:
-                with contextlib.suppress(OSError):
-                    pipe.close()
-        if self._control >= 0:
-            os.close(self._control)
-            self._control = -1
-        return status
+        self._reaper()  # runs once: here, or when the session is collected, or at exit
+        self._control = -1
+        return proc.returncode
 
     def _run(self, code: str, timeout: float) -> CodeRunResult:
         proc = self._proc
@@ -358,6 +355,26 @@ class LocalCodeSession:
             state_lost=True,
             files=files,
         )
+
+
+def _reap(proc: subprocess.Popen[bytes], control: int) -> None:
+    """Kill an interpreter's process group, wait for it, close its pipes."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
+    with contextlib.suppress(OSError):
+        os.close(control)
+
+
+def _remove(workdir: str, handle: int) -> None:
+    """Remove a session's working directory and close the handle held on it."""
+    shutil.rmtree(workdir, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        os.close(handle)
 
 
 def _listed(folder: int) -> set[str]:

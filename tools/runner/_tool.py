@@ -35,22 +35,36 @@ _SESSIONS_ATTR = "__trackway_code_sessions__"
 
 
 class _Sessions:
-    """The live sessions of one code tool, by tool-session key."""
+    """The live sessions of one code tool, by tool-session key, and the keys whose session
+    was closed (an idle sweep, an eviction) while the caller may come back: the next call
+    on such a key starts afresh and says state was lost."""
+
+    REMEMBERED = 1024
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.live: dict[str, CodeSession] = {}
+        self.closed: dict[str, None] = {}  # insertion-ordered, the oldest forgotten first
 
-    def get(self, key: str, runner: CodeRunner) -> CodeSession:
+    def get(self, key: str, runner: CodeRunner) -> tuple[CodeSession, bool]:
+        """The session of ``key`` (opened here when there is none), and whether an earlier
+        one of the same key was closed."""
         with self.lock:
             session = self.live.get(key)
-            if session is None:
-                session = self.live[key] = runner.open_session()
-            return session
+            if session is not None:
+                return session, False
+            session = self.live[key] = runner.open_session()
+            reopened = key in self.closed
+            self.closed.pop(key, None)
+            return session, reopened
 
     def close(self, key: str) -> None:
         with self.lock:
             session = self.live.pop(key, None)
+            if session is not None:
+                self.closed[key] = None
+                while len(self.closed) > self.REMEMBERED:
+                    del self.closed[next(iter(self.closed))]
         if session is not None:
             session.stop()
 
@@ -289,7 +303,7 @@ def _call(
     timeout: float | None,
     box: dict[str, CodeSession],
 ) -> str:
-    session = held.get(key, runner) if key is not None else runner.open_session()
+    session, reopened = held.get(key, runner) if key is not None else (runner.open_session(), False)
     box["session"] = session
     try:
         if inputs:
@@ -306,6 +320,8 @@ def _call(
     finally:
         if key is None:
             session.stop()
+    if reopened and not result.state_lost:  # closed between calls (idle, evicted)
+        result = dataclasses.replace(result, state_lost=True)
     if result.status == "killed" or result.limit == "memory":
         raise CodeRunFailedError(failure(result))
     return describe(result)
