@@ -72,6 +72,22 @@ from .results._period import PERIOD_VERDICTS as PERIOD_VERDICTS
 from .results._period import PERIOD_WIRE as PERIOD_WIRE
 from .results._period import PeriodVerdict as PeriodVerdict
 from .results._period import period_verdict as period_verdict
+from .runner import STAGED_INPUTS_ENV as STAGED_INPUTS_ENV
+from .runner import CodeInput as CodeInput
+from .runner import CodeInputsNotStagedError as CodeInputsNotStagedError
+from .runner import CodeRunFailedError as CodeRunFailedError
+from .runner import CodeRunner as CodeRunner
+from .runner import CodeRunnerError as CodeRunnerError
+from .runner import CodeRunResult as CodeRunResult
+from .runner import CodeSession as CodeSession
+from .runner import LocalCodeRunner as LocalCodeRunner
+from .runner import LocalCodeSession as LocalCodeSession
+from .runner import StagedCodeInput as StagedCodeInput
+from .runner import StagingCodeSession as StagingCodeSession
+from .runner import can_stage_code_inputs as can_stage_code_inputs
+from .runner import code_runner_tool as code_runner_tool
+from .runner import local_code_runner as local_code_runner
+from .runner import tool_sessions_of as tool_sessions_of
 
 __all__ = [
     "ABSENCE_MARKER",
@@ -91,11 +107,19 @@ __all__ = [
     "PERIOD_VERDICTS",
     "PERIOD_WIRE",
     "SEMANTICS_NOTE",
+    "STAGED_INPUTS_ENV",
     "TOOL_RESULT_STATUSES",
     "ArtifactMeta",
     "ArtifactScope",
     "ArtifactStore",
     "ChartPausedError",
+    "CodeInput",
+    "CodeInputsNotStagedError",
+    "CodeRunFailedError",
+    "CodeRunResult",
+    "CodeRunner",
+    "CodeRunnerError",
+    "CodeSession",
     "CoveredResult",
     "CredentialError",
     "DeclarationRefused",
@@ -104,6 +128,8 @@ __all__ = [
     "FolderArtifacts",
     "GateDecision",
     "Identity",
+    "LocalCodeRunner",
+    "LocalCodeSession",
     "McpCallError",
     "McpClient",
     "McpConnectionError",
@@ -111,6 +137,8 @@ __all__ = [
     "MemoryArtifacts",
     "PeriodVerdict",
     "RunStoreArtifacts",
+    "StagedCodeInput",
+    "StagingCodeSession",
     "Tool",
     "ToolAbsence",
     "ToolCallRefusedError",
@@ -126,8 +154,10 @@ __all__ = [
     "artifact_value",
     "ask",
     "ask_human",
+    "can_stage_code_inputs",
     "canonical_notes",
     "check_tool_wants",
+    "code_runner_tool",
     "coverage",
     "define_tool",
     "deny",
@@ -135,6 +165,7 @@ __all__ = [
     "flowchart_as_tool",
     "gated_tools",
     "limits_block",
+    "local_code_runner",
     "mcp_client",
     "mcp_serve",
     "period_verdict",
@@ -144,5 +175,6 @@ __all__ = [
     "static_tools",
     "tool",
     "tool_session_key",
+    "tool_sessions_of",
     "withhold",
 ]

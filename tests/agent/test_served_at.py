@@ -65,6 +65,7 @@ from trackway.tools import (
     withhold,
 )
 from trackway.tools.artifacts._store import meta_of, mint
+from trackway.tools.runner import code_runner_tool, local_code_runner
 
 SCHEMA = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
 
@@ -107,6 +108,9 @@ async def relay(args, ctx):
 RELAY = define_tool(
     name="relay", description="Look up by relay.", input_schema=SCHEMA, execute=relay
 )
+
+# the code runner: one interpreter per run (state, a traceback, cut output, a killed loop)
+CODE = code_runner_tool(runner=local_code_runner(time_limit=0.3, output_limit=40))
 
 
 MARK = "qqshort"  # record-only words (short) that must never be served
@@ -296,6 +300,8 @@ features = st.fixed_dictionaries(
         # .artifacts(...): long results placed (their tickets served, cut by the cap too);
         # "want": first a long lookup is placed, then a tool redeems its ticket and a bad one
         "artifacts": st.sampled_from([None, "place", "want"]),
+        # the code runner's tool (local_code_runner, real subprocesses)
+        "code": st.booleans(),
     }
 )
 
@@ -530,6 +536,10 @@ tool_call = st.one_of(
     st.just({"name": "missing", "args": {}}),  # an unknown tool
     # a tool that calls lookup through ctx.tools.call (unknown unless feature["nested"])
     st.builds(lambda q: {"name": "relay", "args": {"q": q}}, texts),
+    # run_code (unknown unless feature["code"]): state kept, raised, cut, killed at the limit
+    st.sampled_from(
+        ["x = 'é'", "print(x)", "raise ValueError('no')", "print('y' * 99)", "while 1: pass"]
+    ).map(lambda code: {"name": "run_code", "args": {"code": code}}),
     # the skills' tools and doors (unknown tools to an agent without skills)
     st.builds(lambda q: {"name": "mover", "args": {"q": q}}, st.sampled_from("abcxyzé-")),
     st.just({"name": "pusher", "args": {"q": "p"}}),
@@ -700,6 +710,22 @@ _DENIED_AT_LIMIT["messages"] = "deny-answer"
     cap=None,
     feature=_GROUNDED_HALT,
 )
+@example(  # the code runner: state kept across calls, a traceback, a loop killed
+    steps=[
+        {"tool_calls": [{"name": "run_code", "args": {"code": c}}]}
+        for c in ("x = 'é'", "print(x)", "while 1: pass", "raise ValueError('no')")
+    ],
+    max_iterations=4,
+    wrap=True,
+    temperature=None,
+    typed=False,
+    follow=True,
+    options={},
+    cut=False,
+    validation="enforce",
+    cap=None,
+    feature={**_HALTED_AFTER_WRAP_UP, "cost": None, "code": True},
+)
 @pytest.mark.filterwarnings("ignore::trackway.agent.CacheWarning")  # cache with findings/skills
 @given(
     steps=st.lists(step, max_size=6),
@@ -818,6 +844,8 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
         builder.artifacts(Numbered(), max_inline_chars=30)
         if feature["artifacts"] == "want":
             builder.tool(DIGEST)
+    if feature.get("code"):
+        builder.tool(CODE)
     with_message_links(builder, feature)
     if feature["memory"]:
         builder.memory(*memories(feature["memory"]))
