@@ -63,6 +63,15 @@ from .results._period import PERIOD_VERDICTS as PERIOD_VERDICTS
 from .results._period import PERIOD_WIRE as PERIOD_WIRE
 from .results._period import PeriodVerdict as PeriodVerdict
 from .results._period import period_verdict as period_verdict
+from .time._ask import DEFAULT_TIME_ASK_MESSAGES as DEFAULT_TIME_ASK_MESSAGES
+from .time._ask import TIME_FORMATS as TIME_FORMATS
+from .time._ask import check_time_answer as check_time_answer
+from .time._candidates import TimeReader as TimeReader
+from .time._clock import Clock as Clock
+from .time._clock import InstantError as InstantError
+from .time._clock import UnknownZoneError as UnknownZoneError
+from .time._mcp import answer_from_elicitation as answer_from_elicitation
+from .time._mcp import elicitation_of as elicitation_of
 
 __all__ = [
     "ABSENCE_MARKER",
@@ -73,6 +82,7 @@ __all__ = [
     "COVERAGE_BLOCK_HEADING",
     "COVERAGE_MARKER",
     "COVERAGE_NOTE",
+    "DEFAULT_TIME_ASK_MESSAGES",
     "IN_PROGRESS_CLAUSE",
     "IN_PROGRESS_SECTION_LABEL",
     "IN_PROGRESS_WIRE",
@@ -81,8 +91,10 @@ __all__ = [
     "PERIOD_VERDICTS",
     "PERIOD_WIRE",
     "SEMANTICS_NOTE",
+    "TIME_FORMATS",
     "TOOL_RESULT_STATUSES",
     "ChartPausedError",
+    "Clock",
     "CoveredResult",
     "CredentialError",
     "DeclarationRefused",
@@ -90,11 +102,13 @@ __all__ = [
     "DescribedResult",
     "GateDecision",
     "Identity",
+    "InstantError",
     "McpCallError",
     "McpClient",
     "McpConnectionError",
     "McpServe",
     "PeriodVerdict",
+    "TimeReader",
     "Tool",
     "ToolAbsence",
     "ToolCallRefusedError",
@@ -104,16 +118,20 @@ __all__ = [
     "ToolProvider",
     "ToolResultStatus",
     "ToolSessionError",
+    "UnknownZoneError",
     "absent",
     "allow",
     "answer_coverage",
+    "answer_from_elicitation",
     "ask",
     "ask_human",
     "canonical_notes",
+    "check_time_answer",
     "coverage",
     "define_tool",
     "deny",
     "described_result",
+    "elicitation_of",
     "flowchart_as_tool",
     "gated_tools",
     "limits_block",
