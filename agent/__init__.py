@@ -57,6 +57,7 @@ from .messages._errors import AgentError as AgentError
 from .messages._errors import AgentNotRunError as AgentNotRunError
 from .messages._errors import AnswerDeniedError as AnswerDeniedError
 from .messages._errors import CachePolicyError as CachePolicyError
+from .messages._errors import ClockRequiredError as ClockRequiredError
 from .messages._errors import ConversationFormatError as ConversationFormatError
 from .messages._errors import DecisionRequiredError as DecisionRequiredError
 from .messages._errors import InputRefusedError as InputRefusedError
@@ -197,6 +198,7 @@ __all__ = [
     "ClassifyAnswer",
     "ClassifyCriterion",
     "ClassifyRequest",
+    "ClockRequiredError",
     "Composition",
     "Conditional",
     "ContextLengthError",

@@ -121,6 +121,8 @@ class AgentConfig:
     evidence: Any = None
     """``.names_and_numbers_from_evidence(...)``: the
     :class:`~trackway.agent.grounding._gate.EvidenceGate` judged in ``route``."""
+    time: Any = None
+    """``.time(...)``: the :class:`~trackway.agent.time.TimeLayer` of the ``clock`` stage."""
     validation: Any = None
     """``.answer_validation(...)``: the :class:`~trackway.agent.grounding.AnswerValidation`
     the ``final`` stage runs on the answer."""

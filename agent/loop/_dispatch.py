@@ -24,6 +24,7 @@ from ..messages._redaction import hidden_errors
 from ..messages._tool_ids import unique_calls
 from ..middleware._ledger import record_decisions
 from ..offer._offered import offered_now
+from ..time._layer import call_dispatched, resumed_clock
 from ._arguments import arguments_question, filled
 from ._consent import consent_needed, consented
 from ._coverage import coverage_row
@@ -177,6 +178,8 @@ async def dispatch(
                 "stream.tool_start",
                 {"id": call["id"], "name": call["name"], "args": call.get("args", {})},
             )
+            if cfg.time is not None and (index != start or approved is None):
+                call_dispatched(cfg.time, scope, call)  # .time(): its dispatch-time row
         tool, refused = _found(cfg, scope, call)
         filling = (
             None if tool is None or refused or not tool.ask_or_assume else filled(tool, call, given)
@@ -294,6 +297,8 @@ async def resumed(cfg: AgentConfig, scope: TrackedScope, value: Any) -> None:
     call = calls[index]
     value = thaw(value)
     _emit(scope, "agent.resumed", {"id": call["id"], "name": call["name"], **value})
+    if cfg.time is not None:  # a resume that brings another clock: a row says so
+        resumed_clock(cfg.time, scope, value)
     if value.get("abandon"):
         batch = Batch(scope["iteration"])
         batch.add(scope, call, Outcome("denied", WITHDRAWN), announce=False)

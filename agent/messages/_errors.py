@@ -45,6 +45,7 @@ __all__ = [
     "AgentNotRunError",
     "AnswerDeniedError",
     "CachePolicyError",
+    "ClockRequiredError",
     "ConversationFormatError",
     "DecisionRequiredError",
     "InputRefusedError",
@@ -88,6 +89,11 @@ class TemplateError(AgentBuildError):
 
 class InvalidRunInputError(AgentError, ValueError):
     """``run`` was given input it cannot take; nothing ran."""
+
+
+class ClockRequiredError(InvalidRunInputError):
+    """A run under ``.time()`` declared no zone and the builder has none to fall back on (the
+    server's zone is never used); nothing ran."""
 
 
 class ConversationFormatError(InvalidRunInputError, DocumentError):

@@ -30,6 +30,8 @@ from ..providers._caching import take_cache_options, warn_moving_pieces
 from ..providers._options import check_request_options, check_tool_choice
 from ..providers._provider import Provider
 from ..providers.thinking import ThinkingBuilding
+from ..time._building import TimeBuilding
+from ..time._layer import clock_stage
 from ._builder_memory import MemoryBuilding
 from ._builder_skills import SkillsBuilding
 from ._typed import TypedBuilding
@@ -50,6 +52,7 @@ class AgentBuilder(
     ValidationBuilding,
     ThinkingBuilding,
     LiveBuilding,
+    TimeBuilding,
 ):
     """Configures an :class:`Agent`; ``build()`` declares its chart."""
 
@@ -359,6 +362,7 @@ class AgentBuilder(
             self_explain=explain,
             evidence=self._evidence,
             thinking_handler=self._thinking,
+            time=self._time_layer,
             validation=self._validation_plan(
                 {*tools, *(t.name for s in self._skills for t in s.tools)}
             ),
@@ -406,6 +410,8 @@ def _one_model(provider: Provider, model: str | None) -> str:
 def _chart(cfg: AgentConfig) -> FlowChart:
     fns = stage_functions(cfg)
     b = flow_chart("Seed", fns["seed"], id="seed", description="Take the message")
+    if cfg.time is not None:  # the turn's clock, before anything reads the time
+        b = b.then("Clock", clock_stage(cfg.time), id="clock", description="Declare the clock")
     if cfg.memories:  # once per turn, before the loop
         b = b.then("Memory recall", fns["memory-recall"], id="memory-recall", description="Recall")
     if cfg.system is not None or cfg.configure is not None or cfg.self_explain is not None:

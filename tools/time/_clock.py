@@ -16,9 +16,11 @@ __all__ = [
     "Clock",
     "InstantError",
     "UnknownZoneError",
+    "instant_in_zone",
     "instant_text",
     "offset_label",
     "parse_instant",
+    "span_in_zone",
     "zone_of",
 ]
 
@@ -121,3 +123,30 @@ class Clock:
 def utc_now() -> datetime:
     """The real clock, in UTC (never the server's zone)."""
     return datetime.now(UTC)
+
+
+def _wall(moment: datetime) -> str:
+    return moment.strftime("%H:%M:%S" if moment.second else "%H:%M")
+
+
+def span_in_zone(start: str, end: str, zone: str) -> str:
+    """Two instants as the person's clocks show them, the zone named once:
+    ``2026-10-09 08:00–08:40 America/Los_Angeles (UTC-07:00)``; another day is written out
+    (``2026-10-09 23:00 – 2026-10-10 01:00 ...``) and a span across a clock change gives
+    each end its own offset."""
+    place = zone_of(zone)
+    a = parse_instant(start).astimezone(place)
+    b = parse_instant(end).astimezone(place)
+    oa, ob = offset_label(a.utcoffset()), offset_label(b.utcoffset())
+    if oa != ob:
+        return f"{a.date()} {_wall(a)} ({oa}) – {b.date()} {_wall(b)} ({ob}) {zone}"
+    if a.date() == b.date():
+        return f"{a.date()} {_wall(a)}–{_wall(b)} {zone} ({oa})"
+    return f"{a.date()} {_wall(a)} – {b.date()} {_wall(b)} {zone} ({oa})"
+
+
+def instant_in_zone(moment: str, zone: str) -> str:
+    """One instant as the person's clocks show it: ``2026-10-09 08:40 America/Los_Angeles
+    (UTC-07:00)``."""
+    local = parse_instant(moment).astimezone(zone_of(zone))
+    return f"{local.date()} {_wall(local)} {zone} ({offset_label(local.utcoffset())})"
