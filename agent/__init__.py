@@ -162,6 +162,7 @@ from .skills import propose_transition as propose_transition
 from .skills import require_instruction as require_instruction
 from .skills import route as route
 from .skills import skill_graph as skill_graph
+from .time._asks import TimeAnswerRefusedError as TimeAnswerRefusedError
 
 __all__ = [
     "ALWAYS_SERVED_TOOLS",
@@ -269,6 +270,7 @@ __all__ = [
     "TemplateError",
     "ThinkingBlock",
     "ThinkingHandlerError",
+    "TimeAnswerRefusedError",
     "ToolCall",
     "ToolSpec",
     "TranscriptCall",

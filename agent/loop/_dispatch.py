@@ -24,7 +24,7 @@ from ..messages._redaction import hidden_errors
 from ..messages._tool_ids import unique_calls
 from ..middleware._ledger import record_decisions
 from ..offer._offered import offered_now
-from ..time._layer import call_dispatched, resumed_clock
+from ..time._layer import call_dispatched, person_zone, resumed_clock
 from ._arguments import arguments_question, filled
 from ._consent import consent_needed, consented
 from ._coverage import coverage_row
@@ -258,6 +258,8 @@ async def dispatch(
             for key in ("identity", "session_id"):  # so a resume can check the caller
                 if scope.get(key) is not None:
                     pending[key] = scope[key]
+            if cfg.time is not None and asked.get("format"):  # the person's zone checks it
+                pending["zone"] = person_zone(cfg.time, scope)
             scope["pending_question"] = pending
             _emit(scope, "agent.paused", {k: v for k, v in pending.items() if k != "index"})
             scope.pause(pending)

@@ -36,6 +36,9 @@ def question_for(
         out: dict[str, Any] = {"kind": asks["kind"], "question": question}
         if asks.get("schema") is not None:
             out["schema"] = dict(asks["schema"])
+        for key in ("format", "labels"):  # a time ask: checked on resume, shown over MCP
+            if asks.get(key) is not None:
+                out[key] = asks[key]
         return out
     if tool.name in check_ins:
         args = orjson.dumps(call.get("args") or {}).decode()

@@ -26,6 +26,12 @@ class Paused:
     call: Mapping[str, Any]
     checkpoint: Checkpoint
     schema: Mapping[str, Any] | None = None
+    format: str | None = None
+    """A time ask's format (``"instant"``, ``"time-range"``, ``"zone"``), else ``None``."""
+    refused: Mapping[str, Any] | None = None
+    """The same ask again: ``{"answer", "reason"}`` of the answer it did not take."""
+    repeat: Mapping[str, int] | None = None
+    """``{"count": n}``: how many answers this ask has refused (with ``refused``)."""
 
     @property
     def run_id(self) -> str:

@@ -60,6 +60,7 @@ from ..middleware._message_doors import DENIED_KEY, denied_error
 from ..providers._caching import CachePolicy
 from ..providers._model_string import provider_for
 from ..providers._provider import Provider
+from ..time._asks import TimeAnswerRefusedError, refused_ask
 from ..time._layer import check_clock, resume_value
 from ..time._record import TimeRecord
 from ._agent_continue import Continuing
@@ -339,7 +340,10 @@ class Agent(
         paused run's id (or its checkpoint id) in the agent's store.
         """
         kept: list[RunResult] = []
-        start = self._resuming(checkpoint, answer, identity, session_id, timeout, time)
+        try:
+            start = self._resuming(checkpoint, answer, identity, session_id, timeout, time)
+        except TimeAnswerRefusedError as refused:  # the same ask again; nothing ran
+            return refused.paused
         return self._typed(await self._drive(start, kept), kept[0].state)
 
     def _resuming(
@@ -361,6 +365,7 @@ class Agent(
                 f"payload is {payload!r}); resume a chart's own pause with Executor.resume"
             )
         check_same_caller(payload, identity, session_id)
+        refused_ask(self._cfg.time, cp, answer)  # a time ask's answer, checked first
         value = answer_value(payload, answer)  # (claimed once, whoever resumes it)
         value = resume_value(self._cfg.time, value, time)  # .time(): the resume's clock
         return lambda ex: ex.resume(cp, value, timeout=timeout, raise_on_error=False)
@@ -435,6 +440,7 @@ class Agent(
                 call=dict(payload["call"]),
                 checkpoint=cp,
                 schema=payload.get("schema"),
+                format=payload.get("format"),
             )
             return self._pending
         if "final_answer" not in result.state:  # ended by abandon_pause
