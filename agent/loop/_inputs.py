@@ -43,7 +43,14 @@ __all__ = [
 ]
 
 
-QUESTION_KINDS = ("ask_human", "request_input", "check_in", "arguments", "consent")
+QUESTION_KINDS = (
+    "ask_human",
+    "request_input",
+    "check_in",
+    "arguments",
+    "consent",
+    "time_choice",
+)
 
 
 def tool_from_mapping(spec: Mapping[str, Any]) -> Tool:

@@ -441,6 +441,7 @@ class Agent(
                 checkpoint=cp,
                 schema=payload.get("schema"),
                 format=payload.get("format"),
+                choices=payload.get("choices"),
             )
             return self._pending
         if "final_answer" not in result.state:  # ended by abandon_pause

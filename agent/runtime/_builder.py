@@ -31,7 +31,7 @@ from ..providers._options import check_request_options, check_tool_choice
 from ..providers._provider import Provider
 from ..providers.thinking import ThinkingBuilding
 from ..time._building import TimeBuilding
-from ..time._layer import clock_stage
+from ..time._layer import clock_resumed, clock_stage
 from ._builder_memory import MemoryBuilding
 from ._builder_skills import SkillsBuilding
 from ._typed import TypedBuilding
@@ -411,7 +411,8 @@ def _chart(cfg: AgentConfig) -> FlowChart:
     fns = stage_functions(cfg)
     b = flow_chart("Seed", fns["seed"], id="seed", description="Take the message")
     if cfg.time is not None:  # the turn's clock, before anything reads the time
-        b = b.then("Clock", clock_stage(cfg.time), id="clock", description="Declare the clock")
+        b = b.then("Clock", clock_stage(cfg.time), id="clock", description="Declare the clock",
+                   on_resume=clock_resumed if cfg.time.reads else None)  # fmt: skip
     if cfg.memories:  # once per turn, before the loop
         b = b.then("Memory recall", fns["memory-recall"], id="memory-recall", description="Recall")
     if cfg.system is not None or cfg.configure is not None or cfg.self_explain is not None:

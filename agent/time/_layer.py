@@ -28,6 +28,7 @@ from trackway.tools.time._reading import reader_info
 
 from ..context._config import emit
 from ..messages._errors import ClockRequiredError, InvalidRunInputError
+from ._choice import choice_question, chosen_row
 
 __all__ = [
     "TIME_ROWS",
@@ -35,6 +36,7 @@ __all__ = [
     "call_dispatched",
     "check_clock",
     "clock_input",
+    "clock_resumed",
     "clock_stage",
     "person_zone",
     "resume_value",
@@ -178,8 +180,22 @@ def clock_stage(layer: TimeLayer) -> Callable[[Scope], None]:
         for reading in readings:
             scope.append(TIME_ROWS, reading)
             emit(scope, "time.reading", {k: reading[k] for k in ("quote", "how", "settled")})
+        asked = choice_question(scope, readings)
+        if asked is not None:  # a reading the policy left open: the person chooses
+            rows = thaw(scope.get(TIME_ROWS, []))
+            asked["reading"] = len(rows) - len(readings) + asked["reading"]
+            scope["pending_question"] = asked
+            emit(scope, "agent.paused", {k: v for k, v in asked.items() if k != "candidates"})
+            scope.pause(asked)
 
     return clock
+
+
+def clock_resumed(scope: Scope, value: Any) -> None:
+    """The ``clock`` stage's ``on_resume``: the person chose (or the question was dropped)."""
+    pending = thaw(scope["pending_question"])
+    del scope["pending_question"]
+    chosen_row(scope, pending, value)
 
 
 def _zone_now(scope: Scope) -> str:

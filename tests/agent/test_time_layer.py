@@ -16,6 +16,7 @@ from trackway.agent import (
     Agent,
     AgentBuildError,
     ClockRequiredError,
+    InvalidAnswerError,
     InvalidRunInputError,
     TimeAnswerRefusedError,
     is_paused,
@@ -261,10 +262,35 @@ def test_the_reader_runs_once_per_message_and_replay_reads_the_rows(tmp_path: Pa
     assert [c.writes for c in replayed.history()] == [c.writes for c in loaded.history()]
     replay(loaded, agent)
     assert FixtureReader.reads == before + 1  # a replay never reads again
-    open_ = reading_desk()
-    open_.run_sync("Any failures 10/09/26 8 AM to 8:40 AM?", time={"now": "2026-10-09T16:00:00Z"})
-    (row,) = open_.time_rows("time-reading")
+
+
+def test_a_reading_left_open_is_put_to_the_person_and_the_choice_is_a_row(tmp_path: Path):
+    agent = reading_desk()
+    said = "Any failures 10/09/26 8 AM to 8:40 AM?"
+    paused = agent.run_sync(said, time={"now": "2026-10-09T16:00:00Z"})
+    assert is_paused(paused) and paused.kind == "time_choice"
+    assert paused.question == "When you wrote “10/09/26 8 AM to 8:40 AM”, which did you mean?"
+    assert paused.choices is not None and len(paused.choices) == 6
+    assert "2026-10-09 08:00–08:40 America/Los_Angeles (UTC-07:00)" in paused.choices
+    (row,) = agent.time_rows("time-reading")
     assert row["how"] == "ask" and row["settled"] is None and len(row["open"]) == 6
+    with pytest.raises(InvalidAnswerError, match="answer with the index of a choice"):
+        agent.resume_sync(paused.checkpoint, 6)
+    chosen = {"from": "2026-10-09T08:00:00-07:00", "to": "2026-10-09T08:40:00-07:00"}
+    assert agent.resume_sync(paused.checkpoint, chosen) == "None."
+    (choice,) = agent.time_rows("time-choice")
+    assert choice["by"] == "person" and choice["chosen"]["date_order"] == "MDY"
+    assert agent.time_rows()[choice["reading"]]["kind"] == "time-reading"
+    assert_law(agent)
+    path = tmp_path / "run.jsonl"
+    save_recording(agent, path)
+    loaded = load_recording(path)
+    replayed = replay(loaded)  # the recorded choice is given again; no reader runs
+    assert [c.writes for c in replayed.history()] == [c.writes for c in loaded.history()]
+    dropped = reading_desk()
+    dropped.run_sync(said, time={"now": "2026-10-09T16:00:00Z"})
+    assert dropped.abandon_pause_sync() is not None
+    assert dropped.time_rows("time-choice")[0]["abandoned"] is True
 
 
 def window_desk(**time: Any) -> Agent:
