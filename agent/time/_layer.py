@@ -160,6 +160,7 @@ def clock_stage(layer: TimeLayer) -> Callable[[Scope], None]:
         given = scope.get("time")
         row = _clock_row(layer, None if given is None else thaw(given), "clock")
         scope.append(TIME_ROWS, row)
+        _held(scope)["zone"] = row["zone"]
         emit(scope, "time.clock", row)
         if not layer.reads or scope.get("retry"):
             return
@@ -198,11 +199,21 @@ def clock_resumed(scope: Scope, value: Any) -> None:
     chosen_row(scope, pending, value)
 
 
+def _held(scope: Scope) -> dict[str, str]:
+    """This run's zone, once known (a call row costs O(1), not a walk over the rows)."""
+    run_local = getattr(scope, "run_local", None)
+    return {} if run_local is None else run_local(("trackway-time-zone",), dict)
+
+
 def _zone_now(scope: Scope) -> str:
     """The zone of the turn's clock (the latest clock or clock-on-resume row)."""
+    held = _held(scope)
+    if "zone" in held:
+        return held["zone"]
     for row in reversed(thaw(scope.get(TIME_ROWS, []))):
         if row.get("kind") in ("clock", "clock-on-resume"):
-            return str(row["zone"])
+            held["zone"] = str(row["zone"])
+            return held["zone"]
     raise ClockRequiredError("a tool call was dispatched before the turn's clock row")
 
 
@@ -236,6 +247,7 @@ def resumed_clock(layer: TimeLayer, scope: Scope, value: Mapping[str, Any]) -> N
     if (row["now"], row["zone"]) == (last["now"], last["zone"]):
         return  # the same clock
     scope.append(TIME_ROWS, row)
+    _held(scope)["zone"] = row["zone"]
     emit(scope, "time.clock", row)
 
 
