@@ -6,10 +6,12 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo, available_timezones
 
+import anyio
 import mcp.types
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mcp.server.mcpserver import Context, MCPServer
 
 from tests.examples import examples
 from trackway.engine import ConfigurationError
@@ -314,3 +316,47 @@ def test_elicitations_carry_the_asks_over_mcp():
         answer_from_elicitation(ask, {"from": content["from"]})
     with pytest.raises(ConfigurationError, match="format None"):
         elicitation_of({"question": "?"})
+
+
+def test_a_time_ask_round_trips_as_an_mcp_elicitation_through_the_sdk():
+    """A server written with the SDK elicits the ask from a client with the SDK's own
+    session (in-process): the client sees the request elicitation_of made, and its answer
+    comes back through answer_from_elicitation to the same check."""
+    ask = {"question": "Which window should the search cover?", "format": "time-range"}
+    server = MCPServer("time-asks")
+
+    @server.tool()
+    async def collect_window(ctx: Context) -> str:
+        request = elicitation_of(ask)
+        result = await ctx.session.elicit_form(request["message"], request["requestedSchema"])
+        if result.action != "accept" or result.content is None:
+            return result.action
+        answer = answer_from_elicitation(ask, result.content)
+        refused = check_time_answer("time-range", answer, zone="America/Los_Angeles")
+        return "taken" if refused is None else refused["reason"]
+
+    given = [
+        {"from": "2026-10-09T08:40:00-07:00", "to": "2026-10-09T08:00:00-07:00"},
+        {"from": "2026-10-09T08:00:00-07:00", "to": "2026-10-09T08:40:00-07:00"},
+    ]
+    seen: list[mcp.types.ElicitRequestParams] = []
+
+    async def on_elicit(context: object, params: mcp.types.ElicitRequestParams) -> object:
+        seen.append(params)
+        return mcp.types.ElicitResult(action="accept", content=given[len(seen) - 1])
+
+    async def main() -> list[str]:
+        said = []
+        async with mcp.Client(server, elicitation_callback=on_elicit, mode="legacy") as client:
+            for _ in given:
+                out = await client.call_tool("collect_window", {})
+                said.append(out.content[0].text)
+        return said
+
+    assert anyio.run(main) == [
+        "That window ends (2026-10-09T08:00:00-07:00) before it starts "
+        "(2026-10-09T08:40:00-07:00).",
+        "taken",
+    ]
+    assert seen[0].message == ask["question"]
+    assert seen[0].requested_schema == elicitation_of(ask)["requestedSchema"]
