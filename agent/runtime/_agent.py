@@ -468,6 +468,7 @@ class Agent(
         """Run one turn like :meth:`run`; the answer with its usage, messages and whether
         it stopped early (``max-iterations``, or ``max-tokens`` for a cut answer)."""
         initial = run_input(message, continue_from, identity, session_id)
+        check_clock(self._cfg.time, initial.get("time"), "run")  # .time()
         kept: list[RunResult] = []
         outcome = await self._drive(
             lambda ex: ex.run(initial, timeout=timeout, raise_on_error=False), kept

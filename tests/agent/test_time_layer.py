@@ -97,6 +97,10 @@ def test_not_armed_mounts_no_stage_and_writes_no_key_the_rest_byte_identical():
     assert [c.stage_id for c in armed.snapshot().history()][:2] == ["seed", "clock"]
     with pytest.raises(InvalidRunInputError, match="no time layer"):
         plain.run_sync("hi", time={"zone": "UTC"})
+    with pytest.raises(InvalidRunInputError, match="no time layer"):  # every way in
+        plain.turn_sync({"message": "hi", "time": {"zone": "UTC"}})
+    with pytest.raises(ClockRequiredError):
+        Agent.create(provider=mock(reply="x"), model="m").time().build().turn_sync("hi")
 
 
 def test_the_clock_row_says_where_now_and_the_zone_came_from():
