@@ -166,7 +166,17 @@ def test_period_lines_are_shown_in_the_persons_zone_the_zone_named():
     assert "2026-10-10 02:00–02:40 Australia/Lord_Howe (UTC+11:00)" in on_lord_howe.run_sync("?")
 
 
-def test_a_resume_with_another_clock_gets_a_row_and_the_paused_turn_keeps_its_own():
+def _replays(agent: Agent, tmp_path: Path) -> None:
+    """The recording alone replays to the same writes (no agent, no clock, no reader)."""
+    path = tmp_path / "run.jsonl"
+    save_recording(agent, path)
+    loaded = load_recording(path)
+    assert [c.writes for c in replay(loaded).history()] == [c.writes for c in loaded.history()]
+
+
+def test_a_resume_with_another_clock_gets_a_row_and_the_paused_turn_keeps_its_own(
+    tmp_path: Path,
+):
     asker = ask_human(question="Which host?")
     agent = (
         Agent.create(
@@ -198,6 +208,7 @@ def test_a_resume_with_another_clock_gets_a_row_and_the_paused_turn_keeps_its_ow
         "offset": "UTC+11:00",
     }
     assert_law(agent)
+    _replays(agent, tmp_path)
     # the same clock again is no new row
     again = (
         Agent.create(
@@ -311,7 +322,7 @@ def window_desk(**time: Any) -> Agent:
     return Agent.create(provider=mock(replies=script), model="m").tool(collect).time(**time).build()
 
 
-def test_a_time_ask_refuses_an_answer_with_the_same_ask_and_a_repeat_count():
+def test_a_time_ask_refuses_an_answer_with_the_same_ask_and_a_repeat_count(tmp_path: Path):
     agent = window_desk(
         zone=LA,
         messages={"answer.out-of-order": "That window ends ({{to}}) before it starts ({{from}})."},
@@ -344,6 +355,7 @@ def test_a_time_ask_refuses_an_answer_with_the_same_ask_and_a_repeat_count():
     (served,) = [m for m in agent.snapshot().state["history"] if m["role"] == "tool"]
     assert orjson.loads(served["content"]) == good
     assert_law(agent)
+    _replays(agent, tmp_path)
 
 
 def test_a_time_ask_without_a_time_layer_still_checks_its_answers():
