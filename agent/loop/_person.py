@@ -37,7 +37,7 @@ def question_for(
         out: dict[str, Any] = {"kind": asks["kind"], "question": question}
         if asks.get("schema") is not None:
             out["schema"] = dict(asks["schema"])
-        for key in ("format", "labels"):  # a time ask: checked on resume, shown over MCP
+        for key in ("format", "labels", "choices", "strict"):  # a time ask: checked on resume
             if asks.get(key) is not None:
                 out[key] = asks[key]
         return out

@@ -33,8 +33,9 @@ class Paused:
     """The same ask again: ``{"answer", "reason"}`` of the answer it did not take."""
     repeat: Mapping[str, int] | None = None
     """``{"count": n}``: how many answers this ask has refused (with ``refused``)."""
-    choices: Sequence[str] | None = None
-    """A ``time_choice`` question's choices (answer with an index or the text)."""
+    choices: Sequence[Any] | None = None
+    """A ``time_choice`` question's choices (answer with an index or the text), or a time
+    ask's offered answers."""
 
     @property
     def run_id(self) -> str:

@@ -38,7 +38,10 @@ def refused_ask(layer: TimeLayer | None, checkpoint: Checkpoint, answer: Any) ->
     if payload.get("kind") != "request_input" or fmt is None:
         return
     messages = {} if layer is None else layer.messages
-    refusal = check_time_answer(fmt, answer, zone=payload.get("zone"), messages=messages)
+    strict = payload.get("choices") if payload.get("strict") else None
+    refusal = check_time_answer(
+        fmt, answer, zone=payload.get("zone"), messages=messages, choices=strict
+    )
     if refusal is None:
         return
     key = checkpoint.checkpoint_id
@@ -53,6 +56,7 @@ def refused_ask(layer: TimeLayer | None, checkpoint: Checkpoint, answer: Any) ->
         checkpoint=checkpoint,
         schema=payload.get("schema"),
         format=str(fmt),
+        choices=payload.get("choices"),
         refused={"answer": refusal["answer"], "reason": refusal["reason"]},
         repeat={"count": count},
     )

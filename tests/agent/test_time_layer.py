@@ -26,7 +26,14 @@ from trackway.agent import (
     save_recording,
 )
 from trackway.engine import thaw
-from trackway.tools import Clock, absent, ask_human, define_tool, request_input
+from trackway.tools import (
+    Clock,
+    ToolDefinitionError,
+    absent,
+    ask_human,
+    define_tool,
+    request_input,
+)
 
 FIXTURE = Path(__file__).parent / "fixtures" / "recording-time-v1.jsonl"
 LA = "America/Los_Angeles"
@@ -374,6 +381,31 @@ def test_a_time_ask_without_a_time_layer_still_checks_its_answers():
     # without .time() no wall time is skipped: the instant is taken
     assert agent.resume_sync(paused.checkpoint, "2026-03-08T02:30:00-08:00") == "ok"
     assert "time_rows" not in agent.snapshot().state
+
+
+def test_a_strict_time_ask_takes_only_its_choices_and_free_entry_stays_open_otherwise():
+    zones = ["Europe/London", "America/New_York"]
+
+    def ask_zone(strict: bool) -> Agent:
+        tool = request_input(
+            question="Your zone?", format="zone", name="zone", choices=zones, strict=strict
+        )
+        script = [{"tool_calls": [{"id": "z", "name": "zone", "args": {}}]}, "ok"]
+        return Agent.create(provider=mock(replies=script), model="m").tool(tool).build()
+
+    strict = ask_zone(True)
+    paused = strict.run_sync("go")
+    assert list(paused.choices) == zones
+    again = strict.resume_sync(paused.checkpoint, "Asia/Tokyo")
+    assert again.refused == {"answer": "Asia/Tokyo", "reason": "Choose one of the offered answers."}
+    assert strict.resume_sync(paused.checkpoint, "Europe/London") == "ok"
+    free = ask_zone(False)
+    paused = free.run_sync("go")
+    assert free.resume_sync(paused.checkpoint, "Asia/Tokyo") == "ok"
+    with pytest.raises(ToolDefinitionError, match="not a zone answer"):
+        request_input(question="?", format="zone", choices=["PST"])
+    with pytest.raises(ToolDefinitionError, match="needs choices"):
+        request_input(question="?", format="zone", strict=True)
 
 
 def fixture_agent() -> Agent:

@@ -307,10 +307,10 @@ def test_elicitations_carry_the_asks_over_mcp():
     assert answer == content
     assert check_time_answer("time-range", answer) is None
     zone_ask = {"question": "Your zone?", "format": "zone", "choices": ["Europe/London", "UTC"]}
-    assert elicitation_of(zone_ask)["requestedSchema"]["properties"]["zone"]["enum"] == [
-        "Europe/London",
-        "UTC",
-    ]
+    free = elicitation_of(zone_ask)["requestedSchema"]["properties"]["zone"]
+    assert "enum" not in free and free["description"].endswith("Europe/London, UTC.")
+    strict = elicitation_of({**zone_ask, "strict": True})["requestedSchema"]["properties"]
+    assert strict["zone"]["enum"] == ["Europe/London", "UTC"]
     assert answer_from_elicitation(zone_ask, {"zone": "UTC"}) == "UTC"
     with pytest.raises(ConfigurationError, match="has no to"):
         answer_from_elicitation(ask, {"from": content["from"]})

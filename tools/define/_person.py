@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from trackway.tools.time._ask import TIME_FORMATS, format_schema
+from trackway.tools.time._ask import TIME_FORMATS, check_time_answer, format_schema
 
 from ._define import Tool, ToolContext
 from ._errors import ToolDefinitionError
@@ -65,6 +65,8 @@ def request_input(
     schema: Mapping[str, Any] | None = None,
     format: str | None = None,
     labels: Mapping[str, str] | None = None,
+    choices: list[Any] | None = None,
+    strict: bool = False,
     name: str = "request_input",
     description: str | None = None,
 ) -> Tool:
@@ -73,7 +75,9 @@ def request_input(
     it is accepted. ``format="instant" | "time-range" | "zone"`` asks for a time instead
     (the schema is the format's): an answer out of order, without an offset or zone, or
     (under ``.time()``) at a wall time the clocks skip comes back as the same ask with
-    ``refused`` and ``repeat`` (docs/guide/time.md). ``labels`` title a time ask's parts."""
+    ``refused`` and ``repeat`` (docs/guide/time.md). ``labels`` title a time ask's parts;
+    ``choices`` offers answers (each checked here), free entry staying open unless
+    ``strict``."""
     if not isinstance(question, str) or not question.strip():
         raise ToolDefinitionError(f"request_input(question={question!r}): use a non-empty str")
     if format is not None:
@@ -94,6 +98,19 @@ def request_input(
         }
         if labels:
             asks["labels"] = {str(k): str(v) for k, v in labels.items()}
+        if choices is not None:
+            for choice in choices:
+                wrong = check_time_answer(format, choice)
+                if wrong is not None:
+                    raise ToolDefinitionError(
+                        f"request_input(choices=...): {choice!r} is not a {format} answer: "
+                        f"{wrong['reason']}"
+                    )
+            asks["choices"] = list(choices)
+        if strict:
+            if not choices:
+                raise ToolDefinitionError("request_input(strict=True) needs choices=[...]")
+            asks["strict"] = True
         return Tool(
             name=name,
             description=description or f"Ask the person for a time ({format}): {question}",

@@ -6,7 +6,7 @@ checked before a run goes on. A refused answer gets a sentence from
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -36,6 +36,7 @@ DEFAULT_TIME_ASK_MESSAGES: dict[str, str] = {
     "answer.out-of-order": "That window ends ({{to}}) before it starts ({{from}}).",
     "answer.skipped-wall-time": "{{answer}} is a time the clocks in {{zone}} skip; choose another.",
     "answer.no-zone": "Name a time zone, such as Europe/London.",
+    "answer.not-a-choice": "Choose one of the offered answers.",
     "answer.unknown-zone": "{{answer}} is not a time zone name; use one such as "
     "Europe/London or America/New_York.",
 }
@@ -98,11 +99,16 @@ def check_time_answer(
     *,
     zone: str | None = None,
     messages: Mapping[str, str] | None = None,
+    choices: Sequence[Any] | None = None,
 ) -> dict[str, Any] | None:
     """``None`` when ``answer`` is taken, else ``{"answer", "reason", "key"}``: the answer
     as given, the sentence that says why not, and its message key. ``zone`` (the person's,
-    known under ``.time()``) also refuses a wall time its clocks skip."""
+    known under ``.time()``) also refuses a wall time its clocks skip; ``choices`` (a strict
+    ask's) refuses any answer that is not one of them."""
     said = messages or {}
+    if choices is not None and answer not in list(choices):
+        text = _say("answer.not-a-choice", said, {"answer": _shown(answer), "zone": zone or ""})
+        return {"answer": answer, "reason": text, "key": "answer.not-a-choice"}
 
     def refused(key: str, part: Any = answer, **values: str) -> dict[str, Any]:
         text = _say(key, said, {"answer": _shown(part), "zone": zone or "", **values})

@@ -28,8 +28,8 @@ def elicitation_of(ask: Mapping[str, Any]) -> dict[str, Any]:
     """The MCP elicitation request for a time ask (``{"question", "format"}``, as a
     :class:`~trackway.agent.Paused` or a ``request_input`` tool's ``asks`` holds it):
     ``{"message": ..., "requestedSchema": {...}}``. ``labels`` (``{"from": ..., "to": ...}``
-    or ``{"instant"| "zone": ...}``) title the properties; ``choices`` for a zone become an
-    ``enum``."""
+    or ``{"instant"| "zone": ...}``) title the properties; ``choices`` of a ``strict`` instant
+    or zone ask become an ``enum`` (else a zone's are suggested in its description)."""
     fmt = _format_of(ask)
     labels = dict(ask.get("labels") or {})
     question = str(ask.get("question") or "")
@@ -44,22 +44,26 @@ def elicitation_of(ask: Mapping[str, Any]) -> dict[str, Any]:
             for end in ("from", "to")
         }
     elif fmt == "instant":
-        properties = {
-            "instant": {
-                "type": "string",
-                "format": "date-time",
-                "title": labels.get("instant", "Date and time"),
-                "description": "An ISO 8601 date and time with its offset.",
-            }
+        instant: dict[str, Any] = {
+            "type": "string",
+            "format": "date-time",
+            "title": labels.get("instant", "Date and time"),
+            "description": "An ISO 8601 date and time with its offset.",
         }
+        if ask.get("strict") and ask.get("choices"):  # only these: an enum
+            instant["enum"] = [str(c) for c in ask["choices"]]
+        properties = {"instant": instant}
     else:
         zone: dict[str, Any] = {
             "type": "string",
             "title": labels.get("zone", "Time zone"),
             "description": "An IANA time zone name, such as Europe/London.",
         }
-        if ask.get("choices"):
-            zone["enum"] = [str(c) for c in ask["choices"]]
+        offered = [str(c) for c in ask.get("choices") or ()]
+        if offered and ask.get("strict"):  # only these: an enum
+            zone["enum"] = offered
+        elif offered:  # free entry stays open: the choices are suggested
+            zone["description"] += f" For example: {', '.join(offered)}."
         properties = {"zone": zone}
     return {
         "message": question,
