@@ -59,6 +59,7 @@ from .messages._errors import AgentNotRunError as AgentNotRunError
 from .messages._errors import AnswerDeniedError as AnswerDeniedError
 from .messages._errors import ArtifactsEmbedError as ArtifactsEmbedError
 from .messages._errors import CachePolicyError as CachePolicyError
+from .messages._errors import ClockRequiredError as ClockRequiredError
 from .messages._errors import ConversationFormatError as ConversationFormatError
 from .messages._errors import DecisionRequiredError as DecisionRequiredError
 from .messages._errors import InputRefusedError as InputRefusedError
@@ -163,6 +164,7 @@ from .skills import propose_transition as propose_transition
 from .skills import require_instruction as require_instruction
 from .skills import route as route
 from .skills import skill_graph as skill_graph
+from .time._asks import TimeAnswerRefusedError as TimeAnswerRefusedError
 
 __all__ = [
     "ALWAYS_SERVED_TOOLS",
@@ -200,6 +202,7 @@ __all__ = [
     "ClassifyAnswer",
     "ClassifyCriterion",
     "ClassifyRequest",
+    "ClockRequiredError",
     "Composition",
     "Conditional",
     "ContextLengthError",
@@ -270,6 +273,7 @@ __all__ = [
     "TemplateError",
     "ThinkingBlock",
     "ThinkingHandlerError",
+    "TimeAnswerRefusedError",
     "ToolCall",
     "ToolSpec",
     "TranscriptCall",

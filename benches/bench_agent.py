@@ -38,6 +38,7 @@ import _agent_explain as explain_case
 import _agent_memory as memory_case
 import _agent_middleware as middleware_case
 import _agent_skills as skills_case
+import _agent_time as time_case
 import _agent_validation as validation_case
 from _common import (
     RESULTS_DIR,
@@ -1023,12 +1024,13 @@ def main() -> int:
             "evidence",
             "validation",
             "artifacts",
+            "time",
         ],
         help="run one case alone (skills: writes results/bench_agent_skills.json; memory: "
         "results/bench_agent_memory.json; middleware: results/bench_agent_middleware.json; "
         "explain: results/bench_agent_explain.json; evidence: results/bench_agent_evidence.json; "
         "validation: results/bench_agent_validation.json; artifacts: "
-        "results/bench_agent_artifacts.json)",
+        "results/bench_agent_artifacts.json; time: results/bench_agent_time.json)",
     )
     args = ap.parse_args()
 
@@ -1050,6 +1052,8 @@ def main() -> int:
         return middleware_only(middleware_case.CALLS[:2] if args.quick else middleware_case.CALLS)
     if args.only == "validation":
         return validation_only(args.quick)
+    if args.only == "time":
+        return time_only(time_case.CALLS[:2] if args.quick else time_case.CALLS)
 
     peers: list[str] = []
     notes: list[str] = []
@@ -1229,6 +1233,19 @@ def middleware_only(sizes: tuple[int, ...]) -> int:
     headers, rows = middleware_case.table(section)
     print_table("trackway with middleware: CPU µs per turn, links that pass vs none", headers, rows)
     return written_case("middleware", section, targets, middleware_case.NOTE)
+
+
+def time_only(sizes: tuple[int, ...]) -> int:
+    """``--only time``: ``.time()`` against none, per turn, written to
+    ``results/bench_agent_time.json``."""
+    rounds = REPEATS * 3 if REPEATS > 1 else 1
+    per_round = TW_REPEATS if REPEATS > 1 else 1
+    print(f"bench_agent --only time: {rounds} rounds of {per_round} runs a cell", flush=True)
+    section = time_case.measure(sizes, rounds, per_round)
+    targets = time_case.targets(section)
+    headers, rows = time_case.table(section)
+    print_table("trackway with .time(): CPU µs per turn, against none", headers, rows)
+    return written_case("time", section, targets, time_case.NOTE)
 
 
 def validation_only(quick: bool) -> int:

@@ -88,6 +88,15 @@ from .runner import can_stage_code_inputs as can_stage_code_inputs
 from .runner import code_runner_tool as code_runner_tool
 from .runner import local_code_runner as local_code_runner
 from .runner import tool_sessions_of as tool_sessions_of
+from .time._ask import DEFAULT_TIME_ASK_MESSAGES as DEFAULT_TIME_ASK_MESSAGES
+from .time._ask import TIME_FORMATS as TIME_FORMATS
+from .time._ask import check_time_answer as check_time_answer
+from .time._candidates import TimeReader as TimeReader
+from .time._clock import Clock as Clock
+from .time._clock import InstantError as InstantError
+from .time._clock import UnknownZoneError as UnknownZoneError
+from .time._mcp import answer_from_elicitation as answer_from_elicitation
+from .time._mcp import elicitation_of as elicitation_of
 
 __all__ = [
     "ABSENCE_MARKER",
@@ -99,6 +108,7 @@ __all__ = [
     "COVERAGE_BLOCK_HEADING",
     "COVERAGE_MARKER",
     "COVERAGE_NOTE",
+    "DEFAULT_TIME_ASK_MESSAGES",
     "IN_PROGRESS_CLAUSE",
     "IN_PROGRESS_SECTION_LABEL",
     "IN_PROGRESS_WIRE",
@@ -108,11 +118,13 @@ __all__ = [
     "PERIOD_WIRE",
     "SEMANTICS_NOTE",
     "STAGED_INPUTS_ENV",
+    "TIME_FORMATS",
     "TOOL_RESULT_STATUSES",
     "ArtifactMeta",
     "ArtifactScope",
     "ArtifactStore",
     "ChartPausedError",
+    "Clock",
     "CodeInput",
     "CodeInputsNotStagedError",
     "CodeRunFailedError",
@@ -128,6 +140,7 @@ __all__ = [
     "FolderArtifacts",
     "GateDecision",
     "Identity",
+    "InstantError",
     "LocalCodeRunner",
     "LocalCodeSession",
     "McpCallError",
@@ -139,6 +152,7 @@ __all__ = [
     "RunStoreArtifacts",
     "StagedCodeInput",
     "StagingCodeSession",
+    "TimeReader",
     "Tool",
     "ToolAbsence",
     "ToolCallRefusedError",
@@ -148,20 +162,24 @@ __all__ = [
     "ToolProvider",
     "ToolResultStatus",
     "ToolSessionError",
+    "UnknownZoneError",
     "absent",
     "allow",
     "answer_coverage",
+    "answer_from_elicitation",
     "artifact_value",
     "ask",
     "ask_human",
     "can_stage_code_inputs",
     "canonical_notes",
+    "check_time_answer",
     "check_tool_wants",
     "code_runner_tool",
     "coverage",
     "define_tool",
     "deny",
     "described_result",
+    "elicitation_of",
     "flowchart_as_tool",
     "gated_tools",
     "limits_block",

@@ -124,6 +124,8 @@ class AgentConfig:
     artifacts: Any = None
     """``.artifacts(store, ...)``: the :class:`~trackway.agent.artifacts._plan.ArtifactsPlan`
     (placement and redemption; ``None``: no artifacts)."""
+    time: Any = None
+    """``.time(...)``: the :class:`~trackway.agent.time.TimeLayer` of the ``clock`` stage."""
     validation: Any = None
     """``.answer_validation(...)``: the :class:`~trackway.agent.grounding.AnswerValidation`
     the ``final`` stage runs on the answer."""

@@ -58,6 +58,7 @@ def answer_limits(scope: Scope) -> dict[str, Any] | None:
     return answer_coverage(rows, assumed)
 
 
-def with_limits(answer: str, limits: Mapping[str, Any]) -> str:
-    """A prose answer with its limits block appended."""
-    return f"{answer}\n\n{limits_block(limits)}"
+def with_limits(answer: str, limits: Mapping[str, Any], zone: str | None = None) -> str:
+    """A prose answer with its limits block appended (period lines in ``zone``, the
+    person's under ``.time()``)."""
+    return f"{answer}\n\n{limits_block(limits, zone)}"

@@ -24,6 +24,7 @@ from ..messages._redaction import hidden_errors
 from ..messages._tool_ids import unique_calls
 from ..middleware._ledger import record_decisions
 from ..offer._offered import offered_now
+from ..time._layer import call_dispatched, person_zone, resumed_clock
 from ._arguments import arguments_question, filled
 from ._consent import consent_needed, consented
 from ._coverage import coverage_row
@@ -177,6 +178,8 @@ async def dispatch(
                 "stream.tool_start",
                 {"id": call["id"], "name": call["name"], "args": call.get("args", {})},
             )
+            if cfg.time is not None and (index != start or approved is None):
+                call_dispatched(cfg.time, scope, call)  # .time(): its dispatch-time row
         tool, refused = _found(cfg, scope, call)
         filling = (
             None if tool is None or refused or not tool.ask_or_assume else filled(tool, call, given)
@@ -255,6 +258,8 @@ async def dispatch(
             for key in ("identity", "session_id"):  # so a resume can check the caller
                 if scope.get(key) is not None:
                     pending[key] = scope[key]
+            if cfg.time is not None and asked.get("format"):  # the person's zone checks it
+                pending["zone"] = person_zone(cfg.time, scope)
             scope["pending_question"] = pending
             _emit(scope, "agent.paused", {k: v for k, v in pending.items() if k != "index"})
             scope.pause(pending)
@@ -294,6 +299,8 @@ async def resumed(cfg: AgentConfig, scope: TrackedScope, value: Any) -> None:
     call = calls[index]
     value = thaw(value)
     _emit(scope, "agent.resumed", {"id": call["id"], "name": call["name"], **value})
+    if cfg.time is not None:  # a resume that brings another clock: a row says so
+        resumed_clock(cfg.time, scope, value)
     if value.get("abandon"):
         batch = Batch(scope["iteration"])
         batch.add(scope, call, Outcome("denied", WITHDRAWN), announce=False)

@@ -28,6 +28,7 @@ from ..messages._errors import (
 from ..messages._messages import Message
 from ..messages._redaction import agent_policy
 from ..providers._provider import ProviderError
+from ..time._layer import clock_input
 
 __all__ = [
     "QUESTION_KINDS",
@@ -42,7 +43,14 @@ __all__ = [
 ]
 
 
-QUESTION_KINDS = ("ask_human", "request_input", "check_in", "arguments", "consent")
+QUESTION_KINDS = (
+    "ask_human",
+    "request_input",
+    "check_in",
+    "arguments",
+    "consent",
+    "time_choice",
+)
 
 
 def tool_from_mapping(spec: Mapping[str, Any]) -> Tool:
@@ -164,6 +172,7 @@ def run_input(
     continue_from: Conversation | None,
     identity: Any = None,
     session_id: Any = None,
+    time: Any = None,
 ) -> dict[str, Any]:
     """Check the run input before anything runs; say what was wrong."""
     if isinstance(message, Mapping):
@@ -171,15 +180,20 @@ def run_input(
             raise InvalidRunInputError(
                 "the identity is given twice (in the input dict and as identity=); give it once"
             )
-        unknown = set(message) - {"message", "identity"}
+        unknown = set(message) - {"message", "identity", "time"}
         if unknown:
             raise InvalidRunInputError(
                 f"run input has unknown keys {', '.join(sorted(map(repr, unknown)))}; allowed: "
-                "'message', 'identity'"
+                "'message', 'identity', 'time'"
             )
         if "message" not in message:
             raise InvalidRunInputError("run input dict needs a 'message'")
+        if time is not None and message.get("time") is not None:
+            raise InvalidRunInputError(
+                "the clock is given twice (in the input dict and as time=); give it once"
+            )
         identity = message.get("identity", identity)
+        time = message.get("time", time)
         message = message["message"]
     if not isinstance(message, str):
         raise InvalidRunInputError(
@@ -189,6 +203,9 @@ def run_input(
     if not message.strip():
         raise InvalidRunInputError("the message is empty; there is nothing to answer")
     initial: dict[str, Any] = {"message": message}
+    clock = clock_input(time)
+    if clock is not None:  # .time(): the run's clock as the caller declared it
+        initial["time"] = clock
     checked = as_identity(identity)
     if checked is not None:
         initial["identity"] = checked.model_dump(exclude_none=True)

@@ -18,6 +18,7 @@ from trackway.tools import Tool
 from trackway.tools.define._schema_refs import local_validator
 
 from ..messages._errors import DecisionRequiredError, InvalidAnswerError
+from ..time._choice import choice_answer
 from ._arguments import answered_arguments
 from ._consent import refused_text
 
@@ -36,6 +37,9 @@ def question_for(
         out: dict[str, Any] = {"kind": asks["kind"], "question": question}
         if asks.get("schema") is not None:
             out["schema"] = dict(asks["schema"])
+        for key in ("format", "labels", "choices", "strict"):  # a time ask: checked on resume
+            if asks.get(key) is not None:
+                out[key] = asks[key]
         return out
     if tool.name in check_ins:
         args = orjson.dumps(call.get("args") or {}).decode()
@@ -69,6 +73,8 @@ def answer_value(payload: Mapping[str, Any], answer: Any) -> dict[str, Any]:
         return {"answer": out}
     if kind == "arguments":
         return {"answer": answered_arguments(payload, answer)}
+    if kind == "time_choice":  # a reading of the person's words left open
+        return choice_answer(payload, answer)
     if kind == "request_input":
         schema = payload.get("schema") or {}
         errors = sorted(

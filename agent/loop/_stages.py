@@ -46,6 +46,7 @@ from ..offer._tool_choice import tool_choice_outcome
 from ..output._contract import contract_unmet
 from ..output._judged import answer_error, settle_output
 from ..providers.thinking import thinking_stages
+from ..time._layer import person_zone, time_settings
 from ._coverage import answer_limits, with_limits
 from ._dispatch import Batch, dispatch, resumed
 from ._model_call import (
@@ -120,6 +121,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             settings["artifacts"] = cfg.artifacts.record()
         if cfg.self_explain is not None:  # the guide and the trace tools: replay rebuilds them
             settings["self_explain"] = cfg.self_explain.record()
+        time_settings(cfg.time, settings)  # .time(): the zone, policy, reader a replay needs
         if cfg.window is not None:  # what each call is served depends on it
             settings["window"] = {
                 "strategy": cfg.window.name,
@@ -429,7 +431,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         if limits is not None:  # composed from the record: the model cannot drop it
             scope["answer_coverage"] = limits
             if cfg.output_model is None:  # a typed answer stays JSON
-                answer = with_limits(answer, limits)
+                answer = with_limits(answer, limits, person_zone(cfg.time, scope))
         if passed is not None:  # what the person gets is what the links passed
             answer = passed
         scope["final_answer"] = answer
@@ -463,7 +465,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         if cfg.limits_travel and cfg.output_model is None:
             limits = answer_limits(scope)
             if limits is not None:
-                answer = with_limits(answer, limits)
+                answer = with_limits(answer, limits, person_zone(cfg.time, scope))
         return answer
 
     model = cfg.output_model

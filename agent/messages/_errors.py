@@ -46,6 +46,7 @@ __all__ = [
     "AnswerDeniedError",
     "ArtifactsEmbedError",
     "CachePolicyError",
+    "ClockRequiredError",
     "ConversationFormatError",
     "DecisionRequiredError",
     "InputRefusedError",
@@ -89,6 +90,11 @@ class TemplateError(AgentBuildError):
 
 class InvalidRunInputError(AgentError, ValueError):
     """``run`` was given input it cannot take; nothing ran."""
+
+
+class ClockRequiredError(InvalidRunInputError):
+    """A run under ``.time()`` declared no zone and the builder has none to fall back on (the
+    server's zone is never used); nothing ran."""
 
 
 class ConversationFormatError(InvalidRunInputError, DocumentError):

@@ -38,6 +38,7 @@ from ..providers._options import REQUEST_OPTIONS
 from ..providers.thinking import recorded_handler
 from ..record._record import Record, _check_not_redacted, _llm_commits, _snapshot, receipts
 from ..runtime._agent import Agent
+from ..time._replaying import replay_time
 from ._replay_cache import replay_cache_policy
 from ._replay_composition import member_snapshot, runner_from_recording
 from ._replay_memory import replay_memory
@@ -135,7 +136,10 @@ async def replay_async(record: Record, agent: Agent | None = None) -> Snapshot:
         else:
             typed = initial.get(TYPED_INPUT) and twin._cfg.output_model is not None
             ask = twin.run_typed if typed else twin.run  # run_typed: the chain runs as it ran
-            outcome = await ask(initial["message"], continue_from=convo, **caller)
+            said = initial["message"]
+            if "time" in initial and twin._cfg.time is not None:  # .time(): the run's clock
+                said = {"message": said, "time": initial["time"]}
+            outcome = await ask(said, continue_from=convo, **caller)
         while isinstance(outcome, Paused) and answers:  # the person's recorded answers
             outcome = await twin._drive(
                 functools.partial(_resume_with, outcome.checkpoint, answers.pop(0))
@@ -266,6 +270,7 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
     replay_skills(builder, cfg, snap, tools)
     replay_memory(builder, cfg.memories, snap)  # what was recalled and written, read back
     replay_artifacts(builder, cfg.artifacts and cfg.artifacts.record())  # tickets as recorded
+    replay_time(builder, snap, cfg.time)  # the clock the rows hold; no reader runs
     if cfg.system is not None:
         builder.system(cfg.system)
     if cfg.configure is not None:

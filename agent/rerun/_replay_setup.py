@@ -18,6 +18,7 @@ from ..messages._errors import ReplayDivergence
 from ..providers._mock import MockProvider
 from ..providers.thinking import recorded_handler
 from ..runtime._agent import Agent
+from ..time._replaying import replay_time
 from ._replay_memory import recorded_memories, replay_memory
 from ._replay_middleware import replay_middleware
 from ._replay_skills import apply_recorded_skills, skill_tool_names, unserved_spec
@@ -162,6 +163,7 @@ def agent_from_recording(snap: Snapshot) -> Agent:
     replay_artifacts(
         builder, settings.get("artifacts")
     )  # the threshold; no store: tickets as recorded
+    replay_time(builder, snap)  # the clock the rows hold; no reader runs
     replay_self_explain(builder, settings)  # the trace tools are stubs; the guide is recorded
     replay_validation(builder, snap, None)  # the claims are data: run again, time as recorded
     return builder.build()

@@ -61,6 +61,9 @@ from ..middleware._message_doors import DENIED_KEY, denied_error
 from ..providers._caching import CachePolicy
 from ..providers._model_string import provider_for
 from ..providers._provider import Provider
+from ..time._asks import TimeAnswerRefusedError, refused_ask
+from ..time._layer import check_clock, resume_value
+from ..time._record import TimeRecord
 from ._agent_continue import Continuing
 from ._agent_hooks import Hooks
 from ._agent_record import LiveLog, RunRecord
@@ -87,6 +90,7 @@ class Agent(
     AnswerRecord,
     Voiced,
     ArtifactsReading,
+    TimeRecord,
 ):
     """An LLM agent whose every step is a commit. Build with ``Agent.create(...)``."""
 
@@ -294,6 +298,7 @@ class Agent(
         session_id: str | None = None,
         continue_from: Conversation | None = None,
         timeout: float | None = None,
+        time: Any = None,
     ) -> str | Paused:
         """Run one turn and return the final answer, or :class:`Paused` when the run waits
         for a person (``is_paused(outcome)``; continue with :meth:`resume`).
@@ -302,14 +307,16 @@ class Agent(
         ``identity`` (an :class:`Identity` or a dict of its fields) and ``session_id`` say
         who the run is for: they reach every tool (``ctx.identity``, ``ctx.session_id``)
         and ``configure()``, and are committed and stored with the run.
-        ``continue_from`` continues a conversation (``agent.checkpoint()``).
+        ``continue_from`` continues a conversation (``agent.checkpoint()``). ``time``:
+        the run's clock under ``.time()`` (``{"now", "zone"}`` or ``Clock``; docs/guide/time.md).
 
         With middleware (``.input_middleware``, ``.message_middleware``, ``act(...)``): a
         message an input link refuses raises :class:`InputRefusedError` (no model was
         called); an answer an output link denies raises :class:`AnswerDeniedError`. Both
         runs are recorded, the decision and the refusal in them.
         """
-        initial = run_input(message, continue_from, identity, session_id)
+        initial = run_input(message, continue_from, identity, session_id, time)
+        check_clock(self._cfg.time, initial.get("time"), "run")
         return await self._drive(lambda ex: ex.run(initial, timeout=timeout, raise_on_error=False))
 
     async def resume(
@@ -320,6 +327,7 @@ class Agent(
         identity: Identity | Mapping[str, Any] | None = None,
         session_id: str | None = None,
         timeout: float | None = None,
+        time: Any = None,
     ) -> str | BaseModel | Paused:
         """Continue a run that waits for a person, with their ``answer``, in this process or
         any other (the same agent definition; with a store, the same store). A run
@@ -334,7 +342,10 @@ class Agent(
         paused run's id (or its checkpoint id) in the agent's store.
         """
         kept: list[RunResult] = []
-        start = self._resuming(checkpoint, answer, identity, session_id, timeout)
+        try:
+            start = self._resuming(checkpoint, answer, identity, session_id, timeout, time)
+        except TimeAnswerRefusedError as refused:  # the same ask again; nothing ran
+            return refused.paused
         return self._typed(await self._drive(start, kept), kept[0].state)
 
     def _resuming(
@@ -344,6 +355,7 @@ class Agent(
         identity: Identity | Mapping[str, Any] | None,
         session_id: str | None,
         timeout: float | None,
+        time: Any = None,
     ) -> Callable[[Executor], Awaitable[RunResult]]:
         """Check a resume (question, caller, answer) before any claim; how to start it."""
         runtime = self._runtime
@@ -355,7 +367,9 @@ class Agent(
                 f"payload is {payload!r}); resume a chart's own pause with Executor.resume"
             )
         check_same_caller(payload, identity, session_id)
+        refused_ask(self._cfg.time, cp, answer)  # a time ask's answer, checked first
         value = answer_value(payload, answer)  # (claimed once, whoever resumes it)
+        value = resume_value(self._cfg.time, value, time)  # .time(): the resume's clock
         return lambda ex: ex.resume(cp, value, timeout=timeout, raise_on_error=False)
 
     async def abandon_pause(self) -> dict[str, Any] | None:
@@ -428,6 +442,8 @@ class Agent(
                 call=dict(payload["call"]),
                 checkpoint=cp,
                 schema=payload.get("schema"),
+                format=payload.get("format"),
+                choices=payload.get("choices"),
             )
             return self._pending
         if "final_answer" not in result.state:  # ended by abandon_pause
@@ -454,6 +470,7 @@ class Agent(
         """Run one turn like :meth:`run`; the answer with its usage, messages and whether
         it stopped early (``max-iterations``, or ``max-tokens`` for a cut answer)."""
         initial = run_input(message, continue_from, identity, session_id)
+        check_clock(self._cfg.time, initial.get("time"), "run")  # .time()
         kept: list[RunResult] = []
         outcome = await self._drive(
             lambda ex: ex.run(initial, timeout=timeout, raise_on_error=False), kept

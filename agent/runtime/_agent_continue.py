@@ -28,6 +28,7 @@ from ..messages._messages import is_said_by_person
 from ..messages._paused import Paused
 from ..middleware._message_doors import DENIED_KEY
 from ..providers._provider import MissingAPIKeyError, ProviderError
+from ..time._layer import check_clock
 
 __all__ = ["Continuing", "Turn"]
 
@@ -128,6 +129,7 @@ class Continuing:
                 "resume_on_error: the conversation holds no message from the person to answer"
             )
         initial = run_input(str(said[-1]["content"]), checkpoint, identity, session_id)
+        check_clock(self._cfg.time, initial.get("time"), "run")  # .time()
         initial["retry"] = True
         return await self._drive(lambda ex: ex.run(initial, timeout=timeout, raise_on_error=False))
 
@@ -213,6 +215,7 @@ class Continuing:
         that turn leaves: what a host keeping many conversations on one agent continues
         next (``checkpoint()`` reads the agent's last run, which may be another caller's)."""
         initial = run_input(message, continue_from, identity, session_id)
+        check_clock(self._cfg.time, initial.get("time"), "run")  # .time()
         kept: list[RunResult] = []
         outcome = await self._drive(
             lambda ex: ex.run(initial, timeout=timeout, raise_on_error=False), kept

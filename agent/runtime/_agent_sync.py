@@ -68,6 +68,7 @@ class AgentSyncTwins:
             session_id: str | None = None,
             continue_from: Conversation | None = None,
             timeout: float | None = None,
+            time: Any = None,
         ) -> str | Paused: ...
 
         async def resume(
@@ -78,6 +79,7 @@ class AgentSyncTwins:
             identity: Identity | Mapping[str, Any] | None = None,
             session_id: str | None = None,
             timeout: float | None = None,
+            time: Any = None,
         ) -> str | BaseModel | Paused: ...
 
         async def abandon_pause(self) -> dict[str, Any] | None: ...
@@ -99,6 +101,7 @@ class AgentSyncTwins:
         session_id: str | None = None,
         continue_from: Conversation | None = None,
         timeout: float | None = None,
+        time: Any = None,
     ) -> str | Paused:
         """``run`` for callers without an event loop."""
         call = functools.partial(
@@ -108,6 +111,7 @@ class AgentSyncTwins:
             session_id=session_id,
             continue_from=continue_from,
             timeout=timeout,
+            time=time,
         )
         return run_sync(call, name="Agent.run_sync", twin="await agent.run(...)")
 
@@ -173,6 +177,7 @@ class AgentSyncTwins:
         identity: Identity | Mapping[str, Any] | None = None,
         session_id: str | None = None,
         timeout: float | None = None,
+        time: Any = None,
     ) -> str | BaseModel | Paused:
         """``resume`` for callers without an event loop."""
         call = functools.partial(
@@ -182,6 +187,7 @@ class AgentSyncTwins:
             identity=identity,
             session_id=session_id,
             timeout=timeout,
+            time=time,
         )
         return run_sync(call, name="Agent.resume_sync", twin="await agent.resume(...)")
 

@@ -31,6 +31,8 @@ from ..providers._caching import take_cache_options, warn_moving_pieces
 from ..providers._options import check_request_options, check_tool_choice
 from ..providers._provider import Provider
 from ..providers.thinking import ThinkingBuilding
+from ..time._building import TimeBuilding
+from ..time._layer import clock_resumed, clock_stage
 from ._builder_memory import MemoryBuilding
 from ._builder_skills import SkillsBuilding
 from ._typed import TypedBuilding
@@ -52,6 +54,7 @@ class AgentBuilder(
     ThinkingBuilding,
     LiveBuilding,
     ArtifactsBuilding,
+    TimeBuilding,
 ):
     """Configures an :class:`Agent`; ``build()`` declares its chart."""
 
@@ -364,6 +367,7 @@ class AgentBuilder(
             artifacts=self._artifacts_plan(
                 [*tools.values(), *(t for s in self._skills for t in s.tools)]
             ),
+            time=self._time_layer,
             validation=self._validation_plan(
                 {*tools, *(t.name for s in self._skills for t in s.tools)}
             ),
@@ -411,6 +415,9 @@ def _one_model(provider: Provider, model: str | None) -> str:
 def _chart(cfg: AgentConfig) -> FlowChart:
     fns = stage_functions(cfg)
     b = flow_chart("Seed", fns["seed"], id="seed", description="Take the message")
+    if cfg.time is not None:  # the turn's clock, before anything reads the time
+        b = b.then("Clock", clock_stage(cfg.time), id="clock", description="Declare the clock",
+                   on_resume=clock_resumed if cfg.time.reads else None)  # fmt: skip
     if cfg.memories:  # once per turn, before the loop
         b = b.then("Memory recall", fns["memory-recall"], id="memory-recall", description="Recall")
     if cfg.system is not None or cfg.configure is not None or cfg.self_explain is not None:

@@ -20,10 +20,12 @@ from trackway.engine import EmitEvent, Executor, RunResult
 from trackway.engine.execute._stream import Pumped, Tap
 from trackway.tools import Identity
 
+from ..context._config import AgentConfig
 from ..loop._inputs import run_input
 from ..messages._conversation import Conversation
 from ..messages._errors import AgentError, InvalidRunInputError
 from ..messages._paused import Paused
+from ..time._layer import check_clock
 from ._result import AgentResult, result_of
 
 if TYPE_CHECKING:
@@ -103,6 +105,8 @@ class AgentStream(Pumped[EmitEvent]):
 class Streaming:
     """``agent.stream(...)`` (mixed into :class:`~trackway.agent.Agent`)."""
 
+    _cfg: AgentConfig
+
     def stream(
         self,
         message: str | Mapping[str, Any],
@@ -127,4 +131,5 @@ class Streaming:
         if isinstance(buffer, bool) or not isinstance(buffer, int) or buffer < 1:
             raise InvalidRunInputError(f"stream(buffer=...) must be an int >= 1, got {buffer!r}")
         initial = run_input(message, continue_from, identity, session_id)
+        check_clock(self._cfg.time, initial.get("time"), "run")  # .time()
         return AgentStream(cast("Agent", self), initial, timeout, buffer)

@@ -24,6 +24,7 @@ from ..messages._paused import Paused
 from ..output._chain import TYPED_INPUT, live_source, parse_chained, typed_value
 from ..output._plan import STRATEGIES, FallbackSource, TypedPlan, canned_value, typed_plan
 from ..output._verdict import schema_error, verdict
+from ..time._layer import check_clock
 
 __all__ = ["TypedAnswers", "TypedBuilding"]
 
@@ -180,6 +181,7 @@ class TypedAnswers:
         :class:`OutputContractError` (an :class:`OutputSchemaError` with the run's report)."""
         self._output_model("run_typed")
         initial = run_input(message, continue_from, identity, session_id)
+        check_clock(self._cfg.time, initial.get("time"), "run")  # .time()
         initial[TYPED_INPUT] = True  # in the run's state: a resume answers typed too
         kept: list[RunResult] = []
         outcome = await self._drive(

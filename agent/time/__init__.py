@@ -8,4 +8,9 @@ Imports: ``offer``, ``context`` and below (the ``loop``, ``runtime`` and ``rerun
 this).
 """
 
-__all__: list[str] = []
+from ._building import TimeBuilding as TimeBuilding
+from ._layer import TIME_ROWS as TIME_ROWS
+from ._layer import TimeLayer as TimeLayer
+from ._record import TimeRecord as TimeRecord
+
+__all__ = ["TIME_ROWS", "TimeBuilding", "TimeLayer", "TimeRecord"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import anyio
 import orjson
@@ -302,8 +303,13 @@ features = st.fixed_dictionaries(
         "artifacts": st.sampled_from([None, "place", "want"]),
         # the code runner's tool (local_code_runner, real subprocesses)
         "code": st.booleans(),
+        # .time(): the builder's zone and the real clock, or the run's own clock and zone
+        # (across New York's fold), period lines shown in it
+        "time": st.sampled_from([None, "builder", "run"]),
     }
 )
+
+RUN_CLOCK = {"now": "2026-11-01T01:30:00-05:00", "zone": "America/New_York"}
 
 
 class Numbered(RunStoreArtifacts):
@@ -867,13 +873,18 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
             ],
             limits=cut if feature["validation"] == "cut" else None,
         )
+    if feature.get("time") is not None:
+        builder.time(zone="Australia/Lord_Howe" if feature.get("time") == "builder" else None)
+    first: Any = "first question"
+    if feature.get("time") == "run":
+        first = {"message": first, "time": RUN_CLOCK}
     agent = builder.build()
     try:
         if chained:  # the chain is run_typed's: each step recorded, replayed from the record
-            assert isinstance(agent.run_typed_sync("first question", identity=who), Answer)
+            assert isinstance(agent.run_typed_sync(first, identity=who), Answer)
             assert agent.snapshot().state["output_fallback"][0]["tier"] == "primary"
         else:
-            agent.run_sync("first question", identity=who)
+            agent.run_sync(first, identity=who)
     except MessageDeniedError as denied:  # a message link refused the message or the answer
         assert_denied(agent, provider, denied, typed, tmp_path_factory)
         return
@@ -889,6 +900,7 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     assert ("artifacts" in agent.snapshot().state["settings"]) == bool(feature.get("artifacts"))
     if not feature.get("artifacts"):
         assert not any("artifacts" in r for r in agent.snapshot().state.get("tool_results", []))
+    assert_time_rows(agent, feature.get("time"))
     if feature["middleware"] is None and feature["messages"] is None:  # not configured
         assert "middleware_decisions" not in agent.snapshot().state
     assert ("self_explain" in agent.snapshot().state["settings"]) == bool(feature["explain"])
@@ -985,8 +997,28 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     if follow:
         used = len(provider.requests)
         with contextlib.suppress(AnswerDeniedError, UnsupportedValuesError):  # withheld again
-            agent.run_sync("and then?", continue_from=agent.checkpoint(), identity=who)
+            agent.run_sync(
+                "and then?",
+                continue_from=agent.checkpoint(),
+                identity=who,
+                time=RUN_CLOCK if feature.get("time") == "run" else None,
+            )
         assert_law(agent, provider, offset=used)
+
+
+def assert_time_rows(agent: Agent, time: str | None) -> None:
+    """Under .time() one clock row opens the turn and each dispatched call has its row;
+    without it, no key and no setting."""
+    state = agent.snapshot().state
+    if time is None:
+        assert "time_rows" not in state and "time" not in state["settings"]
+        return
+    rows = state["time_rows"]
+    zone = "Australia/Lord_Howe" if time == "builder" else "America/New_York"
+    assert rows[0]["kind"] == "clock" and rows[0]["zone"] == zone
+    assert rows[0]["now_source"] == ("default" if time == "builder" else "app")
+    called = [r["call_id"] for r in rows if r["kind"] == "call"]
+    assert called == [r["id"] for r in state.get("tool_results", [])]
 
 
 def assert_one_id_per_call(agent: Agent) -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from trackway.tools.time._ask import TIME_FORMATS, check_time_answer, format_schema
+
 from ._define import Tool, ToolContext
 from ._errors import ToolDefinitionError
 from ._schema_refs import schema_fault
@@ -59,16 +61,63 @@ def ask_human(
 
 def request_input(
     *,
-    schema: Mapping[str, Any],
     question: str,
+    schema: Mapping[str, Any] | None = None,
+    format: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    choices: list[Any] | None = None,
+    strict: bool = False,
     name: str = "request_input",
     description: str | None = None,
 ) -> Tool:
     """A tool the model calls to get data from the person: the run pauses with
     ``question``, and the answer must match ``schema`` (JSON Schema, draft 2020-12) before
-    it is accepted."""
+    it is accepted. ``format="instant" | "time-range" | "zone"`` asks for a time instead
+    (the schema is the format's): an answer out of order, without an offset or zone, or
+    (under ``.time()``) at a wall time the clocks skip comes back as the same ask with
+    ``refused`` and ``repeat`` (docs/guide/time.md). ``labels`` title a time ask's parts;
+    ``choices`` offers answers (each checked here), free entry staying open unless
+    ``strict``."""
     if not isinstance(question, str) or not question.strip():
         raise ToolDefinitionError(f"request_input(question={question!r}): use a non-empty str")
+    if format is not None:
+        if schema is not None:
+            raise ToolDefinitionError(
+                "request_input takes schema= or format=, not both: a time format's schema is "
+                "its own"
+            )
+        if format not in TIME_FORMATS:
+            raise ToolDefinitionError(
+                f"request_input(format={format!r}): use one of {', '.join(TIME_FORMATS)}"
+            )
+        asks: dict[str, Any] = {
+            "kind": "request_input",
+            "question": question,
+            "schema": format_schema(format),
+            "format": format,
+        }
+        if labels:
+            asks["labels"] = {str(k): str(v) for k, v in labels.items()}
+        if choices is not None:
+            for choice in choices:
+                wrong = check_time_answer(format, choice)
+                if wrong is not None:
+                    raise ToolDefinitionError(
+                        f"request_input(choices=...): {choice!r} is not a {format} answer: "
+                        f"{wrong['reason']}"
+                    )
+            asks["choices"] = list(choices)
+        if strict:
+            if not choices:
+                raise ToolDefinitionError("request_input(strict=True) needs choices=[...]")
+            asks["strict"] = True
+        return Tool(
+            name=name,
+            description=description or f"Ask the person for a time ({format}): {question}",
+            input_schema={"type": "object", "properties": {}},
+            execute=_never,
+            asks=asks,
+        )
     if not isinstance(schema, Mapping):
         raise ToolDefinitionError("request_input(schema=...) takes a JSON Schema (a dict)")
     fault = schema_fault(schema)  # the answer is checked against it: it must be able to

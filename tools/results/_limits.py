@@ -13,6 +13,7 @@ import orjson
 
 from trackway.tools.results._coverage_items import plain_copy
 from trackway.tools.results._period import PERIOD_WIRE, period_verdict
+from trackway.tools.time._clock import instant_in_zone, span_in_zone
 
 __all__ = [
     "ASSUMED_LABEL",
@@ -96,17 +97,24 @@ def _item_line(item: Mapping[str, Any]) -> str:
     return line
 
 
-def _period_line(row: Mapping[str, Any]) -> str:
+def _period_line(row: Mapping[str, Any], zone: str | None = None) -> str:
     start, end = PERIOD_WIRE["from"], PERIOD_WIRE["to"]
     queried = row[PERIOD_WIRE["queried"]]
     held = row[PERIOD_WIRE["held"]]
-    line = f"- {row.get('tool')} queried {queried[start]} to {queried[end]}; "
+
+    def span(ends: Mapping[str, str]) -> str:  # in the person's zone under .time()
+        if zone is None:
+            return f"{ends[start]} to {ends[end]}"
+        return span_in_zone(ends[start], ends[end], zone)
+
+    line = f"- {row.get('tool')} queried {span(queried)}; "
     if held == PERIOD_WIRE["unknown"]:
         line += "what the store holds is unknown"
     else:
-        line += f"the store holds {held[start]} to {held[end]}"
-    if row.get(PERIOD_WIRE["read_at"]):
-        line += f" (read at {row[PERIOD_WIRE['read_at']]})"
+        line += f"the store holds {span(held)}"
+    read_at = row.get(PERIOD_WIRE["read_at"])
+    if read_at:
+        line += f" (read at {read_at if zone is None else instant_in_zone(read_at, zone)})"
     return line
 
 
@@ -115,15 +123,17 @@ def _assumed_line(row: Mapping[str, Any]) -> str:
     return f"- {row.get('tool')}: {row.get('argument')} = {value}"
 
 
-def limits_block(coverage: Mapping[str, Any]) -> str:
+def limits_block(coverage: Mapping[str, Any], zone: str | None = None) -> str:
     """The text appended to a prose answer (as ``answer + "\\n\\n" + block``): a rule, the
-    heading, then one labelled section per non-empty list; no trailing newline."""
+    heading, then one labelled section per non-empty list; no trailing newline. With
+    ``zone`` (the person's, under ``.time()``) period lines are shown in it, the zone
+    named."""
     sections = (
         (CHECKED_LABEL, [_item_line(i) for i in coverage.get("checked") or ()]),
         (NOT_CHECKED_LABEL, [_item_line(i) for i in coverage.get("not_checked") or ()]),
         (CANNOT_COVER_LABEL, [_item_line(i) for i in coverage.get("cannot_cover") or ()]),
         (IN_PROGRESS_SECTION_LABEL, [_item_line(i) for i in coverage.get("in_progress") or ()]),
-        (PERIOD_LABEL, [_period_line(r) for r in coverage.get("periods") or ()]),
+        (PERIOD_LABEL, [_period_line(r, zone) for r in coverage.get("periods") or ()]),
         (ASSUMED_LABEL, [_assumed_line(r) for r in coverage.get("assumed") or ()]),
     )
     lines = [_SEPARATOR, "", COVERAGE_BLOCK_HEADING]
