@@ -115,6 +115,7 @@ class Streaming:
         session_id: str | None = None,
         continue_from: Conversation | None = None,
         timeout: float | None = None,
+        time: Any = None,
         buffer: int = 64,
     ) -> AgentStream:
         """Run one turn like :meth:`run`, handing its events to an ``async for`` as they
@@ -130,6 +131,6 @@ class Streaming:
         """
         if isinstance(buffer, bool) or not isinstance(buffer, int) or buffer < 1:
             raise InvalidRunInputError(f"stream(buffer=...) must be an int >= 1, got {buffer!r}")
-        initial = run_input(message, continue_from, identity, session_id)
+        initial = run_input(message, continue_from, identity, session_id, time)
         check_clock(self._cfg.time, initial.get("time"), "run")  # .time()
         return AgentStream(cast("Agent", self), initial, timeout, buffer)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import anyio
 import orjson
 import pytest
 
@@ -158,6 +159,23 @@ def test_a_run_with_no_zone_or_a_bad_one_is_refused_before_anything_runs():
         Agent.create(provider=mock(reply="x"), model="m").time(zone=LA).time(zone=LA)
     assert agent.commit_count() == 0  # nothing ran
     assert agent.run_sync({"message": "hi", "time": {"zone": LA}}) == "ok"  # the dict form
+
+
+def test_a_stream_takes_the_runs_clock_and_refuses_a_run_without_one():
+    agent = desk([{"content": "ok"}])
+    with pytest.raises(ClockRequiredError):
+        agent.stream("hi")
+    clock = {"now": "2026-10-09T16:00:00Z", "zone": "Europe/London"}
+
+    async def main() -> tuple[list[str], Any]:
+        async with agent.stream("hi", time=clock) as events:
+            names = [event.name async for event in events]
+        return names, events.outcome
+
+    names, outcome = anyio.run(main)
+    assert outcome == "ok" and names  # events were heard as they came
+    (row,) = agent.time_rows()
+    assert (row["now"], row["zone_source"]) == ("2026-10-09T17:00:00+01:00", "run")
 
 
 def test_period_lines_are_shown_in_the_persons_zone_the_zone_named():
