@@ -15,13 +15,11 @@ less of its time to us; rounds interleave the variants so drift bills them alike
 
 from __future__ import annotations
 
-import functools
 import logging
-import statistics
 import time
 from typing import Any
 
-from _common import checked_row, fresh_heap, interleaved
+from _common import fresh_heap, variant_rows
 
 from trackway.agent import Agent, act, mock, receipts, replay, served_at
 from trackway.tools import allow, define_tool
@@ -96,20 +94,9 @@ def measure(sizes: tuple[int, ...], rounds: int, per_round: int) -> dict[str, An
     variant ``per_round`` times in turn (who goes first rotates). A cell is the median of
     its runs; a ratio the median over rounds of the variant's round median / none's."""
     logging.getLogger("trackway").setLevel(logging.ERROR)
-    rows: list[dict[str, Any]] = []
-    for n in sizes:
-        row = checked_row("middleware", n, VARIANTS, build, check)
-        samples, ratios = interleaved(
-            VARIANTS, "none", functools.partial(timed, n=n), rounds, per_round
-        )
-        for variant in VARIANTS:
-            cpu = statistics.median(samples[variant])
-            row[variant].update(us_per_turn=cpu * 1e6, repeats=len(samples[variant]))
-            if variant in ratios:
-                row[variant]["ratio"] = statistics.median(ratios[variant])
-                row[variant]["extra_us_per_turn"] = (cpu - statistics.median(samples["none"])) * 1e6
-        rows.append(row)
-        print(" done", flush=True)
+    rows = variant_rows(
+        "middleware", sizes, VARIANTS, build, check, timed, rounds, per_round, "extra_us_per_turn"
+    )
     return {"results": rows}
 
 

@@ -18,13 +18,12 @@ middleware case; the answer-time and fold figures are medians of repeated runs.
 
 from __future__ import annotations
 
-import functools
 import logging
 import statistics
 import time
 from typing import Any
 
-from _common import checked_row, fresh_heap, interleaved
+from _common import fresh_heap, variant_rows
 
 from trackway.agent import (
     Agent,
@@ -150,21 +149,11 @@ def measure(
     calls: tuple[int, ...], sizes: tuple[int, ...], rounds: int, per_round: int
 ) -> dict[str, Any]:
     logging.getLogger("trackway").setLevel(logging.ERROR)
-    rows: list[dict[str, Any]] = []
-    for n in calls:
-        row = checked_row("validation", n, VARIANTS, build, check)
+    rows = variant_rows(
+        "validation", calls, VARIANTS, build, check, timed, rounds, per_round, "extra_us"
+    )
+    for row in rows:
         assert row["none"]["commits"] == row["validated"]["commits"]  # no stage is added
-        samples, ratios = interleaved(
-            VARIANTS, "none", functools.partial(timed, n=n), rounds, per_round
-        )
-        for variant in VARIANTS:
-            cpu = statistics.median(samples[variant])
-            row[variant].update(us_per_turn=cpu * 1e6, repeats=len(samples[variant]))
-            if variant in ratios:
-                row[variant]["ratio"] = statistics.median(ratios[variant])
-                row[variant]["extra_us"] = (cpu - statistics.median(samples["none"])) * 1e6
-        rows.append(row)
-        print(" done", flush=True)
     answer = [at_answer_time(n) for n in sizes]
     return {"results": rows, "answer_time": answer}
 

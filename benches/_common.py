@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import cProfile
 import datetime as _dt
+import functools
 import gc
 import io
 import itertools
@@ -132,6 +133,39 @@ def interleaved(
         for variant in ratios:
             ratios[variant].append(medians[variant] / medians[base])
     return samples, ratios
+
+
+def variant_rows(
+    what: str,
+    sizes: Sequence[int],
+    variants: Sequence[str],
+    build: Callable[[str, int], Any],
+    check: Callable[[Any, str, int], dict[str, Any]],
+    timed: Callable[..., float],
+    rounds: int,
+    per_round: int,
+    extra_key: str = "extra_us_per_turn",
+) -> list[dict[str, Any]]:
+    """One checked row per size (``checked_row``), then every variant timed against
+    ``"none"`` in interleaved rounds: a cell is the median of its runs (``us_per_turn``), a
+    ratio the median over rounds of the variant's round median over none's, and
+    ``extra_key`` the variant's extra CPU per turn."""
+    rows: list[dict[str, Any]] = []
+    for n in sizes:
+        row = checked_row(what, n, variants, build, check)
+        samples, ratios = interleaved(
+            variants, "none", functools.partial(timed, n=n), rounds, per_round
+        )
+        base = statistics.median(samples["none"])
+        for variant in variants:
+            cpu = statistics.median(samples[variant])
+            row[variant].update(us_per_turn=cpu * 1e6, repeats=len(samples[variant]))
+            if variant in ratios:
+                row[variant]["ratio"] = statistics.median(ratios[variant])
+                row[variant][extra_key] = (cpu - base) * 1e6
+        rows.append(row)
+        print(" done", flush=True)
+    return rows
 
 
 def tenth_growth(stamps: Sequence[float]) -> dict[str, float]:
