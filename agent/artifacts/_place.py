@@ -22,13 +22,7 @@ __all__ = ["meta_row", "placed", "ticket_text"]
 
 def meta_row(meta: ArtifactMeta) -> dict[str, Any]:
     """What the record keeps of a ticket (never the bytes)."""
-    return {
-        "ref": meta.ref,
-        "kind": meta.kind,
-        "sha256": meta.sha256,
-        "size": meta.size,
-        "media_type": meta.media_type,
-    }
+    return meta.ticket()
 
 
 def placed(

@@ -92,14 +92,7 @@ class FolderArtifacts:
 
 
 def _doc(meta: ArtifactMeta) -> dict[str, object]:
-    return {
-        "ref": meta.ref,
-        "kind": meta.kind,
-        "sha256": meta.sha256,
-        "size": meta.size,
-        "media_type": meta.media_type,
-        "created": meta.created,
-    }
+    return {**meta.ticket(), "created": meta.created}
 
 
 def _write(path: Path, data: bytes) -> None:

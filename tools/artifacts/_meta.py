@@ -4,6 +4,7 @@ kept under."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["ARTIFACT_REF_PREFIX", "ArtifactMeta", "ArtifactScope"]
 
@@ -35,3 +36,13 @@ class ArtifactMeta:
     media_type: str
     created: str
     scope: ArtifactScope
+
+    def ticket(self) -> dict[str, Any]:
+        """The ticket's fields a record keeps (never the bytes, the scope or the time)."""
+        return {
+            "ref": self.ref,
+            "kind": self.kind,
+            "sha256": self.sha256,
+            "size": self.size,
+            "media_type": self.media_type,
+        }

@@ -18,7 +18,7 @@ import threading
 import time
 import weakref
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._driver import DRIVER, frame, unframe_length
 from ._errors import CodeRunnerError
@@ -313,15 +313,11 @@ class LocalCodeSession:
         if reply is not None:
             error = reply.get("error")
             exit_code = reply.get("exit_code")
-            return CodeRunResult(
-                status=str(reply["status"]),
-                stdout=out.text(),
-                stderr=err.text(),
-                stdout_bytes=out.total,
-                stderr_bytes=err.total,
-                duration=duration,
-                stdout_cut=out.cut > 0,
-                stderr_cut=err.cut > 0,
+            return _captured(
+                str(reply["status"]),
+                out,
+                err,
+                duration,
                 exit_code=exit_code if isinstance(exit_code, int) else None,
                 error=error if isinstance(error, str) else None,
                 limit="memory" if error == "MemoryError" else None,
@@ -340,21 +336,35 @@ class LocalCodeSession:
         else:
             limit, detail = _why(limit, status, runner, timeout, out, err)
         self._interrupted = False
-        return CodeRunResult(
-            status="killed",
-            stdout=out.text(),
-            stderr=err.text(),
-            stdout_bytes=out.total,
-            stderr_bytes=err.total,
-            duration=duration,
-            stdout_cut=out.cut > 0,
-            stderr_cut=err.cut > 0,
+        return _captured(
+            "killed",
+            out,
+            err,
+            duration,
             exit_code=status,
             limit=limit,
             detail=detail,
             state_lost=True,
             files=files,
         )
+
+
+def _captured(
+    status: str, out: Capture, err: Capture, duration: float, **rest: Any
+) -> CodeRunResult:
+    """A finished or killed run's result: what each stream kept, its size and whether it
+    was cut, and ``rest`` (exit code, limit, detail, files, ...)."""
+    return CodeRunResult(
+        status=status,
+        stdout=out.text(),
+        stderr=err.text(),
+        stdout_bytes=out.total,
+        stderr_bytes=err.total,
+        duration=duration,
+        stdout_cut=out.cut > 0,
+        stderr_cut=err.cut > 0,
+        **rest,
+    )
 
 
 def _reap(proc: subprocess.Popen[bytes], control: int) -> None:
