@@ -18,7 +18,7 @@ import logging
 import time
 from typing import Any
 
-from _common import fresh_heap, variant_rows
+from _common import fresh_heap, variant_rows, variant_table
 
 from trackway.agent import Agent, mock, receipts, replay, served_at
 from trackway.tools import define_tool
@@ -113,20 +113,7 @@ def targets(section: dict[str, Any]) -> list[dict[str, Any]]:
 
 def table(section: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
     """The report's table: one line per size and variant."""
-    headers = ["tool calls", "variant", "CPU µs/turn", "extra µs", "ratio", "time rows"]
-    rows = [
-        [
-            row["calls"],
-            v,
-            row[v]["us_per_turn"],
-            row[v].get("extra_us_per_turn", 0.0),
-            row[v].get("ratio", 1.0),
-            row[v]["ledger_rows"],
-        ]
-        for row in section["results"]
-        for v in VARIANTS
-    ]
-    return headers, rows
+    return variant_table(section, VARIANTS, "time rows")
 
 
 NOTE = (

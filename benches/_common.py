@@ -168,6 +168,27 @@ def variant_rows(
     return rows
 
 
+def variant_table(
+    section: dict[str, Any], variants: Sequence[str], rows_header: str
+) -> tuple[list[str], list[list[Any]]]:
+    """A variant case's table: one line per size and variant (``rows_header`` names the
+    case's row count, ``ledger_rows`` in each cell)."""
+    headers = ["tool calls", "variant", "CPU µs/turn", "extra µs", "ratio", rows_header]
+    rows = [
+        [
+            row["calls"],
+            v,
+            row[v]["us_per_turn"],
+            row[v].get("extra_us_per_turn", 0.0),
+            row[v].get("ratio", 1.0),
+            row[v]["ledger_rows"],
+        ]
+        for row in section["results"]
+        for v in variants
+    ]
+    return headers, rows
+
+
 def tenth_growth(stamps: Sequence[float]) -> dict[str, float]:
     """Stage time early vs late in a run, from a timestamp taken at the start of every stage.
 

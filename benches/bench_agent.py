@@ -1222,30 +1222,29 @@ def memory_only() -> int:
     return written_case("memory", memory, targets, memory_case.NOTE)
 
 
-def middleware_only(sizes: tuple[int, ...]) -> int:
-    """``--only middleware``: an empty middleware chain against none, per turn, written to
-    ``results/bench_agent_middleware.json``."""
+def variant_only(name: str, case: Any, sizes: tuple[int, ...], title: str) -> int:
+    """``--only <name>``: the case's variants against none, per turn, written to
+    ``results/bench_agent_<name>.json``."""
     rounds = REPEATS * 3 if REPEATS > 1 else 1
     per_round = TW_REPEATS if REPEATS > 1 else 1
-    print(f"bench_agent --only middleware: {rounds} rounds of {per_round} runs a cell", flush=True)
-    section = middleware_case.measure(sizes, rounds, per_round)
-    targets = middleware_case.targets(section)
-    headers, rows = middleware_case.table(section)
-    print_table("trackway with middleware: CPU µs per turn, links that pass vs none", headers, rows)
-    return written_case("middleware", section, targets, middleware_case.NOTE)
+    print(f"bench_agent --only {name}: {rounds} rounds of {per_round} runs a cell", flush=True)
+    section = case.measure(sizes, rounds, per_round)
+    targets = case.targets(section)
+    headers, rows = case.table(section)
+    print_table(title, headers, rows)
+    return written_case(name, section, targets, case.NOTE)
+
+
+def middleware_only(sizes: tuple[int, ...]) -> int:
+    """``--only middleware``: an empty middleware chain against none, per turn."""
+    title = "trackway with middleware: CPU µs per turn, links that pass vs none"
+    return variant_only("middleware", middleware_case, sizes, title)
 
 
 def time_only(sizes: tuple[int, ...]) -> int:
-    """``--only time``: ``.time()`` against none, per turn, written to
-    ``results/bench_agent_time.json``."""
-    rounds = REPEATS * 3 if REPEATS > 1 else 1
-    per_round = TW_REPEATS if REPEATS > 1 else 1
-    print(f"bench_agent --only time: {rounds} rounds of {per_round} runs a cell", flush=True)
-    section = time_case.measure(sizes, rounds, per_round)
-    targets = time_case.targets(section)
-    headers, rows = time_case.table(section)
-    print_table("trackway with .time(): CPU µs per turn, against none", headers, rows)
-    return written_case("time", section, targets, time_case.NOTE)
+    """``--only time``: ``.time()`` against none, per turn."""
+    title = "trackway with .time(): CPU µs per turn, against none"
+    return variant_only("time", time_case, sizes, title)
 
 
 def validation_only(quick: bool) -> int:
