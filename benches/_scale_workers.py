@@ -94,13 +94,13 @@ def _throughput(base: str, n: int, runs: int) -> dict[str, Any]:
     }
 
 
-def _claim_latency(base: str, poll: float, samples: int) -> list[float]:
+def _claim_latency(base: str, poll: float, samples: int, listen: bool) -> list[float]:
     """Seconds from submit to the run's first stage, one run at a time, one idle worker."""
     from trackway import PostgresStore
 
     with pg_schema(base) as dsn:
         store = PostgresStore(dsn)
-        procs = _workers(dsn, 1, "--poll", str(poll))
+        procs = _workers(dsn, 1, "--poll", str(poll), "--listen" if listen else "--no-listen")
         out = []
         try:
             _until(lambda: len(store.workers()) == 1, 60)
@@ -180,12 +180,15 @@ def workers_section(quick: bool) -> dict[str, Any]:
                 f"of one, {runs} runs in {row['seconds']:.2f} s",
             }
         )
-    for poll in (0.25, 0.01):
-        lat = _claim_latency(base, poll, 8 if quick else 20)
+    latency: dict[tuple[float, bool], float] = {}
+    for poll, listen in ((0.25, True), (0.25, False), (0.01, False)):
+        lat = _claim_latency(base, poll, 8 if quick else 20, listen)
+        latency[poll, listen] = statistics.median(lat) * 1000
+        how = "LISTEN/NOTIFY" if listen else "polling only"
         rows.append(
             {
-                "measure": f"claim latency, poll {poll} s: p50 ms",
-                "value": statistics.median(lat) * 1000,
+                "measure": f"claim latency, {how}, poll {poll} s: p50 ms",
+                "value": latency[poll, listen],
                 "detail": f"max {max(lat) * 1000:.1f} ms over {len(lat)} runs",
             }
         )
@@ -202,6 +205,12 @@ def workers_section(quick: bool) -> dict[str, Any]:
     throughput = {r["measure"]: r["value"] for r in rows}
     four = throughput["4 worker(s): runs/s"] / throughput["1 worker(s): runs/s"]
     targets = [
+        {
+            "target": "claim latency while listening (poll 0.25 s) p50 < 20 ms",
+            "measured": latency[0.25, True],
+            "threshold": "< 20",
+            "pass": latency[0.25, True] < 20,
+        },
         {
             "target": "recovery after a kill <= lease + 1 s",
             "measured": statistics.median(rec),

@@ -86,6 +86,7 @@ def run_worker(
     poll: float,
     log_format: str,
     max_attempts: int = 5,
+    listen: bool = True,
 ) -> int:
     """Claim and drive runs until a signal (or idle, with ``idle_exit``)."""
     _queue_store(where)
@@ -108,6 +109,7 @@ def run_worker(
                     max_concurrent_runs=max_runs,
                     poll_interval=poll,
                     max_attempts=max_attempts,
+                    listen=listen,
                 )
             except TrackwayError as exc:
                 raise CommandFailed(str(exc), EXIT_USAGE) from None

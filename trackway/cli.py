@@ -294,7 +294,13 @@ def _pg_option(fn: click.decorators.FC) -> click.decorators.FC:
     type=click.FloatRange(min=0.001),
     default=0.25,
     show_default=True,
-    help="seconds between claims when idle",
+    help="seconds between claims when idle (the fallback while listening)",
+)
+@click.option(
+    "--listen/--no-listen",
+    default=True,
+    show_default=True,
+    help="hear submitted and answered runs through LISTEN/NOTIFY and claim them at once",
 )
 @click.option(
     "--max-attempts",
@@ -323,6 +329,7 @@ def worker(
     lease: float,
     max_runs: int,
     poll: float,
+    listen: bool,
     max_attempts: int,
     idle_exit: bool,
     log_format: str,
@@ -339,6 +346,7 @@ def worker(
         max_runs=max_runs,
         idle_exit=idle_exit,
         poll=poll,
+        listen=listen,
         max_attempts=max_attempts,
         log_format=log_format,
     )

@@ -24,11 +24,12 @@ import signal
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any, NamedTuple, cast
+from typing import Any, cast
 
 import anyio
 from anyio import TASK_STATUS_IGNORED
 from anyio.abc import TaskStatus
+from anyio.lowlevel import current_token
 
 from ..core._errors import (
     ConfigurationError,
@@ -41,27 +42,15 @@ from ..execute._recovery import RECOVERABLE_FAILURES
 from ..observe._redact import RedactionPolicy, Redactor
 from ..run._release import Released, StopSignal, driving_with
 from ..stores._postgres import PostgresStore
+from ..stores._queue_listen import QueueListener
 from ..stores._run_queue import Claim, PgRunQueue, new_worker_id
 from ..stores._store import Durability
 from ._worker_attempt import attempt, frames, give_up
-from ._worker_target import WorkOutcome, WorkTarget, bind_target
+from ._worker_leases import leave, renew_leases
+from ._worker_listen import start_listening, wake_from_thread
+from ._worker_target import WorkerReport, WorkOutcome, WorkTarget, bind_target, log_line
 
 __all__ = ["Worker", "WorkerReport"]
-
-log = logging.getLogger("trackway.worker")
-
-
-class WorkerReport(NamedTuple):
-    """What one worker did between ``run()`` and its return."""
-
-    worker_id: str
-    claimed: int
-    done: int
-    failed: int
-    broken: int
-    paused: int
-    released: int
-    seconds: float
 
 
 class Worker:
@@ -73,8 +62,10 @@ class Worker:
     after its last renewal). ``max_concurrent_runs``: runs this worker drives at once.
     ``max_attempts``: claims of one run before it is failed as unrecoverable (a run that
     kills its worker every time must not kill them all; only claims that died driving the
-    run alone count, never a pause, an answer or a refused answer). ``poll_interval``: how
-    often an idle worker asks for work.
+    run alone count, never a pause, an answer or a refused answer). ``listen``: hear
+    submitted, answered and released runs through PostgreSQL ``LISTEN``/``NOTIFY`` and claim
+    them at once. ``poll_interval``: how often an idle worker asks for work anyway (the
+    fallback for a note missed while the listener reconnects).
     """
 
     def __init__(
@@ -88,6 +79,7 @@ class Worker:
         poll_interval: float = 0.25,
         durability: Durability = "sync",
         worker_id: str | None = None,
+        listen: bool = True,
     ) -> None:
         if not isinstance(store, PgRunQueue):
             raise ConfigurationError(
@@ -118,6 +110,8 @@ class Worker:
         self.max_concurrent_runs = max_concurrent_runs
         self.max_attempts = max_attempts
         self.poll_interval = float(poll_interval)
+        self.listen = bool(listen)
+        self._listener: QueueListener | None = None
         self._targets = {
             name: bind_target(name, c, store, durability) for name, c in charts.items()
         }
@@ -147,6 +141,8 @@ class Worker:
         # made in run(): set when a run ends or a signal arrives (claim again now), and
         # the scope of the runs (a second signal cancels it)
         self._wake: anyio.Event | None = None
+        self._token: Any = None  # the running loop (run() sets it), for wakes from threads
+        self._loop_thread: int | None = None
         self._runs_scope: anyio.CancelScope | None = None
         self._counts = dict.fromkeys(
             ("claimed", "done", "failed", "broken", "paused", "released"), 0
@@ -154,6 +150,12 @@ class Worker:
 
     def __repr__(self) -> str:
         return f"<Worker {self.worker_id} charts={self._names} runs={len(self._active)}>"
+
+    @property
+    def listening(self) -> bool:
+        """Whether the worker hears the queue now (``LISTEN`` active on a live connection);
+        False before ``run()``, with ``listen=False``, and while the listener reconnects."""
+        return self._listener is not None and self._listener.listening.is_set()
 
     @property
     def active(self) -> list[str]:
@@ -168,6 +170,19 @@ class Worker:
         with self._lock:
             for sig in self._active.values():
                 sig.request(reason)
+        self._wake_soon()  # an idle claim loop hears it now, not at its next poll
+
+    def _wake_soon(self) -> None:
+        """Wake the claim loop from any thread without waiting for it: on the loop's own
+        thread the event is set here; from another thread a short-lived thread hands the
+        wake to the loop (the caller may be what the loop is waiting for)."""
+        token = self._token
+        if token is None:
+            return
+        if threading.get_ident() == self._loop_thread:
+            self._poke()
+            return
+        threading.Thread(target=wake_from_thread, args=(self._poke, token), daemon=True).start()
 
     # -- running -------------------------------------------------------------------------
 
@@ -186,6 +201,8 @@ class Worker:
         is still picked up)."""
         started = time.monotonic()
         store = self.store
+        self._token = current_token()
+        self._loop_thread = threading.get_ident()
         self._stopping = False
         self._counts = dict.fromkeys(self._counts, 0)
         await anyio.to_thread.run_sync(
@@ -199,17 +216,19 @@ class Worker:
         )
         done = threading.Event()
         renewer = threading.Thread(
-            target=self._renew_leases,
-            args=(done,),
+            target=renew_leases,
+            args=(self, done),
             name=f"trackway-lease-{self.worker_id}",
             daemon=True,
         )
         renewer.start()
+        if self.listen:
+            self._listener = start_listening(store, self._names, self.worker_id, self._poke)
         try:
             async with anyio.create_task_group() as outer:
                 if handle_signals:  # listening before the first claim: no run held unheard
                     await outer.start(self._on_signals)
-                _log(
+                log_line(
                     logging.INFO,
                     "started",
                     f"worker {self.worker_id} started",
@@ -224,12 +243,15 @@ class Worker:
                     outer.cancel_scope.cancel()
         finally:
             done.set()
-            renewer.join()
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(self._leave)
+                listener, self._listener = self._listener, None
+                if listener is not None:  # joined off the loop: a wake in flight completes
+                    await anyio.to_thread.run_sync(listener.stop)
+                await anyio.to_thread.run_sync(renewer.join)
+                await anyio.to_thread.run_sync(leave, self)
         seconds = time.monotonic() - started
         report = WorkerReport(self.worker_id, seconds=seconds, **self._counts)
-        _log(logging.INFO, "stopped", f"worker {self.worker_id} stopped", self, **self._counts)
+        log_line(logging.INFO, "stopped", f"worker {self.worker_id} stopped", self, **self._counts)
         return report
 
     async def _claim_loop(self, idle_exit: bool) -> None:
@@ -244,22 +266,18 @@ class Worker:
                 claims: list[Claim] = []
                 try:
                     if free > 0 and self._solo is None:
-                        claims = store._queue_claim(
-                            self.worker_id,
-                            self.lease_seconds,
-                            free,
-                            self._names,
-                            idle=not self._active,
-                        )
+                        claims = await self._claim(free)
                     if not claims and idle_exit and not self._active:
-                        runnable, held = store._queue_outstanding(self.worker_id, self._names)
+                        runnable, held = await anyio.to_thread.run_sync(
+                            store._queue_outstanding, self.worker_id, self._names
+                        )
                         if runnable == 0 and held == 0:
                             return
                     failures = 0
                 except StoreError as exc:  # the database is away: wait, then ask again
                     failures += 1
                     pause = min(5.0, self.poll_interval * 2**failures)
-                    _log(
+                    log_line(
                         logging.WARNING,
                         "claim_failed",
                         f"could not claim ({exc}); trying again in {pause:.2f} s",
@@ -269,10 +287,6 @@ class Worker:
                     await anyio.sleep(pause)
                     continue
                 for claim in claims:
-                    with self._lock:
-                        self._active[claim.run_id] = StopSignal()
-                        self._tokens[claim.run_id] = claim.token
-                    store._fence(claim.run_id, claim.token)
                     if claim.solo and self.max_concurrent_runs > 1:
                         self._solo = claim.run_id
                     runs.start_soon(self._drive, claim)
@@ -283,12 +297,35 @@ class Worker:
                     await wake.wait()
                 self._wake = wake = anyio.Event()
 
+    async def _claim(self, free: int) -> list[Claim]:
+        """Claim up to ``free`` runs on a worker thread (the loop keeps driving runs
+        meanwhile). Shielded, and each claim is held in ``_active`` before the next
+        checkpoint, so a cancelled worker gives back what it claimed instead of dropping it."""
+        store = self.store
+        with anyio.CancelScope(shield=True):
+            claims = await anyio.to_thread.run_sync(
+                lambda: store._queue_claim(
+                    self.worker_id, self.lease_seconds, free, self._names, idle=not self._active
+                )
+            )
+            for claim in claims:
+                with self._lock:
+                    self._active[claim.run_id] = StopSignal()
+                    self._tokens[claim.run_id] = claim.token
+                store._fence(claim.run_id, claim.token)
+        return claims
+
+    def _poke(self) -> None:
+        """Wake the claim loop (the listener heard a claimable run)."""
+        if self._wake is not None:
+            self._wake.set()
+
     async def _on_signals(self, *, task_status: TaskStatus[None] = TASK_STATUS_IGNORED) -> None:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             task_status.started()
             async for signum in signals:
                 if self._stopping:
-                    _log(
+                    log_line(
                         logging.WARNING,
                         "cancelled",
                         "second signal: cancelling the runs "
@@ -299,53 +336,10 @@ class Worker:
                         self._runs_scope.cancel()
                     return
                 name = signal.Signals(signum).name
-                _log(logging.INFO, "stopping", f"{name}: finishing the stages in flight", self)
+                log_line(logging.INFO, "stopping", f"{name}: finishing the stages in flight", self)
                 self.stop(f"the worker got {name}")
                 if self._wake is not None:
                     self._wake.set()
-
-    def _leave(self) -> None:
-        """Give up every lease still held (a cancelled worker) and sign off."""
-        with self._lock:
-            left = {run_id: self._tokens[run_id] for run_id in self._active}
-        for run_id, token in left.items():
-            try:
-                self.store._queue_settle(run_id, token, "running", error=None)
-            except Exception as exc:  # the lease expires on its own
-                _log(
-                    logging.WARNING,
-                    "release_failed",
-                    f"could not release {run_id}: {exc}",
-                    self,
-                    run_id=run_id,
-                )
-        try:
-            self.store._worker_state(self.worker_id, "stopped")
-        except Exception as exc:
-            _log(logging.WARNING, "sign_off_failed", f"could not sign off: {exc}", self)
-
-    def _renew_leases(self, done: threading.Event) -> None:
-        """Renew this worker's leases every third of a lease; a run whose lease was lost
-        (renewal came too late and another worker took it) is let go at once."""
-        while not done.wait(self.lease_seconds / 3):
-            with self._lock:
-                held = dict(self._active)
-                tokens = {run_id: self._tokens[run_id] for run_id in held}
-            try:
-                kept = self.store._queue_renew(self.worker_id, tokens, self.lease_seconds)
-            except Exception as exc:
-                _log(logging.WARNING, "renew_failed", f"lease renewal failed: {exc}", self)
-                continue
-            for run_id, sig in held.items():
-                if run_id not in kept and not sig.requested:
-                    _log(
-                        logging.ERROR,
-                        "lease_lost",
-                        f"lost the lease of {run_id}: letting it go",
-                        self,
-                        run_id=run_id,
-                    )
-                    sig.request("its lease was lost")
 
     # -- one claim -------------------------------------------------------------------------
 
@@ -355,7 +349,7 @@ class Worker:
         if self._stopping:
             sig.request("the worker is stopping")
         self._counts["claimed"] += 1
-        _log(
+        log_line(
             logging.INFO,
             "claimed",
             f"claimed {claim.run_id} ({claim.name}, {claim.was})",
@@ -376,7 +370,7 @@ class Worker:
         except Released as exc:
             outcome = WorkOutcome("running", None, None, retry=True)
             reason = exc.reason
-            _log(
+            log_line(
                 logging.INFO,
                 "released",
                 f"let {claim.run_id} go after commit {exc.commits}: {reason}",
@@ -389,7 +383,7 @@ class Worker:
             retry = retry and not isinstance(exc, SealError)  # no other worker would fare better
             said = self._said(claim, exc)
             outcome = WorkOutcome("failed", None, f"{type(exc).__name__}: {said}", retry)
-            _log(
+            log_line(
                 logging.ERROR,
                 "error",
                 f"{claim.run_id}: {type(exc).__name__}: {said}",
@@ -399,7 +393,7 @@ class Worker:
                 exc_info=exc if claim.name not in self._error_text else None,
                 frames=frames(exc) if claim.name in self._error_text else None,
             )
-        # (cancelled: the run stays in _active, and _leave gives its lease up)
+        # (cancelled: the run stays in _active, and leave() gives its lease up)
         with self._lock:
             self._active.pop(claim.run_id, None)
         try:
@@ -430,7 +424,7 @@ class Worker:
                 error=outcome.error,
             )
         except Exception as exc:
-            _log(
+            log_line(
                 logging.ERROR,
                 "settle_failed",
                 f"could not record how {claim.run_id} went "
@@ -440,7 +434,7 @@ class Worker:
             )
             return
         if not kept:
-            _log(
+            log_line(
                 logging.WARNING,
                 "lease_lost",
                 f"{claim.run_id}: the lease was lost before "
@@ -451,7 +445,7 @@ class Worker:
             return
         key = "released" if outcome.retry else outcome.status
         self._counts[key] = self._counts.get(key, 0) + 1
-        _log(
+        log_line(
             logging.INFO,
             "settled",
             f"{claim.run_id}: {state}",
@@ -464,7 +458,7 @@ class Worker:
 
     async def _attempt(self, target: WorkTarget, claim: Claim) -> WorkOutcome:
         if claim.name in self._redacting and self.store._queue_reseal(claim):
-            _log(
+            log_line(
                 logging.WARNING,
                 "sealed_late",
                 f"{claim.run_id}: its input or answer was given in clear (before any worker "
@@ -474,15 +468,3 @@ class Worker:
                 run_id=claim.run_id,
             )
         return await attempt(self.store, target, claim, lambda exc: self._said(claim, exc))
-
-
-def _log(level: int, event: str, message: str, worker: Worker, **fields: Any) -> None:
-    """One structured log line: ``event`` and ``fields`` ride on the record (``trackway
-    worker --log-format json`` prints them as one JSON object per line)."""
-    exc_info = fields.pop("exc_info", None)
-    log.log(
-        level,
-        message,
-        exc_info=exc_info,
-        extra={"event": event, "worker": worker.worker_id, "fields": fields},
-    )

@@ -4,6 +4,7 @@ recover it from its log — each reporting how the run went as an :class:`WorkOu
 
 from __future__ import annotations
 
+import logging
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from ..chart._chart import FlowChart
@@ -12,7 +13,16 @@ from ..execute._executor import Executor, RunResult
 from ..execute._recovery import RECOVERABLE_FAILURES
 from ..stores._store import Durability, RunStore
 
-__all__ = ["ChartTarget", "WorkOutcome", "WorkTarget", "bind_target"]
+__all__ = [
+    "ChartTarget",
+    "WorkOutcome",
+    "WorkTarget",
+    "WorkerReport",
+    "bind_target",
+    "log_line",
+]
+
+log = logging.getLogger("trackway.worker")
 
 
 class WorkOutcome(NamedTuple):
@@ -87,4 +97,29 @@ def bind_target(name: str, chart: Any, store: Any, durability: Durability) -> Wo
     raise ConfigurationError(
         f"Worker charts[{name!r}] is {type(chart).__name__}: give a built chart "
         "(builder.build()) or an agent (Agent.create(...).build())"
+    )
+
+
+class WorkerReport(NamedTuple):
+    """What one worker did between ``run()`` and its return."""
+
+    worker_id: str
+    claimed: int
+    done: int
+    failed: int
+    broken: int
+    paused: int
+    released: int
+    seconds: float
+
+
+def log_line(level: int, event: str, message: str, worker: Any, **fields: Any) -> None:
+    """One structured log line: ``event`` and ``fields`` ride on the record (``trackway
+    worker --log-format json`` prints them as one JSON object per line)."""
+    exc_info = fields.pop("exc_info", None)
+    log.log(
+        level,
+        message,
+        exc_info=exc_info,
+        extra={"event": event, "worker": worker.worker_id, "fields": fields},
     )

@@ -28,6 +28,7 @@ import orjson
 
 from ..core._errors import SealError
 from ..observe._seal import Seal, is_sealed
+from ._queue_listen import NOTIFY_SQL, QueueListener
 
 __all__ = ["NOW", "Claim", "QueueClaims"]
 
@@ -81,6 +82,8 @@ class QueueClaims:
     _tx: Callable[[], AbstractContextManager[Any]]  # the store's write transaction
     _fences: dict[str, str]  # run id -> the lease token its writes must hold
     seal: Seal | None  # seals inputs and answers (the store's seal=)
+    _dsn: str
+    _connect_timeout: int
 
     # -- what workers call -------------------------------------------------------------
 
@@ -166,7 +169,7 @@ class QueueClaims:
                 "lease_token = NULL, solo = FALSE, "
                 "attempts = CASE WHEN %s = 'paused' THEN 0 ELSE attempts END, "
                 "answer = CASE WHEN %s = 'running' THEN answer ELSE NULL END "
-                "WHERE run_id = %s AND lease_token = %s AND state = 'running'",
+                "WHERE run_id = %s AND lease_token = %s AND state = 'running' RETURNING name",
                 (
                     state,
                     0.0 if release else None,
@@ -178,7 +181,19 @@ class QueueClaims:
                     token,
                 ),
             )
-            return bool(cur.rowcount == 1)
+            settled = cur.fetchone()
+            if settled is not None and release:  # claimable again: a listening worker wakes
+                db.execute(NOTIFY_SQL, (settled[0],))
+            return settled is not None
+
+    def _queue_listener(
+        self, names: Sequence[str], heard: Callable[[], None], label: str
+    ) -> QueueListener:
+        """A listener (not started) that calls ``heard()`` when a run of ``names`` was
+        submitted, answered or released, on a connection of its own."""
+        return QueueListener(
+            self._dsn, names, heard, label=label, connect_timeout=self._connect_timeout
+        )
 
     # -- sealed inputs and answers -----------------------------------------------------------
 

@@ -26,6 +26,7 @@ from ..core._errors import ConfigurationError, SealRequiredError, UnknownRunErro
 from ..core._paths import new_run_id
 from ._queue_claims import NOW as _NOW
 from ._queue_claims import Claim, QueueClaims
+from ._queue_listen import NOTIFY_SQL
 
 __all__ = ["Claim", "PgRunQueue", "QueueEntry", "WorkerInfo", "new_worker_id"]
 
@@ -179,6 +180,7 @@ class PgRunQueue(QueueClaims):
             )
             if cur.rowcount != 1:
                 raise ConfigurationError(f"run {rid!r} is already in the queue; pick another id")
+            db.execute(NOTIFY_SQL, (name,))  # delivered at commit: a listening worker wakes
         return rid
 
     def answer(self, checkpoint_id: str, value: Any = None) -> None:
@@ -199,12 +201,13 @@ class PgRunQueue(QueueClaims):
                 ).fetchone()
                 if row is not None:
                     _refuse_clear(db, row[0], "answer")
-            cur = db.execute(
+            answered = db.execute(
                 f"UPDATE trackway_queue SET state = 'answered', answer = %s, updated_at = {_NOW} "
-                "WHERE checkpoint_id = %s AND state = 'paused'",
+                "WHERE checkpoint_id = %s AND state = 'paused' RETURNING name",
                 (doc, checkpoint_id),
-            )
-            if cur.rowcount == 1:
+            ).fetchone()
+            if answered is not None:
+                db.execute(NOTIFY_SQL, (answered[0],))
                 return
             row = db.execute(
                 "SELECT run_id, state FROM trackway_queue WHERE checkpoint_id = %s",
