@@ -6,7 +6,7 @@ import hashlib
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from ..core._errors import ConfigurationError, StoreError
@@ -279,9 +279,9 @@ class PostgresStore(PgRunQueue, SqlRunStore):
         import psycopg
 
         with self._lock:
-            db = self._live()
+            db, begun = self._begin()
             try:
-                with db.transaction():
+                with begun:
                     yield db
             except psycopg.OperationalError as exc:
                 if db.broken or db.closed:  # the next transaction opens a new connection
@@ -292,6 +292,26 @@ class PostgresStore(PgRunQueue, SqlRunStore):
                         "reconnects."
                     ) from exc
                 raise
+
+    def _begin(self) -> tuple[Any, ExitStack]:
+        """A connection with a transaction begun on it. A session the server ended while it
+        sat idle (a restart, a failover, a pooler recycling it, ``pg_terminate_backend``) is
+        found here, at ``BEGIN``, before anything of the caller's was sent: it is replaced
+        and the transaction begun on the new one, so no caller ever sees it. A failure after
+        ``BEGIN`` is never retried (it may have committed)."""
+        import psycopg
+
+        for attempt in (1, 2):
+            db = self._live()
+            begun = ExitStack()
+            try:
+                begun.enter_context(db.transaction())
+            except psycopg.OperationalError as exc:
+                if attempt == 2 or not (db.broken or db.closed):
+                    raise self._unreachable(exc) from None
+                continue  # only BEGIN was sent, and it failed: a new session is safe
+            return db, begun
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
     def _write_commits(
         self, db: Any, run_id: str, run_no: int, rows: Sequence[tuple[Any, ...]]
