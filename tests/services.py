@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Service", "Services", "start_postgres"]
+__all__ = ["PgServer", "Service", "Services", "pg_server", "start_postgres"]
 
 PG_ENV = "TRACKWAY_TEST_PG_DSN"
 START_PG_ENV = "TRACKWAY_TEST_START_POSTGRES"
@@ -83,26 +83,40 @@ def start_postgres() -> Service:
         return Service(
             "PostgreSQL", PG_ENV, False, f"not started ({START_PG_ENV}=0): its tests skip"
         )
+    server = pg_server()
+    if isinstance(server, str):
+        return Service("PostgreSQL", PG_ENV, False, server)
+    os.environ[PG_ENV] = server.dsn  # read by tests/pg.py, and inherited by xdist's workers
+    return Service("PostgreSQL", PG_ENV, True, server.how, server.stop)
+
+
+@dataclass
+class PgServer:
+    """A throwaway PostgreSQL server of one's own: its DSN, and how to restart and stop it."""
+
+    dsn: str
+    how: str
+    restart: Callable[[], None]
+    stop: Callable[[], None]
+
+
+def pg_server() -> PgServer | str:
+    """Start a PostgreSQL server from the local binaries on 127.0.0.1 and a free port, in a
+    temporary directory; returns it, or why there is none."""
     folder = _pg_bin()
     if folder is None:
-        return Service(
-            "PostgreSQL",
-            PG_ENV,
-            False,
+        return (
             "no local PostgreSQL (initdb) to start: install it (apt-get install postgresql) "
-            f"or set {PG_ENV}",
+            f"or set {PG_ENV}"
         )
     user = None
     if os.geteuid() == 0:  # the server refuses to run as root: run it as 'postgres'
         try:
             user = pwd.getpwnam("postgres")
         except KeyError:
-            return Service(
-                "PostgreSQL",
-                PG_ENV,
-                False,
+            return (
                 "running as root with no 'postgres' user to start the server as: set "
-                f"{PG_ENV}, or run the tests as another user",
+                f"{PG_ENV}, or run the tests as another user"
             )
     home = tempfile.mkdtemp(prefix="trackway-test-pg-")
     data = os.path.join(home, "data")
@@ -112,34 +126,44 @@ def start_postgres() -> Service:
         os.chown(data, user.pw_uid, user.pw_gid)
     port = _free_port()
     as_user = {} if user is None else {"user": user.pw_uid, "group": user.pw_gid}
+    pg_ctl = os.path.join(folder, "pg_ctl")
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             args, capture_output=True, text=True, timeout=120, check=False, cwd=home, **as_user
         )
 
-    init = run(os.path.join(folder, "initdb"), "-D", data, "-A", "trust", "-U", "postgres")
-    started = None
-    if init.returncode == 0:
-        started = run(
-            os.path.join(folder, "pg_ctl"), "-D", data, "-l", os.path.join(home, "server.log"),
+    def start() -> subprocess.CompletedProcess[str]:
+        return run(
+            pg_ctl, "-D", data, "-l", os.path.join(home, "server.log"),
             "-w", "-o", f"-p {port} -k {home} -c listen_addresses=127.0.0.1",
             "start",
         )  # fmt: skip
+
+    init = run(os.path.join(folder, "initdb"), "-D", data, "-A", "trust", "-U", "postgres")
+    started = start() if init.returncode == 0 else None
     if started is None or started.returncode != 0:
         failed = init if started is None else started
         shutil.rmtree(home, ignore_errors=True)
         why = (failed.stderr or failed.stdout).strip().splitlines()[-1:] or ["no output"]
-        return Service("PostgreSQL", PG_ENV, False, f"could not start it from {folder}: {why[0]}")
+        return f"could not start it from {folder}: {why[0]}"
+
+    def restart() -> None:
+        """Stop the server at once (as a crash or a failover does) and start it again on
+        the same port: every session is ended."""
+        run(pg_ctl, "-D", data, "-m", "immediate", "stop")
+        again = start()
+        assert again.returncode == 0, again.stderr or again.stdout
 
     def stop() -> None:
-        run(os.path.join(folder, "pg_ctl"), "-D", data, "-m", "immediate", "stop")
+        run(pg_ctl, "-D", data, "-m", "immediate", "stop")
         shutil.rmtree(home, ignore_errors=True)
 
-    dsn = f"postgresql://postgres@127.0.0.1:{port}/postgres"
-    os.environ[PG_ENV] = dsn  # read by tests/pg.py, and inherited by xdist's workers
-    return Service(
-        "PostgreSQL", PG_ENV, True, f"started here from {folder} on 127.0.0.1:{port}", stop
+    return PgServer(
+        f"postgresql://postgres@127.0.0.1:{port}/postgres",
+        f"started here from {folder} on 127.0.0.1:{port}",
+        restart,
+        stop,
     )
 
 
