@@ -401,6 +401,21 @@ class Dispatch:
             except Exception as exc:
                 self._failed(label, hook, exc)
 
+    def defines(self, hook: str) -> bool:
+        """Whether a recorder of the run defines ``hook``."""
+        return bool(self._hooks[hook])
+
+    def deliver(self, hook: str, event: Any) -> None:
+        """Tell the recorders an event made elsewhere and redacted there (a Ray branch's):
+        as :meth:`fire`, without redacting it again; an emit is told only where wanted."""
+        if hook == "on_emit" and self.emit_wanted is not None and not self.emit_wanted(event.name):
+            return
+        for label, fn, queued in self._hooks[hook]:
+            if queued:
+                fn.push(hook, event)
+            else:
+                self.call(label, hook, fn, event)
+
     def call(self, label: str, hook: str, fn: Any, event: Any) -> None:
         try:
             fn(event)

@@ -6,6 +6,11 @@ and enter the log exactly where the branch's buffered commits would have: in dec
 order, numbered by the parent, merged by the node's policy. So the log, the state and
 everything built from them (snapshots, ``served_at``) are those of the same run on one
 machine; only timestamps differ.
+
+The branch's recorder events (stage start and end, reads, writes, emits, decisions, errors,
+subflows) are caught in the worker, for the hooks the run's recorders define, and come back
+with the commits: they are heard by the run's recorders when the branch's task returns, in
+declaration order, before the merge's ``on_commit`` (on one machine they are heard live).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from ..core._typed import StateValidator
 from ..observe._redact import Redactor
 from ..run._context import Frame, RunContext, Strand
 from ..run._merge import BranchResult
+from ..run._recorder import HOOKS
 from ..run._stage import Paused
 from ._ray_runner import (
     RayBranchError,
@@ -57,6 +63,7 @@ class _Shared:
     model: type[BaseModel] | None
     max_iterations: int
     redactor: Redactor | None
+    hooks: tuple[str, ...] = ()  # the recorder hooks the run's recorders define
 
 
 class _Task(NamedTuple):
@@ -79,6 +86,35 @@ class _Outcome(NamedTuple):
     error: _Raised | None
     cause: _Raised | None
     paused_at: str | None
+    heard: tuple[tuple[str, Any], ...] = ()  # (hook, event): what the branch's recorders heard
+
+
+_BRANCH_HOOKS = tuple(h for h in HOOKS if h not in ("on_run_start", "on_run_end", "on_commit"))
+"""The hooks a branch fires (its commits are told at the merge, in this process)."""
+
+
+def _catcher(hooks: Sequence[str], heard: list[tuple[str, Any]]) -> object:
+    """A recorder defining exactly ``hooks``, each keeping ``(hook, event)`` in ``heard``
+    (a hook it did not define is one the worker never makes an event for)."""
+    methods = {h: (lambda self, event, h=h: heard.append((h, event))) for h in hooks}
+    return type("RayBranchCatcher", (), {"name": "ray-branch", **methods})()
+
+
+def _shippable(heard: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """The events that pickle (an emitted value that does not is left out, never the
+    branch's commits with it)."""
+    try:
+        pickled(heard)
+        return heard
+    except Exception:
+        kept = []
+        for item in heard:
+            try:
+                pickled(item)
+            except Exception:
+                continue
+            kept.append(item)
+        return kept
 
 
 def _pack(exc: BaseException) -> _Raised:
@@ -126,7 +162,9 @@ async def _branch_here(shared: _Shared, parent: Mapping[str, Any], task: _Task) 
     global _PLACEHOLDER
     if _PLACEHOLDER is None:  # the branch never reads its run's chart
         _PLACEHOLDER = FlowChart(id="ray-branch", name="ray branch", root="", nodes={})
-    run = RunContext(shared.run_id, _PLACEHOLDER, (), shared.max_iterations, shared.redactor)
+    heard: list[tuple[str, Any]] = []
+    catcher = [_catcher(shared.hooks, heard)] if shared.hooks else []
+    run = RunContext(shared.run_id, _PLACEHOLDER, catcher, shared.max_iterations, shared.redactor)
     if task.time_left is not None:
         run.deadline = monotonic() + task.time_left
     for key, value in parent.items():
@@ -155,7 +193,7 @@ async def _branch_here(shared: _Shared, parent: Mapping[str, Any], task: _Task) 
         error = _pack(exc)
         cause = None if exc.__cause__ is None else _pack(exc.__cause__)
     assert frame.buffer is not None
-    return _Outcome(frame.buffer, error, cause, paused_at)
+    return _Outcome(frame.buffer, error, cause, paused_at, tuple(_shippable(heard)))
 
 
 async def run_on_ray(
@@ -184,9 +222,11 @@ async def run_on_ray(
             branches.append(branch)
         position.append(next(i for i, b in enumerate(branches) if b is branch))
     validator = strand.validator
+    hooks = tuple(h for h in _BRANCH_HOOKS if run.recorders.defines(h))
     shared = _Shared(
         run.run_id, base_path, tuple(branches), strand.control, chooser,
         None if validator is None else validator.model, run.max_iterations, run.redactor,
+        hooks,
     )  # fmt: skip
     parts = [(f"branch {b.key!r} at {base_path!r} ({_label(b)})", b) for b in branches]
     shared_ref = put(ray, shared, f"the fan-out at {base_path!r}", parts)
@@ -224,6 +264,8 @@ async def run_on_ray(
         for frame, outcome in zip(frames, outcomes, strict=True):
             if outcome is None:
                 continue
+            for hook, event in outcome.heard:  # redacted where they were made
+                run.recorders.deliver(hook, event._replace(seq=len(run.log)))
             for commit in outcome.commits:
                 if commit.frame == frame.name:  # what the branch's own frame holds
                     frame.local_seq += 1

@@ -523,3 +523,67 @@ def test_a_failed_branch_lets_the_later_tasks_end_before_cancelling_the_rest() -
     assert _GRACE >= 0.2
     _cancel(fake, [], _GRACE)  # nothing to wait for: no call at all
     assert fake.waited == [_GRACE]
+
+
+class _Heard:
+    """Every event a recorder hears, as (hook, stage path, what it says), and the order of
+    the branch events against the merge's commits."""
+
+    name = "heard"
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, Any]] = []
+
+    def on_stage_start(self, e: Any) -> None:
+        self.events.append(("start", e.stage_path, e.stage_id))
+
+    def on_stage_end(self, e: Any) -> None:
+        self.events.append(("end", e.stage_path, e.outcome))
+
+    def on_read(self, e: Any) -> None:
+        self.events.append(("read", e.stage_path, e.key))
+
+    def on_write(self, e: Any) -> None:
+        self.events.append(("write", e.stage_path, e.op.key))
+
+    def on_emit(self, e: Any) -> None:
+        self.events.append(("emit", e.stage_path, (e.name, dict(e.payload))))
+
+    def on_commit(self, e: Any) -> None:
+        self.events.append(("commit", e.stage_path, e.seq))
+
+
+def test_branch_events_reach_the_runs_recorders_as_on_one_machine() -> None:
+    """Stage, read, write and emit events of every Ray branch are heard by the run's
+    recorders: the same events as the inline run's, each branch's before its commit."""
+    heard = {}
+    for label, runner in (("here", None), ("ray", ray_runner())):
+        rec = _Heard()
+        chart = (
+            flow_chart("Load", lambda s: s.__setitem__("items", [{"n": n} for n in range(6)]))
+            .parallel_for_each(
+                "Square",
+                items="items",
+                branch=_square,
+                into="squares",
+                max_branches=6,
+                runner=runner,
+            )
+            .build()
+        )
+        result = Executor(chart, recorders=[rec]).run_sync({"base": 2})
+        assert result.status == "done"
+        heard[label] = rec.events
+    here, there = heard["here"], heard["ray"]
+    branch = [e for e in there if e[0] != "commit" and "/" in e[1]]
+    assert len(branch) > 6 * 3  # every branch started, read, wrote, emitted and ended
+    assert sorted(map(repr, branch)) == sorted(
+        repr(e) for e in here if e[0] != "commit" and "/" in e[1]
+    )
+    assert [e for e in there if e[0] == "emit"] == [  # declaration order on Ray
+        ("emit", e[1], e[2]) for e in sorted(
+            (e for e in here if e[0] == "emit"), key=lambda e: e[2][1]["n"])
+    ]  # fmt: skip
+    for at, (hook, path, _) in enumerate(there):  # a branch's events come before its commit
+        if hook == "commit" and "/" in path:
+            assert all(e[1] != path or e[0] == "commit" for e in there[at + 1 :]), path
