@@ -35,6 +35,7 @@ from typing import Any
 import _agent_artifacts as artifacts_case
 import _agent_evidence as evidence_case
 import _agent_explain as explain_case
+import _agent_fixed as fixed_case
 import _agent_memory as memory_case
 import _agent_middleware as middleware_case
 import _agent_skills as skills_case
@@ -1025,12 +1026,14 @@ def main() -> int:
             "validation",
             "artifacts",
             "time",
+            "fixed",
         ],
         help="run one case alone (skills: writes results/bench_agent_skills.json; memory: "
         "results/bench_agent_memory.json; middleware: results/bench_agent_middleware.json; "
         "explain: results/bench_agent_explain.json; evidence: results/bench_agent_evidence.json; "
         "validation: results/bench_agent_validation.json; artifacts: "
-        "results/bench_agent_artifacts.json; time: results/bench_agent_time.json)",
+        "results/bench_agent_artifacts.json; time: results/bench_agent_time.json; fixed: "
+        "results/bench_agent_fixed.json)",
     )
     args = ap.parse_args()
 
@@ -1054,6 +1057,8 @@ def main() -> int:
         return validation_only(args.quick)
     if args.only == "time":
         return time_only(time_case.CALLS[:2] if args.quick else time_case.CALLS)
+    if args.only == "fixed":
+        return fixed_only(args.quick)
 
     peers: list[str] = []
     notes: list[str] = []
@@ -1245,6 +1250,16 @@ def time_only(sizes: tuple[int, ...]) -> int:
     """``--only time``: ``.time()`` against none, per turn."""
     title = "trackway with .time(): CPU µs per turn, against none"
     return variant_only("time", time_case, sizes, title)
+
+
+def fixed_only(quick: bool) -> int:
+    """``--only fixed``: a run's fixed cost (one model call, no tools), trackway awaited and
+    through ``run_sync`` beside LangGraph and pydantic-ai."""
+    print("bench_agent --only fixed", flush=True)
+    section = fixed_case.measure(quick)
+    headers, rows = fixed_case.table(section)
+    print_table("a run's fixed cost: one model call, no tools (agent built once)", headers, rows)
+    return written_case("fixed", section, fixed_case.targets(section), fixed_case.NOTE)
 
 
 def validation_only(quick: bool) -> int:

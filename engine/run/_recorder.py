@@ -313,6 +313,27 @@ def check_recorder(recorder: object) -> None:
         _CHECKED.add(type(target))
 
 
+_CLASS_HOOKS: dict[type, tuple[str, ...]] = {}
+
+
+def _hooks_of(target: object) -> tuple[str, ...]:
+    """The hooks ``target`` may define: those its class has other than :class:`Recorder`'s
+    do-nothing ones (worked out once per class), and any set on the instance itself."""
+    cls = type(target)
+    hooks = _CLASS_HOOKS.get(cls)
+    if hooks is None:
+        if hasattr(cls, "__getattr__"):  # hooks made on demand: ask the instance each run
+            hooks = _CLASS_HOOKS[cls] = HOOKS
+        else:
+            hooks = _CLASS_HOOKS[cls] = tuple(
+                h for h in HOOKS if getattr(cls, h, None) not in (None, getattr(Recorder, h))
+            )
+    own = getattr(target, "__dict__", None)
+    if own and any(h in own for h in HOOKS):
+        return HOOKS
+    return hooks
+
+
 _NO_PAYLOAD: Any = object()
 """``Dispatch.emit`` without the decoded payload: the event decodes its bytes."""
 
@@ -350,7 +371,7 @@ class Dispatch:
                 self.queues.append(queue)
                 target = rec.recorder
             label = str(getattr(target, "name", None) or type(target).__name__)
-            for hook in HOOKS:
+            for hook in _hooks_of(target):
                 fn = getattr(target, hook, None)
                 base = getattr(Recorder, hook)
                 if fn is not None and getattr(fn, "__func__", None) is not base:

@@ -42,6 +42,10 @@ ENABLED = True
 """Private switch: ``False`` gives every ``"sync"`` run the old direct write per commit (one
 fsync each), which the scale bench measures against."""
 
+ON_LOOP = True
+"""Private switch: ``False`` writes every flush in a worker thread, even when every run waits
+for it (the scale bench measures the loop-side write against it)."""
+
 _COMMITTERS: RunVar[dict[int, _Committer]] = RunVar("trackway_group_committers")
 
 
@@ -152,7 +156,7 @@ class _Committer:
                         writing = self.writing
                         held = 0 if writing is None else writing.size
                         everyone = len(self.queue) + held == self.users
-                    if not everyone:  # a run is still going: the loop must stay free for it
+                    if not everyone or not ON_LOOP:  # a run is still going: keep the loop free
                         await anyio.to_thread.run_sync(self._write, flush)
                         return
                     if writing is None:

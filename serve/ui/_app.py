@@ -181,13 +181,15 @@ def ui_app(
     async def _follow(run_id: str, after: int, standing: Any) -> AsyncIterator[dict[str, Any]]:
         yield {"event": "status", "id": str(after), "data": _status_json(standing)}
         while True:
+            # the status first, then the commits: a status never counts a commit the stream
+            # has not sent yet (read the other way round, one written in between would be)
+            now = await anyio.to_thread.run_sync(run_status, reader, run_id)
             new = await anyio.to_thread.run_sync(commits_after, reader, run_id, after)
             for commit in new:
                 doc = commit.to_dict()
                 del doc["run_id"]
                 after = commit.seq
                 yield {"event": "commit", "id": str(after), "data": _dumps(doc)}
-            now = await anyio.to_thread.run_sync(run_status, reader, run_id)
             if now != standing:
                 standing = now
                 yield {"event": "status", "id": str(after), "data": _status_json(now)}
