@@ -70,6 +70,18 @@ def event(name: str, payload: type, summary: str, *, extra: str | None = None) -
         raise ConfigurationError(
             f"event {name!r}: its payload must be a TypedDict class, not {payload!r}"
         )
+    unmarked = [
+        key
+        for key, hint in getattr(payload, "__annotations__", {}).items()
+        if "NotRequired[" in str(getattr(hint, "__forward_arg__", hint))
+        and key in payload.__required_keys__
+    ]
+    if unmarked:  # a string annotation hides NotRequired from TypedDict (Python 3.11)
+        raise ConfigurationError(
+            f"event {name!r}: {payload.__name__} reads NotRequired keys {unmarked} as required "
+            "because its annotations are strings: define it in a module without `from "
+            "__future__ import annotations`"
+        )
     if not summary.strip():
         raise ConfigurationError(f"event {name!r}: give it a one-line summary")
     if name in _EVENTS:
