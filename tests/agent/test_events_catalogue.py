@@ -26,7 +26,10 @@ from trackway.agent import (
     Paused,
     Sequence,
     event_catalogue,
+    load_recording,
     mock,
+    replay,
+    save_recording,
     sliding_window,
 )
 from trackway.agent.events import MEMBER_KEY, event, payload_problems, render_events_page
@@ -341,9 +344,10 @@ def audited(agent: Agent, audit: EventAudit) -> Agent:
 
 
 def kept(runner: Any) -> EventAudit:
-    """The events the last run's log keeps, checked."""
+    """The events the last run's log (or a loaded recording) keeps, checked."""
+    snap = runner.snapshot() if hasattr(runner, "snapshot") else runner
     audit = EventAudit()
-    audit.check_events(e for c in runner.snapshot().history() for e in c.events)
+    audit.check_events(e for c in snap.history() for e in c.events)
     audit.check()
     return audit
 
@@ -353,8 +357,13 @@ async def _progressing(args: dict[str, Any], ctx: ToolContext) -> str:
     return f"{args['q']}: slow"
 
 
-def test_a_tool_chain_streamed_priced_gated_and_warned() -> None:
-    audit = EventAudit()
+_USAGE = {"input_tokens": 50, "output_tokens": 5}
+FIXTURE = Path(__file__).parent / "fixtures" / "recording-events-v1.jsonl"
+
+
+def chain_agent() -> Agent:
+    """A tool chain, streamed, priced over a budget, gated, warned about bad arguments, cut
+    at a result cap and nudged on a repeat (the run kept in ``FIXTURE``, made by this)."""
     slow = define_tool(
         name="slow",
         description="Slowly.",
@@ -370,7 +379,7 @@ def test_a_tool_chain_streamed_priced_gated_and_warned() -> None:
         {**calls(("e", "lookup", {"q": "x"})), "usage": _USAGE},
         {"content": "done", "usage": _USAGE},
     ]
-    agent = audited(
+    return (
         Agent.create(
             provider=mock(replies=replies, stream=True),
             model="m-1",
@@ -383,28 +392,45 @@ def test_a_tool_chain_streamed_priced_gated_and_warned() -> None:
         .tool(LOOKUP)
         .tool(slow)
         .gate(lambda call, ctx: deny("no z") if call["args"].get("q") == "z" else allow())
-        .build(),
-        audit,
+        .build()
     )
+
+
+CHAIN_EVENTS = (
+    "stream.token",
+    "stream.tool_progress",
+    "tools.result_truncated",
+    "validation.args_invalid",
+    "tools.error",
+    "cost.budget_exceeded",
+    "tools.repeated_call",
+    "tools.gate",
+    "agent.turn_end",
+)
+
+
+def test_a_tool_chain_streamed_priced_gated_and_warned() -> None:
+    audit = EventAudit()
+    agent = audited(chain_agent(), audit)
     assert agent.run_sync("go") == "done"
     audit.check()
-    for name in (
-        "stream.token",
-        "stream.tool_progress",
-        "tools.result_truncated",
-        "validation.args_invalid",
-        "tools.error",
-        "cost.budget_exceeded",
-        "tools.repeated_call",
-        "tools.gate",
-        "agent.turn_end",
-    ):
+    for name in CHAIN_EVENTS:
         assert name in audit.heard, name
     assert set(kept(agent).heard) == set(audit.heard)
     assert_law(agent)
 
 
-_USAGE = {"input_tokens": 50, "output_tokens": 5}
+def test_a_recording_from_this_version_loads_replays_and_its_events_fit() -> None:
+    loaded = load_recording(FIXTURE)
+    assert assert_law(loaded) == 4
+    events = kept(loaded)  # every event the old recording keeps is still in the catalogue
+    assert set(CHAIN_EVENTS) <= set(events.heard)
+    replayed = replay(loaded)  # hermetic: no agent, no tools, no model
+    assert [c.writes for c in replayed.history()] == [c.writes for c in loaded.history()]
+    # a replay serves the recorded tool outcomes (no tool runs, so fewer events): what it
+    # does emit fits the catalogue too
+    replayed_events = kept(replayed)
+    assert "agent.turn_end" in replayed_events.heard
 
 
 def test_a_pause_and_its_resume() -> None:
@@ -512,3 +538,9 @@ def test_a_composition_member_is_named_on_what_listeners_hear() -> None:
     assert "composition.turn_end" in audit.heard and members == ["look"]
     kept(flow)
     assert_law(flow)
+
+
+if __name__ == "__main__":  # python -m tests.agent.test_events_catalogue: writes the fixture
+    made = chain_agent()
+    made.run_sync("go")
+    save_recording(made, FIXTURE)
