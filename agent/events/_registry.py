@@ -66,7 +66,8 @@ def event(name: str, payload: type, summary: str, *, extra: str | None = None) -
         raise ConfigurationError(
             f"event name {name!r} has no domain: name it 'domain.what' (e.g. 'tools.gate')"
         )
-    if not isinstance(getattr(payload, "__required_keys__", None), frozenset):
+    required = getattr(payload, "__required_keys__", None)
+    if not isinstance(required, frozenset):
         raise ConfigurationError(
             f"event {name!r}: its payload must be a TypedDict class, not {payload!r}"
         )
@@ -74,7 +75,7 @@ def event(name: str, payload: type, summary: str, *, extra: str | None = None) -
         key
         for key, hint in getattr(payload, "__annotations__", {}).items()
         if "NotRequired[" in str(getattr(hint, "__forward_arg__", hint))
-        and key in payload.__required_keys__
+        and key in required
     ]
     if unmarked:  # a string annotation hides NotRequired from TypedDict (Python 3.11)
         raise ConfigurationError(
