@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import _agent_artifacts as artifacts_case
+import _agent_events as events_case
 import _agent_evidence as evidence_case
 import _agent_explain as explain_case
 import _agent_memory as memory_case
@@ -1025,12 +1026,14 @@ def main() -> int:
             "validation",
             "artifacts",
             "time",
+            "events",
         ],
         help="run one case alone (skills: writes results/bench_agent_skills.json; memory: "
         "results/bench_agent_memory.json; middleware: results/bench_agent_middleware.json; "
         "explain: results/bench_agent_explain.json; evidence: results/bench_agent_evidence.json; "
         "validation: results/bench_agent_validation.json; artifacts: "
-        "results/bench_agent_artifacts.json; time: results/bench_agent_time.json)",
+        "results/bench_agent_artifacts.json; time: results/bench_agent_time.json; events: "
+        "results/bench_agent_events.json)",
     )
     args = ap.parse_args()
 
@@ -1054,6 +1057,8 @@ def main() -> int:
         return validation_only(args.quick)
     if args.only == "time":
         return time_only(time_case.CALLS[:2] if args.quick else time_case.CALLS)
+    if args.only == "events":
+        return events_only(events_case.CALLS[:2] if args.quick else events_case.CALLS)
 
     peers: list[str] = []
     notes: list[str] = []
@@ -1245,6 +1250,13 @@ def time_only(sizes: tuple[int, ...]) -> int:
     """``--only time``: ``.time()`` against none, per turn."""
     title = "trackway with .time(): CPU µs per turn, against none"
     return variant_only("time", time_case, sizes, title)
+
+
+def events_only(sizes: tuple[int, ...]) -> int:
+    """``--only events``: listeners on every event (and the tests-only audit) against
+    none, per turn and per call; the registry is never read by an emit."""
+    title = "trackway events: CPU µs per turn, a listener on '*' (and the audit) vs none"
+    return variant_only("events", events_case, sizes, title)
 
 
 def validation_only(quick: bool) -> int:

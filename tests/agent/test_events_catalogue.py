@@ -32,7 +32,7 @@ from trackway.agent import (
     save_recording,
     sliding_window,
 )
-from trackway.agent.events import MEMBER_KEY, event, payload_problems, render_events_page
+from trackway.agent.events import MEMBER_KEY, _registry, event, payload_problems, render_events_page
 from trackway.agent.events._docs import REGENERATE
 from trackway.agent.events._registry import _EVENTS
 from trackway.engine import ConfigurationError
@@ -418,6 +418,30 @@ def test_a_tool_chain_streamed_priced_gated_and_warned() -> None:
         assert name in audit.heard, name
     assert set(kept(agent).heard) == set(audit.heard)
     assert_law(agent)
+
+
+class _CountingReads(dict[str, Any]):
+    reads = 0
+
+    def __getitem__(self, key: str) -> Any:
+        type(self).reads += 1
+        return super().__getitem__(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        type(self).reads += 1
+        return super().get(key, default)
+
+
+def test_emitting_never_reads_the_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_registry, "_EVENTS", _CountingReads(_EVENTS))
+    _CountingReads.reads = 0
+    heard: list[str] = []
+    agent = chain_agent()
+    agent.on("*", lambda event: heard.append(event.name))
+    assert agent.run_sync("go") == "done"
+    assert len(heard) > 30 and _CountingReads.reads == 0  # the hot path never looks it up
+    EventAudit().hear("tools.gate", {})
+    assert _CountingReads.reads == 1  # the check does (so the count is live)
 
 
 def test_a_recording_from_this_version_loads_replays_and_its_events_fit() -> None:
