@@ -16,6 +16,7 @@ from typing import Any, NotRequired, TypedDict
 
 import pytest
 
+from tests.agent.test_served_at import WHO, memories, with_skills
 from tests.law import assert_law
 from trackway.agent import (
     EVENTS,
@@ -35,7 +36,7 @@ from trackway.agent import (
 from trackway.agent.events import MEMBER_KEY, _registry, event, payload_problems, render_events_page
 from trackway.agent.events._docs import REGENERATE
 from trackway.agent.events._registry import _EVENTS
-from trackway.engine import ConfigurationError
+from trackway.engine import ConfigurationError, MemoryStore
 from trackway.tools import (
     ToolContext,
     allow,
@@ -562,6 +563,37 @@ def test_a_composition_member_is_named_on_what_listeners_hear() -> None:
     assert "composition.turn_end" in audit.heard and members == ["look"]
     kept(flow)
     assert_law(flow)
+
+
+@pytest.mark.filterwarnings("ignore::trackway.agent.CacheWarning")
+def test_skills_tool_choice_and_memory() -> None:
+    audit = EventAudit()
+    store = MemoryStore()
+    earlier = Agent.create(provider=mock(reply="ok"), model="m-1", store=store)
+    earlier.memory(*memories("all")).build().run_sync("earlier", identity=WHO)
+    replies = [
+        calls(("a", "mover", {"q": "a"})),
+        calls(("b", "pusher", {"q": "p"}), ("c", "mover", {"q": "x"})),
+        calls(("d", "read_skill", {"id": "s1"}), ("e", "mover", {"q": "z"})),
+        "done",
+    ]
+    builder = Agent.create(provider=mock(replies=replies), model="m-1", store=store)
+    with_skills(builder, {"skills": "guard", "instructions": True, "choice": "top2"})
+    agent = audited(builder.memory(*memories("all")).build(), audit)
+    assert agent.run_sync("go", identity=WHO) == "done"
+    audit.check()
+    for name in (
+        "skill.entry",
+        "skill.moved",
+        "tools.effect",
+        "tool_choice.picked",
+        "tool_choice.outcome",
+        "memory.recalled",
+        "memory.written",
+    ):
+        assert name in audit.heard, name
+    kept(agent)
+    assert_law(agent)
 
 
 if __name__ == "__main__":  # python -m tests.agent.test_events_catalogue: writes the fixture
