@@ -4,7 +4,7 @@
 Adding an event: a TypedDict of its payload and one ``event(...)`` line.
 """
 
-from typing import Any, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 from ._registry import event
 
@@ -30,6 +30,13 @@ class Standing(TypedDict):
     id: str
     standing: str
     declared_by: str
+
+
+class Period(TypedDict):
+    id: str
+    name: str
+    iteration: int
+    verdict: Literal["covered", "partly-held", "not-held", "unknown", "undeclared"]
 
 
 class Memories(TypedDict):
@@ -108,6 +115,11 @@ event("context.window", Window, "The window strategy cut the history for call k 
 # the findings ledger
 event("findings.declared", Declared, "A call declared its basis (never the proposition's text).")
 event("findings.standing", Standing, "The model gave a result a standing on the ledger.")
+event(
+    "findings.period",
+    Period,
+    "A result's period verdict (or 'undeclared' when its tool owed one): never an instant.",
+)
 # memory
 event("memory.recalled", Memories, "Memories recalled for the turn, by identity scope.")
 event("memory.written", Memories, "The turn written to memory, by identity scope.")

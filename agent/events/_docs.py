@@ -162,9 +162,9 @@ _COVERAGE_ROWS: tuple[tuple[str, str, str], ...] = (
     (
         "findings",
         "period",
-        "covered by the `verdict` key of `tools.coverage_declared` / `tools.absent`, one per "
-        "result that declared a period; trackway files that verdict on the result's "
-        "`coverage_declared` row, not as a separate findings row",
+        "covered: `findings.period` per call whose result declared a period (or owed one: "
+        "`undeclared`), the verdict word only; the verdict is kept on the result's "
+        "`coverage_declared` row (or its `tool_results` row), not as a separate findings row",
     ),
     (
         "findings",

@@ -74,8 +74,7 @@ def event(name: str, payload: type, summary: str, *, extra: str | None = None) -
     unmarked = [
         key
         for key, hint in getattr(payload, "__annotations__", {}).items()
-        if "NotRequired[" in str(getattr(hint, "__forward_arg__", hint))
-        and key in required
+        if "NotRequired[" in str(getattr(hint, "__forward_arg__", hint)) and key in required
     ]
     if unmarked:  # a string annotation hides NotRequired from TypedDict (Python 3.11)
         raise ConfigurationError(

@@ -16,7 +16,7 @@ from typing import Any, NotRequired, TypedDict
 
 import pytest
 
-from tests.agent.test_served_at import WHO, memories, with_skills
+from tests.agent.test_served_at import LOGS, REPORT, WHO, memories, with_skills
 from tests.law import assert_law
 from trackway.agent import (
     EVENTS,
@@ -593,6 +593,38 @@ def test_skills_tool_choice_and_memory() -> None:
     ):
         assert name in audit.heard, name
     kept(agent)
+    assert_law(agent)
+
+
+def test_a_period_verdict_is_said_without_an_instant() -> None:
+    audit = EventAudit()
+    periods: list[dict[str, Any]] = []
+    replies = [
+        calls(
+            ("a", "report", {"q": "zz"}),  # a described result with a period
+            ("b", "report", {"q": ""}),  # an absence whose store is unknown
+            ("c", "logs", {"q": "e"}),  # a tool that owes a period and says none
+            ("d", "report", {"q": "abc"}),  # coverage without a period: no event
+        ),
+        "done",
+    ]
+    agent = audited(
+        Agent.create(provider=mock(replies=replies), model="m").tool(REPORT).tool(LOGS).build(),
+        audit,
+    )
+    agent.on("findings.period", lambda event: periods.append(dict(event.payload)))
+    assert agent.run_sync("go") == "done"
+    audit.check()
+    rows = {r["id"]: r for r in agent.snapshot().state["coverage_declared"]}
+    assert periods == [
+        {"id": "a", "name": "report", "iteration": 1, "verdict": rows["a"]["verdict"]},
+        {"id": "b", "name": "report", "iteration": 1, "verdict": "unknown"},
+        {"id": "c", "name": "logs", "iteration": 1, "verdict": "undeclared"},
+    ]
+    assert "2026" not in str(periods)  # the verdict word only
+    replayed = replay(agent.snapshot())  # a replay says the same
+    said = [e.payload for c in replayed.history() for e in c.events if e.name == "findings.period"]
+    assert [dict(p) for p in said] == periods
     assert_law(agent)
 
 
