@@ -188,10 +188,12 @@ def render_events_page() -> str:
         domains.setdefault(spec.domain, []).append(spec)
     out = [_INTRO.format(regenerate=REGENERATE)]
     out.append(f"{len(specs)} events in {len(domains)} domains:\n")
-    out.append(", ".join(f"[`{d}`](#{d}) ({len(s)})" for d, s in domains.items()))
+    out.append(", ".join(f"[`{d}`](#the-{d}-events) ({len(s)})" for d, s in domains.items()))
     out.append("\n")
     for domain, group in domains.items():
-        out.append(f"\n### {domain}\n\n| Event | Payload | Summary |\n| --- | --- | --- |\n")
+        out.append(
+            f"\n### The `{domain}` events\n\n| Event | Payload | Summary |\n| --- | --- | --- |\n"
+        )
         for spec in group:
             out.append(f"| `{spec.name}` | {_payload_text(spec)} | {spec.summary} |\n")
     out.append("\n")

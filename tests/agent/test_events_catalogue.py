@@ -232,7 +232,7 @@ def test_the_page_lists_every_event_under_its_domain() -> None:
     for spec in event_catalogue():
         assert f"| `{spec.name}` |" in page
     row = page.index("| `agent.turn_start` |")
-    assert page.index("### agent") < row < page.index("### artifacts")
+    assert page.index("### The `agent` events") < row < page.index("### The `artifacts` events")
 
 
 # -- the registry --------------------------------------------------------------------------
