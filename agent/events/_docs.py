@@ -30,9 +30,10 @@ of the source, and a run of real agents whose events are checked).
 
 Listen with `agent.on(pattern, fn)`: an exact name, `"domain.*"` or `"*"` (see
 [Events](agent.md#events)). Every event is also kept in the commit of the stage that emitted
-it, so a recording holds them all. Payloads carry ids, enums and counts; the few that carry
-what the model or a tool said (`stream.*`, `agent.turn_start`, `agent.turn_end`) are the ones
-redaction hides.
+it, so a recording holds them all. Most payloads carry ids, enums and counts; those that
+carry what the conversation says (`stream.*`, `agent.turn_start`, `agent.turn_end`,
+`agent.paused`, `agent.resumed`, ...) are hidden by
+[`conversation_redaction`](agent.md#redacting-the-conversation).
 
 Inside a composition, a listener also hears `member` (the member's path) on each event's
 payload; the commit keeps the payload without it.
