@@ -77,6 +77,9 @@ class _Site(ast.NodeVisitor):
     def __init__(self, path: str) -> None:
         self.path = path
         self.names: list[tuple[str, str]] = []
+        self.keys: list[tuple[str, frozenset[str], bool, str]] = []
+        """Emits of a literal name with a dict literal payload: ``(name, its literal keys,
+        whether it also spreads ``**`` something, where)``."""
         self.patterns: list[tuple[str, str]] = []
         self.dynamic: list[str] = []
         self._functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
@@ -109,9 +112,14 @@ class _Site(ast.NodeVisitor):
 
     def _emitted(self, node: ast.Call) -> None:
         where = f"{self.path}:{node.lineno}"
-        for arg in node.args[:2]:
+        for i, arg in enumerate(node.args[:2]):
             if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                 self.names.append((arg.value, where))
+                payload = node.args[i + 1] if len(node.args) > i + 1 else None
+                if isinstance(payload, ast.Dict):
+                    keys = [k.value for k in payload.keys if isinstance(k, ast.Constant)]
+                    spread = any(k is None for k in payload.keys)
+                    self.keys.append((arg.value, frozenset(map(str, keys)), spread, where))
                 return
             if isinstance(arg, ast.JoinedStr):
                 self.patterns.append((_pattern(arg), where))
@@ -165,6 +173,7 @@ def scan() -> _Site:
             merged.names += site.names
             merged.patterns += site.patterns
             merged.dynamic += site.dynamic
+            merged.keys += site.keys
     return merged
 
 
@@ -181,6 +190,17 @@ def test_every_name_the_source_emits_is_registered() -> None:
     )
     for pattern, where in found.patterns:
         assert any(re.match(pattern, name) for name in EVENTS), (pattern, where)
+
+
+def test_the_keys_of_a_literal_payload_fit_its_typeddict() -> None:
+    found = scan().keys
+    assert len(found) > 30
+    for name, keys, spread, where in found:
+        spec = EVENTS[name]
+        if spec.extra is None:  # every key the literal names is one the TypedDict names
+            assert keys <= spec.required | spec.optional, (where, sorted(keys - spec.required))
+        if not spread:  # and, with nothing spread in, every required key is there
+            assert spec.required <= keys, (where, sorted(spec.required - keys))
 
 
 def test_an_emit_whose_name_is_not_a_literal_is_a_known_forwarder() -> None:
