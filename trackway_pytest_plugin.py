@@ -9,8 +9,10 @@ blocked by default. A project opts in with the ini option ``trackway_block_netwo
 (every test runs under ``block_network()``; ``@pytest.mark.allow_network`` exempts one), or
 marks the tests that should run blocked with ``@pytest.mark.block_network`` (its keyword
 arguments are ``block_network``'s: ``allow_loopback=False``, ``allow=[...]``). Fixtures:
-``test_model`` (a fresh ``TestModel()``) and ``blocked_network`` (the test runs blocked; the
-fixture is the active ``NetworkBlock``). ``-p no:trackway`` turns the plugin off.
+``test_model`` (a fresh ``TestModel()``), ``blocked_network`` (the test runs blocked; the
+fixture is the active ``NetworkBlock``) and ``event_audit`` (an ``EventAudit`` checked when the
+test ends: every event it heard is in the catalogue, its payload fitting). ``-p no:trackway``
+turns the plugin off.
 
 Loading the plugin costs a pytest run nothing.
 """
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from trackway.agent import EventAudit
     from trackway.testing import NetworkBlock, TestModel
 
 INI_OPTION = "trackway_block_network"
@@ -81,3 +84,16 @@ def test_model() -> TestModel:
     from trackway.testing import TestModel
 
     return TestModel()
+
+
+@pytest.fixture
+def event_audit() -> Iterator[EventAudit]:
+    """An ``EventAudit`` (``trackway.agent``): attach it to the agents of the test
+    (``.recorder(event_audit)``, ``agent.attach(event_audit)`` or ``agent.on("*",
+    event_audit)``); when the test ends, every event it heard must be in the catalogue with
+    a payload that fits (your own events: ``event_audit.allow = ("app.*",)``)."""
+    from trackway.agent import EventAudit
+
+    audit = EventAudit()
+    yield audit
+    audit.check()

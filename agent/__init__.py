@@ -31,6 +31,10 @@ from .context._window import WindowVisit as WindowVisit
 from .context._window import sliding_window as sliding_window
 from .context._window import summarize_oldest as summarize_oldest
 from .context._window import token_budget as token_budget
+from .events import EVENTS as EVENTS
+from .events import EventAudit as EventAudit
+from .events import EventSpec as EventSpec
+from .events import event_catalogue as event_catalogue
 from .explain import NO_COMPLETED_RUN as NO_COMPLETED_RUN
 from .explain import TRACE_TOOLS as TRACE_TOOLS
 from .grounding import AnswerAssessment as AnswerAssessment
@@ -172,6 +176,7 @@ __all__ = [
     "COMMENTARY_TEMPLATES",
     "DEFAULT_APP_NAME",
     "ENTRY_QUESTION",
+    "EVENTS",
     "MESSAGE_LIMIT",
     "NO_COMPLETED_RUN",
     "STRICTNESS",
@@ -213,6 +218,8 @@ __all__ = [
     "EntryRequest",
     "EntryScorer",
     "EntryScoring",
+    "EventAudit",
+    "EventSpec",
     "FallbackProvider",
     "InputRefusedError",
     "Instruction",
@@ -296,6 +303,7 @@ __all__ = [
     "define_instruction",
     "define_memory",
     "define_skill",
+    "event_catalogue",
     "is_paused",
     "is_said_by_person",
     "load_recording",

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import _agent_artifacts as artifacts_case
+import _agent_events as events_case
 import _agent_evidence as evidence_case
 import _agent_explain as explain_case
 import _agent_fixed as fixed_case
@@ -1027,13 +1028,14 @@ def main() -> int:
             "artifacts",
             "time",
             "fixed",
+            "events",
         ],
         help="run one case alone (skills: writes results/bench_agent_skills.json; memory: "
         "results/bench_agent_memory.json; middleware: results/bench_agent_middleware.json; "
         "explain: results/bench_agent_explain.json; evidence: results/bench_agent_evidence.json; "
         "validation: results/bench_agent_validation.json; artifacts: "
         "results/bench_agent_artifacts.json; time: results/bench_agent_time.json; fixed: "
-        "results/bench_agent_fixed.json)",
+        "results/bench_agent_fixed.json; events: results/bench_agent_events.json)",
     )
     args = ap.parse_args()
 
@@ -1059,6 +1061,8 @@ def main() -> int:
         return time_only(time_case.CALLS[:2] if args.quick else time_case.CALLS)
     if args.only == "fixed":
         return fixed_only(args.quick)
+    if args.only == "events":
+        return events_only(events_case.CALLS[:2] if args.quick else events_case.CALLS)
 
     peers: list[str] = []
     notes: list[str] = []
@@ -1260,6 +1264,11 @@ def fixed_only(quick: bool) -> int:
     headers, rows = fixed_case.table(section)
     print_table("a run's fixed cost: one model call, no tools (agent built once)", headers, rows)
     return written_case("fixed", section, fixed_case.targets(section), fixed_case.NOTE)
+def events_only(sizes: tuple[int, ...]) -> int:
+    """``--only events``: listeners on every event (and the tests-only audit) against
+    none, per turn and per call; the registry is never read by an emit."""
+    title = "trackway events: CPU µs per turn, a listener on '*' (and the audit) vs none"
+    return variant_only("events", events_case, sizes, title)
 
 
 def validation_only(quick: bool) -> int:

@@ -18,7 +18,9 @@ from trackway.engine import Scope, thaw
 from trackway.tools.results._limits import answer_coverage, limits_block
 from trackway.tools.results._period import period_verdict
 
-__all__ = ["ROW_KEYS", "answer_limits", "coverage_row", "statement_of"]
+from ..context._config import emit as _emit
+
+__all__ = ["ROW_KEYS", "answer_limits", "coverage_row", "period_said", "statement_of"]
 
 ROW_KEYS = ("tool", "id", "iteration", "verdict")
 """The keys a ``coverage_declared`` row adds to the statement the tool made."""
@@ -38,6 +40,24 @@ def coverage_row(
     if row.get("period") is not None:
         row["verdict"] = period_verdict(row["period"])
     return row
+
+
+def period_said(
+    scope: Scope,
+    call: Mapping[str, Any],
+    iteration: int,
+    row: Mapping[str, Any] | None,
+    flags: Mapping[str, Any] | None,
+) -> None:
+    """``findings.period``: the verdict of the period a call's result declared (its
+    ``coverage_declared`` row's), or ``"undeclared"`` when its tool owes one and it said
+    none; the verdict word only, never an instant. Nothing for a call without a period."""
+    verdict = None if row is None else row.get("verdict")
+    if verdict is None and flags and flags.get("period") == "undeclared":
+        verdict = "undeclared"
+    if verdict is not None:
+        event = {"id": call["id"], "name": call["name"], "iteration": iteration}
+        _emit(scope, "findings.period", {**event, "verdict": verdict})
 
 
 def statement_of(row: Mapping[str, Any]) -> dict[str, Any]:

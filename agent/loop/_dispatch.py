@@ -27,7 +27,7 @@ from ..offer._offered import offered_now
 from ..time._layer import call_dispatched, person_zone, resumed_clock
 from ._arguments import arguments_question, filled
 from ._consent import consent_needed, consented
-from ._coverage import coverage_row
+from ._coverage import coverage_row, period_said
 from ._person import outcome_of, question_for
 from ._served import ROW_FLAGS, Outcome
 from ._skill_doors import door_outcome
@@ -116,11 +116,14 @@ class Batch:
             self.runs.append(
                 {"id": call["id"], "name": call["name"], "iteration": self.iteration, **run}
             )
+        declared = None
         if done.declared is not None:
             declared = coverage_row(call, self.iteration, done.declared)
             name = "tools.absent" if declared["source"] == "absent" else "tools.coverage_declared"
             _emit(scope, name, declared)
             self.coverage.append(declared)
+        if declared is not None or done.flags:  # a period's verdict (or its silence)
+            period_said(scope, call, self.iteration, declared, done.flags)
 
     def flush(self, scope: TrackedScope) -> None:
         if self.messages:  # built here of str fields and the committed calls: plain JSON

@@ -20,6 +20,7 @@ from trackway.agent import (
     AgentBuildError,
     AnswerDeniedError,
     AnswerValidationLimits,
+    EventAudit,
     InputRefusedError,
     MessageDeniedError,
     ProviderConnectionError,
@@ -306,6 +307,9 @@ features = st.fixed_dictionaries(
         # .time(): the builder's zone and the real clock, or the run's own clock and zone
         # (across New York's fold), period lines shown in it
         "time": st.sampled_from([None, "builder", "run"]),
+        # the event catalogue (issue 38): a listener on "*" that checks each event it hears
+        # against trackway.agent.EVENTS (listening changes nothing the run records)
+        "events": st.sampled_from([None, "listen"]),
     }
 )
 
@@ -879,6 +883,7 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     if feature.get("time") == "run":
         first = {"message": first, "time": RUN_CLOCK}
     agent = builder.build()
+    heard = listen_for_events(agent, feature)
     try:
         if chained:  # the chain is run_typed's: each step recorded, replayed from the record
             assert isinstance(agent.run_typed_sync(first, identity=who), Answer)
@@ -896,6 +901,7 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
         assert "evidence" not in agent.snapshot().state["settings"]
         assert "unsupported_values" not in agent.snapshot().state
     assert_law(agent, provider)
+    assert_events_fit(agent, heard)
     # configured: recorded in settings; not configured: no key, and no row says a ticket
     assert ("artifacts" in agent.snapshot().state["settings"]) == bool(feature.get("artifacts"))
     if not feature.get("artifacts"):
@@ -1004,6 +1010,22 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
                 time=RUN_CLOCK if feature.get("time") == "run" else None,
             )
         assert_law(agent, provider, offset=used)
+
+
+# the event catalogue (issue 38): every event heard live, and every event the log keeps,
+# is registered and its payload fits the TypedDict
+def listen_for_events(agent: Agent, feature: dict[str, Any]) -> EventAudit:
+    heard = EventAudit()
+    if feature.get("events") == "listen":
+        agent.on("*", heard)
+    return heard
+
+
+def assert_events_fit(agent: Agent, heard: EventAudit) -> None:
+    heard.check()
+    kept = EventAudit()
+    kept.check_events(event for commit in agent.snapshot().history() for event in commit.events)
+    kept.check()
 
 
 def assert_time_rows(agent: Agent, time: str | None) -> None:
