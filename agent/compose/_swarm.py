@@ -65,7 +65,8 @@ def _asked(tool: str, history: Any) -> tuple[str, str]:
     for message in thaw(history) or []:
         for call in (message.get("tool_calls") or []) if isinstance(message, dict) else []:
             if isinstance(call, dict) and call.get("name") == tool:
-                args = call.get("args") if isinstance(call.get("args"), dict) else {}
+                args = call.get("args")
+                args = args if isinstance(args, dict) else {}
                 to, note = str(args.get("to") or ""), str(args.get("note") or "")
     return to, note
 

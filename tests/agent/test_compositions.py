@@ -463,5 +463,5 @@ def test_a_chart_that_only_looks_like_a_composition_asks_for_its_runner() -> Non
     from trackway.engine import Executor, flow_chart
 
     chart = flow_chart("_seed", lambda scope: None, id="_seed").build(chart_id="mine")
-    with pytest.raises(ReplayDivergence, match="not a Sequence, Parallel, Conditional or Loop"):
+    with pytest.raises(ReplayDivergence, match="not a Sequence, Parallel, Conditional, Loop"):
         replay(Executor(chart).run_sync({}).snapshot)
