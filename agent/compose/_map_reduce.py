@@ -104,9 +104,11 @@ def _build(
     if isinstance(reduce, Agent):
         members["reduce"] = runner_of(kind, "reduce", reduce, members)
     cap = len(mappers)
+    by = "member" if isinstance(split, Agent) else "function"
 
     def take_items(scope: Scope) -> None:
         items = _items_of(split, scope)
+        scope["map_reduce"] = {"max_items": cap, "split": by}
         scope["items"] = items
         ran = min(len(items), cap)
         scope.emit(
@@ -116,7 +118,7 @@ def _build(
                 "ran": ran,
                 "dropped": len(items) - ran,
                 "max_items": cap,
-                "by": "member" if isinstance(split, Agent) else "function",
+                "by": by,
             },
         )
 

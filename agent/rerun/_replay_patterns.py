@@ -3,10 +3,10 @@ their recordings.
 
 As for the other compositions, each member that ran is rebuilt from its own part of the log
 and each slot that never ran stands in (never run by the replay); the settings are read back
-from what the pattern's first stage wrote (a swarm's members, entry and hop cap; a tree's
-``k``, ``beam`` and ``depth``) or from the engine's for-each record (a map-reduce's
-``max_items``), and its functions answer as recorded: a ``split`` gives the items written, an
-``evaluate`` the scores in the ``tree`` rows, a ``reduce`` the answer ``_gather`` wrote.
+from what the pattern wrote (a swarm's members, entry and hop cap and a tree's ``k``, ``beam``
+and ``depth`` at ``_start``; a map-reduce's ``max_items`` at ``_split``), and its functions
+answer as recorded: a ``split`` gives the items written, an ``evaluate`` the scores in the
+``tree`` rows, a ``reduce`` the answer ``_gather`` wrote.
 """
 
 from __future__ import annotations
@@ -45,13 +45,13 @@ def _written(snap: Snapshot, stage_id: str, key: str) -> list[Any]:
     ]
 
 
-def _setting(snap: Snapshot, key: str, pattern: str) -> Mapping[str, Any]:
-    found = _written(snap, "_start", key)
+def _setting(snap: Snapshot, key: str, pattern: str, stage: str = "_start") -> Mapping[str, Any]:
+    found = _written(snap, stage, key)
     if not found or not isinstance(found[0], Mapping):
         raise ReplayDivergence(
-            f"this {pattern} recording holds no {key!r} settings at '_start'; replay it with "
+            f"this {pattern} recording holds no {key!r} settings at {stage!r}; replay it with "
             "the runner that made it, replay(record, runner)",
-            stage_path="_start",
+            stage_path=stage,
             key=key,
         )
     settings: Mapping[str, Any] = found[0]
@@ -80,19 +80,9 @@ def _swarm(snap: Snapshot, name: str) -> Agent:
 def _map_reduce(snap: Snapshot, name: str) -> Agent:
     from ..compose._map_reduce import _build
 
-    merge = next(
-        (c for c in snap.history() if c.frame == "" and c.stage_id == "_map" and c.kind == "merge"),
-        None,
-    )
-    limits = (merge.detail or {}).get("for_each") if merge is not None else None
-    if not isinstance(limits, Mapping):
-        raise ReplayDivergence(
-            "this map_reduce recording never merged its items ('_map'); replay it with the "
-            "runner that made it, replay(record, runner)",
-            stage_path="_map",
-            key=None,
-        )
-    cap = int(limits["max_branches"])
+    written = _written(snap, "_split", "map_reduce")
+    # a run that never split (its split member paused) replays up to there: one slot will do
+    cap = int(written[0]["max_items"]) if written else 1
     ran = _members(snap)
     mappers = [_slot(snap, ran, f"map_{i}") for i in range(cap)]
     split: Any
