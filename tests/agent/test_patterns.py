@@ -350,7 +350,8 @@ def test_an_item_that_pauses_resumes_and_its_recording_replays_without_hanging(
 
 def _thoughts(text: str) -> list[str]:
     """The numbered thoughts a proposer or evaluator was shown."""
-    return [line.split(". ", 1)[1] for line in text.splitlines() if re.match(r"\d+\. ", line)]
+    shown = text.rsplit("\n\nThoughts", 1)[1]  # after the problem, whatever it holds
+    return [line.split(". ", 1)[1] for line in shown.splitlines() if re.match(r"\d+\. ", line)]
 
 
 def proposer() -> Agent:
@@ -496,3 +497,67 @@ def test_a_function_that_answers_what_a_pattern_cannot_use_is_named() -> None:
     refused(bad_item, "_split", "item 1 as int")
     nan = tree_of_thoughts(echo("t"), evaluate=lambda p, t: math.nan, k=1, beam=1, depth=1)
     refused(nan, "_beam", "evaluate (level 0, candidate 0) returned nan; it must return a finite")
+
+
+# --- a recording from this version loads in the next ------------------------------------------
+
+FIXTURE = FIXTURES / "recording-patterns-v1.jsonl"
+
+
+def fixture_runner() -> Agent:
+    """The run kept in ``fixtures/recording-patterns-v1.jsonl`` (made by :func:`made_fixture`):
+    a sequence of a swarm (a refused and an accepted handoff), a map-reduce whose second item
+    asks a person, and a tree of thoughts scored by a member."""
+    triage = member(
+        handing("biling", call_id="h1"), "One moment.", handing("billing", "refund", "h2"), "On."
+    )
+    desk = swarm({"triage": triage, "billing": member("refund issued, 2 items")}, name="desk")
+    ratings = {"L0.1": "3", "L0.2": "8", "L1.1": "6", "L1.2": "no score"}
+
+    def rate(request: Any) -> str:
+        return ratings[_thoughts(request.messages[-1].content)[-1]]
+
+    judge = LLMCall.create(provider=mock(respond=rate), model="m").build()
+    return (
+        Sequence.create(name="patterns")
+        .step("desk", desk)
+        .step(
+            "items",
+            map_reduce(pausing_mapper(), split=lambda m: ["a", "b?", "c"], max_items=3, name="mr"),
+        )
+        .step("think", tree_of_thoughts(proposer(), evaluate=judge, k=2, beam=1, depth=2))
+        .build()
+    )
+
+
+def made_fixture() -> Agent:
+    made = fixture_runner()
+    out = made.run_sync("I was charged twice", identity={"tenant": "acme"}, session_id="s1")
+    assert isinstance(out, Paused) and out.question == "Which b?"
+    assert made.resume_sync(out.checkpoint, "the blue one") == "L1.1"
+    return made
+
+
+def test_a_patterns_recording_from_this_version_loads_and_replays() -> None:
+    loaded = load_recording(FIXTURE)
+    calls = receipts(loaded)
+    assert assert_law(loaded) == len(calls) == 17
+    assert [r["member"] for r in calls[:6]] == [
+        "desk.triage",
+        "desk.triage",
+        "desk.triage",
+        "desk.triage",
+        "desk.billing",
+        "items.map_0",
+    ]
+    assert loaded.state["final_answer"] == "L1.1"
+    replayed = replay(loaded)  # no runner, no model, no person: the record alone
+    assert [c.writes for c in replayed.history()] == [c.writes for c in loaded.history()]
+    fresh = made_fixture()  # this version serves the same requests, byte for byte
+    assert [r["request_hash"] for r in receipts(fresh.snapshot())] == [
+        r["request_hash"] for r in calls
+    ]
+
+
+if __name__ == "__main__":  # python -m tests.agent.test_patterns: writes the fixture
+    save_recording(made_fixture(), FIXTURE)
