@@ -561,3 +561,30 @@ def test_a_patterns_recording_from_this_version_loads_and_replays() -> None:
 
 if __name__ == "__main__":  # python -m tests.agent.test_patterns: writes the fixture
     save_recording(made_fixture(), FIXTURE)
+
+
+def test_the_narrative_tells_handoffs_splits_and_beams_from_the_log() -> None:
+    from trackway.recorders import narrative, narrative_from_log
+
+    s = desk()
+    story = narrative()
+    s.attach(story)
+    s.run_sync("charged twice")
+    lines = [line.strip() for line in story.lines()]
+    assert lines[:2] == [
+        'Swarm desk was asked "charged twice"',
+        "Starting with triage (at most 4 hops)",
+    ]
+    assert "triage handed the conversation to billing (hop 1)" in lines
+    assert not any("_take" in line or "_route" in line for line in lines)  # structure: silent
+    assert narrative_from_log(s.snapshot()).lines() == story.lines()
+    mr = map_reduce(echo("m"), split=lambda m: list(m), reduce="".join, max_items=2)
+    mr.run_sync("abc")
+    told = [line.strip() for line in narrative_from_log(mr.snapshot()).lines()]
+    assert "Split into 3 items by function: ran 2, dropped 1 past 2" in told
+    assert 'Reduced the answers: "m:am:b"' in told and not any("_slot" in t for t in told)
+    t = tree_of_thoughts(proposer(), evaluate=lambda p, th: 1.0, k=2, beam=1, depth=1)
+    t.run_sync("go")
+    told = [line.strip() for line in narrative_from_log(t.snapshot()).lines()]
+    assert "Searching 1 level: 2 thoughts per path, keeping the best 1" in told
+    assert "Level 0: kept 1 of 2 thoughts; best: thought 0 at 1.0" in told
