@@ -23,7 +23,7 @@ from ..runtime._agent import Agent
 from ._composition import Composition, _finish, _noop, _options, _seed
 from ._slots import check_count, member_input, runner_of
 
-__all__ = ["HANDOFF_TOOL", "handoff_tool", "swarm"]
+__all__ = ["HANDOFF_TOOL", "build_swarm", "handoff_tool", "swarm"]
 
 HANDOFF_TOOL = "handoff"
 """The handoff tool's default name (what a swarm looks for in a member's calls)."""
@@ -82,7 +82,27 @@ def swarm(
 ) -> Composition:
     """A swarm of ``members`` (by name; at least two), starting at ``entry`` (the first
     member by default); see the module docstring. ``options`` as every composition takes
-    them (``store``, ``durability``, ``redact``)."""
+    them (``store``, ``durability``, ``redact``). A swarm none of whose members has the
+    handoff tool is refused: it could never hand off."""
+    built = build_swarm(members, entry=entry, max_hops=max_hops, tool=tool, name=name, **options)
+    if not any(tool in member._cfg.tools for member in built.members.values()):
+        raise AgentBuildError(
+            f"swarm: no member has the handoff tool {tool!r}, so none can hand off; add "
+            f".tool(handoff_tool()) to the members that may hand the conversation on"
+        )
+    return built
+
+
+def build_swarm(
+    members: Mapping[str, Agent],
+    *,
+    entry: str | None,
+    max_hops: int,
+    tool: str,
+    name: str,
+    **options: Any,
+) -> Composition:
+    """:func:`swarm` without the handoff-tool check (a replay's stand-ins have no tools)."""
     kind = "swarm"
     if not isinstance(members, Mapping) or len(members) < 2:
         raise AgentBuildError("swarm needs at least two members, {name: runner}")
@@ -180,6 +200,6 @@ def swarm(
 
     def rebuild(swap: Callable[[str, Agent], Agent]) -> Composition:
         again = {n: swap(n, r) for n, r in checked.items()}
-        return swarm(again, entry=first, max_hops=max_hops, tool=tool, name=name, **options)
+        return build_swarm(again, entry=first, max_hops=max_hops, tool=tool, name=name, **options)
 
     return Composition(name, chart, max_hops + 2, _options(kind, options), checked, rebuild)

@@ -63,12 +63,12 @@ def _slot(snap: Snapshot, ran: list[str], member: str) -> Agent:
 
 
 def _swarm(snap: Snapshot, name: str) -> Agent:
-    from ..compose._swarm import swarm
+    from ..compose._swarm import build_swarm
 
     settings = _setting(snap, "swarm", "swarm")
     ran = _members(snap)
     members = {str(m): _slot(snap, ran, str(m)) for m in settings["members"]}
-    return swarm(
+    return build_swarm(
         members,
         entry=str(settings["entry"]),
         max_hops=int(settings["max_hops"]),

@@ -284,6 +284,33 @@ def test_at_most_concurrency_items_run_at_once() -> None:
     assert assert_law(mr) == 12
 
 
+def test_the_caller_reaches_every_item_and_every_proposal() -> None:
+    seen: list[Any] = []
+
+    def whoami(args: dict[str, Any], ctx: ToolContext) -> str:
+        seen.append((ctx.identity.tenant if ctx.identity else None, ctx.session_id))
+        return "ok"
+
+    who = define_tool(
+        name="whoami", description="d", input_schema={"type": "object"}, execute=whoami
+    )
+
+    def respond(request: Any) -> Any:
+        if request.messages[-1].role == "tool":
+            return "checked"
+        return {"tool_calls": [{"id": "w", "name": "whoami", "args": {}}]}
+
+    def checker() -> Agent:
+        return Agent.create(provider=mock(respond=respond), model="m").tool(who).build()
+
+    mr = map_reduce(checker(), split=lambda m: ["a", "b", "c"])
+    mr.run_sync("go", identity={"tenant": "acme"}, session_id="s1")
+    tree = tree_of_thoughts(checker(), evaluate=checker(), k=2, beam=1, depth=1)
+    tree.run_sync("go", identity={"tenant": "acme"}, session_id="s1")
+    assert seen == [("acme", "s1")] * 7  # 3 items, 2 proposals, 2 evaluations
+    assert_law(mr) and assert_law(tree)
+
+
 def pausing_mapper() -> Agent:
     def respond(request: Any) -> Any:
         last = request.messages[-1]
@@ -469,9 +496,13 @@ def test_patterns_refuse_what_they_cannot_run() -> None:
     with pytest.raises(AgentBuildError, match="must be a runner"):
         swarm({"a": llm("x"), "b": "nope"})  # type: ignore[dict-item]
     with pytest.raises(AgentBuildError, match="max_hops=-1"):
-        swarm({"a": llm("x"), "b": llm("y")}, max_hops=-1)
+        swarm({"a": member("x"), "b": llm("y")}, max_hops=-1)
     with pytest.raises(AgentBuildError, match="unknown keyword"):
         swarm({"a": llm("x"), "b": llm("y")}, retries=2)
+    with pytest.raises(AgentBuildError, match="no member has the handoff tool 'handoff'"):
+        swarm({"a": llm("x"), "b": llm("y")})
+    with pytest.raises(AgentBuildError, match="no member has the handoff tool 'pass'"):
+        swarm({"a": member("x"), "b": member("y")}, tool="pass")
     with pytest.raises(AgentBuildError, match="max_items=0"):
         map_reduce(llm("x"), split=lambda m: [m], max_items=0)
     with pytest.raises(AgentBuildError, match="split= takes a function"):
