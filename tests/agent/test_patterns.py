@@ -366,10 +366,12 @@ def test_an_item_that_pauses_resumes_and_its_recording_replays_without_hanging(
     if failed:
         raise failed[0]
     paused = paused_map()
-    left = paused.run_sync("b?")
-    assert isinstance(left, Paused)
-    still = replay(paused.snapshot())  # recorded while paused: replays to the same pause
-    assert still.status == "paused"
+    left = paused.run_sync("a,b?,c,d?")
+    left = paused.resume_sync(left.checkpoint, "yes")  # one of two answered: still paused
+    assert isinstance(left, Paused) and left.question == "Which d?"
+    for still in (replay(paused.snapshot()), replay(paused.snapshot(), paused_map())):
+        assert still.status == "paused"  # recorded while paused: replays to the same pause
+        assert receipts(still) == receipts(paused.snapshot())
 
 
 # --- tree_of_thoughts --------------------------------------------------------------------
