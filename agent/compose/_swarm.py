@@ -4,10 +4,12 @@ The entry member takes the person's message. A member hands off by calling the h
 (:func:`handoff_tool`, ``{"to": member, "note": ...}``) during its turn; when its turn ends,
 the swarm reads the last such call from the member's own history and the named member takes
 over (the person's message, with the note). A member that calls no handoff answers for the
-swarm. Hops are bounded by ``max_hops``: a handoff past it is refused and the last answer
-stands. A handoff to a name no member has is refused too, as data: the same member is asked
-again, told the names it can hand off to (that turn counts as a hop). Every decision is a
-row of ``handoffs`` and an event (``composition.handoff``, ``composition.handoff_refused``).
+swarm. A swarm continued (``continue_from=swarm.checkpoint()``) gives every member the
+conversation's earlier turns as well: the member takes the conversation over. Hops are
+bounded by ``max_hops``: a handoff past it is refused and the last answer stands. A handoff
+to a name no member has is refused too, as data: the same member is asked again, told the
+names it can hand off to (that turn counts as a hop). Every decision is a row of
+``handoffs`` and an event (``composition.handoff``, ``composition.handoff_refused``).
 """
 
 from __future__ import annotations
@@ -163,9 +165,21 @@ def build_swarm(
         scope["current"] = f"{said}\n\n(Handed over by {member}: {note})" if note else said
         return Decision("again", {"hop": hop + 1, "why": "handoff"})
 
+    plain = member_input("current")
+
+    def given(scope: Scope) -> dict[str, Any]:
+        """The member's input; continuing a conversation, its earlier turns too: the member
+        takes the conversation over, not one question."""
+        out = plain(scope)
+        prior = thaw(scope.get("prior_history", []))
+        if prior:
+            out["prior_history"] = prior
+        return out
+
     def taken(member: str) -> Callable[[Scope], dict[str, Any]]:
         def out(child: Scope) -> dict[str, Any]:
-            to, note = _asked(tool, child.get("history", []))
+            earlier = len(thaw(child.get("prior_history", [])) or [])  # not this turn's
+            to, note = _asked(tool, (thaw(child.get("history", [])) or [])[earlier:])
             answer = child.get("final_answer", "")
             return {f"answer_{member}": answer, "handoff_to": to, "handoff_note": note}
 
@@ -179,13 +193,7 @@ def build_swarm(
     for member, runner in checked.items():
         mounted = (
             flow_chart("_take", _noop, id="_take")
-            .subflow(
-                member,
-                runner.spec(),
-                id=member,
-                input=member_input("current"),
-                output=taken(member),
-            )
+            .subflow(member, runner.spec(), id=member, input=given, output=taken(member))
             .build(name=member, chart_id=f"_member_swarm-{name}_{member}")
         )
         d = d.branch(member, member, mounted, id=f"_case_{member}")

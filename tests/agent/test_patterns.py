@@ -161,6 +161,26 @@ def test_hops_are_bounded_and_the_last_answer_stands() -> None:
     assert "handoffs" not in alone.snapshot().state  # no handoff, no row
 
 
+def test_a_continued_swarm_gives_its_members_the_conversation_so_far() -> None:
+    def make() -> Agent:
+        triage = member(handing("billing"), "Passing on.", handing("billing"), "Again.")
+        return swarm({"triage": triage, "billing": member("Refund issued.", "On Monday.")})
+
+    s = make()
+    assert s.run_sync("charged twice") == "Refund issued."
+    first = served_at(s.snapshot(), 1).messages
+    assert [m.content for m in first] == ["charged twice"]  # a first turn: the message alone
+    assert s.run_sync("when?", continue_from=s.checkpoint()) == "On Monday."
+    snap = s.snapshot()
+    conversation = [("user", "charged twice"), ("assistant", "Refund issued."), ("user", "when?")]
+    for k, receipt in enumerate(receipts(snap), start=1):
+        if receipt["member"] == "billing":
+            said = [(m.role, m.content) for m in served_at(snap, k).messages]
+            assert said == conversation  # billing takes the conversation over
+    assert assert_law(s) == 3
+    replays_whole(s, make())
+
+
 def test_the_caller_reaches_every_swarm_member_and_a_member_can_pause() -> None:
     seen: list[Any] = []
 
