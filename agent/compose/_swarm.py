@@ -8,13 +8,14 @@ swarm. A swarm continued (``continue_from=swarm.checkpoint()``) gives every memb
 conversation's earlier turns as well: the member takes the conversation over. Hops are
 bounded by ``max_hops``: a handoff past it is refused and the last answer stands. A handoff
 to a name no member has is refused too, as data: the same member is asked again, told the
-names it can hand off to (that turn counts as a hop). Every decision is a row of
-``handoffs`` and an event (``composition.handoff``, ``composition.handoff_refused``).
+names it can hand off to (that turn counts as a hop); so is a handoff the declared
+``handoffs`` do not allow. Every decision is a row of ``handoffs`` and an event
+(``composition.handoff``, ``composition.handoff_refused``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from trackway.engine import Decision, FlowChart, Scope, flow_chart, thaw
@@ -61,6 +62,30 @@ def handoff_tool(*, name: str = HANDOFF_TOOL) -> Tool:
     )
 
 
+def _declared(
+    handoffs: Mapping[str, Sequence[str]] | None, names: list[str]
+) -> dict[str, list[str]] | None:
+    """``handoffs`` checked against the members (every name one of them, none to itself)."""
+    if handoffs is None:
+        return None
+    if not isinstance(handoffs, Mapping):
+        raise AgentBuildError("swarm: handoffs= takes {member: [the members it may hand off to]}")
+    out: dict[str, list[str]] = {}
+    for source, targets in handoffs.items():
+        if isinstance(targets, str) or not isinstance(targets, Sequence):
+            raise AgentBuildError(f"swarm: handoffs[{source!r}] must be a list of member names")
+        for name in (source, *targets):
+            if name not in names:
+                raise AgentBuildError(
+                    f"swarm: handoffs names {name!r}, which is not a member; use one of "
+                    f"{', '.join(names)}"
+                )
+        if source in targets:
+            raise AgentBuildError(f"swarm: handoffs lets {source!r} hand off to itself")
+        out[source] = list(dict.fromkeys(targets))
+    return out
+
+
 def _asked(tool: str, history: Any) -> tuple[str, str]:
     """The last handoff a member's turn asked for: ``(to, note)``, or ``("", "")``."""
     to, note = "", ""
@@ -78,15 +103,26 @@ def swarm(
     *,
     entry: str | None = None,
     max_hops: int = 4,
+    handoffs: Mapping[str, Sequence[str]] | None = None,
     tool: str = HANDOFF_TOOL,
     name: str = "swarm",
     **options: Any,
 ) -> Composition:
     """A swarm of ``members`` (by name; at least two), starting at ``entry`` (the first
-    member by default); see the module docstring. ``options`` as every composition takes
-    them (``store``, ``durability``, ``redact``). A swarm none of whose members has the
-    handoff tool is refused: it could never hand off."""
-    built = build_swarm(members, entry=entry, max_hops=max_hops, tool=tool, name=name, **options)
+    member by default); see the module docstring. ``handoffs`` declares who may hand off to
+    whom (``{member: [members]}``; a member it leaves out hands off to none); without it any
+    member may hand off to any other. ``options`` as every composition takes them
+    (``store``, ``durability``, ``redact``). A swarm none of whose members has the handoff
+    tool is refused: it could never hand off."""
+    built = build_swarm(
+        members,
+        entry=entry,
+        max_hops=max_hops,
+        handoffs=handoffs,
+        tool=tool,
+        name=name,
+        **options,
+    )
     if not any(tool in member._cfg.tools for member in built.members.values()):
         raise AgentBuildError(
             f"swarm: no member has the handoff tool {tool!r}, so none can hand off; add "
@@ -100,6 +136,7 @@ def build_swarm(
     *,
     entry: str | None,
     max_hops: int,
+    handoffs: Mapping[str, Sequence[str]] | None,
     tool: str,
     name: str,
     **options: Any,
@@ -120,9 +157,20 @@ def build_swarm(
     if not isinstance(tool, str) or not tool:
         raise AgentBuildError("swarm: tool= names the handoff tool the members call")
     names = list(checked)
+    declared = _declared(handoffs, names)
+    allowed = {n: declared.get(n, []) if declared is not None else [m for m in names if m != n]
+               for n in names}  # fmt: skip
 
     def start(scope: Scope) -> None:
-        scope["swarm"] = {"entry": first, "max_hops": max_hops, "members": names, "tool": tool}
+        settings: dict[str, Any] = {
+            "entry": first,
+            "max_hops": max_hops,
+            "members": names,
+            "tool": tool,
+        }
+        if declared is not None:  # kept only when declared: a swarm without stays as it was
+            settings["handoffs"] = declared
+        scope["swarm"] = settings
         scope["member"] = first
         scope["hop"] = 0
 
@@ -148,17 +196,22 @@ def build_swarm(
             return Decision("done", {"hop": hop, "why": "max_hops"})
         scope["hop"] = hop + 1
         said = str(scope["user_message"])
-        if to not in names:
-            scope.append("handoffs", {**row, "status": "refused", "reason": "unknown_member"})
+        if to not in allowed[member]:
+            reason = "unknown_member" if to not in names else "not_declared"
+            scope.append("handoffs", {**row, "status": "refused", "reason": reason})
             scope.emit(
                 "composition.handoff_refused",
-                {"from": member, "hop": hop + 1, "reason": "unknown_member", "max_hops": max_hops},
+                {"from": member, "hop": hop + 1, "reason": reason, "max_hops": max_hops},
             )
+            why = (
+                f"no member is named {to!r}" if to not in names else f"you cannot hand off to {to}"
+            )
+            can = ", ".join(allowed[member]) or "no one"
             scope["current"] = (
-                f"Your handoff was refused: no member is named {to!r}. You can hand off to: "
-                f"{', '.join(n for n in names if n != member)}; or answer yourself.\n\n{said}"
+                f"Your handoff was refused: {why}. You can hand off to: {can}; or answer "
+                f"yourself.\n\n{said}"
             )
-            return Decision("again", {"hop": hop + 1, "why": "unknown_member"})
+            return Decision("again", {"hop": hop + 1, "why": reason})
         scope.append("handoffs", {**row, "status": "accepted"})
         scope.emit("composition.handoff", {"from": member, "to": to, "hop": hop + 1})
         scope["member"] = to
@@ -208,6 +261,14 @@ def build_swarm(
 
     def rebuild(swap: Callable[[str, Agent], Agent]) -> Composition:
         again = {n: swap(n, r) for n, r in checked.items()}
-        return build_swarm(again, entry=first, max_hops=max_hops, tool=tool, name=name, **options)
+        return build_swarm(
+            again,
+            entry=first,
+            max_hops=max_hops,
+            handoffs=declared,
+            tool=tool,
+            name=name,
+            **options,
+        )
 
     return Composition(name, chart, max_hops + 2, _options(kind, options), checked, rebuild)

@@ -72,6 +72,7 @@ def _swarm(snap: Snapshot, name: str) -> Agent:
         members,
         entry=str(settings["entry"]),
         max_hops=int(settings["max_hops"]),
+        handoffs=settings.get("handoffs"),
         tool=str(settings["tool"]),
         name=name,
     )

@@ -139,6 +139,42 @@ def test_a_handoff_to_an_unknown_member_is_refused_as_data_and_the_run_continues
     replays_whole(s)
 
 
+def test_declared_handoffs_refuse_a_handoff_they_do_not_allow() -> None:
+    def make() -> Agent:
+        triage = member(
+            handing("sales", call_id="h1"), "Hm.", handing("billing", call_id="h2"), "Over."
+        )
+        billing = member(handing("triage"), "Back to triage?", "I will handle it.")
+        return swarm(
+            {"triage": triage, "billing": billing, "sales": member("unused")},
+            handoffs={"triage": ["billing"]},
+        )
+
+    s = make()
+    assert s.run_sync("refund") == "I will handle it."  # billing may hand off to no one
+    rows = [
+        (r["from"], r["to"], r["status"], r.get("reason")) for r in s.snapshot().state["handoffs"]
+    ]
+    assert rows == [
+        ("triage", "sales", "refused", "not_declared"),
+        ("triage", "billing", "accepted", None),
+        ("billing", "triage", "refused", "not_declared"),
+    ]
+    told = served_at(s.snapshot(), 3).messages[0].content
+    assert told.startswith(
+        "Your handoff was refused: you cannot hand off to sales. You can hand off to: billing;"
+    )
+    assert s.snapshot().state["swarm"]["handoffs"] == {"triage": ["billing"]}
+    assert_law(s)
+    replays_whole(s, make())
+    with pytest.raises(AgentBuildError, match="names 'nobody', which is not a member"):
+        swarm({"a": member("x"), "b": member("y")}, handoffs={"a": ["nobody"]})
+    with pytest.raises(AgentBuildError, match="lets 'a' hand off to itself"):
+        swarm({"a": member("x"), "b": member("y")}, handoffs={"a": ["a"]})
+    with pytest.raises(AgentBuildError, match="must be a list of member names"):
+        swarm({"a": member("x"), "b": member("y")}, handoffs={"a": "b"})
+
+
 def test_hops_are_bounded_and_the_last_answer_stands() -> None:
     ping = member(handing("pong", call_id="a"), "to pong", handing("pong", call_id="b"), "again")
     pong = member(handing("ping", call_id="c"), "to ping")
