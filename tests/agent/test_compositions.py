@@ -310,15 +310,19 @@ def _router(target: str) -> Agent:
 
 @st.composite
 def patterns(draw: Any, kind: str, depth: int) -> Any:
-    """A swarm (a router handing off, maybe to no member, within a drawn hop cap), a
-    map-reduce (a drawn item count and cap, reduced or listed) or a tree of thoughts (drawn
-    k, beam and depth) whose members are drawn compositions."""
+    """A swarm (a router handing off, maybe to no member or to one its declared handoffs do
+    not allow, within a drawn hop cap), a map-reduce (a drawn item count and cap, reduced or
+    listed) or a tree of thoughts (drawn k, beam and depth) whose members are drawn
+    compositions."""
     if kind == "swarm":
         first, second = draw(compositions(depth + 1)), draw(compositions(depth + 1))
         target = draw(st.sampled_from(["s0", "s1", "nobody"]))
         hops = draw(st.integers(0, 2))
+        declared = draw(st.sampled_from([None, {"router": ["s0"]}, {"router": ["s1"]}]))
         return lambda: swarm(
-            {"router": _router(target), "s0": first(), "s1": second()}, max_hops=hops
+            {"router": _router(target), "s0": first(), "s1": second()},
+            max_hops=hops,
+            handoffs=declared,
         )
     part = draw(compositions(depth + 1))
     if kind == "mapreduce":
