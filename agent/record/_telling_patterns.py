@@ -42,13 +42,20 @@ def _start(commit: Commit) -> list[str]:
     return []
 
 
+_WHY = {
+    "unknown_member": "no member has that name",
+    "not_declared": "the declared handoffs do not allow it",
+    "max_hops": "hops ran out",
+}
+
+
 def _handoff(commit: Commit) -> list[str]:
     lines = [
         f"{e.get('from')} handed the conversation to {e.get('to')} (hop {e.get('hop')})"
         for e in _events(commit, "composition.handoff")
     ]
     for e in _events(commit, "composition.handoff_refused"):
-        why = "no member has that name" if e.get("reason") == "unknown_member" else "hops ran out"
+        why = _WHY.get(str(e.get("reason")), str(e.get("reason")))
         lines.append(f"{e.get('from')}'s handoff was refused: {why} (hop {e.get('hop')})")
     return lines
 
