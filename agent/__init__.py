@@ -21,10 +21,16 @@ from .compose._composition import LLMCall as LLMCall
 from .compose._composition import Loop as Loop
 from .compose._composition import Parallel as Parallel
 from .compose._composition import Sequence as Sequence
+from .compose._map_reduce import map_reduce as map_reduce
 from .compose._run_many import ItemResult as ItemResult
 from .compose._run_many import RunManyReport as RunManyReport
 from .compose._run_many import run_many as run_many
 from .compose._run_many import run_many_sync as run_many_sync
+from .compose._slots import PatternError as PatternError
+from .compose._swarm import HANDOFF_TOOL as HANDOFF_TOOL
+from .compose._swarm import handoff_tool as handoff_tool
+from .compose._swarm import swarm as swarm
+from .compose._tree import tree_of_thoughts as tree_of_thoughts
 from .context._window import WindowPlan as WindowPlan
 from .context._window import WindowStrategy as WindowStrategy
 from .context._window import WindowVisit as WindowVisit
@@ -177,6 +183,7 @@ __all__ = [
     "DEFAULT_APP_NAME",
     "ENTRY_QUESTION",
     "EVENTS",
+    "HANDOFF_TOOL",
     "MESSAGE_LIMIT",
     "NO_COMPLETED_RUN",
     "STRICTNESS",
@@ -251,6 +258,7 @@ __all__ = [
     "OutputContractError",
     "OutputSchemaError",
     "Parallel",
+    "PatternError",
     "Paused",
     "PendingQuestionError",
     "Provider",
@@ -304,9 +312,11 @@ __all__ = [
     "define_memory",
     "define_skill",
     "event_catalogue",
+    "handoff_tool",
     "is_paused",
     "is_said_by_person",
     "load_recording",
+    "map_reduce",
     "mock",
     "mock_classifier",
     "model_gateway",
@@ -327,9 +337,11 @@ __all__ = [
     "sliding_window",
     "status_line",
     "summarize_oldest",
+    "swarm",
     "token_budget",
     "tool_run",
     "transcript",
     "transient",
+    "tree_of_thoughts",
     "with_fallback",
 ]

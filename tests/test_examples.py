@@ -204,3 +204,14 @@ def test_serve_weather_example_serves_the_agent_and_has_a_conversation(tmp_path,
     assert "Open http://127.0.0.1:" in out
     assert "Tools run: 4; stream ended: run.end" in out
     assert "Answer: Paris: sunny, 71.6°F; Oslo: light rain, 48.2°F." in out
+
+
+def test_patterns_example_runs_a_swarm_a_map_reduce_and_a_tree_on_one_record_each(capsys):
+    runpy.run_path(str(ROOT / "examples" / "patterns.py"), run_name="__main__")
+    out = capsys.readouterr().out
+    assert "desk: Refunded the second charge" in out
+    assert "composition.handoff {'from': 'triage', 'to': 'billing', 'hop': 1}" in out
+    assert "digest: tides: 4 words; winds: 5 words; clouds: 2 words" in out
+    assert "['map_0', 'map_1', 'map_2']" in out
+    assert "route: cycle" in out and "'candidates': 6, 'kept': 2, 'best': 2" in out
+    assert out.count("rebuilt exactly: True; replayed from the record alone: True") == 3

@@ -1,5 +1,5 @@
-"""Runners made of runners on one record (sequence, parallel, conditional, loop), and ``run_many``
-over a data set.
+"""Runners made of runners on one record (sequence, parallel, conditional, loop, and the
+patterns ``swarm``, ``map_reduce`` and ``tree_of_thoughts``), and ``run_many`` over a data set.
 
 Imports: ``runtime`` and the layers below it.
 """

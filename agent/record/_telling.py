@@ -24,6 +24,7 @@ from trackway.recorders import Teller, Telling, register_teller
 from ..grounding._gate import gate_lines
 from ..messages._members import member_of
 from ..output._chain import fallback_line
+from ._telling_patterns import PATTERN_KINDS, PATTERN_STAGES, tell_pattern
 
 __all__ = ["AGENT_TELLER", "COMPOSITION_TELLER"]
 
@@ -46,14 +47,16 @@ _AGENT_STAGES = frozenset(
         "output-fallback",
     }
 )
-_COMPOSITION_STAGES = frozenset(
-    {"_seed", "_take", "_members", "_gather", "_pick", "_until", "_again", "_final"}
+_COMPOSITION_STAGES = (
+    frozenset({"_seed", "_take", "_members", "_gather", "_pick", "_until", "_again", "_final"})
+    | PATTERN_STAGES
 )
 _COMPOSITION_KINDS = {
     "sequence-": "Sequence",
     "parallel-": "Parallel",
     "conditional-": "Conditional",
     "loop-": "Loop",
+    **PATTERN_KINDS,
 }
 _ROW_FIELDS = frozenset({"id", "name", "iteration", "status", "chars", "effects"})
 _UNTOLD = ("error", "chars_returned", "tool_chars")  # said elsewhere, or bookkeeping
@@ -468,7 +471,10 @@ def tell_composition(commit: Commit, telling: Telling) -> Sequence[str]:
     if stage == "_final":
         answer = _last_write(commit, "final_answer")
         return [f"{_composition_name(commit, telling)} answered {_said(telling, answer)}"]
-    return []  # structure (_take, _again, the members' merge) and the members' boundaries
+    if stage == "_gather" and telling.chart_id.startswith("mapreduce-"):
+        return [f"Reduced the answers: {_said(telling, _last_write(commit, 'current'))}"]
+    # the patterns' stages; then structure (_take, _again, a merge) and members' boundaries
+    return tell_pattern(commit, telling)
 
 
 COMPOSITION_TELLER = Teller(

@@ -92,9 +92,14 @@ def composition_from_recording(snap: Snapshot) -> Agent:
         return _conditional(Conditional.create(name=name), snap, members)
     if kind == "loop":
         return _loop(snap, name, Loop)
+    from ._replay_patterns import PATTERN_KINDS, pattern_from_recording
+
+    if kind in PATTERN_KINDS:
+        return pattern_from_recording(snap, kind, name)
     raise ReplayDivergence(
         f"this recording's composition ({snap.chart_id!r}) is not a Sequence, Parallel, "
-        "Conditional or Loop: replay it with the runner that made it, replay(record, runner)",
+        "Conditional, Loop, swarm, map_reduce or tree_of_thoughts: replay it with the runner "
+        "that made it, replay(record, runner)",
         stage_path="",
         key=None,
     )

@@ -22,12 +22,16 @@ from trackway.agent import (
     Paused,
     ReplayDivergence,
     Sequence,
+    handoff_tool,
     load_recording,
+    map_reduce,
     mock,
     receipts,
     replay,
     save_recording,
     served_at,
+    swarm,
+    tree_of_thoughts,
 )
 from trackway.engine import Snapshot
 from trackway.tools import ToolContext, ask_human, define_tool
@@ -235,8 +239,9 @@ def _tooled(tag: int) -> Agent:
 
 @st.composite
 def compositions(draw: Any, depth: int = 0) -> Any:
-    """A composition of LLM calls, agents with a tool and compositions, up to depth 3."""
-    kinds = ["sequence", "parallel", "loop", "conditional"] if depth < 2 else ["leaf"]
+    """A composition of LLM calls, agents with a tool, compositions and patterns, up to
+    depth 3."""
+    kinds = ["sequence", "parallel", "loop", "conditional", *PATTERNS] if depth < 2 else ["leaf"]
     kind = draw(st.sampled_from(["leaf", "tooled", *kinds] if depth > 0 else kinds))
     if kind == "leaf":
         tag = next(_counter)
@@ -247,6 +252,8 @@ def compositions(draw: Any, depth: int = 0) -> Any:
     if kind == "tooled":
         tag = next(_counter)
         return lambda: _tooled(tag)
+    if kind in PATTERNS:
+        return draw(patterns(kind, depth))
     if kind == "conditional":
         odd, even = draw(compositions(depth + 1)), draw(compositions(depth + 1))
 
@@ -281,6 +288,61 @@ def compositions(draw: Any, depth: int = 0) -> Any:
 
         return make_par
     return lambda: Loop.create(parts[0]()).max_rounds(2).build()
+
+
+# --- the patterns (swarm, map_reduce, tree_of_thoughts) among the drawn compositions ---------
+
+PATTERNS = ("swarm", "mapreduce", "tot")
+
+
+def _router(target: str) -> Agent:
+    """A swarm member that hands off to ``target`` (to ``s0`` once refused), then answers."""
+
+    def respond(request: Any) -> Any:
+        last = request.messages[-1]
+        if last.role == "tool":
+            return "handed"
+        to = "s0" if "refused" in last.content else target
+        return {"tool_calls": [{"id": "h", "name": "handoff", "args": {"to": to}}]}
+
+    return Agent.create(provider=mock(respond=respond), model="m").tool(handoff_tool()).build()
+
+
+@st.composite
+def patterns(draw: Any, kind: str, depth: int) -> Any:
+    """A swarm (a router handing off, maybe to no member or to one its declared handoffs do
+    not allow, within a drawn hop cap), a map-reduce (a drawn item count and cap, reduced or
+    listed) or a tree of thoughts (drawn k, beam and depth) whose members are drawn
+    compositions."""
+    if kind == "swarm":
+        first, second = draw(compositions(depth + 1)), draw(compositions(depth + 1))
+        target = draw(st.sampled_from(["s0", "s1", "nobody"]))
+        hops = draw(st.integers(0, 2))
+        declared = draw(st.sampled_from([None, {"router": ["s0"]}, {"router": ["s1"]}]))
+        return lambda: swarm(
+            {"router": _router(target), "s0": first(), "s1": second()},
+            max_hops=hops,
+            handoffs=declared,
+        )
+    part = draw(compositions(depth + 1))
+    if kind == "mapreduce":
+        n, cap = draw(st.integers(0, 3)), draw(st.integers(1, 3))
+        reduced = draw(st.booleans())
+
+        def make_mr() -> Agent:
+            return map_reduce(
+                part(),
+                split=lambda m: [f"{m}-{i}" for i in range(n)],
+                reduce=(lambda answers: "|".join(answers)) if reduced else None,
+                max_items=cap,
+                concurrency=2,
+            )
+
+        return make_mr
+    k, beam, levels = draw(st.integers(1, 2)), draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    return lambda: tree_of_thoughts(
+        part(), evaluate=lambda p, th: float(len(th[-1]) % 3), k=k, beam=beam, depth=levels
+    )
 
 
 @settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -463,5 +525,5 @@ def test_a_chart_that_only_looks_like_a_composition_asks_for_its_runner() -> Non
     from trackway.engine import Executor, flow_chart
 
     chart = flow_chart("_seed", lambda scope: None, id="_seed").build(chart_id="mine")
-    with pytest.raises(ReplayDivergence, match="not a Sequence, Parallel, Conditional or Loop"):
+    with pytest.raises(ReplayDivergence, match="not a Sequence, Parallel, Conditional, Loop"):
         replay(Executor(chart).run_sync({}).snapshot)

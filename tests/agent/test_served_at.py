@@ -1158,3 +1158,47 @@ def test_a_recording_from_the_previous_version_loads_rebuilds_and_replays():
     replayed = replay(loaded)
     assert [c.stage_path for c in replayed.history()] == [c.stage_path for c in loaded.history()]
     assert replayed.state["final_answer"] == "done"
+
+
+# --- issue 38, patterns: an agent with drawn tool turns as a member of each pattern --------------
+
+
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    steps=st.lists(step, max_size=3),
+    pattern=st.sampled_from(["map_reduce", "tree_of_thoughts", "swarm"]),
+    runs=st.integers(1, 3),
+    max_iterations=st.integers(1, 4),
+)
+def test_the_law_holds_for_an_agent_inside_each_pattern(steps, pattern, runs, max_iterations):
+    """The same agent run ``runs`` times as a pattern's member (an item of a map-reduce, a
+    proposal of a tree, a swarm member handed the conversation): every request it sent is
+    rebuilt from the record, and the record replays alone."""
+    from tests.law import assert_law as law
+    from trackway.agent import handoff_tool, map_reduce, swarm, tree_of_thoughts
+
+    turn = script(steps, "an answer")
+    provider = mock(replies=[reply for _ in range(runs) for reply in turn] + ["spare"] * 8)
+    agent = (
+        Agent.create(provider=provider, model="m-1", max_iterations=max_iterations)
+        .system("Be exact.")
+        .tool(TOOL)
+        .build()
+    )
+    if pattern == "map_reduce":
+        split = [f"item {i}" for i in range(runs)]
+        runner = map_reduce(agent, split=lambda m: split, max_items=3, concurrency=1)
+    elif pattern == "tree_of_thoughts":
+        runner = tree_of_thoughts(
+            agent, evaluate=lambda p, t: 1.0, k=runs, beam=1, depth=1, concurrency=1
+        )
+    else:
+        hand = {"tool_calls": [{"id": "h", "name": "handoff", "args": {"to": "member"}}]}
+        front = Agent.create(provider=mock(replies=[hand, "over"]), model="m").tool(handoff_tool())
+        runner = swarm({"front": front.build(), "member": agent}, max_hops=1)
+    runner.run_sync("what?")
+    calls = receipts(runner)
+    mine = [r for r in calls if r["member"] in ("member",) or r["member"][:4] in ("map_", "prop")]
+    assert [r["request_hash"] for r in mine] == [request.hash for request in provider.requests]
+    assert law(runner) == len(calls)
+    assert receipts(replay(runner.snapshot())) == calls
