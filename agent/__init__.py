@@ -97,6 +97,16 @@ from .middleware._links import Middleware as Middleware
 from .middleware._links import act as act
 from .middleware._message_doors import MessageContext as MessageContext
 from .offer._tool_choice import TOOL_CHOICE_QUESTION as TOOL_CHOICE_QUESTION
+from .ontology import ONTOLOGY_INSTRUCTION as ONTOLOGY_INSTRUCTION
+from .ontology import ONTOLOGY_INSTRUCTION_ID as ONTOLOGY_INSTRUCTION_ID
+from .ontology import ONTOLOGY_LIMITS as ONTOLOGY_LIMITS
+from .ontology import ONTOLOGY_PIECE_LIMITS as ONTOLOGY_PIECE_LIMITS
+from .ontology import Ontology as Ontology
+from .ontology import OntologyAsk as OntologyAsk
+from .ontology import OntologyError as OntologyError
+from .ontology import define_ontology as define_ontology
+from .ontology import ontology_hash as ontology_hash
+from .ontology import ontology_piece as ontology_piece
 from .providers._anthropic import AnthropicProvider as AnthropicProvider
 from .providers._anthropic import anthropic as anthropic
 from .providers._caching import CacheCall as CacheCall
@@ -174,6 +184,10 @@ __all__ = [
     "ENTRY_QUESTION",
     "MESSAGE_LIMIT",
     "NO_COMPLETED_RUN",
+    "ONTOLOGY_INSTRUCTION",
+    "ONTOLOGY_INSTRUCTION_ID",
+    "ONTOLOGY_LIMITS",
+    "ONTOLOGY_PIECE_LIMITS",
     "STRICTNESS",
     "THINKING_TEMPLATES",
     "TOOL_CHOICE_QUESTION",
@@ -240,6 +254,9 @@ __all__ = [
     "ModelGateway",
     "ModelNotFoundError",
     "NoConversationError",
+    "Ontology",
+    "OntologyAsk",
+    "OntologyError",
     "OpenAIProvider",
     "OutputContractError",
     "OutputSchemaError",
@@ -295,6 +312,7 @@ __all__ = [
     "conversation_redaction",
     "define_instruction",
     "define_memory",
+    "define_ontology",
     "define_skill",
     "is_paused",
     "is_said_by_person",
@@ -302,6 +320,8 @@ __all__ = [
     "mock",
     "mock_classifier",
     "model_gateway",
+    "ontology_hash",
+    "ontology_piece",
     "openai",
     "propose_transition",
     "provider_classifier",
