@@ -101,12 +101,28 @@ from .ontology import ONTOLOGY_INSTRUCTION as ONTOLOGY_INSTRUCTION
 from .ontology import ONTOLOGY_INSTRUCTION_ID as ONTOLOGY_INSTRUCTION_ID
 from .ontology import ONTOLOGY_LIMITS as ONTOLOGY_LIMITS
 from .ontology import ONTOLOGY_PIECE_LIMITS as ONTOLOGY_PIECE_LIMITS
+from .ontology import SKOS_ERROR_CODES as SKOS_ERROR_CODES
+from .ontology import SKOS_IRI_BASE as SKOS_IRI_BASE
+from .ontology import SKOS_NS as SKOS_NS
+from .ontology import TRACKWAY_NS as TRACKWAY_NS
+from .ontology import AbsenceExpectation as AbsenceExpectation
+from .ontology import AbsenceScore as AbsenceScore
+from .ontology import AbsenceSummary as AbsenceSummary
+from .ontology import AbsenceTurn as AbsenceTurn
 from .ontology import Ontology as Ontology
 from .ontology import OntologyAsk as OntologyAsk
 from .ontology import OntologyError as OntologyError
+from .ontology import SkosConcept as SkosConcept
+from .ontology import SkosError as SkosError
+from .ontology import SkosScheme as SkosScheme
 from .ontology import define_ontology as define_ontology
+from .ontology import from_skos as from_skos
 from .ontology import ontology_hash as ontology_hash
 from .ontology import ontology_piece as ontology_piece
+from .ontology import read_skos as read_skos
+from .ontology import score_absence as score_absence
+from .ontology import summarize_absence as summarize_absence
+from .ontology import to_skos as to_skos
 from .providers._anthropic import AnthropicProvider as AnthropicProvider
 from .providers._anthropic import anthropic as anthropic
 from .providers._caching import CacheCall as CacheCall
@@ -188,10 +204,18 @@ __all__ = [
     "ONTOLOGY_INSTRUCTION_ID",
     "ONTOLOGY_LIMITS",
     "ONTOLOGY_PIECE_LIMITS",
+    "SKOS_ERROR_CODES",
+    "SKOS_IRI_BASE",
+    "SKOS_NS",
     "STRICTNESS",
     "THINKING_TEMPLATES",
     "TOOL_CHOICE_QUESTION",
     "TRACE_TOOLS",
+    "TRACKWAY_NS",
+    "AbsenceExpectation",
+    "AbsenceScore",
+    "AbsenceSummary",
+    "AbsenceTurn",
     "Agent",
     "AgentBuildError",
     "AgentBuilder",
@@ -284,6 +308,9 @@ __all__ = [
     "Sequence",
     "Skill",
     "SkillGraph",
+    "SkosConcept",
+    "SkosError",
+    "SkosScheme",
     "StatusLine",
     "StreamDelta",
     "StreamingProvider",
@@ -314,6 +341,7 @@ __all__ = [
     "define_memory",
     "define_ontology",
     "define_skill",
+    "from_skos",
     "is_paused",
     "is_said_by_person",
     "load_recording",
@@ -325,6 +353,7 @@ __all__ = [
     "openai",
     "propose_transition",
     "provider_classifier",
+    "read_skos",
     "receipts",
     "recorded_artifacts",
     "replay",
@@ -334,11 +363,14 @@ __all__ = [
     "run_many",
     "run_many_sync",
     "save_recording",
+    "score_absence",
     "served_at",
     "skill_graph",
     "sliding_window",
     "status_line",
+    "summarize_absence",
     "summarize_oldest",
+    "to_skos",
     "token_budget",
     "tool_run",
     "transcript",
