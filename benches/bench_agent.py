@@ -37,6 +37,7 @@ import _agent_evidence as evidence_case
 import _agent_explain as explain_case
 import _agent_memory as memory_case
 import _agent_middleware as middleware_case
+import _agent_ontology as ontology_case
 import _agent_skills as skills_case
 import _agent_time as time_case
 import _agent_validation as validation_case
@@ -1025,12 +1026,14 @@ def main() -> int:
             "validation",
             "artifacts",
             "time",
+            "ontology",
         ],
         help="run one case alone (skills: writes results/bench_agent_skills.json; memory: "
         "results/bench_agent_memory.json; middleware: results/bench_agent_middleware.json; "
         "explain: results/bench_agent_explain.json; evidence: results/bench_agent_evidence.json; "
         "validation: results/bench_agent_validation.json; artifacts: "
-        "results/bench_agent_artifacts.json; time: results/bench_agent_time.json)",
+        "results/bench_agent_artifacts.json; time: results/bench_agent_time.json; ontology: "
+        "results/bench_agent_ontology.json)",
     )
     args = ap.parse_args()
 
@@ -1054,6 +1057,10 @@ def main() -> int:
         return validation_only(args.quick)
     if args.only == "time":
         return time_only(time_case.CALLS[:2] if args.quick else time_case.CALLS)
+    if args.only == "ontology":
+        sizes = ontology_case.CALLS[:2] if args.quick else ontology_case.CALLS
+        title = "trackway with .ontology(): CPU µs per turn, against none"
+        return variant_only("ontology", ontology_case, sizes, title)
 
     peers: list[str] = []
     notes: list[str] = []

@@ -9,6 +9,10 @@ from collections.abc import Collection, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Literal
 
+import orjson
+
+from trackway.engine.core._values import to_plain
+
 from ._spec import Ontology
 
 __all__ = [
@@ -156,13 +160,27 @@ def ontology_piece(
     return "\n\n".join(parts)
 
 
+_SERVED: dict[tuple[Any, ...], str] = {}
+"""Texts already composed, by (the spec's canonical bytes, ask, join, hidden ids): a memo of
+a pure function, so a run of a map served before composes nothing."""
+
+
 def served_ontology(record: Mapping[str, Any], ask: str, skills: Any = None) -> str:
     """The text a call is served for the run constant ``record`` (``{id, version, hash, spec,
     tools?}``): :data:`ONTOLOGY_INSTRUCTION` (under ``"use-the-map"``) then the piece, with
     the hidden skills of the committed ``skills`` declarations never named."""
     join = record.get("tools")
-    hidden: list[str] = []
+    hidden: tuple[str, ...] = ()
     if join and skills is not None:
-        hidden = [s["id"] for s in skills.get("catalog", ()) if s.get("hidden")]
-    piece = ontology_piece(record["spec"], tools=join, hidden_skill_ids=hidden)
-    return piece if ask == "none" else f"{ONTOLOGY_INSTRUCTION}\n\n{piece}"
+        hidden = tuple(s["id"] for s in skills.get("catalog", ()) if s.get("hidden"))
+    tools = None if not join else tuple((t, tuple(ids)) for t, ids in join.items())
+    spec = orjson.dumps(record["spec"], default=to_plain, option=orjson.OPT_SORT_KEYS)
+    key = (spec, ask, tools, hidden)
+    text = _SERVED.get(key)
+    if text is None:
+        piece = ontology_piece(record["spec"], tools=join, hidden_skill_ids=hidden)
+        text = piece if ask == "none" else f"{ONTOLOGY_INSTRUCTION}\n\n{piece}"
+        if len(_SERVED) >= 64:  # a bounded memo: many maps in one process start it over
+            _SERVED.clear()
+        _SERVED[key] = text
+    return text

@@ -8,12 +8,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from ._spec import Ontology
 
 __all__ = ["OntologyPlan"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class OntologyPlan:
     """The map, the ask (``"use-the-map"`` or ``"none"``) and ``tools``: tool -> the ids of
     the skills that declare it, for every via tool some skill declares (``None``: none)."""
@@ -32,11 +34,20 @@ class OntologyPlan:
             out["tools"] = {tool: list(skills) for tool, skills in self.tools.items()}
         return out
 
+    def __post_init__(self) -> None:  # encoded once, at build: a run parses a fresh copy
+        object.__setattr__(self, "_record_bytes", orjson.dumps(self.record()))
+
     def seed(self, scope: Any, settings: dict[str, Any]) -> None:
         """The run seed's part: the ask in the settings (calls read the piece only where the
-        settings say so) and the map, once, as the run constant."""
+        settings say so) and the map, once, as the run constant (a fresh plain copy per run,
+        handed over as built: encoded once, never decoded back)."""
         settings["ontology"] = {"ask": self.ask}
-        scope["ontology"] = self.record()
+        record = orjson.loads(self._record_bytes)  # type: ignore[attr-defined]
+        setter = getattr(scope, "_set_built", None)
+        if setter is not None:
+            setter("ontology", record)
+        else:  # pragma: no cover - every engine scope has it
+            scope["ontology"] = record
 
     def served(self, k: int) -> dict[str, Any]:
         """The ``ontology.served`` payload of call ``k``: identities and counts only."""
