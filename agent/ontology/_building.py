@@ -7,7 +7,7 @@ from collections.abc import Collection, Sequence
 from typing import Any, Self
 
 from ..messages._errors import AgentBuildError
-from ._piece import ONTOLOGY_ASKS
+from ._piece import ONTOLOGY_ASKS, OntologyAsk
 from ._plan import OntologyPlan
 from ._spec import Ontology
 
@@ -19,7 +19,7 @@ class OntologyBuilding:
 
     _ontology: tuple[Ontology, str] | None = None
 
-    def ontology(self, map: Ontology, *, ask: str = "use-the-map") -> Self:
+    def ontology(self, map: Ontology, *, ask: OntologyAsk = "use-the-map") -> Self:
         """Serve every model call one fixed system piece describing ``map`` (a
         :func:`define_ontology` declaration): its terms, the sources that hold them, the tools
         that read them there and how terms relate. ``ask="use-the-map"`` (the default) serves
