@@ -20,6 +20,7 @@ from trackway.agent import (
     Agent,
     AgentBuildError,
     OntologyError,
+    Sequence,
     define_ontology,
     define_skill,
     load_recording,
@@ -329,6 +330,17 @@ def test_replay_from_the_record_alone_commits_what_the_run_did():
     agent.run_sync("fc1/7?")
     replayed = replay(agent.snapshot())
     assert [c.writes for c in replayed.history()] == [c.writes for c in agent.snapshot().history()]
+
+
+def test_a_member_of_a_composition_is_served_its_map_at_its_own_depth():
+    desk_agent = desk([_call("lookup_port", port="fc1/7"), {"content": "Not held here."}])
+    writer = Agent.create(provider=mock(reply="Written."), model="m").build()
+    flow = Sequence.create(name="flow").step("desk", desk_agent).step("write", writer).build()
+    assert flow.run_sync("fc1/7?") == "Written."
+    assert assert_law(flow) == 3
+    assert ontology_piece(fleet()) in (served_at(flow, 2, member="desk").system or "")
+    assert served_at(flow, 1, member="write").system is None  # the other member: no map
+    assert replay(flow.snapshot()).state["final_answer"] == "Written."  # the record alone
 
 
 def fixture_agent() -> Agent:
