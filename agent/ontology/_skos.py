@@ -105,7 +105,7 @@ class SkosScheme:
 def _rdflib() -> Any:
     try:
         import rdflib
-    except ImportError:  # pragma: no cover - the skos extra is installed in development
+    except ImportError:  # the skos extra is not installed
         raise SkosError(
             "ERR_SKOS_RDFLIB_MISSING",
             "read_skos and from_skos read JSON-LD through rdflib, which is not installed",

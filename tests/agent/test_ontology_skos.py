@@ -184,3 +184,13 @@ def test_to_skos_walks_back_and_from_skos_reads_it_again():
     assert port_rate["trackway:unit"] == "errors/min"
     assert port_rate["trackway:edge"][0]["trackway:relation"] == "measured-on"
     assert again.version == "1"
+
+
+def test_without_rdflib_the_reader_says_which_extra_to_install(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "rdflib", None)  # as if the skos extra were not installed
+    with pytest.raises(SkosError, match=r"pip install 'trackway\[skos\]'") as caught:
+        read_skos(SCHEME)
+    assert caught.value.code == "ERR_SKOS_RDFLIB_MISSING"
+    assert to_skos(fleet())["@graph"]  # the export needs no rdflib
