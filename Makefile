@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 # Two install stamps: BASE_STAMP is the package alone (what `make demo` needs), STAMP the
-# package with the dev, docs and ray extras (everything else). Installing the extras also counts
+# package with the dev, docs, ray and skos extras (everything else). Installing the extras also counts
 # as the base install, so `make demo` after `make test` installs nothing, and `make test`
 # after `make demo` adds the extras.
 BASE_STAMP := $(VENV)/.installed-base
@@ -27,8 +27,8 @@ $(BASE_STAMP): $(BIN)/python $(SOURCES)
 	touch $(BASE_STAMP)
 
 $(STAMP): $(BIN)/python $(SOURCES)
-	@echo "installing trackway with the dev, docs and ray extras into $(VENV)"
-	$(BIN)/pip install -q -e '.[dev,docs,ray]' $(EDITABLE)
+	@echo "installing trackway with the dev, docs, ray and skos extras into $(VENV)"
+	$(BIN)/pip install -q -e '.[dev,docs,ray,skos]' $(EDITABLE)
 	touch $(STAMP) $(BASE_STAMP)
 
 venv: $(STAMP)

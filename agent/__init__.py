@@ -107,6 +107,32 @@ from .middleware._links import Middleware as Middleware
 from .middleware._links import act as act
 from .middleware._message_doors import MessageContext as MessageContext
 from .offer._tool_choice import TOOL_CHOICE_QUESTION as TOOL_CHOICE_QUESTION
+from .ontology import ONTOLOGY_INSTRUCTION as ONTOLOGY_INSTRUCTION
+from .ontology import ONTOLOGY_INSTRUCTION_ID as ONTOLOGY_INSTRUCTION_ID
+from .ontology import ONTOLOGY_LIMITS as ONTOLOGY_LIMITS
+from .ontology import ONTOLOGY_PIECE_LIMITS as ONTOLOGY_PIECE_LIMITS
+from .ontology import SKOS_ERROR_CODES as SKOS_ERROR_CODES
+from .ontology import SKOS_IRI_BASE as SKOS_IRI_BASE
+from .ontology import SKOS_NS as SKOS_NS
+from .ontology import TRACKWAY_NS as TRACKWAY_NS
+from .ontology import AbsenceExpectation as AbsenceExpectation
+from .ontology import AbsenceScore as AbsenceScore
+from .ontology import AbsenceSummary as AbsenceSummary
+from .ontology import AbsenceTurn as AbsenceTurn
+from .ontology import Ontology as Ontology
+from .ontology import OntologyAsk as OntologyAsk
+from .ontology import OntologyError as OntologyError
+from .ontology import SkosConcept as SkosConcept
+from .ontology import SkosError as SkosError
+from .ontology import SkosScheme as SkosScheme
+from .ontology import define_ontology as define_ontology
+from .ontology import from_skos as from_skos
+from .ontology import ontology_hash as ontology_hash
+from .ontology import ontology_piece as ontology_piece
+from .ontology import read_skos as read_skos
+from .ontology import score_absence as score_absence
+from .ontology import summarize_absence as summarize_absence
+from .ontology import to_skos as to_skos
 from .providers._anthropic import AnthropicProvider as AnthropicProvider
 from .providers._anthropic import anthropic as anthropic
 from .providers._caching import CacheCall as CacheCall
@@ -186,10 +212,22 @@ __all__ = [
     "HANDOFF_TOOL",
     "MESSAGE_LIMIT",
     "NO_COMPLETED_RUN",
+    "ONTOLOGY_INSTRUCTION",
+    "ONTOLOGY_INSTRUCTION_ID",
+    "ONTOLOGY_LIMITS",
+    "ONTOLOGY_PIECE_LIMITS",
+    "SKOS_ERROR_CODES",
+    "SKOS_IRI_BASE",
+    "SKOS_NS",
     "STRICTNESS",
     "THINKING_TEMPLATES",
     "TOOL_CHOICE_QUESTION",
     "TRACE_TOOLS",
+    "TRACKWAY_NS",
+    "AbsenceExpectation",
+    "AbsenceScore",
+    "AbsenceSummary",
+    "AbsenceTurn",
     "Agent",
     "AgentBuildError",
     "AgentBuilder",
@@ -254,6 +292,9 @@ __all__ = [
     "ModelGateway",
     "ModelNotFoundError",
     "NoConversationError",
+    "Ontology",
+    "OntologyAsk",
+    "OntologyError",
     "OpenAIProvider",
     "OutputContractError",
     "OutputSchemaError",
@@ -282,6 +323,9 @@ __all__ = [
     "Sequence",
     "Skill",
     "SkillGraph",
+    "SkosConcept",
+    "SkosError",
+    "SkosScheme",
     "StatusLine",
     "StreamDelta",
     "StreamingProvider",
@@ -310,8 +354,10 @@ __all__ = [
     "conversation_redaction",
     "define_instruction",
     "define_memory",
+    "define_ontology",
     "define_skill",
     "event_catalogue",
+    "from_skos",
     "handoff_tool",
     "is_paused",
     "is_said_by_person",
@@ -320,9 +366,12 @@ __all__ = [
     "mock",
     "mock_classifier",
     "model_gateway",
+    "ontology_hash",
+    "ontology_piece",
     "openai",
     "propose_transition",
     "provider_classifier",
+    "read_skos",
     "receipts",
     "recorded_artifacts",
     "replay",
@@ -332,12 +381,15 @@ __all__ = [
     "run_many",
     "run_many_sync",
     "save_recording",
+    "score_absence",
     "served_at",
     "skill_graph",
     "sliding_window",
     "status_line",
+    "summarize_absence",
     "summarize_oldest",
     "swarm",
+    "to_skos",
     "token_budget",
     "tool_run",
     "transcript",

@@ -39,6 +39,7 @@ import _agent_explain as explain_case
 import _agent_fixed as fixed_case
 import _agent_memory as memory_case
 import _agent_middleware as middleware_case
+import _agent_ontology as ontology_case
 import _agent_skills as skills_case
 import _agent_time as time_case
 import _agent_validation as validation_case
@@ -1029,13 +1030,10 @@ def main() -> int:
             "time",
             "fixed",
             "events",
+            "ontology",
         ],
-        help="run one case alone (skills: writes results/bench_agent_skills.json; memory: "
-        "results/bench_agent_memory.json; middleware: results/bench_agent_middleware.json; "
-        "explain: results/bench_agent_explain.json; evidence: results/bench_agent_evidence.json; "
-        "validation: results/bench_agent_validation.json; artifacts: "
-        "results/bench_agent_artifacts.json; time: results/bench_agent_time.json; fixed: "
-        "results/bench_agent_fixed.json; events: results/bench_agent_events.json)",
+        help="run one case alone; it writes results/bench_agent_<case>.json (the full run's "
+        "bench_agent.json is left as is)",
     )
     args = ap.parse_args()
 
@@ -1063,6 +1061,10 @@ def main() -> int:
         return fixed_only(args.quick)
     if args.only == "events":
         return events_only(events_case.CALLS[:2] if args.quick else events_case.CALLS)
+    if args.only == "ontology":
+        sizes = ontology_case.CALLS[:2] if args.quick else ontology_case.CALLS
+        title = "trackway with .ontology(): CPU µs per turn, against none"
+        return variant_only("ontology", ontology_case, sizes, title)
 
     peers: list[str] = []
     notes: list[str] = []
@@ -1264,6 +1266,8 @@ def fixed_only(quick: bool) -> int:
     headers, rows = fixed_case.table(section)
     print_table("a run's fixed cost: one model call, no tools (agent built once)", headers, rows)
     return written_case("fixed", section, fixed_case.targets(section), fixed_case.NOTE)
+
+
 def events_only(sizes: tuple[int, ...]) -> int:
     """``--only events``: listeners on every event (and the tests-only audit) against
     none, per turn and per call; the registry is never read by an emit."""

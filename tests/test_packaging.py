@@ -54,9 +54,10 @@ def test_make_demo_on_a_fresh_clone_installs_the_package_alone_with_progress(tmp
 
 
 @needs_make
-def test_make_test_installs_the_dev_docs_and_ray_extras_after_make_demo(tmp_path):
+def test_make_test_installs_the_dev_docs_ray_and_skos_extras_after_make_demo(tmp_path):
     (install,) = _dry_run("test", tmp_path / "venv", ".installed-base")
-    assert "'.[dev,docs,ray]'" in install  # the Ray fan-out tests run under make test
+    # the Ray fan-out tests and the SKOS import/export tests run under make test
+    assert "'.[dev,docs,ray,skos]'" in install
 
 
 @needs_make

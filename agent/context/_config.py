@@ -126,6 +126,9 @@ class AgentConfig:
     (placement and redemption; ``None``: no artifacts)."""
     time: Any = None
     """``.time(...)``: the :class:`~trackway.agent.time.TimeLayer` of the ``clock`` stage."""
+    ontology: Any = None
+    """``.ontology(map, ask=)``: the :class:`~trackway.agent.ontology.OntologyPlan` (the map
+    served to every call; ``None``: no map)."""
     validation: Any = None
     """``.answer_validation(...)``: the :class:`~trackway.agent.grounding.AnswerValidation`
     the ``final`` stage runs on the answer."""

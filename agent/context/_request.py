@@ -23,6 +23,7 @@ from trackway.engine.run._scope import TrackedScope
 
 from ..messages._history_messages import fields_set, message_of, trusted
 from ..messages._messages import LLMRequest, Message, ToolSpec, canonical_json, sha256
+from ..ontology._piece import served_ontology
 from ._window import standing_in_message
 
 __all__ = [
@@ -222,7 +223,7 @@ class _Frame(NamedTuple):
     compared by identity: committed values are immutable, so the same object means the same
     bytes)."""
 
-    source: tuple[Any, Any, Any, Any, Any]
+    source: tuple[Any, Any, Any, Any, Any, Any, Any]
     prefix: bytes
     suffix: bytes
     fields: dict[str, Any]
@@ -243,24 +244,37 @@ def _prefix_of(settings: Mapping[str, Any], cache: Any) -> bytes:
     return prefix + b'"messages":'
 
 
-def served_system(system: Any, pieces: Any, recalled: Any = None) -> str | None:
+def served_system(
+    system: Any, pieces: Any, recalled: Any = None, ontology: str | None = None
+) -> str | None:
     """The system text a call is served: the prompt, then what memory recalled for the turn
     (each non-empty ``memory_recall`` text), then each committed system piece (an active
-    skill's body, instructions, leases, notes), each after a blank line."""
-    if not pieces and not recalled:
+    skill's body, instructions, leases, notes), then the ontology's piece (``ontology``: its
+    ask and the map, the same bytes every call), each after a blank line."""
+    if not pieces and not recalled and ontology is None:
         return system if system is None else str(system)
     texts = [str(r["text"]) for r in recalled or () if r["text"]]
     texts += [str(p["text"]) for p in pieces or ()]
+    if ontology is not None:  # after the committed pieces, before anything served after them
+        texts.append(ontology)
     if not texts:
         return system if system is None else str(system)
     return "\n\n".join([str(system), *texts] if system is not None else texts)
 
 
 def _frame_of(
-    settings_value: Any, system_value: Any, tools_state: Any, system_pieces: Any, recalled: Any
+    settings_value: Any,
+    system_value: Any,
+    tools_state: Any,
+    system_pieces: Any,
+    recalled: Any,
+    ontology: Any = None,
+    skills: Any = None,
 ) -> _Frame:
     settings = thaw(settings_value)
-    system = served_system(system_value, system_pieces, recalled)
+    onto = settings.get("ontology")
+    mapped = None if ontology is None else served_ontology(ontology, onto["ask"], skills)
+    system = served_system(system_value, system_pieces, recalled, mapped)
     prefix = _prefix_of(settings, settings.get("cache"))
     suffix = b"," + _field("model", canonical_json(settings["model"]))
     suffix += _settings_fields(settings, _AFTER_MODEL)
@@ -305,7 +319,7 @@ def _frame_of(
         never = tuple(b for b in settings["cache"] if b != "system")
         alt = (never, _prefix_of(settings, list(never)))
     return _Frame(
-        (settings_value, system_value, tools_state, system_pieces, recalled),
+        (settings_value, system_value, tools_state, system_pieces, recalled, ontology, skills),
         prefix,
         suffix + b"}",
         fields,
@@ -341,10 +355,14 @@ def assemble(
     pieces = state.get("system_pieces") if settings_value.get("system_pieces") else None
     # what memory recalled: committed once per turn, so the frame is built once per turn
     recalled = state.get("memory_recall") if settings_value.get("memory") else None
+    # the map: the run constant, read only where the settings say calls are served it
+    ontology = state.get("ontology") if settings_value.get("ontology") else None
+    # the skill join names no hidden skill: the committed declarations say which are
+    skills = state.get("skills") if ontology is not None and ontology.get("tools") else None
     frame = cache._frame
-    source = (settings_value, system, tools_state, pieces, recalled)
+    source = (settings_value, system, tools_state, pieces, recalled, ontology, skills)
     if frame is None or not _same(frame.source, source):
-        frame = cache._frame = _frame_of(settings_value, system, tools_state, pieces, recalled)
+        frame = cache._frame = _frame_of(*source)
     alt = frame.alt
     cache.advance(history, frame.prefix, None if alt is None else alt[1])
     prefix = frame.prefix
@@ -390,8 +408,16 @@ def assemble(
     )
 
 
-def _same(a: tuple[Any, Any, Any, Any, Any], b: tuple[Any, Any, Any, Any, Any]) -> bool:
-    return a[0] is b[0] and a[1] is b[1] and a[2] is b[2] and a[3] is b[3] and a[4] is b[4]
+def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    return (
+        a[0] is b[0]
+        and a[1] is b[1]
+        and a[2] is b[2]
+        and a[3] is b[3]
+        and a[4] is b[4]
+        and a[5] is b[5]
+        and a[6] is b[6]
+    )
 
 
 def _upto(items: list[Message], n: int) -> tuple[Message, ...]:

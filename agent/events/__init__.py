@@ -6,12 +6,12 @@ reads the registry).
 Adding an event is a TypedDict and one ``event(name, payload, summary)`` line in the module
 of its domain: ``_loop_events`` (agent, stream, cost, validation), ``_tool_events`` (tools,
 tool_choice, credential, artifacts), ``_context_events`` (context, findings, memory, skill,
-time, middleware, composition).
+time, middleware, composition), ``_map_events`` (ontology, the composition patterns).
 
 Imports: the engine only (the bottom layer of the agent: every layer above may read it).
 """
 
-from . import _context_events, _loop_events, _tool_events  # noqa: F401  (they register)
+from . import _context_events, _loop_events, _map_events, _tool_events  # noqa: F401 (register)
 from ._audit import EventAudit as EventAudit
 from ._docs import render_events_page as render_events_page
 from ._registry import EVENTS as EVENTS

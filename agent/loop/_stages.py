@@ -122,6 +122,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         if cfg.self_explain is not None:  # the guide and the trace tools: replay rebuilds them
             settings["self_explain"] = cfg.self_explain.record()
         time_settings(cfg.time, settings)  # .time(): the zone, policy, reader a replay needs
+        if cfg.ontology is not None:  # the map, once per run: the run constant ``ontology``
+            cfg.ontology.seed(scope, settings)
         if cfg.window is not None:  # what each call is served depends on it
             settings["window"] = {
                 "strategy": cfg.window.name,
@@ -242,6 +244,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             receipt["tool_call_repairs"] = repairs
             _emit(scope, "agent.tool_calls_repaired", {"k": k, "repairs": repairs})
         scope._extend_built("receipts", [receipt])
+        if cfg.ontology is not None:  # the call was served the map's piece (ids and counts)
+            built("ontology.served", cfg.ontology.served(k))
         if cfg.tool_choice is not None:  # what the model called against the pick
             tool_choice_outcome(cfg, scope, k, response.tool_calls)
         # a JSON-mode dump is plain JSON (NaN as null, tuples as lists): handed over as is

@@ -271,6 +271,8 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
     replay_memory(builder, cfg.memories, snap)  # what was recalled and written, read back
     replay_artifacts(builder, cfg.artifacts and cfg.artifacts.record())  # tickets as recorded
     replay_time(builder, snap, cfg.time)  # the clock the rows hold; no reader runs
+    if cfg.ontology is not None:  # the same map and ask
+        builder.ontology(cfg.ontology.ontology, ask=cfg.ontology.ask)
     if cfg.system is not None:
         builder.system(cfg.system)
     if cfg.configure is not None:

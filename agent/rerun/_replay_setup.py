@@ -15,6 +15,7 @@ from ..context._cost import budget_option
 from ..context._window import WindowPlan, WindowVisit
 from ..explain._building import replay_self_explain
 from ..messages._errors import ReplayDivergence
+from ..ontology._replaying import replay_ontology
 from ..providers._mock import MockProvider
 from ..providers.thinking import recorded_handler
 from ..runtime._agent import Agent
@@ -164,6 +165,7 @@ def agent_from_recording(snap: Snapshot) -> Agent:
         builder, settings.get("artifacts")
     )  # the threshold; no store: tickets as recorded
     replay_time(builder, snap)  # the clock the rows hold; no reader runs
+    replay_ontology(builder, settings, writes.get("ontology"))  # the map, as recorded
     replay_self_explain(builder, settings)  # the trace tools are stubs; the guide is recorded
     replay_validation(builder, snap, None)  # the claims are data: run again, time as recorded
     return builder.build()

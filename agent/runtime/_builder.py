@@ -26,6 +26,7 @@ from ..loop._inputs import Runtime, tool_from_mapping
 from ..loop._stages import AgentConfig, stage_functions
 from ..messages._errors import AgentBuildError
 from ..middleware._building import MiddlewareBuilding
+from ..ontology._building import OntologyBuilding
 from ..output._chain import fallback_stage
 from ..providers._caching import take_cache_options, warn_moving_pieces
 from ..providers._options import check_request_options, check_tool_choice
@@ -55,6 +56,7 @@ class AgentBuilder(
     LiveBuilding,
     ArtifactsBuilding,
     TimeBuilding,
+    OntologyBuilding,
 ):
     """Configures an :class:`Agent`; ``build()`` declares its chart."""
 
@@ -368,6 +370,14 @@ class AgentBuilder(
                 [*tools.values(), *(t for s in self._skills for t in s.tools)]
             ),
             time=self._time_layer,
+            ontology=self._ontology_plan(
+                {
+                    *tools,
+                    *(t.name for s in self._skills for t in s.tools),
+                    *(skillset.doors if skillset is not None else ()),
+                },
+                self._skills,
+            ),
             validation=self._validation_plan(
                 {*tools, *(t.name for s in self._skills for t in s.tools)}
             ),

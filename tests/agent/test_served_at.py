@@ -33,10 +33,12 @@ from trackway.agent import (
     classifier_scorer,
     define_instruction,
     define_memory,
+    define_ontology,
     define_skill,
     load_recording,
     mock,
     model_gateway,
+    ontology_piece,
     propose_transition,
     receipts,
     replay,
@@ -310,6 +312,9 @@ features = st.fixed_dictionaries(
         # the event catalogue (issue 38): a listener on "*" that checks each event it hears
         # against trackway.agent.EVENTS (listening changes nothing the run records)
         "events": st.sampled_from([None, "listen"]),
+        # .ontology(): the map served to every call, with the library's ask or none; its
+        # via tools joined to the skills' (a hidden skill's id never served)
+        "ontology": st.sampled_from([None, "use-the-map", "none"]),
     }
 )
 
@@ -879,6 +884,8 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
         )
     if feature.get("time") is not None:
         builder.time(zone="Australia/Lord_Howe" if feature.get("time") == "builder" else None)
+    if feature.get("ontology") is not None:  # .ontology(): the map, joined to the skills
+        builder.ontology(served_map(feature), ask=feature["ontology"])
     first: Any = "first question"
     if feature.get("time") == "run":
         first = {"message": first, "time": RUN_CLOCK}
@@ -907,6 +914,7 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     if not feature.get("artifacts"):
         assert not any("artifacts" in r for r in agent.snapshot().state.get("tool_results", []))
     assert_time_rows(agent, feature.get("time"))
+    assert_ontology(agent, feature)
     if feature["middleware"] is None and feature["messages"] is None:  # not configured
         assert "middleware_decisions" not in agent.snapshot().state
     assert ("self_explain" in agent.snapshot().state["settings"]) == bool(feature["explain"])
@@ -1026,6 +1034,42 @@ def assert_events_fit(agent: Agent, heard: EventAudit) -> None:
     kept = EventAudit()
     kept.check_events(event for commit in agent.snapshot().history() for event in commit.events)
     kept.check()
+
+
+def served_map(feature: dict[str, Any]) -> Any:
+    """The map a drawn feature set declares: the lookup tool, and the skills' tools (one
+    shared with the hidden skill) when there are skills."""
+    via = ["lookup", *(("mover", "pusher") if feature["skills"] else ())]
+    return define_ontology(
+        id="desk",
+        version="1",
+        sources={"records": {"meaning": "the records", "configured": True}},
+        nodes={
+            "thing": {"meaning": "a thing looked up", "aliases": ["item"],
+                      "sources": [{"source": "records", "via": via, "coverage": "all things"}]},
+            "weight": {"meaning": "how heavy a thing is", "unit": "kg"},
+        },
+        edges=[{"from": "weight", "to": "thing", "relation": "of"}],
+    )  # fmt: skip
+
+
+def assert_ontology(agent: Agent, feature: dict[str, Any]) -> None:
+    """Under .ontology() the map is the run constant and every call was served its piece
+    (the hidden skill never named); without it, no key, no setting, no event."""
+    state = agent.snapshot().state
+    served = [
+        e for c in agent.snapshot().history() for e in c.events if e.name == "ontology.served"
+    ]
+    if feature.get("ontology") is None:
+        assert "ontology" not in state and "ontology" not in state["settings"] and not served
+        return
+    assert thaw(state["ontology"])["hash"] == served_map(feature).hash
+    assert [e.payload["k"] for e in served] == list(range(1, len(receipts(agent)) + 1))
+    systems = {served_at(agent, k).system for k in range(1, len(receipts(agent)) + 1)}
+    piece = ontology_piece(served_map(feature), tools=thaw(state["ontology"]).get("tools"),
+                           hidden_skill_ids=[HIDDEN])  # fmt: skip
+    for system in systems:
+        assert system is not None and piece in system
 
 
 def assert_time_rows(agent: Agent, time: str | None) -> None:
