@@ -13,6 +13,7 @@ from trackway.engine import Checkpoint, Executor, RunResult, Snapshot, thaw
 from trackway.engine.core._sync import run_sync
 from trackway.tools import Identity
 
+from ..context._compaction import carry_compaction
 from ..context._config import AgentConfig
 from ..loop._inputs import checkpointed, run_input
 from ..loop._model_call import carried_history, without_retired
@@ -159,6 +160,9 @@ class Continuing:
         carry = None
         if skills is not None and skills.continuing and "skill_cursor" in state:
             carry = {"skill_cursor": thaw(state["skill_cursor"])}
+        folded = carry_compaction(self._cfg.window, state)  # what .compaction() folded
+        if folded is not None:
+            carry = {**(carry or {}), **folded}
         return Conversation(history=history, agent=self._cfg.name, carry=carry)
 
     async def follow_up(
