@@ -31,6 +31,7 @@ from .context._window import WindowVisit as WindowVisit
 from .context._window import sliding_window as sliding_window
 from .context._window import summarize_oldest as summarize_oldest
 from .context._window import token_budget as token_budget
+from .context._window_plan import LedgerFactPin as LedgerFactPin
 from .explain import NO_COMPLETED_RUN as NO_COMPLETED_RUN
 from .explain import TRACE_TOOLS as TRACE_TOOLS
 from .grounding import AnswerAssessment as AnswerAssessment
@@ -222,6 +223,7 @@ __all__ = [
     "LLMCall",
     "LLMRequest",
     "LLMResponse",
+    "LedgerFactPin",
     "LiveStatusStrategy",
     "Loop",
     "MemoryDefinition",

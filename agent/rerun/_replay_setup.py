@@ -317,6 +317,7 @@ class RecordedWindow:
             visit.removable(asked)
         ranges = [(int(a), int(b)) for a, b in record.get("removed", ())]
         remove = [t.head for t in visit.kept if any(a <= t.head < b for a, b in ranges)]
+        remove += [int(h) for h in record.get("refused", ())]  # asked again, refused again
         details = {k: v for k, v in record.items() if k not in _RECORD_KEYS}
         summary = call = None
         details.pop("summary_chars", None)  # the stage files it again with the summary
