@@ -33,6 +33,7 @@ __all__ = [
     "Compaction",
     "CompactionBuilding",
     "carry_compaction",
+    "check_carried",
     "check_keep_ledger_facts",
     "seed_compaction",
     "window_settings",
@@ -167,22 +168,23 @@ def carry_compaction(strategy: Any, state: Mapping[str, Any]) -> dict[str, Any] 
     return {"compaction": thaw(view)}
 
 
-def seed_compaction(scope: Scope, prior: Sequence[Mapping[str, Any]]) -> None:
-    """Commit the view a continued conversation carried, after checking it covers whole
-    turns of the prior history (a view that would serve half a call is refused)."""
-    carried = scope.get("carried")
-    view = None if carried is None else carried.get("compaction")
+def check_carried(history: Sequence[Mapping[str, Any]], carry: Mapping[str, Any]) -> None:
+    """Refuse, before a run starts, a carried compaction that does not cover whole turns of
+    the conversation's history (a view that would serve half a call), or has no summary."""
+    view = carry.get("compaction")
     if view is None:
         return
-    view = thaw(view)
-    drop = view.get("drop")
-    ok = isinstance(view.get("summary"), str) and isinstance(drop, list) and bool(drop)
-    for pair in drop if ok else ():
+    drop = view.get("drop") if isinstance(view, Mapping) else None
+    ok = isinstance(view, Mapping) and isinstance(view.get("summary"), str)
+    ok = ok and isinstance(drop, list) and bool(drop)
+    for pair in drop if ok and isinstance(drop, list) else ():
         a, b = pair if isinstance(pair, list) and len(pair) == 2 else (None, None)
-        if not (isinstance(a, int) and isinstance(b, int) and 0 <= a < b <= len(prior)):
+        if not (isinstance(a, int) and isinstance(b, int) and 0 <= a < b <= len(history)):
             ok = False
             break
-        if prior[a]["role"] == "tool" or (b < len(prior) and prior[b]["role"] == "tool"):
+        if history[a].get("role") == "tool" or (
+            b < len(history) and history[b].get("role") == "tool"
+        ):
             ok = False
             break
     if not ok:
@@ -191,4 +193,11 @@ def seed_compaction(scope: Scope, prior: Sequence[Mapping[str, Any]]) -> None:
             "must be whole turns of it, with a summary): pass the Conversation as "
             "agent.checkpoint() made it, or drop carry['compaction'] to serve every message"
         )
-    scope["window_view"] = view
+
+
+def seed_compaction(scope: Scope) -> None:
+    """Commit the view a continued conversation carried (checked by ``run_input``)."""
+    carried = scope.get("carried")
+    view = None if carried is None else carried.get("compaction")
+    if view is not None:
+        scope["window_view"] = thaw(view)

@@ -163,7 +163,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         else:
             scope.extend("history", [*prior, {"role": "user", "content": message}])
         if prior and getattr(cfg.window, "name", None) == "compaction":
-            seed_compaction(scope, prior)  # a continued conversation's folded turns
+            seed_compaction(scope)  # a continued conversation's folded turns
         _emit(scope, "agent.turn_start", {"message": message, "agent": cfg.name})
 
     def system_prompt(scope: Scope) -> None:
