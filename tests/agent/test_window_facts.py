@@ -8,9 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.agent.test_window import LOOKUP, OTHER, _anthropic_valid, _openai_valid
 from tests.examples import examples
 from tests.law import assert_law
 from trackway.agent import (
@@ -19,7 +20,10 @@ from trackway.agent import (
     LedgerFactPin,
     WindowPlan,
     WindowVisit,
+    anthropic,
     mock,
+    openai,
+    receipts,
     replay,
     served_at,
     sliding_window,
@@ -289,3 +293,79 @@ def test_the_fact_hold_keeps_its_four_bounds(
     if not down and limit:
         assert len(pinned) + held.yielded == len(candidates)
         assert set(pinned) == set(sorted(candidates, reverse=True)[:limit])
+
+
+# -- the wire-validity property, with the fact hold and compaction ----------------------
+
+STANDING = st.sampled_from(["fact", "fact", "open", "noise", "ruled-out", None])
+
+
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    batches=st.lists(
+        st.lists(st.tuples(st.sampled_from(["lookup", "other"]), STANDING), min_size=1, max_size=3),
+        min_size=1,
+        max_size=9,
+    ),
+    follow=st.lists(
+        st.lists(st.tuples(st.sampled_from(["lookup", "other"]), STANDING), min_size=1, max_size=2),
+        max_size=3,
+    ),
+    which=st.sampled_from(["sliding", "budget", "summary", "compaction"]),
+    keep=st.integers(1, 4),
+    pins=st.integers(0, 2),
+    limit=st.integers(0, 4),
+)
+def test_served_messages_stay_valid_on_both_wires_with_facts_and_compaction(
+    batches: list[Any], follow: list[Any], which: str, keep: int, pins: int, limit: int
+) -> None:
+    def replies(rounds: list[Any], prefix: str) -> list[Any]:
+        out: list[Any] = []
+        previous: list[tuple[str, Any]] = []
+        for i, batch in enumerate(rounds):
+            tool_calls = []
+            for j, (name, _) in enumerate(batch):
+                args: dict[str, Any] = {"q": f"{i}-{j}"}
+                named = [{"id": c, "standing": s} for c, s in previous if s is not None]
+                if j == 0 and named:
+                    args["_findings"] = {"previous": named}
+                tool_calls.append({"id": f"{prefix}{i}-{j}", "name": name, "args": args})
+            previous = [(f"{prefix}{i}-{j}", s) for j, (_, s) in enumerate(batch)]
+            out.append({"tool_calls": tool_calls, "usage": {"input_tokens": 60 * (i + 1)}})
+        return out
+
+    script_ = [*replies(batches, "a"), "first answer", *replies(follow, "b"), "second answer"]
+    summarizer = mock(respond=lambda request: "s")
+    builder = (
+        Agent.create(provider=mock(replies=script_), model="m", max_iterations=40)
+        .tools([LOOKUP, OTHER])
+        .findings(keep_ledger_facts=limit)
+    )
+    if which == "compaction":
+        builder = builder.compaction(
+            summarizer, threshold_chars=150, keep_recent_turns=keep, keep_last_tool_results=pins
+        )
+    else:
+        strategy: Any = {
+            "sliding": lambda: sliding_window(keep_recent_turns=keep),
+            "budget": lambda: token_budget(max_input_tokens=150, keep_recent_turns=keep),
+            "summary": lambda: summarize_oldest(keep_recent_turns=keep, summarizer=summarizer),
+        }[which]()
+        builder = builder.window(strategy, keep_last_tool_results=pins)
+    a = builder.build()
+    a.run_sync("first question")
+    a.run_sync("and then?", continue_from=a.checkpoint())
+    snap = a.snapshot()
+    oa = openai("m", base_url="http://127.0.0.1:9", api_key="k")
+    an = anthropic("m", base_url="http://127.0.0.1:9", api_key="k")
+    for k in range(1, len(receipts(snap)) + 1):
+        request = served_at(snap, k)
+        _openai_valid(oa.body(request))
+        _anthropic_valid(an.body(request))
+        said = [m for m in request.messages if m.role == "user" and m.origin is None]
+        assert said and said[-1].content == "and then?"  # the current request is served
+    for row in snap.state["window"]:
+        lf = row["ledger_facts"]
+        assert len(lf["pinned"]) <= limit and lf["limit"] == limit
+    assert_law(a)
+    assert replay(snap).state["window"] == snap.state["window"]
