@@ -40,6 +40,7 @@ import _agent_middleware as middleware_case
 import _agent_skills as skills_case
 import _agent_time as time_case
 import _agent_validation as validation_case
+import _agent_window_facts as window_facts_case
 from _common import (
     RESULTS_DIR,
     clock,
@@ -1025,12 +1026,14 @@ def main() -> int:
             "validation",
             "artifacts",
             "time",
+            "window_facts",
         ],
         help="run one case alone (skills: writes results/bench_agent_skills.json; memory: "
         "results/bench_agent_memory.json; middleware: results/bench_agent_middleware.json; "
         "explain: results/bench_agent_explain.json; evidence: results/bench_agent_evidence.json; "
         "validation: results/bench_agent_validation.json; artifacts: "
-        "results/bench_agent_artifacts.json; time: results/bench_agent_time.json)",
+        "results/bench_agent_artifacts.json; time: results/bench_agent_time.json; window_facts: "
+        "results/bench_agent_window_facts.json)",
     )
     args = ap.parse_args()
 
@@ -1054,6 +1057,8 @@ def main() -> int:
         return validation_only(args.quick)
     if args.only == "time":
         return time_only(time_case.CALLS[:2] if args.quick else time_case.CALLS)
+    if args.only == "window_facts":
+        return window_facts_only(args.quick)
 
     peers: list[str] = []
     notes: list[str] = []
@@ -1265,6 +1270,19 @@ def validation_only(quick: bool) -> int:
     for title, headers, rows in validation_case.tables(section):
         print_table(title, headers, rows)
     return written_case("validation", section, targets, validation_case.NOTE)
+
+
+def window_facts_only(quick: bool) -> int:
+    """``--only window_facts``: what the ledger-fact hold keeps (the seed's 2 / 6 / 8) and its
+    per-call cost against none, written to ``results/bench_agent_window_facts.json``."""
+    rounds, per_round = (1, 1) if quick else (REPEATS * 3, TW_REPEATS)
+    sizes = window_facts_case.CALLS[:2] if quick else window_facts_case.CALLS
+    print(f"bench_agent --only window_facts: {rounds} rounds of {per_round} runs", flush=True)
+    section = window_facts_case.measure(sizes, rounds, per_round)
+    for title, headers, rows in window_facts_case.tables(section):
+        print_table(title, headers, rows)
+    targets = window_facts_case.targets(section)
+    return written_case("window_facts", section, targets, window_facts_case.NOTE)
 
 
 if __name__ == "__main__":
