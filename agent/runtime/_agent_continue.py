@@ -95,7 +95,8 @@ class Continuing:
         failed = cast(RunCheckpointError, checkpointed(type(error))(*error.args))
         failed.__dict__.update(error.__dict__)
         failed.__cause__ = error.__cause__
-        failed.checkpoint = Conversation(history=history, agent=self._cfg.name)
+        folded = carry_compaction(self._cfg.window, state)  # what .compaction() folded
+        failed.checkpoint = Conversation(history=history, agent=self._cfg.name, carry=folded)
         failed.run_id = self._last.run_id if self._last is not None else ""
         failed.last_completed_iteration = max(0, int(state.get("iteration", 1)) - 1)
         if failed.stage_error is not None:  # the engine's record points at what was raised

@@ -17,6 +17,7 @@ from trackway.agent import (
     Conversation,
     InvalidRunInputError,
     LLMRequest,
+    ProviderConnectionError,
     load_recording,
     mock,
     replay,
@@ -197,6 +198,35 @@ def test_facts_are_held_through_a_fold() -> None:
     assert any(m.tool_call_id == "c2" for m in last.messages)  # the fact stayed verbatim
     assert any(p["tool"] == "lookup" for p in snap.state["window"][-1]["ledger_facts"]["pinned"])
     assert_law(a)
+
+
+class FailingAt:
+    """A scripted provider that fails its ``n``-th call (a dropped connection)."""
+
+    def __init__(self, replies: list[Any], n: int) -> None:
+        self.inner, self.n, self.calls = mock(replies=replies), n, 0
+
+    async def complete(self, request: LLMRequest) -> Any:
+        self.calls += 1
+        if self.calls == self.n:
+            raise ProviderConnectionError("flaky: could not connect to http://127.0.0.1:9")
+        return await self.inner.complete(request)
+
+
+def test_a_provider_failure_carries_the_compaction_to_resume_on_error() -> None:
+    s = Summarizer()
+    flaky = Agent.create(provider=FailingAt(calls(9), 10), model="m", max_iterations=40)
+    flaky_agent = flaky.tool(LOOKUP).compaction(s, threshold_chars=500, keep_recent_turns=2)
+    a = flaky_agent.build()
+    with pytest.raises(ProviderConnectionError) as caught:
+        a.run_sync("go")
+    carried = caught.value.checkpoint.carry
+    assert carried is not None and carried["compaction"]["summary"].startswith("summary")
+    again = build(["done"], Summarizer(), threshold_chars=100_000)
+    assert again.resume_on_error_sync(caught.value.checkpoint) == "done"
+    first = served_at(again.snapshot(), 1).messages
+    assert SUMMARY_PREFIX + carried["compaction"]["summary"] in [m.content for m in first]
+    assert_law(again)
 
 
 def fixture_agent() -> Agent:
