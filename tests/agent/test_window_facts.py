@@ -369,3 +369,16 @@ def test_served_messages_stay_valid_on_both_wires_with_facts_and_compaction(
         assert len(lf["pinned"]) <= limit and lf["limit"] == limit
     assert_law(a)
     assert replay(snap).state["window"] == snap.state["window"]
+
+
+def test_a_windowed_findings_recording_made_before_the_hold_replays_without_it() -> None:
+    builder = Agent.create(provider=mock(replies=script(9)), model="m", max_iterations=20)
+    builder = builder.tool(SEARCH).window(sliding_window(keep_recent_turns=2)).findings()
+    builder._ledger_facts_unrecorded = True  # what a run of the previous version recorded
+    old = builder.build()
+    old.run_sync("go")
+    snap = old.snapshot()
+    assert "keep_ledger_facts" not in snap.state["settings"]["window"]
+    assert all("ledger_facts" not in r for r in snap.state["window"])
+    assert replay(snap).state["window"] == snap.state["window"]  # no hold on replay either
+    assert replay(old).state["window"] == snap.state["window"]
