@@ -5,6 +5,7 @@ every strategy gets it; exact served_at and hermetic replay."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,16 +22,19 @@ from trackway.agent import (
     WindowPlan,
     WindowVisit,
     anthropic,
+    load_recording,
     mock,
     openai,
     receipts,
     replay,
+    save_recording,
     served_at,
     sliding_window,
     summarize_oldest,
     token_budget,
 )
 from trackway.agent.context._window_plan import FactHold, Turns, plan_removal
+from trackway.engine import thaw
 from trackway.tools import define_tool
 
 
@@ -382,3 +386,34 @@ def test_a_windowed_findings_recording_made_before_the_hold_replays_without_it()
     assert all("ledger_facts" not in r for r in snap.state["window"])
     assert replay(snap).state["window"] == snap.state["window"]  # no hold on replay either
     assert replay(old).state["window"] == snap.state["window"]
+
+
+FIXTURE = Path(__file__).parent / "fixtures" / "recording-window-facts-v1.jsonl"
+
+
+def fixture_agent() -> Agent:
+    """The run kept in ``fixtures/recording-window-facts-v1.jsonl`` (made by this module run
+    as a script): twelve calls, a fact every third, a window of 3 turns, a ceiling of 2."""
+    return agent(script(12), sliding_window(keep_recent_turns=3), facts=2)
+
+
+def test_a_recording_from_this_version_loads_and_replays() -> None:
+    loaded = load_recording(FIXTURE)
+    assert assert_law(loaded) == 13
+    state = thaw(loaded.state)
+    assert state["settings"]["window"]["keep_ledger_facts"] == 2
+    last = state["window"][-1]
+    assert [p["tool"] for p in last["ledger_facts"]["pinned"]] == ["search", "search"]
+    assert last["ledger_facts"]["yielded"] == 1
+    assert any("dropped_standings" in r for r in state["window"])
+    replayed = replay(loaded)  # no agent: the hold is rebuilt from the recorded settings
+    assert [c.writes for c in replayed.history()] == [c.writes for c in loaded.history()]
+    fresh = fixture_agent()
+    fresh.run_sync("which port?")
+    assert thaw(fresh.snapshot().state["window"]) == state["window"]
+
+
+if __name__ == "__main__":  # python -m tests.agent.test_window_facts: writes the fixture
+    made = fixture_agent()
+    made.run_sync("which port?")
+    save_recording(made, FIXTURE)
