@@ -14,6 +14,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
 from trackway.engine import Scope, StagePath, thaw
@@ -331,8 +332,9 @@ async def window_stage(
     if keep_ledger_facts is not None:  # .findings(): the ledger is read, the hold armed
         records = scope.get("window") or ()
         down = len(records) >= 2 and all(_blocked(records[i]) for i in (-1, -2))
-        standings = memo.read_standings(scope.get("findings") or ())
-        facts = FactHold(dict(standings), keep_ledger_facts, down and keep_ledger_facts > 0)
+        read = memo.read_standings(scope.get("findings") or ())
+        standings = MappingProxyType(read)  # this visit's view, O(1): never copied
+        facts = FactHold(standings, keep_ledger_facts, down and keep_ledger_facts > 0)
     visit = WindowVisit(
         iteration=scope["iteration"],
         k=len(receipts) + 1,
