@@ -37,6 +37,7 @@ from .context._window import WindowVisit as WindowVisit
 from .context._window import sliding_window as sliding_window
 from .context._window import summarize_oldest as summarize_oldest
 from .context._window import token_budget as token_budget
+from .context._window_plan import LedgerFactPin as LedgerFactPin
 from .events import EVENTS as EVENTS
 from .events import EventAudit as EventAudit
 from .events import EventSpec as EventSpec
@@ -274,6 +275,7 @@ __all__ = [
     "LLMCall",
     "LLMRequest",
     "LLMResponse",
+    "LedgerFactPin",
     "LiveStatusStrategy",
     "Loop",
     "MemoryDefinition",

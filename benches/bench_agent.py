@@ -43,6 +43,7 @@ import _agent_ontology as ontology_case
 import _agent_skills as skills_case
 import _agent_time as time_case
 import _agent_validation as validation_case
+import _agent_window_facts as window_facts_case
 from _common import (
     RESULTS_DIR,
     clock,
@@ -1031,6 +1032,7 @@ def main() -> int:
             "fixed",
             "events",
             "ontology",
+            "window_facts",
         ],
         help="run one case alone; it writes results/bench_agent_<case>.json (the full run's "
         "bench_agent.json is left as is)",
@@ -1065,6 +1067,8 @@ def main() -> int:
         sizes = ontology_case.CALLS[:2] if args.quick else ontology_case.CALLS
         title = "trackway with .ontology(): CPU µs per turn, against none"
         return variant_only("ontology", ontology_case, sizes, title)
+    if args.only == "window_facts":
+        return window_facts_only(args.quick)
 
     peers: list[str] = []
     notes: list[str] = []
@@ -1293,6 +1297,19 @@ def validation_only(quick: bool) -> int:
     for title, headers, rows in validation_case.tables(section):
         print_table(title, headers, rows)
     return written_case("validation", section, targets, validation_case.NOTE)
+
+
+def window_facts_only(quick: bool) -> int:
+    """``--only window_facts``: what the ledger-fact hold keeps (the seed's 2 / 6 / 8) and its
+    per-call cost against none, written to ``results/bench_agent_window_facts.json``."""
+    rounds, per_round = (1, 1) if quick else (REPEATS * 3, TW_REPEATS)
+    sizes = window_facts_case.CALLS[:2] if quick else window_facts_case.CALLS
+    print(f"bench_agent --only window_facts: {rounds} rounds of {per_round} runs", flush=True)
+    section = window_facts_case.measure(sizes, rounds, per_round)
+    for title, headers, rows in window_facts_case.tables(section):
+        print_table(title, headers, rows)
+    targets = window_facts_case.targets(section)
+    return written_case("window_facts", section, targets, window_facts_case.NOTE)
 
 
 if __name__ == "__main__":

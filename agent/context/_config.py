@@ -75,6 +75,9 @@ class AgentConfig:
     """``.window(strategy)``: the :class:`~._window.WindowStrategy` of the ``window`` stage."""
     keep_last_tool_results: int = 2
     """The planner holds the latest this many results of each tool (0: none)."""
+    keep_ledger_facts: int | None = None
+    """Under ``.findings()``: the ceiling of fact turns the planner holds beyond the kept
+    turns (0: off); ``None`` without ``.findings()`` (the window reads no ledger)."""
     pricing: dict[str, dict[str, float]] | None = None
     """``pricing_table``: USD per million tokens by model and kind."""
     cost_budget: dict[str, Any] | None = None

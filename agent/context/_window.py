@@ -14,6 +14,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
 from trackway.engine import Scope, StagePath, thaw
@@ -22,13 +23,24 @@ from ..messages._errors import AgentBuildError
 from ..messages._messages import LLMRequest, Message, sha256
 from ..providers._provider import Provider
 from ._config import emit as _emit
-from ._window_plan import Removal, Turn, Turns, drop_notice, merge_ranges, plan_removal
+from ._window_plan import (
+    PINS,
+    FactHold,
+    Removal,
+    Turn,
+    Turns,
+    drop_notice,
+    hold_facts,
+    merge_ranges,
+    plan_removal,
+)
 
 __all__ = [
     "SUMMARY_PREFIX",
     "WindowPlan",
     "WindowStrategy",
     "WindowVisit",
+    "fold",
     "sliding_window",
     "standing_in_message",
     "summarize_oldest",
@@ -61,22 +73,31 @@ class WindowVisit:
     summary: str | None
     _keep_last_tool_results: int = 2
     _paused: tuple[str, ...] = ()
+    _facts: FactHold | None = None
 
     _base: list[Removal] = field(default_factory=list, compare=False, repr=False)
+    _asked: list[int] = field(default_factory=list, compare=False, repr=False)
 
     def removable(self, keep_recent_turns: int) -> Removal:
         """The turns that may leave while the ``keep_recent_turns`` most recent stay, and
-        the ones held with why (one planner pass per visit, whatever is asked)."""
+        the ones held with why (one planner pass per visit, whatever is asked). Under
+        ``.findings()`` the ledger-fact hold applies too, spent outside those turns."""
+        self._asked.append(keep_recent_turns)
+        return self._removal(keep_recent_turns, keep_recent_turns)
+
+    def _removal(self, keep_recent_turns: int, window: int) -> Removal:
         if not self._base:
             self._base.append(
                 plan_removal(self.kept, 0, self._keep_last_tool_results, self._paused)
             )
         base = self._base[0]
-        if keep_recent_turns <= 0:
-            return base
-        recent = {t.head for t in self.kept[max(0, len(self.kept) - keep_recent_turns) :]}
-        held = [h for h in base.held if h["turn"] not in recent or h["why"] != "last-tool-result"]
-        return Removal([h for h in base.removable if h not in recent], held)
+        if keep_recent_turns > 0:
+            recent = {t.head for t in self.kept[max(0, len(self.kept) - keep_recent_turns) :]}
+            held = [
+                h for h in base.held if h["turn"] not in recent or h["why"] != "last-tool-result"
+            ]
+            base = Removal([h for h in base.removable if h not in recent], held)
+        return hold_facts(self.kept, base, window, self._facts)
 
     def messages(self, heads: Sequence[int]) -> list[dict[str, Any]]:
         """The messages of the turns starting at ``heads``."""
@@ -198,37 +219,55 @@ class _Summarize:
         details: dict[str, Any] = {"keep_recent_turns": self.keep}
         if not removal.removable:
             return WindowPlan([], "nothing older than the kept turns may leave", details)
-        folded = visit.messages(removal.removable)
-        transcript = "\n".join(
-            f"{m['role']}{' (' + m['name'] + ')' if m.get('name') else ''}: {m.get('content', '')}"
-            for m in folded
-        )
-        if visit.summary:
-            transcript = f"(earlier summary) {visit.summary}\n{transcript}"
-        request = LLMRequest(
-            model=self.model,
-            system=_SUMMARIZER_SYSTEM,
-            messages=(Message(role="user", content=f"<<<\n{transcript}\n>>>"),),
-        )
-        try:
-            answer = await self.summarizer.complete(request)
-        except Exception as exc:
-            why = f"the summarizer failed ({type(exc).__name__}), so nothing was folded"
-            return WindowPlan([], why, {**details, "summarizer_failed": type(exc).__name__})
-        text = answer.content.strip()
-        removed_chars = sum(len(m.get("content") or "") for m in folded)
-        if not text or len(text) >= removed_chars:
-            why = "the summary was not smaller than what it would replace, so nothing was folded"
-            return WindowPlan([], why, {**details, "replacement_not_smaller": True})
-        usage = None if answer.usage is None else answer.usage.model_dump(exclude_none=True)
-        call = {
-            "model": self.model,
-            "request_hash": sha256(request.canonical_json()),
-            "usage": usage,
-            "folded_messages": len(folded),
-        }
         why = f"older than the {self.keep} most recent turns, folded into a summary"
-        return WindowPlan(removal.removable, why, details, text, call)
+        return await fold(visit, removal.removable, self.summarizer, self.model, details, why)
+
+
+async def fold(
+    visit: WindowVisit,
+    heads: list[int],
+    summarizer: Provider,
+    model: str,
+    details: dict[str, Any],
+    why: str,
+    *,
+    replaces_summary: bool = False,
+) -> WindowPlan:
+    """Fold the turns at ``heads`` (and the visit's earlier summary) into one summary: one
+    call of ``summarizer`` over that text only, so its cost is the newly folded content. A
+    failed call, or a summary not smaller than what it replaces, folds nothing and says so."""
+    folded = visit.messages(heads)
+    transcript = "\n".join(
+        f"{m['role']}{' (' + m['name'] + ')' if m.get('name') else ''}: {m.get('content', '')}"
+        for m in folded
+    )
+    if visit.summary:
+        transcript = f"(earlier summary) {visit.summary}\n{transcript}"
+    request = LLMRequest(
+        model=model,
+        system=_SUMMARIZER_SYSTEM,
+        messages=(Message(role="user", content=f"<<<\n{transcript}\n>>>"),),
+    )
+    try:
+        answer = await summarizer.complete(request)
+    except Exception as exc:
+        failed = f"the summarizer failed ({type(exc).__name__}), so nothing was folded"
+        return WindowPlan([], failed, {**details, "summarizer_failed": type(exc).__name__})
+    text = answer.content.strip()
+    removed_chars = sum(len(m.get("content") or "") for m in folded)
+    if replaces_summary:  # compaction: the new summary replaces the earlier one too
+        removed_chars += len(visit.summary or "")
+    if not text or len(text) >= removed_chars:
+        larger = "the summary was not smaller than what it would replace, so nothing was folded"
+        return WindowPlan([], larger, {**details, "replacement_not_smaller": True})
+    usage = None if answer.usage is None else answer.usage.model_dump(exclude_none=True)
+    call = {
+        "model": model,
+        "request_hash": sha256(request.canonical_json()),
+        "usage": usage,
+        "folded_messages": len(folded),
+    }
+    return WindowPlan(heads, why, details, text, call)
 
 
 def summarize_oldest(
@@ -249,12 +288,29 @@ class _Memo:
         self.kept: list[Turn] = []
         self.counted = 0
         self.dropped: set[int] = set()
+        self.standings: dict[str, str] = {}
+        self.filed = 0
+
+    def read_standings(self, rows: Sequence[Any]) -> dict[str, str]:
+        """The model's current standing per result id (its last declaration), reading only
+        the ledger rows filed since the last visit."""
+        for i in range(self.filed, len(rows)):
+            row = rows[i]
+            if row["kind"] == "standing" and not row.get("unknown_id"):
+                self.standings[row["id"]] = row["standing"]
+        self.filed = len(rows)
+        return self.standings
 
 
 async def window_stage(
-    scope: Scope, strategy: WindowStrategy, keep_last_tool_results: int, memo_key: Any
+    scope: Scope,
+    strategy: WindowStrategy,
+    keep_last_tool_results: int,
+    memo_key: Any,
+    keep_ledger_facts: int | None = None,
 ) -> None:
-    """One visit: plan, check against the planner, record, and update the view."""
+    """One visit: plan, check against the planner, record, and update the view
+    (``keep_ledger_facts``: the fact hold's ceiling under ``.findings()``, else ``None``)."""
     mount = StagePath.parse(scope.stage_path).parent
     memo = scope.run_local(("agent-window", memo_key, mount), _Memo)
     history = scope["history"]
@@ -272,6 +328,13 @@ async def window_stage(
     measured = thaw(receipts[-1].get("usage")) if receipts else None
     pending = scope.get("pending_question")
     paused = (pending["call"]["id"],) if pending is not None else ()
+    facts = None
+    if keep_ledger_facts is not None:  # .findings(): the ledger is read, the hold armed
+        records = scope.get("window") or ()
+        down = len(records) >= 2 and all(_blocked(records[i]) for i in (-1, -2))
+        read = memo.read_standings(scope.get("findings") or ())
+        standings = MappingProxyType(read)  # this visit's view, O(1): never copied
+        facts = FactHold(standings, keep_ledger_facts, down and keep_ledger_facts > 0)
     visit = WindowVisit(
         iteration=scope["iteration"],
         k=len(receipts) + 1,
@@ -281,6 +344,7 @@ async def window_stage(
         summary=view.get("summary"),
         _keep_last_tool_results=keep_last_tool_results,
         _paused=paused,
+        _facts=facts,
     )
     plan = strategy.plan(visit)
     if inspect.isawaitable(plan):
@@ -290,7 +354,8 @@ async def window_stage(
             f"window strategy {strategy.name!r} returned {plan!r}; plan(visit) returns a "
             "WindowPlan (remove=[] to keep everything)"
         )
-    check = visit.removable(0)  # the planner's own holds, whatever the strategy keeps
+    asked = visit._asked[-1] if visit._asked else None  # the fact hold is spent outside it
+    check = visit._removal(0, asked or 0)  # the planner's own holds, whatever it keeps
     allowed = set(check.removable)
     refused = [h for h in plan.remove if h not in allowed]
     by_head = {t.head: t for t in memo.kept}
@@ -332,6 +397,8 @@ async def window_stage(
         scope["window_view"] = view
     record["chars_before"] = before
     record["chars_after"] = sum(t.chars for t in memo.kept) + len(_standing_in(view))
+    if facts is not None:
+        _file_facts(scope, record, facts, check, asked, removed, visit)
     record.update(plan.details)
     if plan.summary is not None:  # any strategy's summary: on the ledger, so replay has it
         record["summary_chars"] = len(plan.summary)
@@ -348,6 +415,63 @@ async def window_stage(
             "removed_messages": record["removed_messages"],
             "chars_before": before,
             "chars_after": record["chars_after"],
+        },
+    )
+
+
+def _blocked(record: Mapping[str, Any]) -> bool:
+    return record["removed_messages"] == 0 and bool(
+        (record.get("ledger_facts") or {}).get("blocked")
+    )
+
+
+def _file_facts(
+    scope: Scope,
+    record: dict[str, Any],
+    facts: FactHold,
+    check: Removal,
+    asked: int | None,
+    removed: list[Turn],
+    visit: WindowVisit,
+) -> None:
+    """The armed record's two keys: what the fact hold kept, and the standing of every tool
+    result that left (absent for one the model never named)."""
+    held: dict[str, Any] = {
+        "pinned": [p.row() for p in check.pins],
+        "yielded": check.yielded,
+        "limit": facts.limit,
+    }
+    if asked is not None:
+        held["keep_recent_turns"] = asked
+        kept = visit.kept
+        recent = {t.head for t in kept[max(0, len(kept) - asked) :]} if asked > 0 else set()
+        outside = [
+            h["why"]
+            for h in check.held
+            if h["turn"] not in recent and h["why"] != "current-request"
+        ]
+        if not removed and outside and all(why in PINS for why in outside):
+            held["blocked"] = True  # removed nothing, and only pins stood in the way
+    if facts.stand_down:
+        held["stand_down"] = True
+    record["ledger_facts"] = held
+    dropped = [
+        {"id": cid, "name": name, **({"standing": s} if (s := facts.standings.get(cid)) else {})}
+        for t in removed
+        for cid, name in t.results
+    ]
+    if dropped:
+        record["dropped_standings"] = dropped
+    _emit(
+        scope,
+        "context.ledger_facts",
+        {
+            "k": visit.k,
+            "pinned": len(check.pins),
+            "yielded": check.yielded,
+            "limit": facts.limit,
+            "stand_down": facts.stand_down,
+            "dropped": len(dropped),
         },
     )
 

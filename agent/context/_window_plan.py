@@ -8,6 +8,10 @@ known by the library-message mark, not by role), a turn with a call but not all 
 or a result without its call, a paused turn, the latest ``keep_last_tool_results`` results of
 each tool, and the most recent turns a strategy keeps. Strategies only choose among what it
 allows; none is handed a way around it.
+
+With ``.findings()`` it also reads the ledger (:class:`FactHold`): a turn whose result the model
+declared a fact is held beyond the kept turns, newest first, up to a ceiling (reason
+``ledger-fact``), only after the current request, and never on a visit that stands down.
 """
 
 from __future__ import annotations
@@ -21,10 +25,14 @@ from ..messages._messages import is_said_by_person
 __all__ = [
     "DROP_NOTICE_PREFIX",
     "HOLD_REASONS",
+    "PINS",
+    "FactHold",
+    "LedgerFactPin",
     "Removal",
     "Turn",
     "Turns",
     "drop_notice",
+    "hold_facts",
     "merge_ranges",
     "plan_removal",
 ]
@@ -36,8 +44,12 @@ HOLD_REASONS = (
     "paused-turn",
     "inside-keep-window",
     "last-tool-result",
+    "ledger-fact",
 )
 """Why the planner holds a turn, in the order it checks."""
+
+PINS = ("last-tool-result", "ledger-fact")
+"""The holds that are the library's choice, not the wire's (the stand-down reads these)."""
 
 DROP_NOTICE_PREFIX = "[Left out of this request to fit the context window:"
 
@@ -98,13 +110,88 @@ class Turns:
         return self.turns
 
 
+@dataclass(frozen=True)
+class LedgerFactPin:
+    """A turn the ledger-fact hold can keep: the tool-call ids of its results (``ids``), the
+    tool of its (first) fact result, its head message index (``turn``, as the planner's other
+    rows name turns) and its exact characters of content."""
+
+    ids: tuple[str, ...]
+    tool: str
+    turn: int
+    chars: int
+
+    def row(self) -> dict[str, Any]:
+        """The pin as the window record files it."""
+        return {"tool": self.tool, "turn": self.turn, "chars": self.chars}
+
+
+@dataclass(frozen=True)
+class FactHold:
+    """The ledger the planner reads: the current standing per tool-call id (the model's
+    last declaration), the ceiling (``limit`` turns held beyond the kept ones), and whether
+    this visit stands down (every fact pin released)."""
+
+    standings: Mapping[str, str]
+    limit: int
+    stand_down: bool = False
+
+    def pin(self, turn: Turn) -> LedgerFactPin | None:
+        """``turn`` as a pin when one of its results is a declared fact (a turn is the
+        removal unit, so one fact result makes the whole turn a fact turn)."""
+        facts = [name for cid, name in turn.results if self.standings.get(cid) == "fact"]
+        if not facts:
+            return None
+        return LedgerFactPin(tuple(c for c, _ in turn.results), facts[0], turn.head, turn.chars)
+
+
 @dataclass
 class Removal:
     """What may leave: the heads of removable turns (oldest first), and each held turn with
-    why."""
+    why; under a fact hold, the turns it pinned (newest first) and how many fact turns the
+    ceiling turned away (``yielded``)."""
 
     removable: list[int]
     held: list[dict[str, Any]]
+    pins: list[LedgerFactPin] = field(default_factory=list)
+    yielded: int = 0
+
+
+def hold_facts(
+    kept: Sequence[Turn],
+    removal: Removal,
+    window: int,
+    facts: FactHold | None,
+) -> Removal:
+    """``removal`` with the ledger-fact hold applied: among the turns it lets leave, those
+    after the current request (anchored) and outside the ``window`` most recent turns (a fact
+    turn inside them costs nothing) whose result the model declared a fact are held, newest
+    first, up to ``facts.limit``; the rest are counted as yielded. O(len(kept))."""
+    if facts is None or facts.limit <= 0 or facts.stand_down or not removal.removable:
+        return removal
+    current = next((t.head for t in reversed(kept) if t.said_by_person), -1)
+    recent = {t.head for t in kept[max(0, len(kept) - window) :]} if window > 0 else set()
+    free = set(removal.removable)
+    pins: list[LedgerFactPin] = []
+    yielded = 0
+    for turn in reversed(kept):
+        if turn.head <= current:
+            break  # nothing at or before the current request is pinnable
+        if turn.head not in free or turn.head in recent:
+            continue
+        pin = facts.pin(turn)
+        if pin is None:
+            continue
+        if len(pins) < facts.limit:
+            pins.append(pin)
+        else:
+            yielded += 1
+    if not pins:
+        return Removal(removal.removable, removal.held, [], yielded)
+    pinned = {p.turn for p in pins}
+    rows = [{"turn": h, "why": "ledger-fact"} for h in sorted(pinned)]
+    held = sorted([*removal.held, *rows], key=lambda row: int(row["turn"]))
+    return Removal([h for h in removal.removable if h not in pinned], held, pins, yielded)
 
 
 def plan_removal(
@@ -112,9 +199,21 @@ def plan_removal(
     keep_recent_turns: int,
     keep_last_tool_results: int,
     paused_calls: Iterable[str] = (),
+    facts: FactHold | None = None,
 ) -> Removal:
     """The turns among ``kept`` (the ones still served, oldest first) that may leave, and
-    the ones held with their reason. Cost: O(len(kept))."""
+    the ones held with their reason (``facts``: the ledger-fact hold, see
+    :func:`hold_facts`). Cost: O(len(kept))."""
+    base = _plan(kept, keep_recent_turns, keep_last_tool_results, paused_calls)
+    return hold_facts(kept, base, keep_recent_turns, facts)
+
+
+def _plan(
+    kept: Sequence[Turn],
+    keep_recent_turns: int,
+    keep_last_tool_results: int,
+    paused_calls: Iterable[str],
+) -> Removal:
     paused = set(paused_calls)
     current = next((t.head for t in reversed(kept) if t.said_by_person), None)
     pinned: set[int] = set()

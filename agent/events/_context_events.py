@@ -19,6 +19,15 @@ class Window(TypedDict):
     chars_after: int
 
 
+class LedgerFacts(TypedDict):
+    k: int
+    pinned: int
+    yielded: int
+    limit: int
+    stand_down: bool
+    dropped: int
+
+
 class Declared(TypedDict):
     id: str
     name: str
@@ -112,6 +121,11 @@ class CompositionTurnEnd(TypedDict):
 
 # the window
 event("context.window", Window, "The window strategy cut the history for call k (sizes).")
+event(
+    "context.ledger_facts",
+    LedgerFacts,
+    "The window held turns the model declared facts (counts; the ceiling, the stand-down).",
+)
 # the findings ledger
 event("findings.declared", Declared, "A call declared its basis (never the proposition's text).")
 event("findings.standing", Standing, "The model gave a result a standing on the ledger.")

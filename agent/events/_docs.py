@@ -150,8 +150,8 @@ _COVERAGE_ROWS: tuple[tuple[str, str, str], ...] = (
     (
         "context",
         "(the window's record)",
-        "covered: `context.window`; `context.ledger_facts` comes with the window's ledger "
-        "facts (issue 38)",
+        "covered: `context.window`, and `context.ledger_facts` for the window's hold of "
+        "declared facts",
     ),
     ("findings", "declared, standing", "covered"),
     (
@@ -172,7 +172,7 @@ _COVERAGE_ROWS: tuple[tuple[str, str, str], ...] = (
         "contingent, judged, judge_failed",
         "come with the findings judge and contingent rows (issue 38)",
     ),
-    ("ontology", "served", "comes with the ontology (issue 38)"),
+    ("ontology", "served", "covered"),
 )
 
 _COVERAGE_END = """

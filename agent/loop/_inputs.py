@@ -14,6 +14,7 @@ from trackway.engine import Checkpoint, Durability, RedactionPolicy, RunError, R
 from trackway.engine.execute._trust import as_checkpoint as engine_checkpoint
 from trackway.tools import Identity, Tool, define_tool
 
+from ..context._compaction import check_carried
 from ..messages._conversation import Conversation
 from ..messages._errors import (
     AgentBuildError,
@@ -228,5 +229,6 @@ def run_input(
                 f"continue_from holds a message that is not valid: {exc.errors()[0]['msg']}"
             ) from None
         if continue_from.carry:
+            check_carried(initial["prior_history"], continue_from.carry)  # .compaction()'s
             initial["carried"] = dict(continue_from.carry)
     return initial

@@ -18,6 +18,7 @@ from trackway.engine import Decision, Scope, StagePath, thaw
 from trackway.engine.run._scope import TrackedScope
 from trackway.tools import Identity
 
+from ..context._compaction import seed_compaction, window_settings
 from ..context._config import (
     CONFIGURABLE,
     CURRENT_SCOPE,
@@ -125,11 +126,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         if cfg.ontology is not None:  # the map, once per run: the run constant ``ontology``
             cfg.ontology.seed(scope, settings)
         if cfg.window is not None:  # what each call is served depends on it
-            settings["window"] = {
-                "strategy": cfg.window.name,
-                **cfg.window.settings(),
-                "keep_last_tool_results": cfg.keep_last_tool_results,
-            }
+            keep = cfg.keep_last_tool_results
+            settings["window"] = window_settings(cfg.window, keep, cfg.keep_ledger_facts)
         identity = scope.get("identity")
         if identity is not None:  # who the run is for, as the caller said (never invented)
             scope["identity"] = identity
@@ -166,6 +164,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             scope.extend("history", prior)
         else:
             scope.extend("history", [*prior, {"role": "user", "content": message}])
+        if prior and getattr(cfg.window, "name", None) == "compaction":
+            seed_compaction(scope)  # a continued conversation's folded turns
         _emit(scope, "agent.turn_start", {"message": message, "agent": cfg.name})
 
     def system_prompt(scope: Scope) -> None:
@@ -204,7 +204,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             scope["credential_needs"] = needs
 
     async def window(scope: Scope) -> None:
-        await window_stage(scope, cfg.window, cfg.keep_last_tool_results, id(cfg))
+        keep = cfg.keep_last_tool_results
+        await window_stage(scope, cfg.window, keep, id(cfg), cfg.keep_ledger_facts)
 
     async def call_llm(given: Scope) -> None:
         scope = cast(TrackedScope, given)  # the engine's scope: native calls

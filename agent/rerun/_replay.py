@@ -48,6 +48,7 @@ from ._replay_setup import (
     RecordedWindow,
     recorded_gate,
     recorded_offers,
+    replay_findings,
 )
 from ._replay_skills import replay_skills
 from ._replay_typed import as_recorded, replay_typed
@@ -280,8 +281,8 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
     replay_typed(builder, cfg, snap)  # the fallback tier served from the record
     if cfg.limits_travel:
         builder.limits_travel_with_the_answer()
-    if cfg.findings:
-        builder.findings()
+    if cfg.findings:  # with the fact ceiling the run recorded
+        replay_findings(builder, thaw(snap.state.get("settings", {})))
     if cfg.window is not None:  # what the window decided, not decided again
         builder.window(RecordedWindow(snap), keep_last_tool_results=cfg.keep_last_tool_results)
     for name, question in cfg.check_ins.items():

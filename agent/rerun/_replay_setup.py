@@ -5,6 +5,7 @@ providers) replaced by the decisions the recording kept."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from trackway.engine import Snapshot, thaw
@@ -32,6 +33,7 @@ __all__ = [
     "agent_from_recording",
     "recorded_gate",
     "recorded_offers",
+    "replay_findings",
 ]
 
 
@@ -104,7 +106,7 @@ def agent_from_recording(snap: Snapshot) -> Agent:
     if settings.get("limits_travel"):
         builder.limits_travel_with_the_answer()
     if settings.get("findings"):
-        builder.findings()
+        replay_findings(builder, settings)
     if settings.get("thinking_handler"):  # replaced by _replay_agent with what it returned
         name = settings["thinking_handler"]
         builder.thinking_handler(recorded_handler(snap, name), name=name)
@@ -275,7 +277,17 @@ _RECORD_KEYS = (
     "held",
     "chars_before",
     "chars_after",
+    "ledger_facts",
+    "dropped_standings",
 )
+
+
+def replay_findings(builder: Any, settings: Mapping[str, Any]) -> None:
+    """``.findings()`` with the fact ceiling the run recorded (a windowed recording made
+    before the hold existed is replayed without it)."""
+    facts = (settings.get("window") or {}).get("keep_ledger_facts")
+    builder.findings(keep_ledger_facts=facts)
+    builder._ledger_facts_unrecorded = facts is None and bool(settings.get("window"))
 
 
 class RecordedWindow:
@@ -286,6 +298,7 @@ class RecordedWindow:
         settings = dict(thaw(snap.state.get("settings", {})).get("window") or {})
         self.name = str(settings.pop("strategy", "recorded"))
         settings.pop("keep_last_tool_results", None)
+        settings.pop("keep_ledger_facts", None)
         self._settings = settings
         self._records = list(thaw(snap.state.get("window", [])))
         self._summaries = list(thaw(snap.state.get("summaries", [])))
@@ -301,8 +314,12 @@ class RecordedWindow:
                 key="window",
             )
         record = self._records.pop(0)
+        asked = (record.get("ledger_facts") or {}).get("keep_recent_turns")
+        if asked is not None:  # the fact hold as the strategy asked for it, spent alike
+            visit.removable(asked)
         ranges = [(int(a), int(b)) for a, b in record.get("removed", ())]
         remove = [t.head for t in visit.kept if any(a <= t.head < b for a, b in ranges)]
+        remove += [int(h) for h in record.get("refused", ())]  # asked again, refused again
         details = {k: v for k, v in record.items() if k not in _RECORD_KEYS}
         summary = call = None
         details.pop("summary_chars", None)  # the stage files it again with the summary

@@ -128,6 +128,7 @@ class Agent(
         cache_strategy: Literal["prefix", "conversation"] | None = None,
         caching_disabled: bool | None = None,
         cache: Sequence[str] | None = None,
+        keep_ledger_facts: int | bool | None = None,
     ) -> AgentBuilder:
         """Start configuring an agent.
 
@@ -170,6 +171,8 @@ class Agent(
         and refuses at ``build()`` every feature that would change it per call.
         ``"dynamic-grouped"`` is refused by name: the chart already declares each part of a
         model call as its own stage, so there is nothing to group.
+
+        ``keep_ledger_facts``: the ceiling of ``.findings()``'s fact hold (its own wins).
 
         Prompt caching (``cache=`` breakpoints, or the three caching arguments): see
         ``docs/guide/providers.md``; unset, no marker is sent.
@@ -218,6 +221,7 @@ class Agent(
             cost_budget=cost_budget,
             skill_scoped_tools=skill_scoped_tools,
             react_mode=react_mode,
+            keep_ledger_facts=keep_ledger_facts,
             **{k: v for k, v in caching.items() if v is not None},
         )
 

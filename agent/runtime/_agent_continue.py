@@ -13,6 +13,7 @@ from trackway.engine import Checkpoint, Executor, RunResult, Snapshot, thaw
 from trackway.engine.core._sync import run_sync
 from trackway.tools import Identity
 
+from ..context._compaction import carry_compaction
 from ..context._config import AgentConfig
 from ..loop._inputs import checkpointed, run_input
 from ..loop._model_call import carried_history, without_retired
@@ -94,7 +95,8 @@ class Continuing:
         failed = cast(RunCheckpointError, checkpointed(type(error))(*error.args))
         failed.__dict__.update(error.__dict__)
         failed.__cause__ = error.__cause__
-        failed.checkpoint = Conversation(history=history, agent=self._cfg.name)
+        folded = carry_compaction(self._cfg.window, state)  # what .compaction() folded
+        failed.checkpoint = Conversation(history=history, agent=self._cfg.name, carry=folded)
         failed.run_id = self._last.run_id if self._last is not None else ""
         failed.last_completed_iteration = max(0, int(state.get("iteration", 1)) - 1)
         if failed.stage_error is not None:  # the engine's record points at what was raised
@@ -159,6 +161,9 @@ class Continuing:
         carry = None
         if skills is not None and skills.continuing and "skill_cursor" in state:
             carry = {"skill_cursor": thaw(state["skill_cursor"])}
+        folded = carry_compaction(self._cfg.window, state)  # what .compaction() folded
+        if folded is not None:
+            carry = {**(carry or {}), **folded}
         return Conversation(history=history, agent=self._cfg.name, carry=carry)
 
     async def follow_up(

@@ -16,6 +16,11 @@ from trackway.tools import Tool, ToolContext
 from trackway.tools.define._providers import ToolProvider
 
 from ..artifacts._building import ArtifactsBuilding
+from ..context._compaction import (
+    DEFAULT_KEEP_LEDGER_FACTS,
+    CompactionBuilding,
+    check_keep_ledger_facts,
+)
 from ..context._cost import check_budget, check_pricing
 from ..context._window import WindowStrategy
 from ..explain._building import ExplainBuilding
@@ -57,6 +62,7 @@ class AgentBuilder(
     ArtifactsBuilding,
     TimeBuilding,
     OntologyBuilding,
+    CompactionBuilding,
 ):
     """Configures an :class:`Agent`; ``build()`` declares its chart."""
 
@@ -116,6 +122,8 @@ class AgentBuilder(
                 "(1 runs the calls of one answer one after another)"
             )
         self._parallel_tool_calls = parallel
+        facts = options.pop("keep_ledger_facts", None)
+        self._create_facts = None if facts is None else check_keep_ledger_facts(facts, "create")
         self._pricing = check_pricing(options.pop("pricing_table", None))
         self._cost_budget = check_budget(options.pop("cost_budget", None), self._pricing)
         self._take_skill_options(options)
@@ -138,6 +146,8 @@ class AgentBuilder(
         self._gate: Callable[[dict[str, Any], ToolContext], Any] | None = None
         self._limits_travel = False
         self._findings = False
+        self._findings_facts: int | None = None
+        self._ledger_facts_unrecorded = False  # set by a replay of an older recording
         self._window: tuple[Any, int] | None = None
 
     def system(self, prompt: str) -> AgentBuilder:
@@ -254,7 +264,9 @@ class AgentBuilder(
                 f"got {strategy!r}"
             )
         if self._window is not None:
-            raise AgentBuildError("an agent has one window strategy: window(...) was called twice")
+            raise AgentBuildError(
+                "an agent has one window strategy: window(...) or compaction(...) was already given"
+            )
         keep = keep_last_tool_results
         if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
             raise AgentBuildError(
@@ -263,14 +275,26 @@ class AgentBuilder(
         self._window = (strategy, keep)
         return self
 
-    def findings(self) -> AgentBuilder:
+    def findings(self, *, keep_ledger_facts: int | bool | None = None) -> AgentBuilder:
         """Let the model declare, on each tool call, why it makes it and how it judges
         earlier results (a reserved ``_findings`` argument on every served schema, peeled off
         before validation and the tool); filed on the ``findings`` ledger
         (``agent.findings()``). Results it judges noise or ruled-out are served as short
-        tickets on later calls; ``history`` keeps everything."""
+        tickets on later calls; ``history`` keeps everything. Under a window, turns whose
+        result it declared a fact are held beyond the kept turns, newest first, up to
+        ``keep_ledger_facts`` (default 4, ``Agent.create``'s when given; 0 or False: off)."""
         self._findings = True
+        if keep_ledger_facts is not None:
+            self._findings_facts = check_keep_ledger_facts(keep_ledger_facts, "findings")
         return self
+
+    def _ledger_facts(self) -> int | None:
+        """The fact hold's ceiling: ``.findings()``'s, else ``Agent.create``'s, else the
+        default; ``None`` without ``.findings()`` (or replaying a recording made before)."""
+        if not self._findings or self._ledger_facts_unrecorded:
+            return None
+        given = self._findings_facts if self._findings_facts is not None else self._create_facts
+        return DEFAULT_KEEP_LEDGER_FACTS if given is None else given
 
     def limits_travel_with_the_answer(self) -> AgentBuilder:
         """Append the limits the tools declared (``absent``, ``coverage``,
@@ -356,6 +380,7 @@ class AgentBuilder(
             cost_budget=self._cost_budget,
             window=None if self._window is None else self._window[0],
             keep_last_tool_results=2 if self._window is None else self._window[1],
+            keep_ledger_facts=self._ledger_facts(),
             skills=skillset,
             tool_choice=self._tool_choice,
             middleware=tuple(self._middleware),

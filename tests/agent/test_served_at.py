@@ -315,6 +315,12 @@ features = st.fixed_dictionaries(
         # .ontology(): the map served to every call, with the library's ask or none; its
         # via tools joined to the skills' (a hidden skill's id never served)
         "ontology": st.sampled_from([None, "use-the-map", "none"]),
+        # -- window facts and compaction (issue 38) --
+        # .findings(keep_ledger_facts=...) under the drawn window: the fact hold's ceiling
+        # (None: the default 4; 0: off)
+        "facts": st.sampled_from([None, 0, 1, 4]),
+        # .compaction(...) when no window is drawn: folds past 120 served characters
+        "compaction": st.booleans(),
     }
 )
 
@@ -844,6 +850,12 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
         builder.window(summarize_oldest(keep_recent_turns=1, summarizer=summarizer))
     if feature["findings"]:
         builder.findings()
+    # -- window facts and compaction (issue 38) --
+    if feature["findings"] and feature.get("facts") is not None:
+        builder.findings(keep_ledger_facts=feature["facts"])
+    if feature.get("compaction") and feature["window"] is None:
+        folds = mock(respond=lambda request: "s")
+        builder.compaction(folds, threshold_chars=120, keep_recent_turns=1)
     if feature["thinking_handler"]:
         builder.thinking_handler(noted if feature["thinking_handler"] == "note" else same)
     if feature.get("live"):
