@@ -128,7 +128,9 @@ def test_long_investigation_stays_in_its_window_and_budget(capsys):
         int(part.split()[1])
         for part in out.split("served bytes by call: ")[1].splitlines()[0].split(", ")
     ]
-    assert max(sizes[1:]) - min(sizes[1:]) < 100  # the request stopped growing
+    assert abs(sizes[-1] - sizes[-2]) < 100  # the request stopped growing
+    # what it grew by on the way: the turn the model declared a fact, held in the window
+    assert max(sizes[1:]) - min(sizes[1:]) < 400
     assert "facts: ['s17']" in out and "budget $0.05 passed at call 30" in out
     assert "every request rebuilds from the record: True" in out
 
