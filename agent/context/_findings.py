@@ -23,6 +23,8 @@ from typing import Any
 from trackway.engine import Scope, thaw
 
 from ._config import emit as _emit
+from ._findings_plan import ticketed_standings
+from ._findings_rows import assertions_of, rows_after_standing
 
 __all__ = [
     "FINDINGS_ARGUMENT",
@@ -52,8 +54,24 @@ _DESCRIPTION = (
 )
 
 
-def findings_property(ids: Sequence[str], clipped: bool) -> dict[str, Any]:
-    """The reserved argument's schema, bound to the result ids the model may name now."""
+_ASSERTIONS = {
+    "type": "array",
+    "maxItems": 8,
+    "description": "For a fact: what you stand on, each an assertion about one thing.",
+    "items": {
+        "type": "object",
+        "properties": {"about": {"type": "string"}, "value": {"type": ["string", "number"]}},
+        "required": ["about", "value"],
+    },
+}
+
+
+def findings_property(
+    ids: Sequence[str], clipped: bool, assertions: bool = False
+) -> dict[str, Any]:
+    """The reserved argument's schema, bound to the result ids the model may name now
+    (``assertions``: a standing may carry what it stands on — off only for a replay of a
+    recording made before they existed)."""
     properties: dict[str, Any] = {
         "basis": {"type": "string", "enum": list(BASES)},
         "expect": {"type": "string", "enum": list(EXPECTS)},
@@ -64,16 +82,19 @@ def findings_property(ids: Sequence[str], clipped: bool) -> dict[str, Any]:
         described = "The id of an earlier tool result, one of those listed (newest first)."
         if clipped:
             described += f" Only the {MAX_OFFERED} newest are listed."
+        item: dict[str, Any] = {
+            "id": {"type": "string", "enum": list(ids), "description": described},
+            "standing": {"type": "string", "enum": list(STANDINGS)},
+            "note": {"type": "string"},
+        }
+        if assertions:
+            item["assertions"] = _ASSERTIONS
         properties["previous"] = {
             "type": "array",
             "maxItems": MAX_OFFERED,
             "items": {
                 "type": "object",
-                "properties": {
-                    "id": {"type": "string", "enum": list(ids), "description": described},
-                    "standing": {"type": "string", "enum": list(STANDINGS)},
-                    "note": {"type": "string"},
-                },
+                "properties": item,
                 "required": ["id", "standing"],
             },
         }
@@ -85,7 +106,9 @@ def offered_ids(scope: Scope) -> tuple[list[str], bool]:
     newest first, at most 32 (not ticketed, not left out by the window); and whether the
     list was clipped. Reads back from the newest message: O(32 + what it skips)."""
     history = scope["history"]
-    tickets = scope.get("findings_tickets") or {}
+    tickets = {
+        k: v for k, v in (scope.get("findings_tickets") or {}).items() if v in TICKETED
+    }  # a fact served as a ticket (serve="ledger-only") stays nameable
     drop = [(int(a), int(b)) for a, b in (scope.get("window_view") or {}).get("drop", ())]
     ids: list[str] = []
     i = len(history) - 1
@@ -170,6 +193,7 @@ def file_declaration(
         dropped.append("previous was not a list")
         previous = []
     tickets = dict(thaw(scope.get("findings_tickets") or {}))
+    ticketed = ticketed_standings(scope["settings"].get("findings"))
     changed = False
     for item in previous:
         if not isinstance(item, Mapping) or item.get("standing") not in STANDINGS:
@@ -185,17 +209,23 @@ def file_declaration(
         }
         if isinstance(item.get("note"), str) and item["note"].strip():
             row["note"] = _cut(item["note"].strip())
+        stood, bad = assertions_of(item.get("assertions"), _cut)
+        if stood:
+            row["assertions"] = stood
+        if bad:
+            dropped.append(bad)
         if judged not in offered:  # filed as written, never mapped to anything
             row["unknown_id"] = True
         rows.append(row)
-        _emit(
-            scope,
-            "findings.standing",
-            {"id": judged, "standing": item["standing"], "declared_by": by},
-        )
+        standing_event = {"id": judged, "standing": item["standing"], "declared_by": by}
+        agrees = _agrees(scope, judged, item["standing"])
+        if agrees is not None:  # once a judge has read the result
+            standing_event["agrees"] = agrees
+        _emit(scope, "findings.standing", standing_event)
         if row.get("unknown_id"):
             continue
-        if item["standing"] in TICKETED:
+        rows.extend(rows_after_standing(scope, row, rows, by=by, iteration=iteration))
+        if item["standing"] in ticketed:
             changed = changed or tickets.get(judged) != item["standing"]
             tickets[judged] = item["standing"]
         elif judged in tickets:
@@ -208,6 +238,20 @@ def file_declaration(
     if changed:
         scope["findings_tickets"] = tickets
     return rows
+
+
+def _agrees(scope: Scope, judged: str, standing: str) -> bool | None:
+    """Whether the judge's reading of result ``judged`` matches ``standing`` (``None``: no
+    judgment of it exists). Reads back from the newest row."""
+    recorded = scope["settings"].get("findings")
+    if not isinstance(recorded, Mapping) or "judge" not in recorded:
+        return None
+    ledger = scope.get("findings") or ()
+    for i in range(len(ledger) - 1, -1, -1):
+        row = ledger[i]
+        if row.get("kind") == "judgment" and row.get("id") == judged:
+            return bool(row.get("standing") == standing)
+    return None
 
 
 _FENCED = re.compile(r"(?ms)^[ \t]*```[a-zA-Z]*[ \t]*\n(\{.*?\})[ \t]*\n[ \t]*```[ \t]*(\n|\Z)")

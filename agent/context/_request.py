@@ -23,6 +23,7 @@ from trackway.engine.run._scope import TrackedScope
 
 from ..messages._history_messages import fields_set, message_of, trusted
 from ..messages._messages import LLMRequest, Message, ToolSpec, canonical_json, sha256
+from ._findings_piece import LedgerPiece, findings_piece
 from ._window import standing_in_message
 
 __all__ = [
@@ -41,6 +42,7 @@ class MessageCache:
     __slots__ = (
         "_alt",
         "_backing",
+        "_findings",
         "_frame",
         "_msg",
         "_overlay",
@@ -55,6 +57,7 @@ class MessageCache:
         self._backing: int | None = None
         self._served: _Served | None = None
         self._frame: _Frame | None = None
+        self._findings: LedgerPiece | None = None
         self._overlay: tuple[Any, Any, _Overlay] | None = None
         self.messages: list[Message] = []
         self.bytes: list[bytes] = []
@@ -222,7 +225,7 @@ class _Frame(NamedTuple):
     compared by identity: committed values are immutable, so the same object means the same
     bytes)."""
 
-    source: tuple[Any, Any, Any, Any, Any]
+    source: tuple[Any, Any, Any, Any, Any, Any]
     prefix: bytes
     suffix: bytes
     fields: dict[str, Any]
@@ -243,24 +246,34 @@ def _prefix_of(settings: Mapping[str, Any], cache: Any) -> bytes:
     return prefix + b'"messages":'
 
 
-def served_system(system: Any, pieces: Any, recalled: Any = None) -> str | None:
+def served_system(
+    system: Any, pieces: Any, recalled: Any = None, findings: str | None = None
+) -> str | None:
     """The system text a call is served: the prompt, then what memory recalled for the turn
     (each non-empty ``memory_recall`` text), then each committed system piece (an active
-    skill's body, instructions, leases, notes), each after a blank line."""
-    if not pieces and not recalled:
+    skill's body, instructions, leases, notes), then the findings ledger piece LAST (source
+    ``"findings"``, composed from the record), each after a blank line."""
+    if not pieces and not recalled and findings is None:
         return system if system is None else str(system)
     texts = [str(r["text"]) for r in recalled or () if r["text"]]
     texts += [str(p["text"]) for p in pieces or ()]
+    if findings is not None:  # findings last: after the committed (and ontology) pieces
+        texts.append(findings)
     if not texts:
         return system if system is None else str(system)
     return "\n\n".join([str(system), *texts] if system is not None else texts)
 
 
 def _frame_of(
-    settings_value: Any, system_value: Any, tools_state: Any, system_pieces: Any, recalled: Any
+    settings_value: Any,
+    system_value: Any,
+    tools_state: Any,
+    system_pieces: Any,
+    recalled: Any,
+    findings: str | None = None,
 ) -> _Frame:
     settings = thaw(settings_value)
-    system = served_system(system_value, system_pieces, recalled)
+    system = served_system(system_value, system_pieces, recalled, findings)
     prefix = _prefix_of(settings, settings.get("cache"))
     suffix = b"," + _field("model", canonical_json(settings["model"]))
     suffix += _settings_fields(settings, _AFTER_MODEL)
@@ -305,7 +318,7 @@ def _frame_of(
         never = tuple(b for b in settings["cache"] if b != "system")
         alt = (never, _prefix_of(settings, list(never)))
     return _Frame(
-        (settings_value, system_value, tools_state, system_pieces, recalled),
+        (settings_value, system_value, tools_state, system_pieces, recalled, findings),
         prefix,
         suffix + b"}",
         fields,
@@ -341,10 +354,18 @@ def assemble(
     pieces = state.get("system_pieces") if settings_value.get("system_pieces") else None
     # what memory recalled: committed once per turn, so the frame is built once per turn
     recalled = state.get("memory_recall") if settings_value.get("memory") else None
+    # the findings ledger piece, composed from the record (only under .findings())
+    ledger_piece = None
+    if settings_value.get("findings"):
+        if cache._findings is None:
+            cache._findings = LedgerPiece()
+        ledger_piece = findings_piece(state, cache._findings)
     frame = cache._frame
-    source = (settings_value, system, tools_state, pieces, recalled)
+    source = (settings_value, system, tools_state, pieces, recalled, ledger_piece)
     if frame is None or not _same(frame.source, source):
-        frame = cache._frame = _frame_of(settings_value, system, tools_state, pieces, recalled)
+        frame = cache._frame = _frame_of(
+            settings_value, system, tools_state, pieces, recalled, ledger_piece
+        )
     alt = frame.alt
     cache.advance(history, frame.prefix, None if alt is None else alt[1])
     prefix = frame.prefix
@@ -390,8 +411,15 @@ def assemble(
     )
 
 
-def _same(a: tuple[Any, Any, Any, Any, Any], b: tuple[Any, Any, Any, Any, Any]) -> bool:
-    return a[0] is b[0] and a[1] is b[1] and a[2] is b[2] and a[3] is b[3] and a[4] is b[4]
+def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    return (
+        a[0] is b[0]
+        and a[1] is b[1]
+        and a[2] is b[2]
+        and a[3] is b[3]
+        and a[4] is b[4]
+        and a[5] == b[5]  # the findings piece: text, compared by value
+    )
 
 
 def _upto(items: list[Message], n: int) -> tuple[Message, ...]:

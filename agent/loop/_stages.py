@@ -95,8 +95,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             settings["wrap_up_at_max_iterations"] = False
         if cfg.limits_travel:  # the answer handed back gains a block
             settings["limits_travel"] = True
-        if cfg.findings:  # schemas gain the reserved argument; results may be ticketed
-            settings["findings"] = True
+        if cfg.findings:  # schemas gain the reserved argument; the ledger piece, its options
+            settings["findings"] = cfg.findings_plan.record()
         if cfg.pricing is not None:  # the cost ledger is computed from the record
             settings["pricing"] = cfg.pricing
         if cfg.cost_budget is not None:

@@ -41,6 +41,7 @@ from ..runtime._agent import Agent
 from ..time._replaying import replay_time
 from ._replay_cache import replay_cache_policy
 from ._replay_composition import member_snapshot, runner_from_recording
+from ._replay_findings import replay_findings
 from ._replay_memory import replay_memory
 from ._replay_middleware import replay_middleware
 from ._replay_setup import (
@@ -278,8 +279,7 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
     replay_typed(builder, cfg, snap)  # the fallback tier served from the record
     if cfg.limits_travel:
         builder.limits_travel_with_the_answer()
-    if cfg.findings:
-        builder.findings()
+    replay_findings(builder, kept.get("findings"), snap)  # the judge read off the rows
     if cfg.window is not None:  # what the window decided, not decided again
         builder.window(RecordedWindow(snap), keep_last_tool_results=cfg.keep_last_tool_results)
     for name, question in cfg.check_ins.items():

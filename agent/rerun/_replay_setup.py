@@ -19,6 +19,7 @@ from ..providers._mock import MockProvider
 from ..providers.thinking import recorded_handler
 from ..runtime._agent import Agent
 from ..time._replaying import replay_time
+from ._replay_findings import replay_findings
 from ._replay_memory import recorded_memories, replay_memory
 from ._replay_middleware import replay_middleware
 from ._replay_skills import apply_recorded_skills, skill_tool_names, unserved_spec
@@ -102,8 +103,7 @@ def agent_from_recording(snap: Snapshot) -> Agent:
         builder._wrap_up_off_unrecorded = True
     if settings.get("limits_travel"):
         builder.limits_travel_with_the_answer()
-    if settings.get("findings"):
-        builder.findings()
+    replay_findings(builder, settings.get("findings"), snap)  # the judge read off the rows
     if settings.get("thinking_handler"):  # replaced by _replay_agent with what it returned
         name = settings["thinking_handler"]
         builder.thinking_handler(recorded_handler(snap, name), name=name)

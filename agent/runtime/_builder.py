@@ -17,6 +17,7 @@ from trackway.tools.define._providers import ToolProvider
 
 from ..artifacts._building import ArtifactsBuilding
 from ..context._cost import check_budget, check_pricing
+from ..context._findings_plan import findings_options
 from ..context._window import WindowStrategy
 from ..explain._building import ExplainBuilding
 from ..grounding._evidence_building import GroundingBuilding
@@ -136,6 +137,7 @@ class AgentBuilder(
         self._gate: Callable[[dict[str, Any], ToolContext], Any] | None = None
         self._limits_travel = False
         self._findings = False
+        self._findings_plan: Any = None
         self._window: tuple[Any, int] | None = None
 
     def system(self, prompt: str) -> AgentBuilder:
@@ -261,12 +263,23 @@ class AgentBuilder(
         self._window = (strategy, keep)
         return self
 
-    def findings(self) -> AgentBuilder:
+    def findings(
+        self,
+        *,
+        serve: str = "ledger-and-facts",
+        answer_ask: str = "none",
+        judge: Any = None,
+    ) -> AgentBuilder:
         """Let the model declare, on each tool call, why it makes it and how it judges
         earlier results (a reserved ``_findings`` argument on every served schema, peeled off
         before validation and the tool); filed on the ``findings`` ledger
         (``agent.findings()``). Results it judges noise or ruled-out are served as short
-        tickets on later calls; ``history`` keeps everything."""
+        tickets on later calls (``serve="ledger-only"``: facts too); once a standing is
+        declared every call is served the ledger piece, composed from the record
+        (``answer_ask="quote-facts"`` closes it with a short ask). ``judge``: a
+        :class:`~trackway.agent.classify.Classifier` that reads each tool result and files a
+        judgment row beside the model's standing. ``history`` keeps everything."""
+        self._findings_plan = findings_options(serve, answer_ask, judge)
         self._findings = True
         return self
 
@@ -350,6 +363,7 @@ class AgentBuilder(
             gate=self._gate,
             limits_travel=self._limits_travel,
             findings=self._findings,
+            findings_plan=self._findings_plan,
             pricing=self._pricing,
             cost_budget=self._cost_budget,
             window=None if self._window is None else self._window[0],
