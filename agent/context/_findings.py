@@ -194,6 +194,7 @@ def file_declaration(
         previous = []
     tickets = dict(thaw(scope.get("findings_tickets") or {}))
     ticketed = ticketed_standings(scope["settings"].get("findings"))
+    with_rows = isinstance(scope["settings"].get("findings"), Mapping)  # not a pre-piece replay
     changed = False
     for item in previous:
         if not isinstance(item, Mapping) or item.get("standing") not in STANDINGS:
@@ -209,7 +210,7 @@ def file_declaration(
         }
         if isinstance(item.get("note"), str) and item["note"].strip():
             row["note"] = _cut(item["note"].strip())
-        stood, bad = assertions_of(item.get("assertions"), _cut)
+        stood, bad = assertions_of(item.get("assertions"), _cut) if with_rows else ([], "")
         if stood:
             row["assertions"] = stood
         if bad:
