@@ -96,6 +96,7 @@ from .messages._usage import RunUsage as RunUsage
 from .middleware._links import Middleware as Middleware
 from .middleware._links import act as act
 from .middleware._message_doors import MessageContext as MessageContext
+from .offer._findings_judge import FINDINGS_JUDGE_QUESTION as FINDINGS_JUDGE_QUESTION
 from .offer._tool_choice import TOOL_CHOICE_QUESTION as TOOL_CHOICE_QUESTION
 from .providers._anthropic import AnthropicProvider as AnthropicProvider
 from .providers._anthropic import anthropic as anthropic
@@ -172,6 +173,7 @@ __all__ = [
     "COMMENTARY_TEMPLATES",
     "DEFAULT_APP_NAME",
     "ENTRY_QUESTION",
+    "FINDINGS_JUDGE_QUESTION",
     "MESSAGE_LIMIT",
     "NO_COMPLETED_RUN",
     "STRICTNESS",

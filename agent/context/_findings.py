@@ -66,12 +66,20 @@ _ASSERTIONS = {
 }
 
 
+_CONTINGENT = (
+    " A value taken from a result declared open, noise or ruled-out is recorded as "
+    "contingent: re-establish it from a result you stand on, or say the answer is contingent "
+    "on it."
+)
+
+
 def findings_property(
-    ids: Sequence[str], clipped: bool, assertions: bool = False
+    ids: Sequence[str], clipped: bool, assertions: bool = False, contingent: bool = False
 ) -> dict[str, Any]:
     """The reserved argument's schema, bound to the result ids the model may name now
     (``assertions``: a standing may carry what it stands on — off only for a replay of a
-    recording made before they existed)."""
+    recording made before they existed; ``contingent``: the evidence gate is armed too, and
+    the description says what a contingent value is)."""
     properties: dict[str, Any] = {
         "basis": {"type": "string", "enum": list(BASES)},
         "expect": {"type": "string", "enum": list(EXPECTS)},
@@ -98,7 +106,8 @@ def findings_property(
                 "required": ["id", "standing"],
             },
         }
-    return {"type": "object", "description": _DESCRIPTION, "properties": properties}
+    text = _DESCRIPTION + _CONTINGENT if contingent else _DESCRIPTION  # both doors armed
+    return {"type": "object", "description": text, "properties": properties}
 
 
 def offered_ids(scope: Scope) -> tuple[list[str], bool]:

@@ -33,6 +33,7 @@ from ..context._findings import (
 )
 from ..context._request import MessageCache, assemble, receipt_for
 from ..context._window import window_stage
+from ..grounding._contingent import contingent_at_answer
 from ..grounding._gate import evidence_stages, gated
 from ..grounding._validation import validate_answer
 from ..memory._stages import memory_stages
@@ -421,6 +422,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
                 file_declaration(
                     scope, declared, by="answer", iteration=scope["iteration"], offered=offered
                 )
+            contingent_at_answer(cfg, scope, answer)  # values resting on set-aside results
         # the answer as the output links passed it, when one rewrote it (limits included)
         passed = passed_answer(scope, scope["iteration"]) if at_output else None
         if cfg.output_model is not None:  # also when the turn was cut short: maybe unjudged

@@ -84,7 +84,9 @@ def _write_offer(cfg: AgentConfig, specs: ToolSpecs, scope: TrackedScope, names:
         served = [specs(name) for name in names]
     else:
         plan = cfg.findings_plan
-        prop = findings_property(*offered_ids(scope), assertions=plan is None or plan.piece)
+        piece = plan is None or plan.piece
+        both = piece and cfg.evidence is not None  # towers are recorded: the model is told
+        prop = findings_property(*offered_ids(scope), assertions=piece, contingent=both)
         served = []
         for name in names:
             spec = dict(specs(name))

@@ -404,3 +404,83 @@ if __name__ == "__main__":  # python tests/agent/test_findings_ledger.py [legacy
         made = fixture_agent()
         made.run_sync("which port?")
         save_recording(made, FIXTURE)
+
+
+def _probe(args: dict[str, Any], ctx: ToolContext) -> str:
+    return {"a": "port fc1/7 is down", "b": "port fc2/3 is up"}.get(args["q"], "nothing")
+
+
+PROBE = define_tool(name="probe", description="Probe.", input_schema=_SCHEMA, execute=_probe)
+
+
+def towers(replies: list[Any], evidence: bool = True) -> Agent:
+    builder = Agent.create(provider=mock(replies=replies), model="m").tool(PROBE).findings()
+    if evidence:
+        builder.names_and_numbers_from_evidence(posture="assist")
+    return builder.build()
+
+
+TOWER_SCRIPT = [
+    call("c1", "a", name="probe"),
+    call("c2", "b", name="probe"),
+    call(
+        "c3",
+        "fc1/7",
+        {"previous": [{"id": "c1", "standing": "ruled-out"}, {"id": "c2", "standing": "fact"}]},
+        name="probe",
+    ),
+    'Port fc1/7 is down; fc2/3 is up; rack R9 per your note.\n{"_findings": {"previous": '
+    '[{"id": "c3", "standing": "noise"}]}}',
+]
+
+
+def test_a_value_resting_only_on_set_aside_results_is_contingent_at_both_moments() -> None:
+    agent = towers(list(TOWER_SCRIPT))
+    events: list[Any] = []
+    agent.on("findings.contingent", lambda e: events.append(e.payload))
+    agent.run_sync("is a port down near rack R9?")
+    assert assert_law(agent) == 4
+    rows = [r for r in agent.findings() if r["kind"] == "contingent"]
+    assert rows == [
+        {
+            "kind": "contingent",
+            "declared_on": "c3",
+            "value": "fc1/7",
+            "carriers": [{"id": "c1", "standing": "ruled-out"}],
+            "iteration": 3,
+        },
+        {
+            "kind": "contingent",
+            "declared_on": "answer",
+            "value": "fc1/7",
+            "carriers": [{"id": "c1", "standing": "ruled-out"}],
+            "iteration": 4,
+        },
+    ]  # fc2/3 stands on a fact; R9 is the person's own
+    assert events[0] == {
+        "moment": "dispatch",
+        "declared_on": "c3",
+        "carriers": 1,
+        "standings": ["ruled-out"],
+        "value_chars": 5,
+    }
+    tools = served_at(agent, 4).tools
+    assert tools is not None
+    described = tools[0].input_schema["properties"]["_findings"]["description"]
+    assert "recorded as contingent" in described
+    piece = served_at(agent, 4).system
+    assert piece is not None
+    assert "contingent (read off the record):\n- tool:c3 used fc1/7 from tool:c1 (ruled-out)" in (
+        piece
+    )
+    again = replay(agent.snapshot())
+    assert [c.writes for c in again.history()] == [c.writes for c in agent.snapshot().history()]
+
+
+def test_one_door_alone_files_no_tower() -> None:
+    agent = towers(list(TOWER_SCRIPT), evidence=False)
+    agent.run_sync("is a port down?")
+    assert not [r for r in agent.findings() if r["kind"] == "contingent"]
+    tools = served_at(agent, 2).tools
+    assert tools is not None
+    assert "contingent" not in tools[0].input_schema["properties"]["_findings"]["description"]
