@@ -35,6 +35,7 @@ from typing import Any
 import _agent_artifacts as artifacts_case
 import _agent_evidence as evidence_case
 import _agent_explain as explain_case
+import _agent_findings as findings_case
 import _agent_memory as memory_case
 import _agent_middleware as middleware_case
 import _agent_skills as skills_case
@@ -1025,12 +1026,14 @@ def main() -> int:
             "validation",
             "artifacts",
             "time",
+            "findings",
         ],
         help="run one case alone (skills: writes results/bench_agent_skills.json; memory: "
         "results/bench_agent_memory.json; middleware: results/bench_agent_middleware.json; "
         "explain: results/bench_agent_explain.json; evidence: results/bench_agent_evidence.json; "
         "validation: results/bench_agent_validation.json; artifacts: "
-        "results/bench_agent_artifacts.json; time: results/bench_agent_time.json)",
+        "results/bench_agent_artifacts.json; time: results/bench_agent_time.json; findings: "
+        "results/bench_agent_findings.json)",
     )
     args = ap.parse_args()
 
@@ -1054,6 +1057,8 @@ def main() -> int:
         return validation_only(args.quick)
     if args.only == "time":
         return time_only(time_case.CALLS[:2] if args.quick else time_case.CALLS)
+    if args.only == "findings":
+        return findings_only(findings_case.CALLS[:2] if args.quick else findings_case.CALLS)
 
     peers: list[str] = []
     notes: list[str] = []
@@ -1245,6 +1250,20 @@ def time_only(sizes: tuple[int, ...]) -> int:
     """``--only time``: ``.time()`` against none, per turn."""
     title = "trackway with .time(): CPU µs per turn, against none"
     return variant_only("time", time_case, sizes, title)
+
+
+def findings_only(sizes: tuple[int, ...]) -> int:
+    """``--only findings``: the ledger piece's composition per call, and the armed agent
+    against one whose recording predates the piece, per turn."""
+    rounds = REPEATS * 3 if REPEATS > 1 else 1
+    per_round = TW_REPEATS if REPEATS > 1 else 1
+    print(f"bench_agent --only findings: {rounds} rounds of {per_round} runs a cell", flush=True)
+    section = findings_case.measure(sizes, rounds, per_round)
+    headers, rows = findings_case.composition_table(section)
+    print_table("trackway .findings() piece: composition CPU µs per call (medians)", headers, rows)
+    headers, rows = findings_case.table(section)
+    print_table("trackway .findings(): CPU µs per turn, piece vs none", headers, rows)
+    return written_case("findings", section, findings_case.targets(section), findings_case.NOTE)
 
 
 def validation_only(quick: bool) -> int:

@@ -24,7 +24,14 @@ from typing import Any
 
 from trackway.engine import thaw
 
-__all__ = ["ANSWER_ASK_TEXT", "PIECE_HEADER", "LedgerPiece", "findings_piece"]
+__all__ = [
+    "ANSWER_ASK_TEXT",
+    "PIECE_HEADER",
+    "LedgerPiece",
+    "findings_piece",
+    "fold",
+    "ledger_index",
+]
 
 PIECE_HEADER = (
     "Findings ledger (composed from the record; each line under facts, limitations, "
@@ -35,6 +42,11 @@ ANSWER_ASK_TEXT = (
     "next_steps result as unsettled. Do not draw on a collapsed ticket. Never invent a value."
 )
 _BUCKETS = ("facts", "limitations", "evidence_refs", "next_steps")
+
+
+def fold(value: Any) -> str:
+    """How an assertion's ``about`` and ``value`` are compared: case and spacing folded."""
+    return " ".join(str(value).split()).casefold()
 
 
 def _label(tool: str | None, rid: str) -> str:
@@ -52,13 +64,14 @@ class LedgerPiece:
     join of the kept lines to render."""
 
     __slots__ = (
+        "_about",
         "_absences",
         "_basis",
         "_conflicts",
         "_contingent",
-        "_ledger_id",
         "_lines",
         "_names",
+        "_pairs",
         "_results",
         "_rows",
         "_seen_results",
@@ -67,7 +80,6 @@ class LedgerPiece:
     )
 
     def __init__(self) -> None:
-        self._ledger_id: int | None = None
         self._rows = 0
         self._seen_results = 0
         self._basis: dict[str, dict[str, Any]] = {}
@@ -78,15 +90,16 @@ class LedgerPiece:
         self._conflicts: list[str] = []
         self._contingent: list[str] = []
         self._absences: list[dict[str, Any]] = []
+        self._about: dict[str, dict[str, list[tuple[int, str]]]] = {}
+        """Each current fact's assertions by folded ``about``: result id to (index, value)."""
+        self._pairs: set[tuple[tuple[str, int], ...]] = set()
+        """The witness pairs a conflict row already names."""
         self._text: tuple[Any, str | None] | None = None
 
     def update(self, ledger: Sequence[Any], results: Sequence[Any]) -> None:
         """Take in the ledger rows and call rows added since the last update."""
-        backing = id(getattr(ledger, "_backing", ledger))
-        if backing != self._ledger_id or len(ledger) < self._rows:
-            if self._ledger_id is not None:
-                self.__init__()  # type: ignore[misc]
-            self._ledger_id = backing
+        if len(ledger) < self._rows:  # another ledger (the memo is per run and mount)
+            self.__init__()  # type: ignore[misc]
         if len(results) < self._seen_results:
             self._seen_results = 0
             self._results = []
@@ -107,10 +120,18 @@ class LedgerPiece:
             self._basis[str(row["id"])] = dict(row)
         elif kind == "standing" and not row.get("unknown_id"):
             rid = str(row["id"])
+            old = self._standing.get(rid)
+            for item in (old or {}).get("assertions") or ():  # its old facts leave the index
+                self._about.get(fold(item["about"]), {}).pop(rid, None)
             self._standing[rid] = dict(row)
             self._lines.pop(rid, None)
+            if row["standing"] == "fact":
+                for i, item in enumerate(row.get("assertions") or ()):
+                    kept = self._about.setdefault(fold(item["about"]), {})
+                    kept.setdefault(rid, []).append((i, fold(item["value"])))
         elif kind == "conflict":
             a, b = row["witnesses"][0], row["witnesses"][1]
+            self._pairs.add(tuple(sorted(((a["id"], a["assertion"]), (b["id"], b["assertion"])))))
             self._conflicts.append(
                 f"- tool:{a['id']} and tool:{b['id']} stand on different values of one "
                 f"assertion (assertions {a['assertion']} and {b['assertion']})"
@@ -121,6 +142,18 @@ class LedgerPiece:
             self._contingent.append(f"- {used} used {row['value']} from {carriers}")
         elif kind == "unsettled-by-absence":
             self._absences.append(dict(row))
+
+    def standing_of(self, rid: str) -> str | None:
+        """The current standing of result ``rid`` (``None``: undeclared)."""
+        row = self._standing.get(rid)
+        return None if row is None else str(row["standing"])
+
+    def facts_about(self, about: str) -> dict[str, list[tuple[int, str]]]:
+        """The current facts' assertions about ``about`` (folded): id to (index, value)."""
+        return self._about.get(about, {})
+
+    def conflict_filed(self, pair: tuple[tuple[str, int], ...]) -> bool:
+        return pair in self._pairs
 
     def _line(self, rid: str) -> tuple[str, str]:
         known = self._lines.get(rid)
@@ -207,6 +240,19 @@ class LedgerPiece:
         if answer_ask == "quote-facts":
             out.append(ANSWER_ASK_TEXT)
         return "\n".join(out)
+
+
+def ledger_index(scope: Any) -> LedgerPiece:
+    """The run's ledger index at ``scope`` (one per run and mount, updated with the rows
+    added since it was last read: O(new rows)); a fresh one for a plain mapping."""
+    run_local = getattr(scope, "run_local", None)
+    if run_local is None:
+        memo = LedgerPiece()
+    else:
+        mount = scope.stage_path.rsplit("/", 1)[0] if "/" in scope.stage_path else ""
+        memo = run_local(("findings-index", mount), LedgerPiece)
+    memo.update(scope.get("findings") or (), scope.get("tool_results") or ())
+    return memo
 
 
 def findings_piece(state: Any, memo: LedgerPiece | None = None) -> str | None:

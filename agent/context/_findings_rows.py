@@ -22,6 +22,7 @@ from typing import Any
 from trackway.engine import Scope, thaw
 
 from ._config import emit as _emit
+from ._findings_piece import fold, ledger_index
 
 __all__ = ["assertions_of", "rows_after_standing"]
 
@@ -58,20 +59,6 @@ def assertions_of(given: Any, cut: Callable[[str], str]) -> tuple[list[dict[str,
     return kept, "; ".join(why)
 
 
-def _fold(value: Any) -> str:
-    return " ".join(str(value).split()).casefold()
-
-
-def _current(scope: Scope, pending: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
-    """The current standing row of every result (the last one per id), the rows being filed
-    now included."""
-    current: dict[str, Mapping[str, Any]] = {}
-    for row in (*(scope.get("findings") or ()), *pending):
-        if row.get("kind") == "standing" and not row.get("unknown_id"):
-            current[str(row["id"])] = row
-    return current
-
-
 def _conflicts(
     scope: Scope,
     row: Mapping[str, Any],
@@ -79,26 +66,35 @@ def _conflicts(
     by: str,
     iteration: int,
 ) -> list[dict[str, Any]]:
+    """The conflicts the fact ``row`` makes with the current facts, read from the run's
+    ledger index (O(its assertions x the facts about the same things)) and ``pending``."""
     mine = row.get("assertions") or ()
     if row["standing"] != "fact" or not mine:
         return []
     rid = str(row["id"])
+    index = ledger_index(scope)
+    current = {str(r["id"]): r for r in pending if r.get("kind") == "standing"}
     filed = {
         tuple(sorted((w["id"], w["assertion"]) for w in c["witnesses"]))
-        for c in (*(scope.get("findings") or ()), *pending)
+        for c in pending
         if c.get("kind") == "conflict"
     }
     out: list[dict[str, Any]] = []
-    for other, standing in _current(scope, pending).items():
-        if other == rid or standing["standing"] != "fact":
-            continue
-        for j, theirs in enumerate(standing.get("assertions") or ()):
-            for i, said in enumerate(mine):
-                same = _fold(said["about"]) == _fold(theirs["about"])
-                if not same or _fold(said["value"]) == _fold(theirs["value"]):
-                    continue
+    for i, said in enumerate(mine):
+        about, value = fold(said["about"]), fold(said["value"])
+        theirs = dict(index.facts_about(about))
+        for other, standing in current.items():  # this declaration's own, filed just now
+            theirs.pop(other, None)
+            if standing["standing"] == "fact" and not standing.get("unknown_id"):
+                for j, item in enumerate(standing.get("assertions") or ()):
+                    if fold(item["about"]) == about:
+                        theirs.setdefault(other, []).append((j, fold(item["value"])))
+        for other, items in theirs.items():
+            if other == rid or (other not in current and index.standing_of(other) != "fact"):
+                continue
+            for j, their_value in items:
                 pair = tuple(sorted(((other, j), (rid, i))))
-                if pair in filed:
+                if their_value == value or pair in filed or index.conflict_filed(pair):
                     continue
                 filed.add(pair)
                 witnesses = [{"id": other, "assertion": j}, {"id": rid, "assertion": i}]

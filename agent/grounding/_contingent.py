@@ -15,7 +15,7 @@ no branch changes and no call is blocked.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from trackway.engine import Scope
@@ -23,6 +23,7 @@ from trackway.engine import Scope
 from ..context._config import AgentConfig
 from ..context._config import emit as _emit
 from ..context._findings import FINDINGS_ARGUMENT, STANDINGS, peel
+from ..context._findings_piece import ledger_index
 from ._corpus import EvidenceCorpus
 from ._values import AnswerValue, answer_values, token_keys
 from ._verdict import judge, judged_values
@@ -41,16 +42,16 @@ def _armed(cfg: AgentConfig, scope: Scope) -> bool:
     )
 
 
-def _standings(scope: Scope, extra: Sequence[Mapping[str, Any]] = ()) -> dict[str, str]:
-    """The current standing of every result: the ledger's last per id, then ``extra``
-    (standings declared in the same batch, filed or not yet)."""
-    current: dict[str, str] = {}
-    for row in scope.get("findings") or ():
-        if row.get("kind") == "standing" and not row.get("unknown_id"):
-            current[str(row["id"])] = str(row["standing"])
-    for item in extra:
-        current[str(item["id"])] = str(item["standing"])
-    return current
+def _standings(scope: Scope, extra: Sequence[Mapping[str, Any]] = ()) -> Callable[[str], Any]:
+    """The current standing of a result: ``extra`` (standings declared in the same batch,
+    filed or not yet, the last one winning), else the ledger's last (from the run's index)."""
+    index = ledger_index(scope)
+    batch = {str(item["id"]): str(item["standing"]) for item in extra}
+
+    def of(rid: str) -> Any:
+        return batch[rid] if rid in batch else index.standing_of(rid)
+
+    return of
 
 
 def _file(
@@ -76,7 +77,7 @@ def _file(
     for value, _, found in judge(corpus, list(values)).values.values():
         if found is None or found.truncated or value.value in supplied:
             continue
-        marks = [standings.get(c) for c in found.carriers]
+        marks = [standings(c) for c in found.carriers]
         if not marks or any(m not in SET_ASIDE for m in marks):
             continue
         carriers = [{"id": c, "standing": m} for c, m in zip(found.carriers, marks, strict=True)]
