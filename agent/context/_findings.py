@@ -23,6 +23,7 @@ from typing import Any
 from trackway.engine import Scope, thaw
 
 from ._config import emit as _emit
+from ._findings_piece import ledger_index
 from ._findings_plan import ticketed_standings
 from ._findings_rows import assertions_of, rows_after_standing
 
@@ -252,16 +253,12 @@ def file_declaration(
 
 def _agrees(scope: Scope, judged: str, standing: str) -> bool | None:
     """Whether the judge's reading of result ``judged`` matches ``standing`` (``None``: no
-    judgment of it exists). Reads back from the newest row."""
+    judge, or no judgment of it yet), from the run's ledger index."""
     recorded = scope["settings"].get("findings")
     if not isinstance(recorded, Mapping) or "judge" not in recorded:
         return None
-    ledger = scope.get("findings") or ()
-    for i in range(len(ledger) - 1, -1, -1):
-        row = ledger[i]
-        if row.get("kind") == "judgment" and row.get("id") == judged:
-            return bool(row.get("standing") == standing)
-    return None
+    theirs = ledger_index(scope).judged(judged)
+    return None if theirs is None else theirs == standing
 
 
 _FENCED = re.compile(r"(?ms)^[ \t]*```[a-zA-Z]*[ \t]*\n(\{.*?\})[ \t]*\n[ \t]*```[ \t]*(\n|\Z)")

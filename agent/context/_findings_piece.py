@@ -69,6 +69,7 @@ class LedgerPiece:
         "_basis",
         "_conflicts",
         "_contingent",
+        "_judged",
         "_lines",
         "_names",
         "_pairs",
@@ -88,6 +89,7 @@ class LedgerPiece:
         self._results: list[str] = []
         self._lines: dict[str, tuple[str, str]] = {}
         self._conflicts: list[str] = []
+        self._judged: dict[str, str] = {}
         self._contingent: list[str] = []
         self._absences: list[dict[str, Any]] = []
         self._about: dict[str, dict[str, list[tuple[int, str]]]] = {}
@@ -136,6 +138,8 @@ class LedgerPiece:
                 f"- tool:{a['id']} and tool:{b['id']} stand on different values of one "
                 f"assertion (assertions {a['assertion']} and {b['assertion']})"
             )
+        elif kind == "judgment":
+            self._judged[str(row["id"])] = str(row["standing"])
         elif kind == "contingent":
             used = "answer" if row["declared_on"] == "answer" else f"tool:{row['declared_on']}"
             carriers = ", ".join(f"tool:{c['id']} ({c['standing']})" for c in row["carriers"])
@@ -147,6 +151,15 @@ class LedgerPiece:
         """The current standing of result ``rid`` (``None``: undeclared)."""
         row = self._standing.get(rid)
         return None if row is None else str(row["standing"])
+
+    def judged(self, rid: str) -> str | None:
+        """The standing a judge gave result ``rid`` (``None``: no judgment of it)."""
+        return self._judged.get(rid)
+
+    def proposition_of(self, rid: str) -> str | None:
+        """The proposition call ``rid`` declared (``None``: none)."""
+        value = self._basis.get(rid, {}).get("proposition")
+        return None if value is None else str(value)
 
     def facts_about(self, about: str) -> dict[str, list[tuple[int, str]]]:
         """The current facts' assertions about ``about`` (folded): id to (index, value)."""

@@ -23,6 +23,7 @@ from ..classify._port import ClassifierError, ClassifyCriterion, ClassifyRequest
 from ..context._config import AgentConfig
 from ..context._config import emit as _emit
 from ..context._findings import STANDINGS
+from ..context._findings_piece import ledger_index
 
 __all__ = ["FINDINGS_JUDGE_QUESTION", "JUDGE_CLIP", "judge_results"]
 
@@ -57,16 +58,6 @@ def _text_of(scope: TrackedScope, rid: str) -> str:
     return ""
 
 
-def _proposition(scope: TrackedScope, rid: str) -> str | None:
-    ledger = scope.get("findings") or ()
-    for i in range(len(ledger) - 1, -1, -1):
-        row = ledger[i]
-        if row.get("kind") == "basis" and row.get("id") == rid:
-            value = row.get("proposition")
-            return None if value is None else str(value)
-    return None
-
-
 async def judge_results(cfg: AgentConfig, scope: TrackedScope) -> None:
     """File a judgment (or a judgment error) for each tool-produced result that landed
     since the last model call."""
@@ -82,12 +73,13 @@ async def judge_results(cfg: AgentConfig, scope: TrackedScope) -> None:
         fresh = list(results[memo.seen :])
     memo.seen = len(results)
     rows: list[dict[str, Any]] = []
+    index = ledger_index(scope)
     for call in fresh:
         if call.get("status") in _UNJUDGED:
             continue
         rid = str(call["id"])
         text = _text_of(scope, rid)
-        proposition = _proposition(scope, rid)
+        proposition = index.proposition_of(rid)
         against = "proposition" if proposition is not None else "question"
         subject = proposition if proposition is not None else str(scope["user_message"])
         clipped = len(text) > JUDGE_CLIP
