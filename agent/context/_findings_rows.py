@@ -117,6 +117,8 @@ def _absence(scope: Scope, rid: str, iteration: int) -> dict[str, Any] | None:
     call = next((r for r in reversed(results) if r.get("id") == rid), None)
     if call is None or call.get("status") != "absent":
         return None
+    if call.get("refused") or call.get("truncated") or "placed" in (call.get("artifacts") or {}):
+        return None  # the model was not served the envelope whole: nothing to quote
     coverage = scope.get("coverage_declared") or ()
     said = next(
         (c for c in reversed(coverage) if c.get("id") == rid and c.get("source") == "absent"),

@@ -552,3 +552,24 @@ def test_conflict_rows_are_every_disagreeing_pair_once(declarations: Any) -> Non
     assert_law(agent)
     again = replay(agent.snapshot()).state
     assert again.get("findings") == agent.snapshot().state.get("findings")
+
+
+def test_an_absence_the_model_read_cut_files_nothing() -> None:
+    replies = [
+        call("c1", "nas-06", name="hbas"),
+        call("c2", "nas-06", {"previous": [{"id": "c1", "standing": "ruled-out"}]}),
+        "done",
+    ]
+    provider = mock(replies=replies)
+    agent = (
+        Agent.create(provider=provider, model="m", max_tool_result_chars=40)
+        .tool(HBAS)
+        .tool(LOOKUP)
+        .findings()
+        .build()
+    )
+    agent.run_sync("?")
+    results = agent.snapshot().state["tool_results"]
+    assert results[0]["status"] == "absent" and results[0]["truncated"]
+    assert not [r for r in agent.findings() if r["kind"] == "unsettled-by-absence"]
+    assert_law(agent)
