@@ -18,13 +18,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from trackway.engine import Scope
+from trackway.engine import Scope, StagePath
 
 from ..context._config import AgentConfig
 from ..context._config import emit as _emit
 from ..context._findings import FINDINGS_ARGUMENT, STANDINGS, peel
 from ..context._findings_piece import ledger_index
-from ._corpus import EvidenceCorpus
+from ..messages._messages import is_said_by_person
+from ._corpus import NOT_EVIDENCE, EvidenceCorpus
 from ._values import AnswerValue, answer_values, token_keys
 from ._verdict import judge, judged_values
 
@@ -54,6 +55,53 @@ def _standings(scope: Scope, extra: Sequence[Mapping[str, Any]] = ()) -> Callabl
     return of
 
 
+class _TurnCorpus:
+    """The current turn's evidence corpus of one run and mount, built as results land: each
+    visit indexes only the messages added since the last (O(new results)); a person's
+    message starts a new turn. Built as :meth:`EvidenceCorpus.of` builds it."""
+
+    __slots__ = ("corpus", "rows", "seen", "seen_rows")
+
+    def __init__(self) -> None:
+        self.corpus: EvidenceCorpus | None = None
+        self.seen = 0
+        self.seen_rows = 0
+        self.rows: dict[str, Mapping[str, Any]] = {}
+
+    def read(self, cfg: AgentConfig, scope: Scope) -> EvidenceCorpus:
+        history = scope["history"]
+        results = scope.get("tool_results") or ()
+        if len(history) < self.seen or len(results) < self.seen_rows:
+            self.__init__()  # type: ignore[misc]
+        for i in range(self.seen_rows, len(results)):
+            self.rows[str(results[i]["id"])] = results[i]
+        self.seen_rows = len(results)
+        doors = frozenset(cfg.skills.doors) if cfg.skills is not None else frozenset()
+        if self.corpus is None:
+            self.corpus = EvidenceCorpus(cfg.evidence.max_corpus_tokens)
+        for i in range(self.seen, len(history)):
+            message = history[i]
+            if is_said_by_person(message):  # a new turn: earlier results are not evidence
+                self.corpus = EvidenceCorpus(cfg.evidence.max_corpus_tokens)
+                continue
+            if message.get("role") != "tool" or self.corpus.truncated:
+                continue
+            if message.get("name") in doors:
+                continue
+            row = self.rows.get(str(message.get("tool_call_id")))
+            if row is not None and row.get("status") in NOT_EVIDENCE:
+                continue
+            text = str(message.get("content") or "")
+            if row is not None and "tool_chars" in row:
+                text = text[: int(row["tool_chars"])]
+            if not self.corpus._fits(len(text)):
+                self.corpus.truncated, self.corpus.cut_by = True, "max_corpus_tokens"
+                continue
+            self.corpus.add(str(message.get("tool_call_id")), text, row)
+        self.seen = len(history)
+        return self.corpus
+
+
 def _file(
     cfg: AgentConfig,
     scope: Scope,
@@ -61,13 +109,9 @@ def _file(
     on: str,
     extra: Sequence[Mapping[str, Any]] = (),
 ) -> list[dict[str, Any]]:
-    history = scope["history"]
-    corpus = EvidenceCorpus.of(
-        history,
-        scope.get("tool_results", ()),
-        cfg.evidence.max_corpus_tokens,
-        frozenset(cfg.skills.doors) if cfg.skills is not None else frozenset(),
-    )
+    mount = StagePath.parent_of(scope.stage_path)
+    memo = scope.run_local(("findings-corpus", id(cfg), mount), _TurnCorpus)
+    corpus = memo.read(cfg, scope)
     if corpus.truncated:  # a fact carrier past the cut would be invisible
         return []
     supplied = token_keys(str(scope.get("user_message") or ""))

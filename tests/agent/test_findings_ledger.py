@@ -573,3 +573,44 @@ def test_an_absence_the_model_read_cut_files_nothing() -> None:
     assert results[0]["status"] == "absent" and results[0]["truncated"]
     assert not [r for r in agent.findings() if r["kind"] == "unsettled-by-absence"]
     assert_law(agent)
+
+
+message = st.one_of(
+    st.just({"role": "user", "content": "q 7"}),
+    st.just({"role": "user", "content": "ask again", "origin": "library"}),
+    st.just({"role": "assistant", "content": "calling"}),
+    st.builds(
+        lambda text, status: {"role": "tool", "content": text, "status": status},
+        st.sampled_from(["port fc1/7", "row 42 of 9", '{"n": 3, "id": "A-1"}', "x" * 90]),
+        st.sampled_from(["success", "success", "failure", "denied", "absent"]),
+    ),
+)
+
+
+@settings(max_examples=examples(80), deadline=None)
+@given(messages=st.lists(message, max_size=14), ceiling=st.sampled_from([None, 30, 60]))
+def test_the_turn_corpus_built_as_results_land_is_the_gates_corpus(
+    messages: list[dict[str, Any]], ceiling: int | None
+) -> None:
+    """The contingent check's corpus, taken in message by message, indexes exactly what the
+    gate's corpus of the same history indexes (values, carriers, facts, the ceiling's cut)."""
+    from types import SimpleNamespace
+
+    from trackway.agent.grounding._contingent import _TurnCorpus
+    from trackway.agent.grounding._corpus import EvidenceCorpus
+
+    cfg = SimpleNamespace(evidence=SimpleNamespace(max_corpus_tokens=ceiling), skills=None)
+    history: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
+    memo = _TurnCorpus()
+    for n, drawn in enumerate(messages):
+        item = dict(drawn)
+        status = item.pop("status", None)
+        if item["role"] == "tool":
+            item |= {"tool_call_id": f"c{n}", "name": "probe"}
+            rows.append({"id": f"c{n}", "name": "probe", "status": status})
+        history.append(item)
+        got = memo.read(cfg, {"history": history, "tool_results": rows})  # type: ignore[arg-type]
+        want = EvidenceCorpus.of(history, rows, ceiling)
+        assert (got._index, got._facts, got.truncated) == (want._index, want._facts, want.truncated)
+        assert (got.results, got.chars, got._looked) == (want.results, want.chars, want._looked)
