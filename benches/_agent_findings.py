@@ -192,7 +192,8 @@ NOTE = (
     "declaring a standing on the result before it (fact with an assertion / open / noise / "
     "ruled-out in turn), then the answer; gate = the piece and the evidence gate (assist: the "
     "contingent check at every dispatch and at the answer). composition = findings_piece for "
-    "every call's state of a finished run with the run's memo (incremental) or a fresh one per call (scratch); "
+    "every call's state of a finished run with the run's memo (incremental) or a fresh one "
+    "per call (scratch); "
     "none = the same agent as a recording made before the piece (no piece served). CPU time "
     "(process_time); an untimed run per cell checks the law at every call and a replay."
 )
