@@ -107,6 +107,7 @@ from .messages._usage import RunUsage as RunUsage
 from .middleware._links import Middleware as Middleware
 from .middleware._links import act as act
 from .middleware._message_doors import MessageContext as MessageContext
+from .offer._findings_judge import FINDINGS_JUDGE_QUESTION as FINDINGS_JUDGE_QUESTION
 from .offer._tool_choice import TOOL_CHOICE_QUESTION as TOOL_CHOICE_QUESTION
 from .ontology import ONTOLOGY_INSTRUCTION as ONTOLOGY_INSTRUCTION
 from .ontology import ONTOLOGY_INSTRUCTION_ID as ONTOLOGY_INSTRUCTION_ID
@@ -210,6 +211,7 @@ __all__ = [
     "DEFAULT_APP_NAME",
     "ENTRY_QUESTION",
     "EVENTS",
+    "FINDINGS_JUDGE_QUESTION",
     "HANDOFF_TOOL",
     "MESSAGE_LIMIT",
     "NO_COMPLETED_RUN",

@@ -37,6 +37,7 @@ import _agent_events as events_case
 import _agent_evidence as evidence_case
 import _agent_explain as explain_case
 import _agent_fixed as fixed_case
+import _agent_findings as findings_case
 import _agent_memory as memory_case
 import _agent_middleware as middleware_case
 import _agent_ontology as ontology_case
@@ -1033,6 +1034,7 @@ def main() -> int:
             "events",
             "ontology",
             "window_facts",
+            "findings",
         ],
         help="run one case alone; it writes results/bench_agent_<case>.json (the full run's "
         "bench_agent.json is left as is)",
@@ -1069,6 +1071,8 @@ def main() -> int:
         return variant_only("ontology", ontology_case, sizes, title)
     if args.only == "window_facts":
         return window_facts_only(args.quick)
+    if args.only == "findings":
+        return findings_only(findings_case.CALLS[:2] if args.quick else findings_case.CALLS)
 
     peers: list[str] = []
     notes: list[str] = []
@@ -1277,6 +1281,18 @@ def events_only(sizes: tuple[int, ...]) -> int:
     none, per turn and per call; the registry is never read by an emit."""
     title = "trackway events: CPU µs per turn, a listener on '*' (and the audit) vs none"
     return variant_only("events", events_case, sizes, title)
+def findings_only(sizes: tuple[int, ...]) -> int:
+    """``--only findings``: the ledger piece's composition per call, and the armed agent
+    against one whose recording predates the piece, per turn."""
+    rounds = REPEATS * 3 if REPEATS > 1 else 1
+    per_round = TW_REPEATS if REPEATS > 1 else 1
+    print(f"bench_agent --only findings: {rounds} rounds of {per_round} runs a cell", flush=True)
+    section = findings_case.measure(sizes, rounds, per_round)
+    headers, rows = findings_case.composition_table(section)
+    print_table("trackway .findings() piece: composition CPU µs per call (medians)", headers, rows)
+    headers, rows = findings_case.table(section)
+    print_table("trackway .findings(): CPU µs per turn, piece vs none", headers, rows)
+    return written_case("findings", section, findings_case.targets(section), findings_case.NOTE)
 
 
 def validation_only(quick: bool) -> int:

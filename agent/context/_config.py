@@ -84,6 +84,9 @@ class AgentConfig:
     """``cost_budget``: ``{"usd": limit, "action": "warn" | "halt"}``."""
     findings: bool = False
     """``.findings()``: the reserved ``_findings`` argument and the findings ledger."""
+    findings_plan: Any = None
+    """``.findings(serve=, answer_ask=, judge=)``: the checked
+    :class:`~trackway.agent.context._findings_plan.FindingsPlan`."""
     limits_travel: bool = False
     """``.limits_travel_with_the_answer()``: the tools' declared limits go with the answer."""
     sessions: ToolSessions = field(default_factory=ToolSessions)

@@ -23,6 +23,9 @@ from typing import Any
 from trackway.engine import Scope, thaw
 
 from ._config import emit as _emit
+from ._findings_piece import ledger_index
+from ._findings_plan import ticketed_standings
+from ._findings_rows import assertions_of, rows_after_standing
 
 __all__ = [
     "FINDINGS_ARGUMENT",
@@ -52,8 +55,32 @@ _DESCRIPTION = (
 )
 
 
-def findings_property(ids: Sequence[str], clipped: bool) -> dict[str, Any]:
-    """The reserved argument's schema, bound to the result ids the model may name now."""
+_ASSERTIONS = {
+    "type": "array",
+    "maxItems": 8,
+    "description": "For a fact: what you stand on, each an assertion about one thing.",
+    "items": {
+        "type": "object",
+        "properties": {"about": {"type": "string"}, "value": {"type": ["string", "number"]}},
+        "required": ["about", "value"],
+    },
+}
+
+
+_CONTINGENT = (
+    " A value taken from a result declared open, noise or ruled-out is recorded as "
+    "contingent: re-establish it from a result you stand on, or say the answer is contingent "
+    "on it."
+)
+
+
+def findings_property(
+    ids: Sequence[str], clipped: bool, assertions: bool = False, contingent: bool = False
+) -> dict[str, Any]:
+    """The reserved argument's schema, bound to the result ids the model may name now
+    (``assertions``: a standing may carry what it stands on — off only for a replay of a
+    recording made before they existed; ``contingent``: the evidence gate is armed too, and
+    the description says what a contingent value is)."""
     properties: dict[str, Any] = {
         "basis": {"type": "string", "enum": list(BASES)},
         "expect": {"type": "string", "enum": list(EXPECTS)},
@@ -64,20 +91,24 @@ def findings_property(ids: Sequence[str], clipped: bool) -> dict[str, Any]:
         described = "The id of an earlier tool result, one of those listed (newest first)."
         if clipped:
             described += f" Only the {MAX_OFFERED} newest are listed."
+        item: dict[str, Any] = {
+            "id": {"type": "string", "enum": list(ids), "description": described},
+            "standing": {"type": "string", "enum": list(STANDINGS)},
+            "note": {"type": "string"},
+        }
+        if assertions:
+            item["assertions"] = _ASSERTIONS
         properties["previous"] = {
             "type": "array",
             "maxItems": MAX_OFFERED,
             "items": {
                 "type": "object",
-                "properties": {
-                    "id": {"type": "string", "enum": list(ids), "description": described},
-                    "standing": {"type": "string", "enum": list(STANDINGS)},
-                    "note": {"type": "string"},
-                },
+                "properties": item,
                 "required": ["id", "standing"],
             },
         }
-    return {"type": "object", "description": _DESCRIPTION, "properties": properties}
+    text = _DESCRIPTION + _CONTINGENT if contingent else _DESCRIPTION  # both doors armed
+    return {"type": "object", "description": text, "properties": properties}
 
 
 def offered_ids(scope: Scope) -> tuple[list[str], bool]:
@@ -85,7 +116,9 @@ def offered_ids(scope: Scope) -> tuple[list[str], bool]:
     newest first, at most 32 (not ticketed, not left out by the window); and whether the
     list was clipped. Reads back from the newest message: O(32 + what it skips)."""
     history = scope["history"]
-    tickets = scope.get("findings_tickets") or {}
+    tickets = {
+        k: v for k, v in (scope.get("findings_tickets") or {}).items() if v in TICKETED
+    }  # a fact served as a ticket (serve="ledger-only") stays nameable
     drop = [(int(a), int(b)) for a, b in (scope.get("window_view") or {}).get("drop", ())]
     ids: list[str] = []
     i = len(history) - 1
@@ -170,6 +203,8 @@ def file_declaration(
         dropped.append("previous was not a list")
         previous = []
     tickets = dict(thaw(scope.get("findings_tickets") or {}))
+    ticketed = ticketed_standings(scope["settings"].get("findings"))
+    with_rows = isinstance(scope["settings"].get("findings"), Mapping)  # not a pre-piece replay
     changed = False
     for item in previous:
         if not isinstance(item, Mapping) or item.get("standing") not in STANDINGS:
@@ -185,17 +220,23 @@ def file_declaration(
         }
         if isinstance(item.get("note"), str) and item["note"].strip():
             row["note"] = _cut(item["note"].strip())
+        stood, bad = assertions_of(item.get("assertions"), _cut) if with_rows else ([], "")
+        if stood:
+            row["assertions"] = stood
+        if bad:
+            dropped.append(bad)
         if judged not in offered:  # filed as written, never mapped to anything
             row["unknown_id"] = True
         rows.append(row)
-        _emit(
-            scope,
-            "findings.standing",
-            {"id": judged, "standing": item["standing"], "declared_by": by},
-        )
+        standing_event = {"id": judged, "standing": item["standing"], "declared_by": by}
+        agrees = _agrees(scope, judged, item["standing"])
+        if agrees is not None:  # once a judge has read the result
+            standing_event["agrees"] = agrees
+        _emit(scope, "findings.standing", standing_event)
         if row.get("unknown_id"):
             continue
-        if item["standing"] in TICKETED:
+        rows.extend(rows_after_standing(scope, row, rows, by=by, iteration=iteration))
+        if item["standing"] in ticketed:
             changed = changed or tickets.get(judged) != item["standing"]
             tickets[judged] = item["standing"]
         elif judged in tickets:
@@ -208,6 +249,16 @@ def file_declaration(
     if changed:
         scope["findings_tickets"] = tickets
     return rows
+
+
+def _agrees(scope: Scope, judged: str, standing: str) -> bool | None:
+    """Whether the judge's reading of result ``judged`` matches ``standing`` (``None``: no
+    judge, or no judgment of it yet), from the run's ledger index."""
+    recorded = scope["settings"].get("findings")
+    if not isinstance(recorded, Mapping) or "judge" not in recorded:
+        return None
+    theirs = ledger_index(scope).judged(judged)
+    return None if theirs is None else theirs == standing
 
 
 _FENCED = re.compile(r"(?ms)^[ \t]*```[a-zA-Z]*[ \t]*\n(\{.*?\})[ \t]*\n[ \t]*```[ \t]*(\n|\Z)")

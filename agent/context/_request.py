@@ -24,6 +24,7 @@ from trackway.engine.run._scope import TrackedScope
 from ..messages._history_messages import fields_set, message_of, trusted
 from ..messages._messages import LLMRequest, Message, ToolSpec, canonical_json, sha256
 from ..ontology._piece import served_ontology
+from ._findings_piece import LedgerPiece, findings_piece
 from ._window import standing_in_message
 
 __all__ = [
@@ -42,6 +43,7 @@ class MessageCache:
     __slots__ = (
         "_alt",
         "_backing",
+        "_findings",
         "_frame",
         "_msg",
         "_overlay",
@@ -56,6 +58,7 @@ class MessageCache:
         self._backing: int | None = None
         self._served: _Served | None = None
         self._frame: _Frame | None = None
+        self._findings: LedgerPiece | None = None
         self._overlay: tuple[Any, Any, _Overlay] | None = None
         self.messages: list[Message] = []
         self.bytes: list[bytes] = []
@@ -223,7 +226,7 @@ class _Frame(NamedTuple):
     compared by identity: committed values are immutable, so the same object means the same
     bytes)."""
 
-    source: tuple[Any, Any, Any, Any, Any, Any, Any]
+    source: tuple[Any, Any, Any, Any, Any, Any, Any, Any]
     prefix: bytes
     suffix: bytes
     fields: dict[str, Any]
@@ -245,18 +248,25 @@ def _prefix_of(settings: Mapping[str, Any], cache: Any) -> bytes:
 
 
 def served_system(
-    system: Any, pieces: Any, recalled: Any = None, ontology: str | None = None
+    system: Any,
+    pieces: Any,
+    recalled: Any = None,
+    ontology: str | None = None,
+    findings: str | None = None,
 ) -> str | None:
     """The system text a call is served: the prompt, then what memory recalled for the turn
     (each non-empty ``memory_recall`` text), then each committed system piece (an active
     skill's body, instructions, leases, notes), then the ontology's piece (``ontology``: its
-    ask and the map, the same bytes every call), each after a blank line."""
-    if not pieces and not recalled and ontology is None:
+    ask and the map, the same bytes every call), then the findings ledger piece LAST
+    (``findings``: composed from the record), each after a blank line."""
+    if not pieces and not recalled and ontology is None and findings is None:
         return system if system is None else str(system)
     texts = [str(r["text"]) for r in recalled or () if r["text"]]
     texts += [str(p["text"]) for p in pieces or ()]
-    if ontology is not None:  # after the committed pieces, before anything served after them
+    if ontology is not None:  # after the committed pieces, before the findings piece
         texts.append(ontology)
+    if findings is not None:  # last: injections, recovery, ontology, then findings
+        texts.append(findings)
     if not texts:
         return system if system is None else str(system)
     return "\n\n".join([str(system), *texts] if system is not None else texts)
@@ -270,11 +280,12 @@ def _frame_of(
     recalled: Any,
     ontology: Any = None,
     skills: Any = None,
+    findings: str | None = None,
 ) -> _Frame:
     settings = thaw(settings_value)
     onto = settings.get("ontology")
     mapped = None if ontology is None else served_ontology(ontology, onto["ask"], skills)
-    system = served_system(system_value, system_pieces, recalled, mapped)
+    system = served_system(system_value, system_pieces, recalled, mapped, findings)
     prefix = _prefix_of(settings, settings.get("cache"))
     suffix = b"," + _field("model", canonical_json(settings["model"]))
     suffix += _settings_fields(settings, _AFTER_MODEL)
@@ -319,7 +330,16 @@ def _frame_of(
         never = tuple(b for b in settings["cache"] if b != "system")
         alt = (never, _prefix_of(settings, list(never)))
     return _Frame(
-        (settings_value, system_value, tools_state, system_pieces, recalled, ontology, skills),
+        (
+            settings_value,
+            system_value,
+            tools_state,
+            system_pieces,
+            recalled,
+            ontology,
+            skills,
+            findings,
+        ),
         prefix,
         suffix + b"}",
         fields,
@@ -359,8 +379,14 @@ def assemble(
     ontology = state.get("ontology") if settings_value.get("ontology") else None
     # the skill join names no hidden skill: the committed declarations say which are
     skills = state.get("skills") if ontology is not None and ontology.get("tools") else None
+    # the findings ledger piece, composed from the record (only under .findings())
+    ledger_piece = None
+    if settings_value.get("findings"):
+        if cache._findings is None:
+            cache._findings = LedgerPiece()
+        ledger_piece = findings_piece(state, cache._findings)
     frame = cache._frame
-    source = (settings_value, system, tools_state, pieces, recalled, ontology, skills)
+    source = (settings_value, system, tools_state, pieces, recalled, ontology, skills, ledger_piece)
     if frame is None or not _same(frame.source, source):
         frame = cache._frame = _frame_of(*source)
     alt = frame.alt
@@ -417,6 +443,7 @@ def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
         and a[4] is b[4]
         and a[5] is b[5]
         and a[6] is b[6]
+        and a[7] == b[7]  # the findings piece: text, compared by value
     )
 
 

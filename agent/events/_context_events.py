@@ -39,6 +39,33 @@ class Standing(TypedDict):
     id: str
     standing: str
     declared_by: str
+    agrees: NotRequired[bool]
+
+
+class Conflict(TypedDict):
+    ids: list[str]
+    declared_by: str
+
+
+class Judged(TypedDict):
+    id: str
+    standing: str
+    confidence: float | None
+    latency_ms: float
+    tokens: int
+
+
+class JudgeFailed(TypedDict):
+    id: str
+    status: int | None
+
+
+class Contingent(TypedDict):
+    moment: Literal["answer", "dispatch"]
+    declared_on: str
+    carriers: int
+    standings: list[str]
+    value_chars: int
 
 
 class Period(TypedDict):
@@ -128,7 +155,19 @@ event(
 )
 # the findings ledger
 event("findings.declared", Declared, "A call declared its basis (never the proposition's text).")
-event("findings.standing", Standing, "The model gave a result a standing on the ledger.")
+event(
+    "findings.standing",
+    Standing,
+    "The model gave a result a standing on the ledger (agrees: with the judge, once judged).",
+)
+event("findings.conflict", Conflict, "Two facts the model stands on disagree (witness ids only).")
+event("findings.judged", Judged, "The judge gave a tool result a standing of its own.")
+event("findings.judge_failed", JudgeFailed, "The judge failed on a result; the run went on.")
+event(
+    "findings.contingent",
+    Contingent,
+    "A value used in the answer or a call rests only on results the model set aside.",
+)
 event(
     "findings.period",
     Period,

@@ -170,7 +170,8 @@ _COVERAGE_ROWS: tuple[tuple[str, str, str], ...] = (
     (
         "findings",
         "contingent, judged, judge_failed",
-        "come with the findings judge and contingent rows (issue 38)",
+        "covered, same names (and `findings.conflict`; `findings.standing` carries `agrees` "
+        "once a judgment of the result exists)",
     ),
     ("ontology", "served", "covered"),
 )

@@ -36,7 +36,7 @@ from trackway.tools.results._declared import ABSENCE_MARKER, COVERAGE_MARKER
 from ..messages._messages import is_said_by_person
 from ._values import AnswerValue, normal_phrase, token_keys
 
-__all__ = ["CHARS_PER_TOKEN", "MAX_CARRIERS", "EvidenceCorpus", "Grounding"]
+__all__ = ["CHARS_PER_TOKEN", "MAX_CARRIERS", "NOT_EVIDENCE", "EvidenceCorpus", "Grounding"]
 
 MAX_CARRIERS = 8
 """How many carrier ids a value keeps; past that it is marked ``truncated``."""
@@ -44,7 +44,8 @@ MAX_CARRIERS = 8
 CHARS_PER_TOKEN = 4
 """The corpus's token estimate: characters / 4."""
 
-_NOT_EVIDENCE = frozenset({"failure", "denied", "invalid", "pending"})
+NOT_EVIDENCE = frozenset({"failure", "denied", "invalid", "pending"})
+"""The statuses whose results the library wrote: never evidence."""
 _ABSENCE_LIBRARY = frozenset({ABSENCE_MARKER, "outcome", "retry_returns_the_same", "note"})
 _JOIN = " \x00 "  # between a result's words: a phrase never spans two of them
 
@@ -105,7 +106,7 @@ class EvidenceCorpus:
             if message.get("name") in library:
                 continue
             row = by_id.get(message.get("tool_call_id"))
-            if row is not None and row.get("status") in _NOT_EVIDENCE:
+            if row is not None and row.get("status") in NOT_EVIDENCE:
                 continue
             text = str(message.get("content") or "")
             if row is not None and "tool_chars" in row:

@@ -20,6 +20,7 @@ from ..context._arg_check import ArgChecks
 from ..context._config import AgentConfig, extend_built
 from ..context._config import emit as _emit
 from ..context._findings import file_declaration, peel, served_ids
+from ..grounding._contingent import contingent_at_dispatch
 from ..messages._redaction import hidden_errors
 from ..messages._tool_ids import unique_calls
 from ..middleware._ledger import record_decisions
@@ -176,6 +177,8 @@ async def dispatch(
                     offered=offered,
                     name=call["name"],
                 )
+            if given is None:  # a value built on a result the model set aside: filed
+                contingent_at_dispatch(cfg, scope, calls, call)
         if given is None:
             scope._emit_built(
                 "stream.tool_start",

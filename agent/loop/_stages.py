@@ -34,6 +34,7 @@ from ..context._findings import (
 )
 from ..context._request import MessageCache, assemble, receipt_for
 from ..context._window import window_stage
+from ..grounding._contingent import contingent_at_answer
 from ..grounding._gate import evidence_stages, gated
 from ..grounding._validation import validate_answer
 from ..memory._stages import memory_stages
@@ -96,8 +97,8 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             settings["wrap_up_at_max_iterations"] = False
         if cfg.limits_travel:  # the answer handed back gains a block
             settings["limits_travel"] = True
-        if cfg.findings:  # schemas gain the reserved argument; results may be ticketed
-            settings["findings"] = True
+        if cfg.findings:  # schemas gain the reserved argument; the ledger piece, its options
+            settings["findings"] = cfg.findings_plan.record()
         if cfg.pricing is not None:  # the cost ledger is computed from the record
             settings["pricing"] = cfg.pricing
         if cfg.cost_budget is not None:
@@ -426,6 +427,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
                 file_declaration(
                     scope, declared, by="answer", iteration=scope["iteration"], offered=offered
                 )
+            contingent_at_answer(cfg, scope, answer)  # values resting on set-aside results
         # the answer as the output links passed it, when one rewrote it (limits included)
         passed = passed_answer(scope, scope["iteration"]) if at_output else None
         if cfg.output_model is not None:  # also when the turn was cut short: maybe unjudged

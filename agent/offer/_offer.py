@@ -17,6 +17,7 @@ from ..context._config import AgentConfig
 from ..context._config import emit as _emit
 from ..context._findings import FINDINGS_ARGUMENT, findings_property, offered_ids
 from ..context._state_view import PROVIDER_KEYS, StateView
+from ._findings_judge import judge_results
 from ._offered import offered_now
 from ._serve_skills import serve_skills
 from ._tool_choice import choose
@@ -82,7 +83,10 @@ def _write_offer(cfg: AgentConfig, specs: ToolSpecs, scope: TrackedScope, names:
             return
         served = [specs(name) for name in names]
     else:
-        prop = findings_property(*offered_ids(scope))
+        plan = cfg.findings_plan
+        piece = plan is None or plan.piece
+        both = piece and cfg.evidence is not None  # towers are recorded: the model is told
+        prop = findings_property(*offered_ids(scope), assertions=piece, contingent=both)
         served = []
         for name in names:
             spec = dict(specs(name))
@@ -109,10 +113,14 @@ def offer_stage(cfg: AgentConfig, specs: ToolSpecs) -> Callable[[Scope], Any]:
         k = 1 if receipts is None else len(receipts) + 1  # the call about to be made
         if cfg.skills is not None:
             await serve_skills(cfg, scope, k)
+        if judged:  # the judge reads what landed since the last call, before this one
+            await judge_results(cfg, scope)
         if cfg.offers_per_call or cfg.findings:
             names = _offered_names(cfg, scope)
             if cfg.tool_choice is not None:
                 names = await choose(cfg, scope, names, k)
             _write_offer(cfg, specs, scope, names)
 
-    return offer if cfg.skills is None and cfg.tool_choice is None else offer_call
+    judged = cfg.findings and cfg.findings_plan is not None and cfg.findings_plan.judge is not None
+    plain = cfg.skills is None and cfg.tool_choice is None and not judged
+    return offer if plain else offer_call

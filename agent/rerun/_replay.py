@@ -41,6 +41,7 @@ from ..runtime._agent import Agent
 from ..time._replaying import replay_time
 from ._replay_cache import replay_cache_policy
 from ._replay_composition import member_snapshot, runner_from_recording
+from ._replay_findings import replay_findings
 from ._replay_memory import replay_memory
 from ._replay_middleware import replay_middleware
 from ._replay_setup import (
@@ -48,7 +49,7 @@ from ._replay_setup import (
     RecordedWindow,
     recorded_gate,
     recorded_offers,
-    replay_findings,
+    replay_ledger_facts,
 )
 from ._replay_skills import replay_skills
 from ._replay_typed import as_recorded, replay_typed
@@ -281,8 +282,9 @@ def _replay_agent(agent: Agent, snap: Snapshot) -> Agent:
     replay_typed(builder, cfg, snap)  # the fallback tier served from the record
     if cfg.limits_travel:
         builder.limits_travel_with_the_answer()
+    replay_findings(builder, kept.get("findings"), snap)  # the judge read off the rows
     if cfg.findings:  # with the fact ceiling the run recorded
-        replay_findings(builder, thaw(snap.state.get("settings", {})))
+        replay_ledger_facts(builder, kept)
     if cfg.window is not None:  # what the window decided, not decided again
         builder.window(RecordedWindow(snap), keep_last_tool_results=cfg.keep_last_tool_results)
     for name, question in cfg.check_ins.items():

@@ -21,6 +21,7 @@ from ..providers._mock import MockProvider
 from ..providers.thinking import recorded_handler
 from ..runtime._agent import Agent
 from ..time._replaying import replay_time
+from ._replay_findings import replay_findings
 from ._replay_memory import recorded_memories, replay_memory
 from ._replay_middleware import replay_middleware
 from ._replay_skills import apply_recorded_skills, skill_tool_names, unserved_spec
@@ -33,7 +34,7 @@ __all__ = [
     "agent_from_recording",
     "recorded_gate",
     "recorded_offers",
-    "replay_findings",
+    "replay_ledger_facts",
 ]
 
 
@@ -105,8 +106,9 @@ def agent_from_recording(snap: Snapshot) -> Agent:
         builder._wrap_up_off_unrecorded = True
     if settings.get("limits_travel"):
         builder.limits_travel_with_the_answer()
-    if settings.get("findings"):
-        replay_findings(builder, settings)
+    replay_findings(builder, settings.get("findings"), snap)  # the judge read off the rows
+    if settings.get("findings"):  # with the fact ceiling the run recorded
+        replay_ledger_facts(builder, settings)
     if settings.get("thinking_handler"):  # replaced by _replay_agent with what it returned
         name = settings["thinking_handler"]
         builder.thinking_handler(recorded_handler(snap, name), name=name)
@@ -282,11 +284,12 @@ _RECORD_KEYS = (
 )
 
 
-def replay_findings(builder: Any, settings: Mapping[str, Any]) -> None:
-    """``.findings()`` with the fact ceiling the run recorded (a windowed recording made
-    before the hold existed is replayed without it)."""
+def replay_ledger_facts(builder: Any, settings: Mapping[str, Any]) -> None:
+    """The fact ceiling the run recorded, on a builder armed with ``.findings()`` (a windowed
+    recording made before the hold existed is replayed without it)."""
     facts = (settings.get("window") or {}).get("keep_ledger_facts")
-    builder.findings(keep_ledger_facts=facts)
+    if facts is not None:
+        builder._findings_facts = facts
     builder._ledger_facts_unrecorded = facts is None and bool(settings.get("window"))
 
 

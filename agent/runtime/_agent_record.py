@@ -94,8 +94,10 @@ class RunRecord:
 
     def findings(self) -> list[dict[str, Any]]:
         """The last run's findings ledger (``.findings()``): ``basis``, ``standing`` and
-        ``dropped`` rows in the order the model declared them (empty when nothing was
-        declared)."""
+        ``dropped`` rows in the order the model declared them, and the rows filed beside them
+        (``conflict``, ``unsettled-by-absence``, ``contingent``, and a judge's ``judgment`` /
+        ``judgment-error``); empty when nothing was filed. A reader that switches over the
+        kinds skips one it does not know."""
         return [dict(row) for row in thaw(self._state().get("findings", []))]
 
     def answer_coverage(self) -> dict[str, Any] | None:

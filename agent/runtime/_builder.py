@@ -16,13 +16,12 @@ from trackway.tools import Tool, ToolContext
 from trackway.tools.define._providers import ToolProvider
 
 from ..artifacts._building import ArtifactsBuilding
+from ..context._building import ContextBuilding
 from ..context._compaction import (
-    DEFAULT_KEEP_LEDGER_FACTS,
     CompactionBuilding,
     check_keep_ledger_facts,
 )
 from ..context._cost import check_budget, check_pricing
-from ..context._window import WindowStrategy
 from ..explain._building import ExplainBuilding
 from ..grounding._evidence_building import GroundingBuilding
 from ..grounding._validation_building import ValidationBuilding
@@ -63,6 +62,7 @@ class AgentBuilder(
     TimeBuilding,
     OntologyBuilding,
     CompactionBuilding,
+    ContextBuilding,
 ):
     """Configures an :class:`Agent`; ``build()`` declares its chart."""
 
@@ -148,6 +148,7 @@ class AgentBuilder(
         self._findings = False
         self._findings_facts: int | None = None
         self._ledger_facts_unrecorded = False  # set by a replay of an older recording
+        self._findings_plan: Any = None
         self._window: tuple[Any, int] | None = None
 
     def system(self, prompt: str) -> AgentBuilder:
@@ -250,52 +251,6 @@ class AgentBuilder(
         return self
 
     @checked_keywords
-    def window(self, strategy: Any, *, keep_last_tool_results: int = 2) -> AgentBuilder:
-        """Serve each model call a window of the history: ``sliding_window(...)``,
-        ``token_budget(...)``, ``summarize_oldest(...)`` or your own
-        :class:`~trackway.agent.WindowStrategy`. A ``window`` stage runs before every call
-        and records what it left out and why; ``history`` itself is never edited. The
-        planner never drops the person's current request, half a call, a paused turn or the
-        latest ``keep_last_tool_results`` results of each tool. One strategy per agent."""
-        if not isinstance(strategy, WindowStrategy):
-            raise AgentBuildError(
-                "window(strategy) takes sliding_window(...), token_budget(...), "
-                f"summarize_oldest(...) or an object with name, settings() and plan(visit); "
-                f"got {strategy!r}"
-            )
-        if self._window is not None:
-            raise AgentBuildError(
-                "an agent has one window strategy: window(...) or compaction(...) was already given"
-            )
-        keep = keep_last_tool_results
-        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
-            raise AgentBuildError(
-                f"window(keep_last_tool_results={keep!r}): use a whole number ≥ 0 (0 holds none)"
-            )
-        self._window = (strategy, keep)
-        return self
-
-    def findings(self, *, keep_ledger_facts: int | bool | None = None) -> AgentBuilder:
-        """Let the model declare, on each tool call, why it makes it and how it judges
-        earlier results (a reserved ``_findings`` argument on every served schema, peeled off
-        before validation and the tool); filed on the ``findings`` ledger
-        (``agent.findings()``). Results it judges noise or ruled-out are served as short
-        tickets on later calls; ``history`` keeps everything. Under a window, turns whose
-        result it declared a fact are held beyond the kept turns, newest first, up to
-        ``keep_ledger_facts`` (default 4, ``Agent.create``'s when given; 0 or False: off)."""
-        self._findings = True
-        if keep_ledger_facts is not None:
-            self._findings_facts = check_keep_ledger_facts(keep_ledger_facts, "findings")
-        return self
-
-    def _ledger_facts(self) -> int | None:
-        """The fact hold's ceiling: ``.findings()``'s, else ``Agent.create``'s, else the
-        default; ``None`` without ``.findings()`` (or replaying a recording made before)."""
-        if not self._findings or self._ledger_facts_unrecorded:
-            return None
-        given = self._findings_facts if self._findings_facts is not None else self._create_facts
-        return DEFAULT_KEEP_LEDGER_FACTS if given is None else given
-
     def limits_travel_with_the_answer(self) -> AgentBuilder:
         """Append the limits the tools declared (``absent``, ``coverage``,
         ``described_result``, and arguments a tool's rule filled) to a prose answer, composed
@@ -376,6 +331,7 @@ class AgentBuilder(
             gate=self._gate,
             limits_travel=self._limits_travel,
             findings=self._findings,
+            findings_plan=self._findings_plan,
             pricing=self._pricing,
             cost_budget=self._cost_budget,
             window=None if self._window is None else self._window[0],

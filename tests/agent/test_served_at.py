@@ -321,6 +321,23 @@ features = st.fixed_dictionaries(
         "facts": st.sampled_from([None, 0, 1, 4]),
         # .compaction(...) when no window is drawn: folds past 120 served characters
         "compaction": st.booleans(),
+        # --- findings ledger (issue 38): .findings(serve=, answer_ask=, judge=) when standings
+        # are drawn; "assert": each fact stands on an assertion (facts disagree: conflicts);
+        # "tower": prose answers quote small numbers the lookups carried (with the evidence
+        # gate drawn, a value whose carriers were set aside is contingent)
+        "findings_ledger": st.one_of(
+            st.none(),
+            st.fixed_dictionaries(
+                {
+                    "serve": st.sampled_from(["ledger-and-facts", "ledger-only"]),
+                    "answer_ask": st.sampled_from(["none", "quote-facts"]),
+                    "judge": st.sampled_from([None, "mock", "fail"]),
+                    "assert": st.booleans(),
+                    "tower": st.booleans(),
+                }
+            ),
+        ),
+        # --- end findings ledger
     }
 )
 
@@ -517,6 +534,21 @@ def assert_withheld(agent, provider, typed, tmp_path_factory):
     assert [c.stage_path for c in replay(loaded).history()] == paths
 
 
+def findings_options(drawn):
+    """The drawn ``.findings()`` options (issue 38): none, or the dials and a judge."""
+    if drawn is None:
+        return {}
+    judge = None
+    if drawn["judge"] == "mock":  # an answer per result, chosen by the result's length
+        picks = ("fact", "open", "noise", "ruled-out", "sideways")  # sideways: an error row
+        judge = mock_classifier(
+            lambda r: {"ranked": [["open", 0.6]], "chosen": picks[len(r.state["result"]) % 5]}
+        )
+    elif drawn["judge"] == "fail":  # every call fails: error rows, and the run goes on
+        judge = mock_classifier(lambda r: ClassifierError("judge down", status=503))
+    return {"serve": drawn["serve"], "answer_ask": drawn["answer_ask"], "judge": judge}
+
+
 def with_ledgers(replies, feature):
     """The replies with what the ledgers and findings need: reported usage, and standings on
     earlier calls declared in ``_findings`` (as an armed model would)."""
@@ -529,6 +561,8 @@ def with_ledgers(replies, feature):
         for call in reply.get("tool_calls", []):
             if standings and previous and isinstance(call.get("args"), dict):
                 judged = {"id": previous[-1], "standing": standings.pop()}
+                if (feature.get("findings_ledger") or {}).get("assert"):  # facts may disagree
+                    judged["assertions"] = [{"about": "the count", "value": len(previous)}]
                 call["args"] = {
                     **call["args"],
                     "_findings": {"basis": "direct", "previous": [judged]},
@@ -785,6 +819,8 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     replies += ["second answer", "spare", "spare", "spare"]  # wrap-ups and the follow-up
     if feature["evidence"]:  # every prose answer states a number no tool result holds
         replies = [f"{r} 9911" if isinstance(r, str) and r[:1] != "{" else r for r in replies]
+    if (feature.get("findings_ledger") or {}).get("tower"):  # values a lookup may carry
+        replies = [f"{r} 1 2 3" if isinstance(r, str) and r[:1] != "{" else r for r in replies]
     if feature["findings"] or feature["cost"] or feature["window"]:
         replies = with_ledgers(replies, feature)
     if feature["thinking"]:
@@ -856,6 +892,7 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     if feature.get("compaction") and feature["window"] is None:
         folds = mock(respond=lambda request: "s")
         builder.compaction(folds, threshold_chars=120, keep_recent_turns=1)
+        builder.findings(**findings_options(feature.get("findings_ledger")))
     if feature["thinking_handler"]:
         builder.thinking_handler(noted if feature["thinking_handler"] == "note" else same)
     if feature.get("live"):
@@ -968,6 +1005,10 @@ def test_served_at_hash_equals_the_receipt_and_what_the_provider_got(
     tool_messages = [m for m in agent.snapshot().state["history"] if m["role"] == "tool"]
     assert [r["id"] for r in rows] == [m["tool_call_id"] for m in tool_messages]
     assert [r["chars"] for r in rows] == [len(m["content"]) for m in tool_messages]
+    drawn = feature.get("findings_ledger")  # findings ledger (issue 38): only what a tool made
+    if feature["findings"] and drawn is not None and drawn["judge"] is not None:
+        judged = {r["id"] for r in agent.findings() if r["kind"].startswith("judgment")}
+        assert judged <= {r["id"] for r in rows if r["status"] not in ("denied", "invalid")}
     for row in rows:  # a cut result says so, and by how much
         if row.get("truncated"):
             assert cap is not None and row["chars_returned"] > cap
