@@ -36,8 +36,8 @@ import _agent_artifacts as artifacts_case
 import _agent_events as events_case
 import _agent_evidence as evidence_case
 import _agent_explain as explain_case
-import _agent_fixed as fixed_case
 import _agent_findings as findings_case
+import _agent_fixed as fixed_case
 import _agent_memory as memory_case
 import _agent_middleware as middleware_case
 import _agent_ontology as ontology_case
@@ -1281,6 +1281,8 @@ def events_only(sizes: tuple[int, ...]) -> int:
     none, per turn and per call; the registry is never read by an emit."""
     title = "trackway events: CPU µs per turn, a listener on '*' (and the audit) vs none"
     return variant_only("events", events_case, sizes, title)
+
+
 def findings_only(sizes: tuple[int, ...]) -> int:
     """``--only findings``: the ledger piece's composition per call, and the armed agent
     against one whose recording predates the piece, per turn."""
