@@ -20,7 +20,7 @@ def test_the_map_comes_before_the_ledger_and_both_after_the_prompt() -> None:
                 **SPEC["nodes"]["port"],
                 "sources": [{**SPEC["nodes"]["port"]["sources"][0], "via": ["lookup"]}],
             },
-        },  # fmt: skip
+        },
         "sources": SPEC["sources"],
     }
     del spec["nodes"]["backup"]
