@@ -26,7 +26,7 @@ import statistics
 import time
 from typing import Any
 
-from _common import fresh_heap, variant_rows, variant_table
+from _common import cpu_run_sync, fresh_heap, variant_rows, variant_table
 
 from trackway.agent import Agent, mock, receipts, replay, served_at
 from trackway.agent.context._findings_piece import LedgerPiece, findings_piece
@@ -88,13 +88,8 @@ def check(agent: Agent, variant: str, n: int) -> dict[str, Any]:
 
 
 def timed(variant: str, n: int) -> float:
-    agent = build(variant, n)
-    fresh_heap()
-    t = time.process_time()
-    answer = agent.run_sync("go")
-    spent = time.process_time() - t
-    assert answer == ANSWER, answer
-    return spent
+    """CPU seconds of one ``run_sync`` of a fresh agent (built before the clock starts)."""
+    return cpu_run_sync(build(variant, n), "go", ANSWER)
 
 
 def composition(n: int, repeats: int) -> dict[str, Any]:

@@ -16,10 +16,9 @@ bills them alike.
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
-from _common import fresh_heap, variant_rows, variant_table
+from _common import cpu_run_sync, variant_rows, variant_table
 
 from trackway.agent import Agent, define_ontology, mock, receipts, replay, served_at
 from trackway.tools import define_tool
@@ -101,13 +100,7 @@ def check(agent: Agent, variant: str, n: int) -> dict[str, Any]:
 
 def timed(variant: str, n: int) -> float:
     """CPU seconds of one ``run_sync`` of a fresh agent (built before the clock starts)."""
-    agent = build(variant, n)
-    fresh_heap()
-    t = time.process_time()
-    answer = agent.run_sync("go")
-    spent = time.process_time() - t
-    assert answer == ANSWER, answer
-    return spent
+    return cpu_run_sync(build(variant, n), "go", ANSWER)
 
 
 def measure(sizes: tuple[int, ...], rounds: int, per_round: int) -> dict[str, Any]:

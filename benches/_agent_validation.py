@@ -23,7 +23,7 @@ import statistics
 import time
 from typing import Any
 
-from _common import fresh_heap, variant_rows
+from _common import cpu_run_sync, fresh_heap, variant_rows
 
 from trackway.agent import (
     Agent,
@@ -108,13 +108,7 @@ def check(agent: Agent, variant: str, n: int) -> dict[str, Any]:
 
 def timed(variant: str, n: int) -> float:
     """CPU seconds of one ``run_sync`` of a fresh agent (built before the clock starts)."""
-    agent = build(variant, n)
-    fresh_heap()
-    t = time.process_time()
-    answer = agent.run_sync("go")
-    spent = time.process_time() - t
-    assert answer == ANSWER, answer
-    return spent
+    return cpu_run_sync(build(variant, n), "go", ANSWER)
 
 
 def at_answer_time(n: int) -> dict[str, Any]:

@@ -17,10 +17,9 @@ the target is that the hold's relative cost (facts/none) does not grow with the 
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
-from _common import fresh_heap, variant_rows
+from _common import cpu_run_sync, variant_rows
 
 from trackway.agent import Agent, mock, receipts, replay, served_at, sliding_window
 from trackway.tools import define_tool
@@ -119,13 +118,8 @@ def check(a: Agent, variant: str, n: int) -> dict[str, Any]:
 
 
 def timed(variant: str, n: int) -> float:
-    a = build(variant, n)
-    fresh_heap()
-    t = time.process_time()
-    answer = a.run_sync("which port had its optic swapped?")
-    spent = time.process_time() - t
-    assert answer == ANSWER, answer
-    return spent
+    """CPU seconds of one ``run_sync`` of a fresh agent (built before the clock starts)."""
+    return cpu_run_sync(build(variant, n), "which port had its optic swapped?", ANSWER)
 
 
 def measure(sizes: tuple[int, ...], rounds: int, per_round: int) -> dict[str, Any]:

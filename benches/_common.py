@@ -111,6 +111,17 @@ def checked_row(
     return row
 
 
+def cpu_run_sync(agent: Any, message: str, expected: Any, **run: Any) -> float:
+    """CPU seconds of one ``agent.run_sync(message, **run)`` of an agent built before the clock
+    starts, on a fresh heap; the answer is checked against ``expected``."""
+    fresh_heap()
+    t = time.process_time()
+    answer = agent.run_sync(message, **run)
+    spent = time.process_time() - t
+    assert answer == expected, answer
+    return spent
+
+
 def interleaved(
     variants: Sequence[str],
     base: str,
