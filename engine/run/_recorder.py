@@ -317,21 +317,18 @@ _CLASS_HOOKS: dict[type, tuple[str, ...]] = {}
 
 
 def _hooks_of(target: object) -> tuple[str, ...]:
-    """The hooks ``target`` may define: those its class has other than :class:`Recorder`'s
-    do-nothing ones (worked out once per class), and any set on the instance itself."""
+    """The hooks ``target`` may define: its class's (once per class) and its own."""
     cls = type(target)
     hooks = _CLASS_HOOKS.get(cls)
-    if hooks is None:
-        if hasattr(cls, "__getattr__"):  # hooks made on demand: ask the instance each run
-            hooks = _CLASS_HOOKS[cls] = HOOKS
-        else:
-            hooks = _CLASS_HOOKS[cls] = tuple(
-                h for h in HOOKS if getattr(cls, h, None) not in (None, getattr(Recorder, h))
-            )
+    if hooks is None:  # a class making hooks on demand (__getattr__): every hook, asked per run
+        hooks = _CLASS_HOOKS[cls] = tuple(
+            h
+            for h in HOOKS
+            if hasattr(cls, "__getattr__")
+            or getattr(cls, h, None) not in (None, getattr(Recorder, h))
+        )
     own = getattr(target, "__dict__", None)
-    if own and any(h in own for h in HOOKS):
-        return HOOKS
-    return hooks
+    return HOOKS if own and any(h in own for h in HOOKS) else hooks
 
 
 _NO_PAYLOAD: Any = object()
@@ -427,8 +424,7 @@ class Dispatch:
         return bool(self._hooks[hook])
 
     def deliver(self, hook: str, event: Any) -> None:
-        """Tell the recorders an event made elsewhere and redacted there (a Ray branch's):
-        as :meth:`fire`, without redacting it again; an emit is told only where wanted."""
+        """As :meth:`fire`, for an event made and redacted elsewhere (a Ray branch's)."""
         if hook == "on_emit" and self.emit_wanted is not None and not self.emit_wanted(event.name):
             return
         for label, fn, queued in self._hooks[hook]:
