@@ -90,6 +90,7 @@ class _HeldLoop:
     def __init__(self) -> None:
         self.runner = asyncio.Runner()
         self.pid = os.getpid()
+        self.thread = threading.get_ident()
         _OPEN.add(self)
 
     def settle(self) -> None:
@@ -104,9 +105,19 @@ class _HeldLoop:
         loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
 
     def close(self) -> None:
+        """Close the loop: on its own thread, with nothing running, as ``asyncio.run`` does
+        (async generators finalized, the default executor shut down); dropped anywhere else
+        (a garbage collection inside another thread or another running loop, a forked child
+        holding a copy) the loop is only closed, never run there."""
         _OPEN.discard(self)
-        if self.pid == os.getpid():  # a forked child never closes its parent's loop
+        loop = getattr(self.runner, "_loop", None)  # None: the runner never made its loop
+        if loop is None or loop.is_closed() or loop.is_running():
+            return
+        home = self.pid == os.getpid() and self.thread == threading.get_ident()
+        if home and _running_library() is None:
             self.runner.close()
+        else:
+            loop.close()
 
     def __del__(self) -> None:  # the thread ended (its locals are dropped)
         with contextlib.suppress(Exception):  # at interpreter exit: nothing left to save

@@ -183,3 +183,32 @@ def test_a_forked_child_makes_its_own_loop():
     assert os.read(read, 8) == b"new"
     os.waitpid(pid, 0)
     assert _sync.run_sync(_loop_id, name="t", twin="t") == parent
+
+
+def test_a_loop_dropped_inside_another_running_loop_is_closed_without_running():
+    """A held loop collected by a garbage collection that runs inside another event loop
+    (another thread's, found dead in a cycle) is closed there, never run: no coroutine is
+    left unawaited, nothing warns."""
+    _asyncio_only()
+    seen: list[Any] = []
+    worker = threading.Thread(
+        target=lambda: (
+            _sync.run_sync(_loop_id, name="t", twin="t"),
+            seen.append(_sync._THREAD.held),
+        )
+    )
+    worker.start()
+    worker.join()
+    (held,) = seen
+    seen.clear()
+    loop = held.runner.get_loop()
+
+    async def drop_it_here() -> None:
+        nonlocal held
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            held = None
+            gc.collect()
+
+    asyncio.run(drop_it_here())
+    assert loop.is_closed()
