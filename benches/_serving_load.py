@@ -99,6 +99,30 @@ def settle_heap() -> int:
     return rss_bytes()
 
 
+class GcTime:
+    """Seconds spent in the cyclic garbage collector while entered (``gc.callbacks``), and
+    how many full (generation 2) collections ran."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.full = 0
+        self._t = 0.0
+
+    def _hook(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._t = clock()
+        else:
+            self.seconds += clock() - self._t
+            self.full += info["generation"] == 2
+
+    def __enter__(self) -> GcTime:
+        gc.callbacks.append(self._hook)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        gc.callbacks.remove(self._hook)
+
+
 class RssPeak:
     """A thread that samples this process's RSS every ``every`` seconds; ``peak`` is the
     largest sample (the RSS at ``__enter__`` included)."""

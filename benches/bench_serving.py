@@ -35,6 +35,7 @@ from _common import dist_version, pg_schema, print_table, print_targets, write_j
 from _serving_load import (  # noqa: E402
     CALLS,
     MODEL_S,
+    GcTime,
     RssPeak,
     Traces,
     added_per_call,
@@ -73,6 +74,7 @@ HEADERS = [
     "added p99 ms",
     "RSS KB/run",
     "CPU ms/run",
+    "of it GC ms",
 ]
 
 
@@ -85,7 +87,7 @@ async def _cell_async(name: str, store: str, n: int, where: dict[str, Any]) -> d
         keys = [f"go {i}" for i in range(n)]
         base = settle_heap()
         cpu = time.process_time()
-        with RssPeak() as rss:
+        with RssPeak() as rss, GcTime() as gc_time:
             t = clock()
             await _all(run, traces, keys)
             wall = clock() - t
@@ -101,6 +103,8 @@ async def _cell_async(name: str, store: str, n: int, where: dict[str, Any]) -> d
         "rss_kb_per_run": (rss.peak - base) / n / 1024,
         "cpu_ms_per_run": cpu / n * 1e3,
         "cpu_us_per_call": cpu / n / CALLS * 1e6,
+        "gc_ms_per_run": gc_time.seconds / n * 1e3,
+        "gc_full_collections": gc_time.full,
     }
 
 
@@ -265,6 +269,7 @@ def main(argv: list[str] | None = None) -> int:
                 r["added_p99_ms"],
                 r["rss_kb_per_run"],
                 r["cpu_ms_per_run"],
+                r["gc_ms_per_run"],
             ]
         )
     print_table(
@@ -272,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         "a run's setup and teardown included)",
         HEADERS,
         table,
-        numeric=range(2, 9),
+        numeric=range(2, 10),
     )
     marks = targets(rows, sizes)
     paused: list[dict[str, Any]] = []
