@@ -1,0 +1,92 @@
+"""benches/bench_serving.py, kept cheap: its trace arithmetic on made-up stamps, its target
+rows (a miss is a FAIL row), and real trackway cells at N = 10 plus 5 paused runs on SQLite
+(the model sleeps 20 ms; no peers)."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+BENCHES = Path(__file__).resolve().parent.parent / "benches"
+
+
+@pytest.fixture(scope="module")
+def bench() -> Iterator[ModuleType]:
+    sys.path.insert(0, str(BENCHES))
+    try:
+        with warnings.catch_warnings():  # the bench silences peers' warnings at import
+            import bench_serving
+        yield bench_serving
+    finally:
+        sys.path.remove(str(BENCHES))
+
+
+def _trace(start: float, gaps: list[float], teardown: float) -> list[float]:
+    """A run's stamps: each gap then a 20 ms model call, then the teardown."""
+    out, t = [start], start
+    for gap in gaps:
+        t += gap
+        out.append(t)
+        t += 0.020
+        out.append(t)
+    out.append(t + teardown)
+    return out
+
+
+def test_added_time_is_the_gaps_between_model_calls(bench: ModuleType) -> None:
+    load = sys.modules["_serving_load"]
+    trace = _trace(10.0, [0.001, 0.002, 0.003, 0.004], 0.005)
+    added = load.added_per_call([trace])
+    assert added == pytest.approx([0.001, 0.002, 0.003, 0.009])
+    assert load.percentile([1.0, 2.0, 3.0, 4.0, 5.0], 50) == 3.0
+    assert load.percentile([1.0, 2.0, 3.0, 4.0, 5.0], 99) == 5.0
+    with pytest.raises(AssertionError, match="3 model calls"):
+        load.added_per_call([trace[:-3] + trace[-1:]])
+
+
+def test_targets_report_a_miss_as_a_fail(bench: ModuleType) -> None:
+    def row(system: str, n: int, rate: float, p99: float, kb: float, cpu: float) -> Any:
+        return {"system": system, "store": "memory", "n": n, "runs_per_s": rate,
+                "added_p99_ms": p99, "rss_kb_per_run": kb, "cpu_ms_per_run": cpu}  # fmt: skip
+
+    rows = [
+        row("trackway", 100, 500.0, 1.0, 20.0, 1.0),
+        row("trackway", 1000, 400.0, 9.0, 20.0, 1.2),
+        row("trackway", 5000, 300.0, 9.0, 20.0, 2.0),
+        row("langgraph", 1000, 50.0, 50.0, 90.0, 9.0),
+    ]
+    marks = {
+        m["target"].split(":")[1].split(",")[0].strip(): m for m in bench.targets(rows, [5000])
+    }
+    assert marks["trackway runs/s / LangGraph (InMemorySaver)"]["measured"] == 8.0
+    assert marks["trackway runs/s / LangGraph (InMemorySaver)"]["pass"] is False
+    assert marks["trackway framework-added p99 ms per turn"]["pass"] is False
+    assert marks["trackway RSS KB per in-flight run"]["pass"] is True
+    assert marks["trackway CPU per run"]["measured"] == 2.0
+    assert marks["trackway CPU per run"]["pass"] is False
+
+
+@pytest.mark.parametrize("store", ["none", "memory", "sqlite"])
+def test_a_trackway_cell_runs_every_run_to_its_answer(bench: ModuleType, store: str) -> None:
+    row = bench.cell("trackway", store, 10, None)
+    assert row["n"] == 10
+    assert row["runs_per_s"] > 0
+    # each run waits at least its 4 model calls of 20 ms
+    assert row["wall_s"] >= 4 * 0.020
+    assert 0 <= row["added_p50_ms"] <= row["added_p99_ms"]
+    assert row["cpu_ms_per_run"] > 0
+
+
+def test_paused_runs_resume_exactly_once_on_sqlite(bench: ModuleType) -> None:
+    paused = sys.modules["_serving_paused"]
+    result = paused.sqlite_paused(5)
+    assert result["exactly_once"] is True
+    assert result["answered_once"] == 5
+    assert result["statuses"] == {"done": 5}
+    assert result["double_refused"] == 5
