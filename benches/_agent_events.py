@@ -18,11 +18,11 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
+from _agent_case import LOOKUP, lookup_script, scripted
 from _common import cpu_run_sync, variant_rows, variant_table
 
-from trackway.agent import Agent, EventAudit, mock, receipts, replay, served_at
+from trackway.agent import Agent, EventAudit, receipts, replay, served_at
 from trackway.agent.events import _registry
-from trackway.tools import define_tool
 
 CALLS = (0, 1, 4, 16)  # tool calls in the turn (n + 1 model calls)
 VARIANTS = ("none", "listen", "audit")
@@ -32,20 +32,11 @@ FIXED_US, PER_CALL_US = (
 )  # listen - none per turn: a first hearing, then ~7 events a call
 ANSWER = "done"
 
-TOOL = define_tool(
-    name="lookup",
-    description="Look a key up.",
-    input_schema={"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]},
-    execute=lambda args, ctx: "ok",
-)
+TOOL = LOOKUP
 
 
 def script(n: int) -> list[Any]:
-    calls = [
-        {"tool_calls": [{"id": f"c{i}", "name": "lookup", "args": {"key": f"k{i}"}}]}
-        for i in range(n)
-    ]
-    return [*calls, ANSWER]
+    return lookup_script(n, ANSWER)
 
 
 class _Counter:
@@ -58,8 +49,7 @@ class _Counter:
 
 def build(variant: str, n: int) -> Agent:
     """A fresh agent of ``variant`` with the turn of ``n`` calls scripted."""
-    provider = mock(replies=script(n), keep_requests=False)
-    builder = Agent.create(provider=provider, model="scripted", max_iterations=n + 1, stream=False)
+    builder = scripted(n, script(n))
     agent = builder.system("Answer briefly.").tool(TOOL).build()
     if variant == "listen":
         agent.on("*", _Counter())

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _agent_case import LOOKUP, lookup_script
 from _common import dist_version, fresh_heap, interleaved, print_table, print_targets, write_json
 
 from trackway.agent import TRACE_TOOLS, Agent, mock, receipts, replay, served_at
@@ -43,12 +44,7 @@ TOOL_CALLS = 50  # trace tool calls timed per tool and size
 MAX_CHARS = 4000
 ANSWER = "done"
 
-TOOL = define_tool(
-    name="lookup",
-    description="Look a key up.",
-    input_schema={"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]},
-    execute=lambda args, ctx: "ok",
-)
+TOOL = LOOKUP
 ARGS = {"trace_why": {"key": "final_answer"}, "trace_commit": {"seq": 3}}
 LOOKALIKES = [
     define_tool(
@@ -59,11 +55,7 @@ LOOKALIKES = [
 
 
 def script(n: int) -> list[Any]:
-    calls = [
-        {"tool_calls": [{"id": f"c{i}", "name": "lookup", "args": {"key": f"k{i}"}}]}
-        for i in range(n)
-    ]
-    return [*calls, ANSWER]
+    return lookup_script(n, ANSWER)
 
 
 def build(variant: str, n: int, store: Any = None) -> Agent:

@@ -18,22 +18,17 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from _agent_case import LOOKUP, lookup_script, scripted
 from _common import cpu_run_sync, variant_rows, variant_table
 
-from trackway.agent import Agent, define_ontology, mock, receipts, replay, served_at
-from trackway.tools import define_tool
+from trackway.agent import Agent, define_ontology, receipts, replay, served_at
 
 CALLS = (0, 1, 4, 16)  # tool calls in the turn (n + 1 model calls)
 VARIANTS = ("none", "ontology")
 FIXED_US, PER_CALL_US = 400.0, 40.0  # the seed's write and the piece once; an event a call
 ANSWER = "done"
 
-TOOL = define_tool(
-    name="lookup",
-    description="Look a key up.",
-    input_schema={"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]},
-    execute=lambda args, ctx: "ok",
-)
+TOOL = LOOKUP
 
 MAP = define_ontology(
     id="bench",
@@ -58,17 +53,12 @@ MAP = define_ontology(
 
 
 def script(n: int) -> list[Any]:
-    calls = [
-        {"tool_calls": [{"id": f"c{i}", "name": "lookup", "args": {"key": f"k{i}"}}]}
-        for i in range(n)
-    ]
-    return [*calls, ANSWER]
+    return lookup_script(n, ANSWER)
 
 
 def build(variant: str, n: int) -> Agent:
     """A fresh agent of ``variant`` with the turn of ``n`` calls scripted."""
-    provider = mock(replies=script(n), keep_requests=False)
-    builder = Agent.create(provider=provider, model="scripted", max_iterations=n + 1, stream=False)
+    builder = scripted(n, script(n))
     builder = builder.system("Answer briefly.").tool(TOOL)
     if variant == "ontology":
         builder = builder.ontology(MAP)
