@@ -65,7 +65,9 @@ def _seed(scope: Scope) -> None:
     scope.extend("history", [*prior, {"role": "user", "content": message}])
 
 
-def _member_input(source: str) -> Callable[[Scope], dict[str, Any]]:
+def member_input(source: str) -> Callable[[Scope], dict[str, Any]]:
+    """A member's input: ``source`` as its message, and the caller (identity, session)."""
+
     def given(scope: Scope) -> dict[str, Any]:
         out: dict[str, Any] = {"message": str(scope[source])}
         for key in ("identity", "session_id"):  # the caller reaches every member
@@ -104,7 +106,7 @@ def _wrapped(name: str, runner: Agent, chart_id: str) -> FlowChart:
             name,
             runner.spec(),
             id=name,
-            input=_member_input("current"),
+            input=member_input("current"),
             output=_member_output(name),
         )
         .build(name=name, chart_id=f"_member_{chart_id}_{name}")
@@ -207,7 +209,7 @@ class Sequence:
                 name,
                 runner.spec(),
                 id=name,
-                input=_member_input("current"),
+                input=member_input("current"),
                 output=_member_output(name, "current"),
             )
         chart = b.then("_final", _finish("current"), id="_final").build(
@@ -280,7 +282,7 @@ class Parallel:
                 "judge",
                 self._merge.spec(),
                 id="judge",
-                input=_member_input("current"),
+                input=member_input("current"),
                 output=_member_output("judge", "current"),
             )
         chart = b.then("_final", _finish("current"), id="_final").build(
@@ -431,7 +433,7 @@ class Loop:
                 "body",
                 self._body.spec(),
                 id="body",
-                input=_member_input("current"),
+                input=member_input("current"),
                 output=_member_output("body", "current"),
             )
             .decider("_until", judge, id="_until")

@@ -11,14 +11,14 @@ its own recorded answers, whatever order the concurrent items ran in.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from trackway.engine import Decision, FlowChart, Scope, flow_chart
 
 from ..messages._errors import AgentBuildError, AgentError
 from ..runtime._agent import Agent
-from ._composition import _member_name, _noop, _runner
+from ._composition import _member_name, _noop, _runner, member_input
 
 __all__ = [
     "PatternError",
@@ -46,19 +46,6 @@ def check_count(kind: str, what: str, n: Any, least: int = 1) -> int:
 def slot_names(stem: str, n: int) -> list[str]:
     """The members' names of ``n`` slots: ``stem_0`` ... ``stem_{n-1}``."""
     return [f"{stem}_{i}" for i in range(n)]
-
-
-def member_input(source: str) -> Callable[[Scope], dict[str, Any]]:
-    """A member's input: ``source`` as its message, and the caller (identity, session)."""
-
-    def given(scope: Scope) -> dict[str, Any]:
-        out: dict[str, Any] = {"message": str(scope[source])}
-        for key in ("identity", "session_id"):  # the caller reaches every member
-            if scope.get(key) is not None:
-                out[key] = scope[key]
-        return out
-
-    return given
 
 
 def _result(child: Scope) -> dict[str, Any]:

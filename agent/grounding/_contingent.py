@@ -15,7 +15,7 @@ no branch changes and no call is blocked.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from trackway.engine import Scope, StagePath
@@ -27,7 +27,7 @@ from ..context._findings_piece import ledger_index
 from ..messages._messages import is_said_by_person
 from ._corpus import NOT_EVIDENCE, EvidenceCorpus
 from ._values import AnswerValue, answer_values, token_keys
-from ._verdict import judge, judged_values
+from ._verdict import judge, judged_values, text_leaves
 
 __all__ = ["SET_ASIDE", "contingent_at_answer", "contingent_at_dispatch"]
 
@@ -157,19 +157,6 @@ def contingent_at_answer(cfg: AgentConfig, scope: Scope, answer: str) -> None:
         _file(cfg, scope, judged_values(answer, cfg.output_model is not None), "answer")
 
 
-def _leaves(value: Any) -> Iterator[str]:
-    if isinstance(value, Mapping):
-        for item in value.values():
-            yield from _leaves(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _leaves(item)
-    elif isinstance(value, str):
-        yield value
-    elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        yield str(value)
-
-
 def _declared_previous(calls: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """Every well-formed standing the batch's calls declare, in call order."""
     out: list[Mapping[str, Any]] = []
@@ -191,6 +178,6 @@ def contingent_at_dispatch(
     if not _armed(cfg, scope):
         return
     args = peel(call)[0].get("args") or {}
-    values = [v for text in _leaves(args) for v in answer_values(text)]
+    values = [v for text in text_leaves(args) for v in answer_values(text)]
     if values:
         _file(cfg, scope, values, str(call["id"]), _declared_previous(calls))

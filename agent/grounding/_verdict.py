@@ -9,7 +9,7 @@ as prose, each number as a number; its keys are the schema's words and are not j
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +18,7 @@ import orjson
 from ._corpus import EvidenceCorpus, Grounding
 from ._values import AnswerValue, answer_values
 
-__all__ = ["MAX_LISTED", "Judged", "judge", "judged_values"]
+__all__ = ["MAX_LISTED", "Judged", "judge", "judged_values", "text_leaves"]
 
 MAX_LISTED = 32
 """How many values a verdict lists; the rest are counted (``values_omitted``)."""
@@ -53,17 +53,19 @@ def judged_values(content: str, typed: bool) -> list[AnswerValue]:
         except orjson.JSONDecodeError:
             parsed = content
         if not isinstance(parsed, str):
-            return [v for text in _fields(parsed) for v in answer_values(text)]
+            return [v for text in text_leaves(parsed) for v in answer_values(text)]
     return answer_values(content)
 
 
-def _fields(value: Any) -> Iterator[str]:
-    if isinstance(value, dict):
+def text_leaves(value: Any) -> Iterator[str]:
+    """The strings and numbers (as text) of a JSON-like value, depth first: where values are
+    looked for in a structured answer or a call's arguments."""
+    if isinstance(value, Mapping):
         for item in value.values():
-            yield from _fields(item)
+            yield from text_leaves(item)
     elif isinstance(value, list):
         for item in value:
-            yield from _fields(item)
+            yield from text_leaves(item)
     elif isinstance(value, str):
         yield value
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
