@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -41,3 +43,29 @@ def _with_options(dsn: str, options: str) -> str:
     from psycopg.conninfo import make_conninfo
 
     return make_conninfo(dsn, options=options)
+
+
+def end_idle_sessions(store: Any, dsn: str) -> list[int]:
+    """End every session the store's pool holds idle (taken out of the pool meanwhile, so no
+    transaction of the store's is on them), and wait until the server has let them go;
+    returns the ended backends' pids."""
+    import psycopg
+
+    pool = store._sessions.pool
+    held = [pool.getconn() for _ in range(max(1, pool.get_stats()["pool_available"]))]
+    pids = [db.info.backend_pid for db in held]
+    try:
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            for pid in pids:
+                ended = admin.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone()
+                assert ended == (True,)
+            deadline = time.monotonic() + 10
+            while admin.execute(
+                "SELECT 1 FROM pg_stat_activity WHERE pid = ANY(%s)", (pids,)
+            ).fetchone():
+                assert time.monotonic() < deadline, "the server never ended the sessions"
+                time.sleep(0.01)
+    finally:
+        for db in held:
+            pool.putconn(db)  # back idle, and dead: found at the next checkout
+    return pids

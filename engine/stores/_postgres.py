@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-import threading
-import time
 from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from typing import Any
 
 from ..core._errors import ConfigurationError, StoreError
 from ..observe._seal import Seal, check_seal
 from ._artifact_rows import ARTIFACTS_TABLE
+from ._pg_sessions import PgSessions, check_pool_size
 from ._run_queue import QUEUE_SCHEMA, PgRunQueue
 from ._sqlstore import SqlRunStore, run_deleted
 
@@ -165,11 +164,16 @@ class PostgresStore(PgRunQueue, SqlRunStore):
     """A :class:`RunStore` on PostgreSQL. Claims are atomic across processes and hosts.
 
     ``dsn`` is a libpq connection string or URL. Install with ``pip install
-    'trackway[postgres]'``. A dropped connection is opened again before the next
-    transaction (up to ``reconnect_attempts`` tries, waiting 0.1 s, 0.2 s, 0.4 s, ...); the
-    call whose transaction it broke fails with :class:`StoreError` and is never retried
-    blindly (its writes may or may not have committed; a run's log tells which). ``seal``:
-    a :class:`Seal` that keeps what a redaction policy hides sealed beside its redacted rows
+    'trackway[postgres]'``. Each transaction takes a session from a pool of at most
+    ``pool_size`` (``psycopg_pool``), so threads, workers and a group commit's writer no
+    longer queue on one connection. A session the server ended while it sat idle (a
+    restart, a failover, a pooler recycling it) fails at ``BEGIN``, before anything of the
+    caller's was sent, and is replaced there: no call sees it. When no session can be
+    opened within ``connect_timeout`` seconds, the checkout is tried again up to
+    ``reconnect_attempts`` times, waiting 0.1 s, 0.2 s, 0.4 s, ... A call whose transaction
+    a lost connection broke fails with :class:`StoreError` and is never retried blindly (its
+    writes may or may not have committed; a run's log tells which). ``seal``: a
+    :class:`Seal` that keeps what a redaction policy hides sealed beside its redacted rows
     and seals the queue's inputs and answers, so workers can resume and recover redacted
     runs while no table holds a hidden value in clear.
     """
@@ -180,56 +184,73 @@ class PostgresStore(PgRunQueue, SqlRunStore):
         self,
         dsn: str,
         *,
+        pool_size: int = 4,
         connect_timeout: float = 10.0,
         reconnect_attempts: int = 5,
         seal: Seal | None = None,
     ) -> None:
         try:
             import psycopg
+            import psycopg_pool  # noqa: F401
         except ImportError as exc:
             raise StoreError(
-                "PostgresStore needs psycopg 3: pip install 'trackway[postgres]'"
+                "PostgresStore needs psycopg 3 and psycopg-pool: pip install 'trackway[postgres]'"
             ) from exc
         if isinstance(reconnect_attempts, bool) or not isinstance(reconnect_attempts, int):
             raise ConfigurationError("reconnect_attempts must be an int >= 0")
         if reconnect_attempts < 0:
             raise ConfigurationError("reconnect_attempts must be an int >= 0")
+        pool_size = check_pool_size(pool_size)
         self.seal = check_seal(seal)
         self.where = _where(dsn)
         self._dsn = dsn
         self._connect_timeout = max(1, int(connect_timeout))
         self.reconnect_attempts = reconnect_attempts
-        self.reconnects = 0
-        """How often this store opened its connection again after losing it."""
-        self._lock = threading.Lock()
         self._run_nos: dict[str, int] = {}
         self._fences: dict[str, str] = {}
-        self._db = self._connect()
+        db = self._connect()
         try:
-            with self._db.transaction():
+            with db.transaction():
                 # Only a store missing a table, a column or the index runs the DDL: ALTER TABLE
                 # takes an exclusive lock even when the column exists, which would stall (and
                 # can deadlock with) the workers already writing these tables. Stores opened
                 # at once on a new database take turns (CREATE ... IF NOT EXISTS is not safe
                 # against itself), each asking again once it has the lock.
-                _refuse_newer(_schema_version(self._db), self.where)
-                if not _schema_current(self._db):
-                    self._db.execute("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK,))
-                    _refuse_newer(_schema_version(self._db), self.where)
-                    if not _schema_current(self._db):  # an older schema is brought up to date
-                        self._db.execute(_SCHEMA)
-                        self._db.execute(QUEUE_SCHEMA)
-                        self._db.execute(
+                _refuse_newer(_schema_version(db), self.where)
+                if not _schema_current(db):
+                    db.execute("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK,))
+                    _refuse_newer(_schema_version(db), self.where)
+                    if not _schema_current(db):  # an older schema is brought up to date
+                        db.execute(_SCHEMA)
+                        db.execute(QUEUE_SCHEMA)
+                        db.execute(
                             "INSERT INTO trackway_meta VALUES ('schema_version', %s) ON CONFLICT "
                             "(name) DO UPDATE SET value = excluded.value",
                             (str(SCHEMA_VERSION),),
                         )
         except psycopg.Error as exc:
-            self._db.close()
             raise self._unreachable(exc) from None
-        except StoreError:  # a newer schema: left as it is
-            self._db.close()
-            raise
+        finally:  # a newer schema (StoreError) is left as it is
+            db.close()
+        self._sessions = PgSessions(
+            lambda: self._dsn,
+            pool_size=pool_size,
+            connect_timeout=self._connect_timeout,
+            reconnect_attempts=reconnect_attempts,
+            unreachable=self._unreachable,
+        )
+
+    @property
+    def pool_size(self) -> int:
+        """The most sessions this store opens at once (``pool_size=``)."""
+        size: int = self._sessions.pool.max_size
+        return size
+
+    @property
+    def reconnects(self) -> int:
+        """How many sessions this store found dead (ended by the server while idle, or lost
+        in a transaction) and replaced."""
+        return self._sessions.replaced
 
     def __repr__(self) -> str:
         return f"<PostgresStore {self.where}>"
@@ -252,66 +273,22 @@ class PostgresStore(PgRunQueue, SqlRunStore):
             "the server is running and accepts connections there, and the user and password."
         )
 
-    def _live(self) -> Any:
-        """The connection, opened again (bounded, with backoff) if it was lost. Called
-        between transactions only: nothing half-done is ever sent again."""
-        if not (self._db.closed or self._db.broken):
-            return self._db
-        error: StoreError | None = None
-        for attempt in range(self.reconnect_attempts + 1):
-            if attempt:
-                time.sleep(min(2.0, 0.1 * 2 ** (attempt - 1)))
-            try:
-                self._db = self._connect()
-            except StoreError as exc:
-                error = exc
-                continue
-            self.reconnects += 1
-            return self._db
-        assert error is not None
-        raise StoreError(
-            f"{error} (the connection was lost; {self.reconnect_attempts + 1} attempts to "
-            "open it again failed)"
-        )
-
     @contextmanager
     def _tx(self) -> Iterator[Any]:
         import psycopg
 
-        with self._lock:
-            db, begun = self._begin()
+        with self._sessions.checkout() as db:
             try:
-                with begun:
-                    yield db
+                yield db
             except psycopg.OperationalError as exc:
-                if db.broken or db.closed:  # the next transaction opens a new connection
+                if db.broken or db.closed:  # the pool drops the session and opens another
                     raise StoreError(
                         f"the connection to PostgreSQL at {self.where} was lost during a "
                         f"transaction ({_scrub(str(exc).strip(), self._dsn) or 'no reason'}); "
                         "it was not retried, since it may have committed. The next call "
-                        "reconnects."
+                        "takes another session."
                     ) from exc
                 raise
-
-    def _begin(self) -> tuple[Any, ExitStack]:
-        """A connection with a transaction begun on it. A session the server ended while it
-        sat idle (a restart, a failover, a pooler recycling it, ``pg_terminate_backend``) is
-        found here, at ``BEGIN``, before anything of the caller's was sent: it is replaced
-        and the transaction begun on the new one, so no caller ever sees it. A failure after
-        ``BEGIN`` is never retried (it may have committed)."""
-        import psycopg
-
-        for attempt in (1, 2):
-            db = self._live()
-            begun = ExitStack()
-            try:
-                begun.enter_context(db.transaction())
-            except psycopg.OperationalError as exc:
-                if attempt == 2 or not (db.broken or db.closed):
-                    raise self._unreachable(exc) from None
-                continue  # only BEGIN was sent, and it failed: a new session is safe
-            return db, begun
-        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
     def _write_commits(
         self, db: Any, run_id: str, run_no: int, rows: Sequence[tuple[Any, ...]]
@@ -406,8 +383,7 @@ class PostgresStore(PgRunQueue, SqlRunStore):
         return {int(r[0]) for r in cur.fetchall()}
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        self._sessions.close()
 
 
 def _scrub(text: str, dsn: str) -> str:

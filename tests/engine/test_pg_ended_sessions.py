@@ -9,11 +9,10 @@ import time
 from typing import Any
 
 import anyio
-import psycopg
 import pytest
 
 from tests.backends import run_async
-from tests.pg import pg_schema
+from tests.pg import end_idle_sessions, pg_schema
 from trackway.engine import Executor, PostgresStore, flow_chart
 
 RUNS = 100
@@ -39,20 +38,6 @@ def _chart(reached: list[int] | None = None) -> Any:
     return builder.build()
 
 
-def _end_idle_session(store: PostgresStore, dsn: str) -> int:
-    """End the store's session while no transaction of its is in flight (its lock held), and
-    wait until the server has let it go; returns the ended backend's pid."""
-    with store._lock:
-        pid = store._db.info.backend_pid
-        with psycopg.connect(dsn, autocommit=True) as admin:
-            assert admin.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone() == (True,)
-            deadline = time.monotonic() + 10
-            while admin.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone():
-                assert time.monotonic() < deadline, "the server never ended the session"
-                time.sleep(0.01)
-    return int(pid)
-
-
 def test_sessions_ended_between_runs_fail_no_run() -> None:
     with pg_schema("tw") as dsn:
         store = PostgresStore(dsn)
@@ -62,7 +47,7 @@ def test_sessions_ended_between_runs_fail_no_run() -> None:
                 result = Executor(chart, store=store).run_sync()
                 assert result.status == "done"
                 assert store.load(result.run_id) == result.snapshot
-                _end_idle_session(store, dsn)
+                end_idle_sessions(store, dsn)
                 assert store.reconnects == k  # replaced on the next call, not yet
             assert len(store.list_runs()) == 3 and store.reconnects == 3
         finally:
@@ -87,7 +72,7 @@ def test_a_session_ended_in_the_middle_of_a_hundred_runs_fails_none() -> None:
                 def end_when_half_committed() -> None:
                     while len(reached) < RUNS // 2:
                         time.sleep(0.001)
-                    ended.append(_end_idle_session(store, dsn))
+                    ended.extend(end_idle_sessions(store, dsn))
 
                 killer = threading.Thread(target=end_when_half_committed, daemon=True)
                 killer.start()

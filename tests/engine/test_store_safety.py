@@ -20,6 +20,7 @@ from trackway.engine import RunTimeoutError, StoreError, StoreWriteError
 from trackway.engine.stores._sqlite import SCHEMA_VERSION
 
 from ..backends import run_async
+from ..pg import end_idle_sessions
 
 PG_DSN = os.environ.get("TRACKWAY_TEST_PG_DSN")
 
@@ -170,19 +171,15 @@ def test_a_version_3_sqlite_store_is_migrated_keeping_every_commit(tmp_path):
 
 @pytest.mark.skipif(not PG_DSN, reason="TRACKWAY_TEST_PG_DSN is not set")
 def test_postgres_replaces_a_session_ended_while_idle_before_the_next_call_sees_it():
-    import psycopg
-
     gen = _postgres()
     store = next(gen)()
     try:
         chart = flow_chart("A", lambda s: s.__setitem__("a", 1), id="a").build()
         first = Executor(chart, store=store).run_sync().run_id
-        pid = store._db.info.backend_pid
-        with psycopg.connect(PG_DSN, autocommit=True) as admin:
-            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        ended = end_idle_sessions(store, PG_DSN)
         # the ended session is found at BEGIN and replaced: the call never sees it
         assert [r.run_id for r in store.list_runs()] == [first]
-        assert store.reconnects == 1
+        assert store.reconnects == 1 and ended
         second = Executor(chart, store=store).run_sync()
         assert second.status == "done" and len(store.list_runs()) == 2
     finally:

@@ -6,11 +6,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
 import anyio
+import psycopg
 import pytest
+from psycopg.conninfo import make_conninfo
 
 from tests.backends import run_async
 from trackway import Executor, MemoryStore, PostgresStore
@@ -279,9 +282,10 @@ def test_a_worker_rides_out_a_database_outage(
 ) -> None:
     """The worker's connection is lost and cannot be opened for a while: it logs, backs off
     and claims again once the database answers."""
-    own = PostgresStore(pg_dsn, reconnect_attempts=0, connect_timeout=1)
+    own_name = f"tw-outage-{uuid.uuid4().hex[:8]}"
+    real = make_conninfo(pg_dsn, application_name=own_name)
+    own = PostgresStore(real, reconnect_attempts=0, connect_timeout=1)
     worker = Worker(own, CHARTS, lease_seconds=2.0, poll_interval=0.01)
-    real = own._dsn
 
     async def main() -> Any:
         async with anyio.create_task_group() as tg:
@@ -294,8 +298,15 @@ def test_a_worker_rides_out_a_database_outage(
             while worker.worker_id not in {w.worker_id for w in store.workers()}:  # noqa: ASYNC110
                 await anyio.sleep(0.01)
             own._dsn = "postgresql://nobody@127.0.0.1:1/none"  # the server is away ...
-            own._db.close()
-            await anyio.sleep(0.3)
+            with psycopg.connect(pg_dsn, autocommit=True) as admin:  # ... its sessions gone
+                admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE application_name = %s",
+                    (own_name,),
+                )
+            with anyio.fail_after(30):  # a claim waits up to connect_timeout, then fails
+                while not any(getattr(r, "event", "") == "claim_failed" for r in caplog.records):
+                    await anyio.sleep(0.05)
             rid = store.submit("steps", {})
             own._dsn = real  # ... and back
             while store.queued(rid).state != "done":  # noqa: ASYNC110
