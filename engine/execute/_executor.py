@@ -12,7 +12,6 @@ and splitting it would scatter that one decision.
 from __future__ import annotations
 
 import contextlib
-import functools
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -170,7 +169,7 @@ class Executor(ContinuingRuns, SyncTwins):
             raise ExecutorUsageError(f"run_id= takes a non-empty str, got {run_id!r}")
         run = self._prepared(input, run_id)
         if self._session is not None:
-            self._session.begin(run)
+            await self._session.opened(run)
         return await self._drive(run, None, timeout, raise_on_error)
 
     def stream(
@@ -203,7 +202,7 @@ class Executor(ContinuingRuns, SyncTwins):
             async def start(tap: CommitTap) -> RunResult:
                 run.tap = tap
                 if self._session is not None:
-                    self._session.begin(run)
+                    await self._session.opened(run)
                 return await self._drive(run, None, timeout, raise_on_error=False)
 
             return start
@@ -230,7 +229,7 @@ class Executor(ContinuingRuns, SyncTwins):
         """
         new, opening = fork_run(self, run, k, changes)
         if self._session is not None:
-            self._session.begin(new, with_log=True)
+            await self._session.opened(new, with_log=True)
         return await self._drive(new, None, timeout, raise_on_error, opening=opening)
 
     # -- internals -----------------------------------------------------------------------
@@ -329,14 +328,7 @@ class Executor(ContinuingRuns, SyncTwins):
                         run_id=run.run_id, chart_id=self.chart.id, status="paused",
                         initial=run.initial, commits=run.log, store=run.root,
                     )  # fmt: skip
-                close = functools.partial(
-                    session.close, run, sink, status, info, checkpoint, broke, carried
-                )
-                if session.durability != "batch":
-                    close()
-                else:  # "batch": the queue drains off the event loop, never abandoned
-                    with anyio.CancelScope(shield=True):
-                        await anyio.to_thread.run_sync(close)
+                await session.closed(run, sink, status, info, checkpoint, broke, carried)
             except StoreWriteError as exc:
                 if error is None:
                     error, status = exc, "failed"

@@ -8,11 +8,15 @@ run is writing, a :class:`StoreWriteError` that fails the run.
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, TypeVar
+
+import anyio
+import anyio.to_thread
 
 from ..core._commit import ErrorInfo
 from ..core._errors import CheckpointClaimedError, StoreError, StoreWriteError, TrackwayError
@@ -110,6 +114,9 @@ class StoreSession:
         self.chart_id = chart_id
         self.durability = durability
         self.queue_size = queue_size
+        self.offload = bool(getattr(store, "offloads_io", False))
+        """Open and close the run in a worker thread, off the event loop (a store whose
+        calls wait on a network: the loop serves the other runs meanwhile)."""
 
     def call(self, action: Callable[[RunStore], _T], what: str, *, in_run: bool = False) -> _T:
         return call_store(self.store, action, what, in_run=in_run)
@@ -135,6 +142,13 @@ class StoreSession:
         if with_log and run.log:
             log = run.log if redactor is None else [redactor.for_store(c) for c in run.log]
             self.call(lambda s: s.append(run.run_id, log), "store the log so far")
+
+    async def opened(self, run: RunContext, *, with_log: bool = False) -> None:
+        """``begin``, in a worker thread where the store's calls wait on a network."""
+        if self.offload:
+            await anyio.to_thread.run_sync(functools.partial(self.begin, run, with_log=with_log))
+        else:
+            self.begin(run, with_log=with_log)
 
     def adopt(self, run: RunContext, *, embedded: bool) -> None:
         """Reopen a resumed run; a run the store has never seen gets the log so far first."""
@@ -166,6 +180,43 @@ class StoreSession:
         """Flush the last commits, keep the checkpoint (masked under a policy) with the
         digest of what the run returns (``carried``: the log the returned checkpoint will
         embed), and record how the run ended."""
+        self.end_sink(run, sink)
+        self.record_end(run, status, info, checkpoint, broke, carried)
+
+    async def closed(
+        self,
+        run: RunContext,
+        sink: Sink,
+        status: str,
+        info: ErrorInfo | None,
+        checkpoint: Checkpoint | None,
+        broke: str | None,
+        carried: Snapshot | None = None,
+    ) -> None:
+        """``close``, off the event loop where it would wait there: ``"batch"`` drains its
+        queue in a worker thread; with a store that offloads, a group-commit sink settles on
+        the loop (never blocking it) and the run's end is written in a worker thread. Never
+        abandoned by a cancellation."""
+        ending = (run, status, info, checkpoint, broke, carried)
+        loop_bound = getattr(sink, "loop_bound", False)
+        if self.durability == "batch" or (self.offload and not loop_bound):
+            whole = functools.partial(self.close, run, sink, *ending[1:])
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(whole)
+        elif self.offload:
+            try:
+                with anyio.CancelScope(shield=True):
+                    await sink.room()
+            finally:
+                self.end_sink(run, sink)  # nothing left to write: it closes the sink
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(functools.partial(self.record_end, *ending))
+        else:
+            self.close(run, sink, *ending[1:])
+
+    def end_sink(self, run: RunContext, sink: Sink) -> None:
+        """Flush the run's last commits and close its sink; a lost write still records how
+        the run ended, then raises :class:`StoreWriteError`."""
         try:
             sink.flush()
         except StoreWriteError:
@@ -182,6 +233,18 @@ class StoreSession:
             closer: Callable[[], None] | None = getattr(sink, "close", None)
             if closer is not None:
                 closer()
+
+    def record_end(
+        self,
+        run: RunContext,
+        status: str,
+        info: ErrorInfo | None,
+        checkpoint: Checkpoint | None,
+        broke: str | None,
+        carried: Snapshot | None = None,
+    ) -> None:
+        """Keep the checkpoint and record how the run ended (the store calls of ``close``
+        after its sink is flushed)."""
         if checkpoint is not None:
             # the digest of what the run returns: a resume is checked against it
             kept = replace(checkpoint, digest=core_digest(checkpoint, carried))

@@ -228,6 +228,9 @@ class GroupSink:
         "run_id",
     )
 
+    loop_bound = True
+    """Settled on its event loop (``room()``), not from a worker thread."""
+
     def __init__(self, committer: _Committer, run_id: str) -> None:
         self._committer = committer
         self.run_id = run_id

@@ -17,6 +17,11 @@ from ._sqlstore import SqlRunStore, run_deleted
 _ONE_STATEMENT = 8  # up to this many commit rows: lock and insert in one statement
 _ROW = "(%s::bigint, %s::text, %s::text, %s::text, %s::text, %s::float8, %s::float8, %s::bytea)"
 
+_UNNEST = (
+    "INSERT INTO trackway_commits SELECT * FROM unnest(%s::bigint[], %s::text[], %s::text[], "
+    "%s::text[], %s::text[], %s::float8[], %s::float8[], %s::bytea[])"
+)
+
 __all__ = ["PostgresStore"]
 
 _SCHEMA = """
@@ -168,7 +173,10 @@ class PostgresStore(PgRunQueue, SqlRunStore):
     ``pool_size`` (``psycopg_pool``), so threads, workers and a group commit's writer no
     longer queue on one connection. A session the server ended while it sat idle (a
     restart, a failover, a pooler recycling it) fails at ``BEGIN``, before anything of the
-    caller's was sent, and is replaced there: no call sees it. When no session can be
+    caller's was sent, and is replaced there: no call sees it. With ``offload`` (the
+    default) a run opens and closes in a worker thread, so the event loop serves the other
+    runs while the server answers; ``offload=False`` makes those calls on the loop, which
+    costs less CPU where the server answers in microseconds (a local socket). When no session can be
     opened within ``connect_timeout`` seconds, the checkout is tried again up to
     ``reconnect_attempts`` times, waiting 0.1 s, 0.2 s, 0.4 s, ... A call whose transaction
     a lost connection broke fails with :class:`StoreError` and is never retried blindly (its
@@ -185,6 +193,7 @@ class PostgresStore(PgRunQueue, SqlRunStore):
         dsn: str,
         *,
         pool_size: int = 4,
+        offload: bool = True,
         connect_timeout: float = 10.0,
         reconnect_attempts: int = 5,
         seal: Seal | None = None,
@@ -201,6 +210,12 @@ class PostgresStore(PgRunQueue, SqlRunStore):
         if reconnect_attempts < 0:
             raise ConfigurationError("reconnect_attempts must be an int >= 0")
         pool_size = check_pool_size(pool_size)
+        if not isinstance(offload, bool):
+            raise ConfigurationError(
+                f"PostgresStore(offload=...) takes True or False, got {offload!r}"
+            )
+        self.offloads_io = offload
+        """Runs open and close in a worker thread, off the event loop (``offload=``)."""
         self.seal = check_seal(seal)
         self.where = _where(dsn)
         self._dsn = dsn
@@ -331,6 +346,13 @@ class PostgresStore(PgRunQueue, SqlRunStore):
             self._check_lease(db, run_id)  # a lost lease, said as such; else it was deleted
             self._run_nos.pop(run_id, None)
             raise run_deleted(run_id, self)
+
+    def _insert_group(self, db: Any, rows: Sequence[tuple[Any, ...]]) -> None:
+        """One statement whatever the group's size: a column of each field as an array
+        (the query text never changes, so neither the driver nor the server parses it
+        again; a ``VALUES`` list of 800 placeholders cost the driver ~19 ms to parse)."""
+        if rows:
+            db.execute(_UNNEST, [list(column) for column in zip(*rows, strict=True)])
 
     def _insert_many(self, db: Any, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
         with db.cursor() as cur:

@@ -378,14 +378,18 @@ class SqlRunStore(SealedRows, LeaseFence, DamagedRows, SqlMemoryRows, SqlArtifac
                     failed[run_id] = run_deleted(run_id, self)
                     continue
                 rows.extend(commit_rows(run_no, commits))
-            row = "(" + ", ".join([self._P] * 8) + ")"
-            for i in range(0, len(rows), GROUP_ROWS):  # one statement per GROUP_ROWS rows
-                chunk = rows[i : i + GROUP_ROWS]
-                db.execute(
-                    "INSERT INTO trackway_commits VALUES " + ", ".join([row] * len(chunk)),
-                    [value for one in chunk for value in one],
-                )
+            self._insert_group(db, rows)
         return failed
+
+    def _insert_group(self, db: Any, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Insert a group's commit rows: one statement per ``GROUP_ROWS`` rows."""
+        row = "(" + ", ".join([self._P] * 8) + ")"
+        for i in range(0, len(rows), GROUP_ROWS):
+            chunk = rows[i : i + GROUP_ROWS]
+            db.execute(
+                "INSERT INTO trackway_commits VALUES " + ", ".join([row] * len(chunk)),
+                [value for one in chunk for value in one],
+            )
 
     def _live_run_nos(self, db: Any, run_nos: Sequence[int]) -> set[int]:
         """Which of these runs still exist, inside this transaction (which serializes

@@ -305,7 +305,7 @@ def test_a_worker_rides_out_a_database_outage(
                     (own_name,),
                 )
             with anyio.fail_after(30):  # a claim waits up to connect_timeout, then fails
-                while not any(getattr(r, "event", "") == "claim_failed" for r in caplog.records):
+                while not any(getattr(r, "event", "") == "claim_failed" for r in caplog.records):  # noqa: ASYNC110
                     await anyio.sleep(0.05)
             rid = store.submit("steps", {})
             own._dsn = real  # ... and back

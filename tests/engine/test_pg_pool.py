@@ -1,0 +1,130 @@
+"""``PostgresStore`` on a session pool: transactions on separate sessions, the size checked,
+and a run opened and closed off the event loop (``offload``), each shown against a real
+server with a table lock the server holds, not a mock."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import anyio
+import psycopg
+import pytest
+
+from tests.backends import run_async
+from tests.pg import pg_schema
+from trackway.engine import ConfigurationError, Executor, PostgresStore, flow_chart
+
+
+@contextmanager
+def _inserts_held(dsn: str) -> Iterator[None]:
+    """Hold a lock on ``trackway_runs`` that lets reads through and makes every insert
+    (a run being opened) wait, until the block ends."""
+    with psycopg.connect(dsn) as admin:
+        admin.execute("LOCK TABLE trackway_runs IN SHARE ROW EXCLUSIVE MODE")
+        try:
+            yield
+        finally:
+            admin.rollback()
+
+
+def _waiting_on_lock(dsn: str) -> bool:
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        row = admin.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+            "AND query LIKE 'INSERT INTO trackway_runs%%'"
+        ).fetchone()
+    return bool(row and row[0])
+
+
+@pytest.mark.parametrize("size", [0, -1, True, 2.0, "4"])
+def test_pool_size_takes_an_int_of_one_or_more(size: Any) -> None:
+    with pg_schema("tw") as dsn, pytest.raises(ConfigurationError, match="pool_size"):
+        PostgresStore(dsn, pool_size=size)
+
+
+def test_offload_takes_a_bool() -> None:
+    with pg_schema("tw") as dsn, pytest.raises(ConfigurationError, match="offload"):
+        PostgresStore(dsn, offload=1)  # type: ignore[arg-type]
+
+
+def test_a_transaction_waiting_on_the_server_leaves_the_other_sessions_free() -> None:
+    """One store, one thread opening a run behind a lock: another call of the same store
+    reads on another session meanwhile (one connection and a lock made it wait)."""
+    with pg_schema("tw") as dsn:
+        store = PostgresStore(dsn, pool_size=2)
+        try:
+            opened = threading.Event()
+            with _inserts_held(dsn):
+                opener = threading.Thread(
+                    target=lambda: (store.begin_run("r1", "c", {}), opened.set()), daemon=True
+                )
+                opener.start()
+                deadline = time.monotonic() + 10
+                while not _waiting_on_lock(dsn):
+                    assert time.monotonic() < deadline, "the insert never reached the lock"
+                    time.sleep(0.01)
+                assert store.list_runs() == []  # on the other session, while r1 waits
+                assert not opened.is_set()
+            opener.join(10)
+            assert opened.is_set() and [r.run_id for r in store.list_runs()] == ["r1"]
+        finally:
+            store.close()
+
+
+def _hold_inserts(dsn: str, seconds: float, window: list[float]) -> None:
+    """In a thread: hold the lock until a run's insert has waited on it for ``seconds``;
+    ``window`` gets when the insert was first seen waiting and when the lock went."""
+    with _inserts_held(dsn):
+        deadline = time.monotonic() + 10
+        while not _waiting_on_lock(dsn):
+            assert time.monotonic() < deadline, "the insert never reached the lock"
+            time.sleep(0.005)
+        window.append(time.monotonic())
+        time.sleep(seconds)
+        window.append(time.monotonic())
+
+
+@pytest.mark.usefixtures("async_backend")
+@pytest.mark.parametrize("offload", [True, False])
+def test_a_run_opening_behind_a_lock_blocks_the_loop_only_without_offload(offload: bool) -> None:
+    """While the server holds a run's insert, a task on the same loop keeps ticking with
+    ``offload`` (the default), and stands still without it, until the lock goes."""
+    chart = flow_chart("A", lambda s: s.__setitem__("a", 1), id="a").build()
+    with pg_schema("tw") as dsn:
+        store = PostgresStore(dsn, offload=offload)
+        executor = Executor(chart, store=store)
+        window: list[float] = []
+        try:
+
+            async def main() -> tuple[list[float], Any]:
+                ticks: list[float] = []
+                result: list[Any] = []
+
+                async def tick() -> None:
+                    while not result:
+                        ticks.append(time.monotonic())
+                        await anyio.sleep(0.005)
+
+                holder = threading.Thread(target=_hold_inserts, args=(dsn, 0.3, window))
+                holder.start()
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(tick)
+                    await anyio.sleep(0.02)
+                    result.append(await executor.run())
+                await anyio.to_thread.run_sync(holder.join)
+                return ticks, result[0]
+
+            ticks, result = run_async(main)
+            assert result.status == "done" and store.load(result.run_id) == result.snapshot
+            waited, released = window
+            during = [t for t in ticks if waited + 0.05 < t < released - 0.05]
+            if offload:
+                assert len(during) >= 10  # the loop went on while the server held the run
+            else:
+                assert during == []  # the loop stood still until the insert went on
+        finally:
+            store.close()
