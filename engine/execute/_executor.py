@@ -43,7 +43,7 @@ from ._executor_continue import ContinuingRuns
 from ._executor_sync import SyncTwins
 from ._fork import fork_run
 from ._run_end import redacted_snapshot, timed_out
-from ._session import StoreSession
+from ._session import RunEnding, StoreSession
 from ._stream import CommitTap, RunStream
 from ._trust import PROCESS_KEY
 
@@ -328,7 +328,8 @@ class Executor(ContinuingRuns, SyncTwins):
                         run_id=run.run_id, chart_id=self.chart.id, status="paused",
                         initial=run.initial, commits=run.log, store=run.root,
                     )  # fmt: skip
-                await session.closed(run, sink, status, info, checkpoint, broke, carried)
+                ending = RunEnding(status, info, checkpoint, broke, carried)
+                await session.closed(run, sink, ending)
             except StoreWriteError as exc:
                 if error is None:
                     error, status = exc, "failed"

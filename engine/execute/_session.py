@@ -13,7 +13,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -106,6 +106,17 @@ def call_store(
         raise cls(f"{type(store).__name__} could not {what}: {type(exc).__name__}: {exc}") from exc
 
 
+class RunEnding(NamedTuple):
+    """How a run ended, as its store records it: the status, the error, the checkpoint of a
+    pause, the break reason, and the real log a returned checkpoint carries past a policy."""
+
+    status: str
+    info: ErrorInfo | None
+    checkpoint: Checkpoint | None
+    broke: str | None
+    carried: Snapshot | None = None
+
+
 class StoreSession:
     """One executor's store, durability and queue size; opened and closed per run."""
 
@@ -167,42 +178,22 @@ class StoreSession:
         run.sink = sink
         return sink
 
-    def close(
-        self,
-        run: RunContext,
-        sink: Sink,
-        status: str,
-        info: ErrorInfo | None,
-        checkpoint: Checkpoint | None,
-        broke: str | None,
-        carried: Snapshot | None = None,
-    ) -> None:
+    def close(self, run: RunContext, sink: Sink, ending: RunEnding) -> None:
         """Flush the last commits, keep the checkpoint (masked under a policy) with the
         digest of what the run returns (``carried``: the log the returned checkpoint will
         embed), and record how the run ended."""
         self.end_sink(run, sink)
-        self.record_end(run, status, info, checkpoint, broke, carried)
+        self.record_end(run, ending)
 
-    async def closed(
-        self,
-        run: RunContext,
-        sink: Sink,
-        status: str,
-        info: ErrorInfo | None,
-        checkpoint: Checkpoint | None,
-        broke: str | None,
-        carried: Snapshot | None = None,
-    ) -> None:
+    async def closed(self, run: RunContext, sink: Sink, ending: RunEnding) -> None:
         """``close``, off the event loop where it would wait there: ``"batch"`` drains its
         queue in a worker thread; with a store that offloads, a group-commit sink settles on
         the loop (never blocking it) and the run's end is written in a worker thread. Never
         abandoned by a cancellation."""
-        ending = (run, status, info, checkpoint, broke, carried)
         loop_bound = getattr(sink, "loop_bound", False)
         if self.durability == "batch" or (self.offload and not loop_bound):
-            whole = functools.partial(self.close, run, sink, *ending[1:])
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(whole)
+                await anyio.to_thread.run_sync(self.close, run, sink, ending)
         elif self.offload:
             try:
                 with anyio.CancelScope(shield=True):
@@ -210,9 +201,9 @@ class StoreSession:
             finally:
                 self.end_sink(run, sink)  # nothing left to write: it closes the sink
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(functools.partial(self.record_end, *ending))
+                await anyio.to_thread.run_sync(self.record_end, run, ending)
         else:
-            self.close(run, sink, *ending[1:])
+            self.close(run, sink, ending)
 
     def end_sink(self, run: RunContext, sink: Sink) -> None:
         """Flush the run's last commits and close its sink; a lost write still records how
@@ -234,17 +225,10 @@ class StoreSession:
             if closer is not None:
                 closer()
 
-    def record_end(
-        self,
-        run: RunContext,
-        status: str,
-        info: ErrorInfo | None,
-        checkpoint: Checkpoint | None,
-        broke: str | None,
-        carried: Snapshot | None = None,
-    ) -> None:
+    def record_end(self, run: RunContext, ending: RunEnding) -> None:
         """Keep the checkpoint and record how the run ended (the store calls of ``close``
         after its sink is flushed)."""
+        status, info, checkpoint, broke, carried = ending
         if checkpoint is not None:
             # the digest of what the run returns: a resume is checked against it
             kept = replace(checkpoint, digest=core_digest(checkpoint, carried))
@@ -295,4 +279,4 @@ class StoreSession:
             return
         with contextlib.suppress(Exception):
             cancelled = ErrorInfo("Cancelled", "the run was cancelled from outside")
-            self.close(run, sink, "failed", cancelled, None, None)
+            self.close(run, sink, RunEnding("failed", cancelled, None, None))
