@@ -39,10 +39,12 @@ class PgSessions:
         connect_timeout: int,
         reconnect_attempts: int,
         unreachable: Callable[[BaseException], StoreError],
+        lost: Callable[[BaseException], StoreError],
     ) -> None:
         from psycopg_pool import ConnectionPool
 
         self._unreachable = unreachable
+        self._lost = lost
         self._connect_timeout = connect_timeout
         self.reconnect_attempts = reconnect_attempts
         self.replaced = 0
@@ -60,13 +62,20 @@ class PgSessions:
 
     @contextmanager
     def checkout(self) -> Iterator[Any]:
-        """A session with a transaction begun on it, given back to the pool after. A failure
-        after ``BEGIN`` is raised as it is and never retried (it may have committed); a
-        session it broke is dropped by the pool on return."""
+        """A session with a transaction begun on it, given back to the pool after. A session
+        lost after ``BEGIN`` (in a statement, or at ``COMMIT``) fails the call with the
+        ``lost`` error and is never retried (it may have committed); the pool drops it on
+        return."""
+        import psycopg
+
         db, begun = self._begin()
         try:
             with begun:
                 yield db
+        except psycopg.OperationalError as exc:
+            if db.broken or db.closed:
+                raise self._lost(exc) from exc
+            raise
         finally:
             if db.broken or db.closed:
                 self.replaced += 1

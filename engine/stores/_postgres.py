@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from ..core._errors import ConfigurationError, StoreError
@@ -253,6 +253,7 @@ class PostgresStore(PgRunQueue, SqlRunStore):
             connect_timeout=self._connect_timeout,
             reconnect_attempts=reconnect_attempts,
             unreachable=self._unreachable,
+            lost=self._lost,
         )
 
     @property
@@ -288,22 +289,16 @@ class PostgresStore(PgRunQueue, SqlRunStore):
             "the server is running and accepts connections there, and the user and password."
         )
 
-    @contextmanager
-    def _tx(self) -> Iterator[Any]:
-        import psycopg
+    def _tx(self) -> AbstractContextManager[Any]:
+        return self._sessions.checkout()
 
-        with self._sessions.checkout() as db:
-            try:
-                yield db
-            except psycopg.OperationalError as exc:
-                if db.broken or db.closed:  # the pool drops the session and opens another
-                    raise StoreError(
-                        f"the connection to PostgreSQL at {self.where} was lost during a "
-                        f"transaction ({_scrub(str(exc).strip(), self._dsn) or 'no reason'}); "
-                        "it was not retried, since it may have committed. The next call "
-                        "takes another session."
-                    ) from exc
-                raise
+    def _lost(self, exc: BaseException) -> StoreError:
+        reason = _scrub(str(exc).strip(), self._dsn) or "no reason"
+        return StoreError(
+            f"the connection to PostgreSQL at {self.where} was lost during a transaction "
+            f"({reason}); it was not retried, since it may have committed. The next call "
+            "takes another session."
+        )
 
     def _write_commits(
         self, db: Any, run_id: str, run_no: int, rows: Sequence[tuple[Any, ...]]

@@ -16,7 +16,7 @@ import pytest
 
 from tests.backends import run_async
 from tests.pg import pg_schema
-from trackway.engine import ConfigurationError, Executor, PostgresStore, flow_chart
+from trackway.engine import ConfigurationError, Executor, PostgresStore, StoreError, flow_chart
 
 
 @contextmanager
@@ -126,5 +126,28 @@ def test_a_run_opening_behind_a_lock_blocks_the_loop_only_without_offload(offloa
                 assert len(during) >= 10  # the loop went on while the server held the run
             else:
                 assert during == []  # the loop stood still until the insert went on
+        finally:
+            store.close()
+
+
+@pytest.mark.parametrize("where", ["statement", "commit"])
+def test_a_session_lost_inside_a_transaction_fails_the_call_as_a_store_error(where: str) -> None:
+    """Ended after ``BEGIN`` (before a statement, or before ``COMMIT``): the call fails with
+    ``StoreError`` saying it was not retried, and the next call runs on a new session."""
+    with pg_schema("tw") as dsn:
+        store = PostgresStore(dsn)
+        try:
+            lost = pytest.raises(StoreError, match="not retried, since it may have committed")
+            with lost, store._tx() as db:
+                with psycopg.connect(dsn, autocommit=True) as admin:
+                    pid = db.info.backend_pid
+                    admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+                    while admin.execute(
+                        "SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)
+                    ).fetchone():
+                        time.sleep(0.01)
+                if where == "statement":
+                    db.execute("SELECT 1")
+            assert store.list_runs() == [] and store.reconnects == 1
         finally:
             store.close()
