@@ -4,6 +4,7 @@ connection), and a dead session found at checkout and replaced before the caller
 
 from __future__ import annotations
 
+import select
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -24,12 +25,27 @@ def check_pool_size(pool_size: object) -> int:
     return pool_size
 
 
+def _check_idle(db: Any) -> None:
+    """Raise ``OperationalError`` (the session marked broken) if the server ended it while
+    it sat idle. Its last words (the ``FATAL`` of a ``pg_terminate_backend`` or a shutdown,
+    or the end of the stream) wait unread on the socket, and a healthy idle session has
+    nothing to read: a poll with no wait tells them apart at no round trip. A session with
+    something unread is asked once (an empty query), which a dead one fails."""
+    from psycopg_pool import ConnectionPool
+
+    poller = select.poll()
+    poller.register(db.pgconn.socket, select.POLLIN)
+    if poller.poll(0):
+        ConnectionPool.check_connection(db)
+
+
 class PgSessions:
     """A pool of sessions to one server. ``checkout`` yields a session with a transaction
-    begun on it; ``BEGIN`` is the health check: a session the server ended while it sat idle
-    fails there, before anything of the caller's was sent, so it is dropped (with every
-    other dead one in the pool) and the transaction begun on a live one. No extra round
-    trip is spent on a healthy session."""
+    begun on it. Health is checked at checkout, before anything of the caller's is sent:
+    a session the server ended while it sat idle has its last words waiting on its socket
+    (a poll with no wait finds them), and a ``BEGIN`` that fails is the second line. Such a
+    session is dropped (with every other dead one in the pool) and the caller given a live
+    one. No extra round trip is spent on a healthy session."""
 
     def __init__(
         self,
@@ -61,14 +77,15 @@ class PgSessions:
         self.pool.open(wait=False)
 
     @contextmanager
-    def checkout(self) -> Iterator[Any]:
-        """A session with a transaction begun on it, given back to the pool after. A session
-        lost after ``BEGIN`` (in a statement, or at ``COMMIT``) fails the call with the
-        ``lost`` error and is never retried (it may have committed); the pool drops it on
-        return."""
+    def checkout(self, *, single: bool = False) -> Iterator[Any]:
+        """A session with a transaction begun on it (``single``: in autocommit, for one
+        statement that is its own transaction: one round trip, no ``BEGIN``/``COMMIT``),
+        given back to the pool after. A session lost after it was found alive (in a
+        statement, or at ``COMMIT``) fails the call with the ``lost`` error and is never
+        retried (it may have committed); the pool drops it on return."""
         import psycopg
 
-        db, begun = self._begin()
+        db, begun = self._begin(single)
         try:
             with begun:
                 yield db
@@ -79,12 +96,13 @@ class PgSessions:
         finally:
             if db.broken or db.closed:
                 self.replaced += 1
+            elif single:
+                db.autocommit = False
             self.pool.putconn(db)
 
-    def _begin(self) -> tuple[Any, ExitStack]:
+    def _begin(self, single: bool) -> tuple[Any, ExitStack]:
         import psycopg
 
-        error: BaseException | None = None
         # every pooled session can be dead at once (a restart): each is tried once at most,
         # and a failure to open any is retried ``reconnect_attempts`` times with backoff
         dead_left = self.pool.max_size + 1
@@ -102,17 +120,20 @@ class PgSessions:
                 continue
             begun = ExitStack()
             try:
-                begun.enter_context(db.transaction())
+                _check_idle(db)
+                if single:
+                    db.autocommit = True
+                else:
+                    begun.enter_context(db.transaction())
             except psycopg.OperationalError as exc:
                 alive = not (db.broken or db.closed)
                 self.pool.putconn(db)
                 if alive:
                     raise self._unreachable(exc) from None
-                error = exc
                 self.replaced += 1
                 dead_left -= 1
                 if dead_left <= 0:
-                    raise self._unreachable(error) from None
+                    raise self._unreachable(exc) from None
                 self._drop_dead()
                 continue
             return db, begun

@@ -7,20 +7,31 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
+from ..core._commit import Commit
 from ..core._errors import ConfigurationError, StoreError
 from ..observe._seal import Seal, check_seal
 from ._artifact_rows import ARTIFACTS_TABLE
 from ._pg_sessions import PgSessions, check_pool_size
 from ._run_queue import QUEUE_SCHEMA, PgRunQueue
-from ._sqlstore import SqlRunStore, run_deleted
+from ._sqlstore import SPAN, SqlRunStore, commit_rows, run_deleted
 
 _ONE_STATEMENT = 8  # up to this many commit rows: lock and insert in one statement
 _ROW = "(%s::bigint, %s::text, %s::text, %s::text, %s::text, %s::float8, %s::float8, %s::bytea)"
 
-_UNNEST = (
-    "INSERT INTO trackway_commits SELECT * FROM unnest(%s::bigint[], %s::text[], %s::text[], "
-    "%s::text[], %s::text[], %s::float8[], %s::float8[], %s::bytea[])"
+_COLUMNS = (
+    "unnest(%s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[], %s::float8[], "
+    "%s::float8[], %s::bytea[])"
 )
+_UNNEST = "INSERT INTO trackway_commits SELECT * FROM " + _COLUMNS
+_GROUP_ONE = (
+    "WITH live AS (SELECT run_no FROM trackway_runs WHERE run_no = ANY(%s) ORDER BY run_no "
+    "FOR SHARE), ins AS (INSERT INTO trackway_commits SELECT v.* FROM "
+    + _COLUMNS
+    + " AS v (id, stage_path, kind, frame, outcome, started_at, ended_at, doc) "
+    "WHERE v.id / %s IN (SELECT run_no FROM live)) SELECT run_no FROM live"
+)
+"""A group of unfenced runs in ONE statement (its own transaction): lock the runs' rows,
+insert the commits of those still there, and name them."""
 
 __all__ = ["PostgresStore"]
 
@@ -292,6 +303,9 @@ class PostgresStore(PgRunQueue, SqlRunStore):
     def _tx(self) -> AbstractContextManager[Any]:
         return self._sessions.checkout()
 
+    def _one(self) -> AbstractContextManager[Any]:
+        return self._sessions.checkout(single=True)
+
     def _lost(self, exc: BaseException) -> StoreError:
         reason = _scrub(str(exc).strip(), self._dsn) or "no reason"
         return StoreError(
@@ -341,6 +355,39 @@ class PostgresStore(PgRunQueue, SqlRunStore):
             self._check_lease(db, run_id)  # a lost lease, said as such; else it was deleted
             self._run_nos.pop(run_id, None)
             raise run_deleted(run_id, self)
+
+    def append(self, run_id: str, commits: Sequence[Commit]) -> None:
+        """A run's few commits (its number known, no worker's lease) in ONE statement, its
+        own transaction: one round trip. Else as every SQL store does."""
+        run_no = self._run_nos.get(run_id)
+        if run_no is None or run_id in self._fences or len(commits) > _ONE_STATEMENT:
+            super().append(run_id, commits)
+            return
+        with self._one() as db:
+            self._write_commits(db, run_id, run_no, commit_rows(run_no, commits))
+
+    def append_group(self, items: Sequence[tuple[str, Sequence[Commit]]]) -> dict[str, Exception]:
+        """A group of runs whose numbers are known and which no worker's lease fences, in
+        ONE statement (its own transaction, one round trip): the runs' rows locked, the
+        commits of those still there inserted, the others returned as deleted. Else as
+        every SQL store does."""
+        nos: dict[str, int] = {}
+        for run_id, _ in items:
+            no = self._run_nos.get(run_id)
+            if no is None or run_id in self._fences:
+                return super().append_group(items)
+            nos[run_id] = no
+        rows = [row for run_id, commits in items for row in commit_rows(nos[run_id], commits)]
+        columns = [list(column) for column in zip(*rows, strict=True)] if rows else [[]] * 8
+        with self._one() as db:
+            found = db.execute(_GROUP_ONE, (sorted(set(nos.values())), *columns, SPAN)).fetchall()
+        live = {int(r[0]) for r in found}
+        failed: dict[str, Exception] = {}
+        for run_id, no in nos.items():
+            if no not in live:
+                self._run_nos.pop(run_id, None)
+                failed[run_id] = run_deleted(run_id, self)
+        return failed
 
     def _insert_group(self, db: Any, rows: Sequence[tuple[Any, ...]]) -> None:
         """One statement whatever the group's size: a column of each field as an array

@@ -71,6 +71,11 @@ class SqlRunStore(SealedRows, LeaseFence, DamagedRows, SqlMemoryRows, SqlArtifac
         """A read transaction yielding the connection (a write one unless cheaper exists)."""
         return self._tx()
 
+    def _one(self) -> AbstractContextManager[Any]:
+        """A connection for ONE statement that is its own transaction (a write transaction
+        unless the dialect has cheaper: PostgreSQL sends it alone, one round trip)."""
+        return self._tx()
+
     def _insert_many(self, db: Any, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
         db.executemany(sql, rows)
 
@@ -88,7 +93,8 @@ class SqlRunStore(SealedRows, LeaseFence, DamagedRows, SqlMemoryRows, SqlArtifac
         policy hid some of ``initial`` (a store with a seal only)."""
         p = self._P
         self._run_nos.pop(run_id, None)  # a run deleted elsewhere and begun again: a new number
-        with self._tx() as db:
+        fenced = run_id in self._fences  # a worker's: the lease is checked first
+        with self._tx() if fenced else self._one() as db:
             self._check_lease(db, run_id)
             db.execute(
                 "INSERT INTO trackway_runs (run_id, chart_id, status, started_at, initial, "
@@ -119,7 +125,7 @@ class SqlRunStore(SealedRows, LeaseFence, DamagedRows, SqlMemoryRows, SqlArtifac
     def finish_run(self, run_id: str, status: str, outcome: Any = None) -> None:
         p = self._P
         held, fence = self._held_clause(run_id)
-        with self._tx() as db:
+        with self._one() as db:  # the lease, if any, is checked in the same statement
             cur = db.execute(
                 f"UPDATE trackway_runs SET status = {p}, ended_at = {p}, outcome = {p} "
                 f"WHERE run_id = {p}{held}",
