@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import os
+import signal
+import threading
+from typing import Any
 
 import pytest
 import trio
 
+from tests.backends import current_backend
 from trackway import Agent, Executor, flow_chart, mock, replay
 from trackway.agent import replay_async
 from trackway.engine import ExecutorUsageError
@@ -86,3 +92,91 @@ def test_replay_has_an_async_twin_and_the_sync_one_refuses_inside_a_loop():
 
     asyncio.run(main())
     trio.run(main)
+
+
+# -- what a run_sync call leaves behind: nothing (as asyncio.run) ----------------------------
+
+_VAR: contextvars.ContextVar[str] = contextvars.ContextVar("_VAR", default="outside")
+
+
+def test_a_context_variable_set_inside_does_not_leak_out() -> None:
+    def stage(scope: Any) -> None:
+        scope["seen"] = _VAR.get()
+        _VAR.set("inside")
+
+    chart = flow_chart("A", stage, id="a").build()
+    _VAR.set("caller")
+    first = Executor(chart).run_sync()
+    second = Executor(chart).run_sync()
+    assert first.state["seen"] == second.state["seen"] == "caller"
+    assert _VAR.get() == "caller"
+
+
+def _asyncio_only() -> None:
+    if current_backend() != "asyncio":
+        pytest.skip("the asyncio loop's own clean-up (trio has no stray tasks to leave)")
+
+
+def test_a_task_the_call_left_running_is_cancelled_before_it_returns() -> None:
+    _asyncio_only()
+    left: list[asyncio.Task[None]] = []
+    stopped: list[str] = []
+
+    async def forever() -> None:
+        try:
+            await asyncio.sleep(3600)
+        finally:
+            stopped.append("cancelled")
+
+    async def stage(scope: Any) -> None:
+        left.append(asyncio.get_running_loop().create_task(forever()))
+        await asyncio.sleep(0)
+        scope["a"] = 1
+
+    result = Executor(flow_chart("A", stage, id="a").build()).run_sync()
+    assert result.status == "done"
+    assert left[0].cancelled() and stopped == ["cancelled"]
+
+
+def test_an_async_generator_left_suspended_is_finalized() -> None:
+    _asyncio_only()
+    finalized: list[str] = []
+    kept: list[Any] = []
+
+    async def numbers() -> Any:
+        try:
+            yield 1
+            yield 2
+        finally:
+            finalized.append("closed")
+
+    async def stage(scope: Any) -> None:
+        gen = numbers()
+        kept.append(gen)  # still referenced: only the loop's shutdown can finalize it
+        scope["first"] = await gen.__anext__()
+
+    result = Executor(flow_chart("A", stage, id="a").build()).run_sync()
+    assert result.state["first"] == 1 and finalized == ["closed"]
+
+
+def test_ctrl_c_cancels_the_run_and_raises_keyboard_interrupt() -> None:
+    _asyncio_only()
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        pytest.skip("needs the main thread with Python's own Ctrl-C handler")
+    seen: list[str] = []
+
+    async def stage(scope: Any) -> None:
+        threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT)).start()
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            seen.append("cancelled")
+            raise
+
+    with pytest.raises(KeyboardInterrupt):
+        Executor(flow_chart("A", stage, id="a").build()).run_sync()
+    assert seen == ["cancelled"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # given back
