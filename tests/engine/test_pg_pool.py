@@ -16,7 +16,14 @@ import pytest
 
 from tests.backends import run_async
 from tests.pg import pg_schema
-from trackway.engine import ConfigurationError, Executor, PostgresStore, StoreError, flow_chart
+from trackway.engine import (
+    Commit,
+    ConfigurationError,
+    Executor,
+    PostgresStore,
+    StoreError,
+    flow_chart,
+)
 
 
 @contextmanager
@@ -151,3 +158,46 @@ def test_a_session_lost_inside_a_transaction_fails_the_call_as_a_store_error(whe
             assert store.list_runs() == [] and store.reconnects == 1
         finally:
             store.close()
+
+
+def _commits() -> list[Commit]:
+    """The four commits of a four-stage run."""
+    builder = flow_chart("S0", lambda s: s.__setitem__("k", 0), id="s0")
+    for n in range(1, 4):
+        builder = builder.then(f"S{n}", lambda s, n=n: s.__setitem__("k", n), id=f"s{n}")
+    return list(Executor(builder.build()).run_sync().snapshot.commits)
+
+
+def _as_kept(commits: Any) -> list[tuple[Any, ...]]:
+    return [(c.seq, c.stage_path, c.writes) for c in commits]
+
+
+def _kept(store: PostgresStore, run_id: str) -> list[tuple[Any, ...]]:
+    return _as_kept(store.load(run_id).commits)
+
+
+def test_a_group_in_one_statement_writes_the_live_runs_and_names_the_deleted() -> None:
+    """The one-statement group (runs known, no lease): a run another store object deleted
+    in between is returned as deleted and nothing of it lands; its flush mates are written
+    whole and in order. Then the same with a run not yet numbered (the transaction path)."""
+    with pg_schema("tw") as dsn:
+        store, other = PostgresStore(dsn), PostgresStore(dsn)
+        try:
+            commits = _commits()
+            for rid in ("a", "b", "c"):
+                store.begin_run(rid, "chart", {})
+                store.append(rid, commits[:1])  # numbered: the next group is one statement
+            other.delete("b")
+            failed = store.append_group([(r, commits[1:3]) for r in ("a", "b", "c")])
+            assert set(failed) == {"b"} and "deleted" in str(failed["b"])
+            for rid in ("a", "c"):
+                assert _kept(store, rid) == _as_kept(commits[:3])
+            with psycopg.connect(dsn) as admin:
+                rows = admin.execute("SELECT count(*) FROM trackway_commits").fetchone()
+            assert rows == (6,)  # a and c, three each; nothing of b
+            store.begin_run("d", "chart", {})  # not numbered yet: the transaction path
+            assert store.append_group([("a", commits[3:]), ("d", commits[:1])]) == {}
+            assert _kept(store, "d") == _as_kept(commits[:1])
+        finally:
+            store.close()
+            other.close()
