@@ -52,7 +52,10 @@ def end_idle_sessions(store: Any, dsn: str) -> list[int]:
     import psycopg
 
     pool = store._sessions.pool
-    held = [pool.getconn() for _ in range(max(1, pool.get_stats()["pool_available"]))]
+    # every session the pool manages, the one it may be opening in the background included
+    # (counted in ``pool_size`` from the moment it starts): one left out would serve the
+    # next call alive and the replacement would go unseen
+    held = [pool.getconn(timeout=10) for _ in range(max(1, pool.get_stats()["pool_size"]))]
     pids = [db.info.backend_pid for db in held]
     try:
         with psycopg.connect(dsn, autocommit=True) as admin:
