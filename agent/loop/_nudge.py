@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from trackway.engine import StagePath, thaw
+from trackway.engine.core._values import exact_bytes
 from trackway.engine.run._scope import TrackedScope
 from trackway.tools.define._assume import assumed_note
 
@@ -38,8 +39,9 @@ def _fingerprint(data: Any) -> str:
 
 
 def _call_key(name: str, args: Any) -> bytes:
-    """A call's identity in the memo: its name and arguments as canonical JSON."""
-    return orjson.dumps((name, args), option=orjson.OPT_SORT_KEYS)
+    """A call's identity in the memo: its name and arguments as canonical JSON (copied to
+    its exact size: the memo keeps it for the run's life)."""
+    return exact_bytes(orjson.dumps((name, args), option=orjson.OPT_SORT_KEYS))
 
 
 class _CallMemo:

@@ -14,6 +14,8 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
+from trackway.engine.core._values import exact_bytes
+
 __all__ = [
     "LLMRequest",
     "LLMResponse",
@@ -29,8 +31,9 @@ __all__ = [
 
 
 def canonical_json(value: Any) -> bytes:
-    """Canonical JSON bytes: sorted keys, UTF-8, no NaN or infinity (refused)."""
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    """Canonical JSON bytes: sorted keys, UTF-8, no NaN or infinity (refused). Copied to
+    their exact size: a request keeps its messages' bytes for the run's life."""
+    return exact_bytes(orjson.dumps(value, option=orjson.OPT_SORT_KEYS))
 
 
 def sha256(data: bytes) -> str:

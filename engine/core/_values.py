@@ -102,10 +102,11 @@ def _json_exact_flat(data: dict[Any, Any]) -> bool:
     return True
 
 
-def _exact(data: bytes) -> bytes:
-    # orjson hands back bytes that keep their whole working buffer (4 KB and up); the log
-    # keeps values for the life of the run, so copy them to their exact size. ``%b`` makes
-    # the copy in one allocation (``bytes(memoryview(data))`` costs ~8x as much).
+def exact_bytes(data: bytes) -> bytes:
+    """``data`` copied to its exact size. orjson hands back bytes that keep their whole
+    working buffer (4 KB and up, however short the JSON): anything kept for the life of a
+    run (the log, a request's message bytes, a memo's keys) is copied first. ``%b`` makes
+    the copy in one allocation (``bytes(memoryview(data))`` costs ~8x as much)."""
     return b"%b" % data
 
 
@@ -114,7 +115,7 @@ _TRUE, _FALSE, _NULL = b"true", b"false", b"null"
 
 def to_bytes(value: Any) -> bytes:
     """Serialize an already-accepted state value (frozen views allowed)."""
-    return _exact(orjson.dumps(value, default=to_plain, option=DUMP_OPTIONS))
+    return exact_bytes(orjson.dumps(value, default=to_plain, option=DUMP_OPTIONS))
 
 
 def encode_entries(
@@ -150,7 +151,7 @@ def encode_value(
         return b"%d" % value, value
     if t is str:
         try:
-            return _exact(orjson.dumps(value)), value
+            return exact_bytes(orjson.dumps(value)), value
         except orjson.JSONEncodeError as exc:  # a lone surrogate
             _refuse(key, stage_path, what, _problem_in(value, exc))
     if value is None:
@@ -162,7 +163,7 @@ def encode_value(
             _refuse(
                 key, stage_path, what, f"{value} is not a finite number (JSON has no NaN or inf)"
             )
-        return _exact(orjson.dumps(value)), value
+        return exact_bytes(orjson.dumps(value)), value
     if t is FrozenList or t is FrozenDict:
         # Already engine-owned and immutable: share it, serialize only for the log.
         try:
@@ -176,7 +177,7 @@ def encode_value(
     owned = orjson.loads(data)
     if owned != value:  # an acyclic value within MAX_DEPTH (orjson wrote it): this ends
         _refuse(key, stage_path, what, _find_problem(value, "value") or "it does not round-trip")
-    return _exact(data), owned
+    return exact_bytes(data), owned
 
 
 def check_key(key: object, stage_path: str | None, what: str = "state key") -> str:

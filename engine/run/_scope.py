@@ -265,7 +265,7 @@ class TrackedScope:
         later reads see ``value`` itself, read-only (the library keeps no other handle on
         it). Anything orjson refuses takes the checked path, which names the problem."""
         try:
-            data = b"%b" % dumps(value, option=DUMP_OPTIONS)  # exact size: see _values._exact
+            data = b"%b" % dumps(value, option=DUMP_OPTIONS)  # exact size: see _values.exact_bytes
         except TypeError:
             self[key] = value
             return

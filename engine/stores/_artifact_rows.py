@@ -19,6 +19,8 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import orjson
 
+from ..core._values import exact_bytes
+
 __all__ = ["ArtifactRow", "ArtifactRows", "ArtifactTables", "SqlArtifactRows", "scope_key"]
 
 
@@ -79,7 +81,7 @@ class ArtifactTables:
             for held_key, held, _ in self._artifacts.values():
                 if (held_key, held.kind, held.sha256) == (key, row.kind, row.sha256):
                     return held
-            self._artifacts[row.ref] = (key, row, bytes(data))
+            self._artifacts[row.ref] = (key, row, exact_bytes(data))
             return row
 
     def artifact_get(

@@ -25,6 +25,8 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol, runtime_checkable
 
+from ..core._values import exact_bytes
+
 __all__ = ["MemoryRows", "MemoryTables", "SqlMemoryRows", "fact_digest"]
 
 
@@ -76,7 +78,7 @@ class MemoryTables:
         with self._lock:
             rows = self._entries.setdefault((scope, memory_id), [])
             seq = len(rows) + 1
-            rows.append((seq, bytes(doc)))
+            rows.append((seq, exact_bytes(doc)))
             return seq
 
     def memory_recent(self, scope: str, memory_id: str, limit: int) -> list[tuple[int, bytes]]:
@@ -92,7 +94,7 @@ class MemoryTables:
             self._fact_seq[(scope, memory_id)] = seq
             kept = self._facts.setdefault((scope, memory_id), {})
             for key, doc in facts:
-                kept[fact_digest(key)] = (seq, bytes(doc))
+                kept[fact_digest(key)] = (seq, exact_bytes(doc))
             return seq
 
     def memory_facts(self, scope: str, memory_id: str, limit: int) -> list[tuple[int, bytes]]:

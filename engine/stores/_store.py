@@ -22,6 +22,7 @@ import orjson
 from ..core._commit import Commit
 from ..core._errors import ConfigurationError, DocumentError, UnknownRunError
 from ..core._snapshot import Snapshot
+from ..core._values import exact_bytes
 from ..run._sinks import Sink
 from ._artifact_rows import ArtifactTables
 from ._checkpoint import Checkpoint
@@ -217,7 +218,7 @@ class MemoryStore(MemoryTables, ArtifactTables):
     def append(self, run_id: str, commits: Sequence[Commit]) -> None:
         with self._lock:
             run = self._run(run_id)
-            run["commits"].extend(c.to_bytes() for c in commits)
+            run["commits"].extend(exact_bytes(c.to_bytes()) for c in commits)  # kept: exact size
             run["meta"].extend(CommitMeta.of(c) for c in commits)
 
     def finish_run(self, run_id: str, status: str, outcome: Any = None) -> None:
@@ -227,7 +228,7 @@ class MemoryStore(MemoryTables, ArtifactTables):
 
     def save_checkpoint(self, checkpoint: Checkpoint) -> None:
         with self._lock:
-            self._checkpoints[checkpoint.checkpoint_id] = checkpoint.to_json()
+            self._checkpoints[checkpoint.checkpoint_id] = exact_bytes(checkpoint.to_json())
 
     def claim_checkpoint(self, checkpoint_id: str, answer: bytes | None = None) -> bool:
         with self._lock:
