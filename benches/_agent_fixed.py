@@ -20,7 +20,7 @@ NOTE = (
     "answers 'ok' with no tools (trackway: mock(reply=...), keep_requests=False; LangGraph: "
     "create_react_agent over a chat model returning one AIMessage, no checkpointer; "
     "pydantic-ai: FunctionModel). trackway awaited runs on one asyncio loop; run_sync goes "
-    "through the sync bridge (engine/core/_sync.py), which starts an event loop per call."
+    "through the sync bridge (engine/core/_sync.py), which keeps one event loop per thread."
 )
 
 ANSWER = "ok"

@@ -5,22 +5,27 @@ through :func:`run_sync`: outside an event loop it starts one; inside one (async
 trio, found with sniffio) it refuses with a message naming the async twin to await
 instead, never a bare "already running" from the event loop.
 
-On asyncio the loop is started as ``asyncio.run`` starts it (a new loop, the call in a copy
-of the caller's context, Ctrl-C cancelling the call and raising ``KeyboardInterrupt``, every
-task the call left cancelled and async generators finalized before the loop closes), minus
-the steps a short call pays for and rarely needs: the generators' and the default
-executor's shutdowns run only when there is something to shut down. That is about half of
-``asyncio.run``'s own cost, which was most of a short agent turn's.
+On asyncio each thread keeps one event loop between calls (made at its first call, closed
+when the thread ends or the interpreter exits): a call runs as ``asyncio.run`` would run
+it (the call in a copy of the caller's context, Ctrl-C cancelling the call and raising
+``KeyboardInterrupt``, every task the call left cancelled and async generators it left
+suspended finalized before it returns) without paying for a new loop, its self-pipe and
+its default executor's threads each time. A loop the caller closed, or one inherited
+across ``fork``, is replaced. That was most of a short agent turn's cost through
+``run_sync``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextvars
+import importlib
+import os
 import signal
 import threading
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import anyio
 import sniffio
@@ -62,19 +67,51 @@ def run_sync(call: Callable[[], Awaitable[_T]], *, name: str, twin: str) -> _T:
         )
     if _backend != "asyncio":
         return anyio.run(call, backend=_backend)
-    return _run_on_new_loop(call)
+    return _run_on_thread_loop(call)
 
 
 async def _awaited(call: Callable[[], Awaitable[_T]]) -> _T:
     return await call()
 
 
-def _run_on_new_loop(call: Callable[[], Awaitable[_T]]) -> _T:
-    """``asyncio.run(call())``, with the shutdowns skipped when there is nothing to shut
-    down (see the module's docstring)."""
-    loop = asyncio.new_event_loop()
+class _ThreadLoop:
+    """One thread's event loop, kept between ``run_sync`` calls; closed when the thread's
+    locals are dropped (the thread ended) or at interpreter exit (the main thread)."""
+
+    __slots__ = ("loop", "pid")
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.pid = os.getpid()
+
+    def close(self) -> None:
+        if self.pid == os.getpid() and not self.loop.is_closed() and not self.loop.is_running():
+            self.loop.close()  # its default executor's idle threads are let go, not joined
+
+    def __del__(self) -> None:
+        self.close()
+
+
+_local = threading.local()
+_SIGINT = int(signal.SIGINT)
+# signal's C half: the module's Python wrappers convert to and from enums (~17 µs for the
+# four calls a run_sync makes, against 0.6 µs)
+_signal: Any = importlib.import_module("_signal")
+
+
+def _thread_loop() -> asyncio.AbstractEventLoop:
+    kept: _ThreadLoop | None = getattr(_local, "kept", None)
+    if kept is None or kept.loop.is_closed() or kept.pid != os.getpid():
+        kept = _local.kept = _ThreadLoop()
+        if threading.current_thread() is threading.main_thread():
+            atexit.register(kept.close)
+    return kept.loop
+
+
+def _run_on_thread_loop(call: Callable[[], Awaitable[_T]]) -> _T:
+    """``asyncio.run(call())`` on this thread's kept loop (see the module's docstring)."""
+    loop = _thread_loop()  # not made the thread's current loop: the caller's policy is left as is
     try:
-        asyncio.set_event_loop(loop)
         task = loop.create_task(_awaited(call), context=contextvars.copy_context())
         interrupted = False
 
@@ -88,10 +125,10 @@ def _run_on_new_loop(call: Callable[[], Awaitable[_T]]) -> _T:
 
         handles_sigint = (
             threading.current_thread() is threading.main_thread()
-            and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+            and _signal.getsignal(_SIGINT) is signal.default_int_handler
         )
         if handles_sigint:
-            signal.signal(signal.SIGINT, on_sigint)
+            _signal.signal(_SIGINT, on_sigint)
         try:
             return loop.run_until_complete(task)
         except asyncio.CancelledError:
@@ -99,18 +136,11 @@ def _run_on_new_loop(call: Callable[[], Awaitable[_T]]) -> _T:
                 raise KeyboardInterrupt() from None
             raise
         finally:
-            if handles_sigint and signal.getsignal(signal.SIGINT) is on_sigint:
-                signal.signal(signal.SIGINT, signal.default_int_handler)
+            if handles_sigint and _signal.getsignal(_SIGINT) is on_sigint:
+                _signal.signal(_SIGINT, signal.default_int_handler)
     finally:
-        try:
-            _cancel_left(loop)
-            if getattr(loop, "_asyncgens", True):  # none tracked: nothing to finalize
-                loop.run_until_complete(loop.shutdown_asyncgens())
-            if getattr(loop, "_default_executor", True) is not None:  # none made: none to join
-                loop.run_until_complete(loop.shutdown_default_executor())
-        finally:
-            asyncio.set_event_loop(None)
-            loop.close()
+        _cancel_left(loop)
+        _close_left_generators(loop)
 
 
 def _cancel_left(loop: asyncio.AbstractEventLoop) -> None:
@@ -130,3 +160,28 @@ def _cancel_left(loop: asyncio.AbstractEventLoop) -> None:
                     "task": task,
                 }
             )
+
+
+def _close_left_generators(loop: asyncio.AbstractEventLoop) -> None:
+    """Finalize the async generators the call left suspended (as ``asyncio.run`` does).
+    Not ``loop.shutdown_asyncgens()``: after it the loop warns at every new generator,
+    and this loop serves the thread's next call."""
+    tracked = getattr(loop, "_asyncgens", None)  # the loop's weak set of live generators
+    if not tracked:  # none live: nothing to finalize
+        return
+    left = list(tracked)
+    tracked.clear()
+    results = loop.run_until_complete(_aclose_all(left))
+    for result, gen in zip(results, left, strict=True):
+        if isinstance(result, Exception):
+            loop.call_exception_handler(
+                {
+                    "message": f"an error occurred closing the async generator {gen!r}",
+                    "exception": result,
+                    "asyncgen": gen,
+                }
+            )
+
+
+async def _aclose_all(gens: list[Any]) -> list[Any]:
+    return await asyncio.gather(*(gen.aclose() for gen in gens), return_exceptions=True)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import gc
 import os
 import signal
 import threading
+import time
+import warnings
 from typing import Any
 
 import pytest
@@ -180,3 +183,84 @@ def test_ctrl_c_cancels_the_run_and_raises_keyboard_interrupt() -> None:
         Executor(flow_chart("A", stage, id="a").build()).run_sync()
     assert seen == ["cancelled"]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # given back
+
+
+# -- the thread's kept loop -------------------------------------------------------------------
+
+
+def _loop_seen() -> Any:
+    seen: list[asyncio.AbstractEventLoop] = []
+
+    async def stage(scope: Any) -> None:
+        seen.append(asyncio.get_running_loop())
+        scope["a"] = 1
+
+    Executor(flow_chart("A", stage, id="a").build()).run_sync()
+    return seen[0]
+
+
+def test_a_thread_keeps_one_loop_between_calls_and_it_is_closed_when_the_thread_ends() -> None:
+    _asyncio_only()
+    assert _loop_seen() is _loop_seen()  # kept: no new loop, self-pipe and executor a call
+    with pytest.raises(RuntimeError):
+        asyncio.get_event_loop_policy().get_event_loop()  # not made the thread's current loop
+
+    theirs: list[asyncio.AbstractEventLoop] = []
+    worker = threading.Thread(target=lambda: theirs.extend([_loop_seen(), _loop_seen()]))
+    worker.start()
+    worker.join()
+    gc.collect()
+    assert theirs[0] is theirs[1] and theirs[0] is not _loop_seen()  # one per thread
+    assert theirs[0].is_closed()  # the thread ended: its loop with it
+
+
+def test_a_loop_closed_by_the_caller_is_replaced() -> None:
+    _asyncio_only()
+    first = _loop_seen()
+    first.close()
+    second = _loop_seen()
+    assert second is not first and not second.is_closed()
+
+
+def test_a_generator_left_by_one_call_is_finalized_and_the_next_call_is_clean() -> None:
+    _asyncio_only()
+    kept: list[Any] = []
+
+    async def numbers() -> Any:
+        yield 1
+        yield 2
+
+    async def stage(scope: Any) -> None:
+        gen = numbers()
+        kept.append(gen)
+        scope["first"] = await gen.__anext__()
+
+    chart = flow_chart("A", stage, id="a").build()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a loop whose generators were shut down warns here
+        for _ in range(3):
+            assert Executor(chart).run_sync().state["first"] == 1
+    assert all(gen.ag_frame is None for gen in kept)  # each one closed
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_gets_a_loop_of_its_own() -> None:
+    _asyncio_only()
+    parent = _loop_seen()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: the inherited loop shares the parent's epoll and self-pipe
+        try:
+            ok = _loop_seen() is not parent and Executor(_chart()).run_sync().status == "done"
+            os.write(write, b"ok" if ok else b"no")
+        finally:
+            os._exit(0)
+    deadline = time.monotonic() + 60
+    while os.waitpid(pid, os.WNOHANG) == (0, 0):  # a child stuck (fork under threads) fails
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child did not finish in 60 s")
+        time.sleep(0.01)
+    assert os.read(read, 2) == b"ok"
+    assert _loop_seen() is parent and not parent.is_closed()  # the parent's is untouched
