@@ -108,9 +108,39 @@ def _thread_loop() -> asyncio.AbstractEventLoop:
     return kept.loop
 
 
+def _anyio_run_vars() -> Any:
+    """anyio's per-loop state (``RunVar`` values by loop), or None if this anyio keeps it
+    elsewhere: then no loop is kept, for a kept one would carry it from call to call."""
+    import anyio.lowlevel
+
+    run_vars = getattr(anyio.lowlevel, "_run_vars", None)
+    return run_vars if hasattr(run_vars, "pop") else None
+
+
+_RUN_VARS = _anyio_run_vars()
+
+
+def _forget_call_state(loop: asyncio.AbstractEventLoop) -> None:
+    """Leave the kept loop as a new one would be for the next call: without anyio's state
+    of this call (its worker threads' pool, its default thread limiter, its root task:
+    a limiter token a lost task never gave back would otherwise stay lost for every later
+    call) and without the timers the call left (they would fire inside another call)."""
+    state = _RUN_VARS.pop(loop, None) if _RUN_VARS is not None else None
+    for value in (state or {}).values():
+        if isinstance(value, set):  # the pool's workers: any still running is told to end
+            for worker in list(value):
+                stop = getattr(worker, "stop", None)
+                if callable(stop):
+                    stop()
+    for handle in getattr(loop, "_scheduled", ()):
+        handle.cancel()
+
+
 def _run_on_thread_loop(call: Callable[[], Awaitable[_T]]) -> _T:
     """``asyncio.run(call())`` on this thread's kept loop (see the module's docstring)."""
-    loop = _thread_loop()  # not made the thread's current loop: the caller's policy is left as is
+    kept = _RUN_VARS is not None
+    # not made the thread's current loop: the caller's policy is left as it was
+    loop = _thread_loop() if kept else asyncio.new_event_loop()
     try:
         task = loop.create_task(_awaited(call), context=contextvars.copy_context())
         interrupted = False
@@ -139,8 +169,14 @@ def _run_on_thread_loop(call: Callable[[], Awaitable[_T]]) -> _T:
             if handles_sigint and _signal.getsignal(_SIGINT) is on_sigint:
                 _signal.signal(_SIGINT, signal.default_int_handler)
     finally:
-        _cancel_left(loop)
-        _close_left_generators(loop)
+        try:
+            _cancel_left(loop)
+            _close_left_generators(loop)
+        finally:
+            if kept:
+                _forget_call_state(loop)
+            else:
+                loop.close()
 
 
 def _cancel_left(loop: asyncio.AbstractEventLoop) -> None:

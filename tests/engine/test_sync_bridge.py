@@ -12,6 +12,7 @@ import time
 import warnings
 from typing import Any
 
+import anyio
 import pytest
 import trio
 
@@ -264,3 +265,28 @@ def test_a_forked_child_gets_a_loop_of_its_own() -> None:
         time.sleep(0.01)
     assert os.read(read, 2) == b"ok"
     assert _loop_seen() is parent and not parent.is_closed()  # the parent's is untouched
+
+
+def test_anyio_state_and_timers_a_call_left_do_not_reach_the_next_call() -> None:
+    """The kept loop is handed to the next call as a new one would be: a thread limiter the
+    call left exhausted (tokens a lost task never gave back) would hang every later
+    ``to_thread``; a timer it left would fire inside another call."""
+    _asyncio_only()
+    fired: list[str] = []
+
+    async def leave_behind(scope: Any) -> None:
+        limiter = anyio.to_thread.current_default_thread_limiter()
+        for _ in range(int(limiter.total_tokens)):
+            await limiter.acquire_on_behalf_of(object())  # never released
+        asyncio.get_running_loop().call_later(0.05, fired.append, "timer")
+        scope["left"] = True
+
+    async def use_a_thread(scope: Any) -> None:
+        with anyio.fail_after(10):  # a starved limiter would wait here for ever
+            scope["from_thread"] = await anyio.to_thread.run_sync(lambda: "ran")
+        await asyncio.sleep(0.1)  # past the timer's time
+
+    assert Executor(flow_chart("A", leave_behind, id="a").build()).run_sync().state["left"]
+    second = Executor(flow_chart("B", use_a_thread, id="b").build()).run_sync()
+    assert second.status == "done" and second.state["from_thread"] == "ran"
+    assert fired == []
