@@ -1,4 +1,4 @@
-"""Versioned state: each key keeps its own ``(seq, value)`` history.
+"""Versioned state: each key keeps its own ``(seq, value)`` history, as one flat list.
 
 Applying a commit costs O(size of its ops): a ``set`` pushes one version, an ``append``
 extends the key's one backing list in place and pushes a longer view of it. Reading the
@@ -7,7 +7,6 @@ current value is a dict lookup; reading the value after commit ``k`` is a bisect
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final
 
@@ -61,22 +60,17 @@ def fold_ops(current: Any, ops: Iterable[Write], *, in_place: bool) -> Any:
     return value
 
 
-class _History:
-    __slots__ = ("seqs", "values")
-
-    def __init__(self, seq: int, value: Any) -> None:
-        self.seqs = [seq]
-        self.values = [value]
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        # a compiled class is unpickled by calling __init__ with no arguments: rebuild it
-        return (_history, (self.seqs, self.values))
-
-
-def _history(seqs: list[int], values: list[Any]) -> _History:
-    history = _History(seqs[0], values[0])
-    history.seqs, history.values = seqs, values
-    return history
+def _last_at(h: list[Any], seq: int) -> int:
+    """In a key's versions ``[seq0, value0, seq1, value1, ...]`` (seqs ascending), the index
+    of the newest version's seq at or before ``seq``; -2 when every version is later."""
+    lo, hi = 0, len(h) >> 1
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if h[mid << 1] > seq:
+            hi = mid
+        else:
+            lo = mid + 1
+    return (lo - 1) << 1
 
 
 class StateStore:
@@ -89,7 +83,10 @@ class StateStore:
     __slots__ = ("_keys", "_parent", "latest", "reads_through")
 
     def __init__(self, parent: StateStore | None = None) -> None:
-        self._keys: dict[str, _History] = {}
+        # each key's versions as one flat list, ``[seq0, value0, seq1, value1, ...]``: one
+        # object per key for the cyclic collector to walk, not three (a run holds its state
+        # across every await, so a server with many runs in flight pays for each one)
+        self._keys: dict[str, list[Any]] = {}
         self._parent = parent
         self.reads_through = parent is not None
         """Whether a key this store never wrote is read from a parent."""
@@ -132,18 +129,18 @@ class StateStore:
         self.latest[key] = value
         h = self._keys.get(key)
         if h is None:
-            self._keys[key] = _History(seq, value)
-        elif h.seqs[-1] == seq:
-            h.values[-1] = value
+            self._keys[key] = [seq, value]
+        elif h[-2] == seq:
+            h[-1] = value
         else:
-            h.seqs.append(seq)
-            h.values.append(value)
+            h.append(seq)
+            h.append(value)
 
     def current(self) -> dict[str, Any]:
         """Every live key of this frame (and its parent) with its current value."""
         out = {} if self._parent is None else self._parent.current()
         for key, h in self._keys.items():
-            v = h.values[-1]
+            v = h[-1]
             if v is DELETED:
                 out.pop(key, None)
             else:
@@ -154,9 +151,9 @@ class StateStore:
         """Every key's value after commit ``seq`` (own versions only)."""
         out: dict[str, Any] = {}
         for key, h in self._keys.items():
-            i = bisect_right(h.seqs, seq) - 1
+            i = _last_at(h, seq)
             if i >= 0:
-                v = h.values[i]
+                v = h[i + 1]
                 if v is not DELETED:
                     out[key] = v
         return out
@@ -165,11 +162,19 @@ class StateStore:
         h = self._keys.get(key)
         if h is None:
             return MISSING
-        i = bisect_right(h.seqs, seq) - 1
+        i = _last_at(h, seq)
         if i < 0:
             return MISSING
-        v = h.values[i]
+        v = h[i + 1]
         return MISSING if v is DELETED else v
+
+    def seq_before(self, key: str, before: int) -> int | None:
+        """The seq of ``key``'s newest own version written before commit ``before``."""
+        h = self._keys.get(key)
+        if h is None:
+            return None
+        i = _last_at(h, before - 1)
+        return None if i < 0 else int(h[i])
 
     def own_keys(self) -> Iterator[str]:
         return iter(self._keys)

@@ -9,7 +9,6 @@ frame's commits.
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -154,11 +153,7 @@ def causal_chain(
             while parent and parent not in frames:
                 parent = parent_of(parent)
             frame = parent
-        h = store._keys.get(k)
-        if h is None:
-            return None
-        i = bisect_left(h.seqs, before) - 1
-        return int(h.seqs[i]) if i >= 0 else None
+        return store.seq_before(k, before)
 
     def add(seq: int) -> None:
         c = commits[seq - 1]
