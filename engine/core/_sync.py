@@ -23,6 +23,7 @@ import contextvars
 import importlib
 import os
 import signal
+import sys
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -41,15 +42,19 @@ _backend = "asyncio"
 
 
 def _running_library() -> str | None:
-    try:
-        return sniffio.current_async_library()
-    except sniffio.AsyncLibraryNotFoundError:
-        pass
-    try:
-        asyncio.get_running_loop()  # a loop callback outside any task: sniffio cannot tell
-    except RuntimeError:
-        return None
-    return "asyncio"
+    # sniffio's own markers first (trio sets them), then asyncio's running loop: what
+    # sniffio.current_async_library() asks, without the exception it raises when none runs
+    name = sniffio.thread_local.name or sniffio.current_async_library_cvar.get()
+    if name is not None:
+        return name
+    if asyncio._get_running_loop() is not None:  # a task, or a loop callback outside one
+        return "asyncio"
+    if "curio" in sys.modules:  # the one other library sniffio sniffs
+        try:
+            return sniffio.current_async_library()
+        except sniffio.AsyncLibraryNotFoundError:
+            pass
+    return None
 
 
 def run_sync(call: Callable[[], Awaitable[_T]], *, name: str, twin: str) -> _T:
