@@ -152,22 +152,40 @@ def measure(quick: bool) -> dict[str, Any]:
     return {"rounds": rounds, "runs_per_round": runs, "rows": rows, "skipped": skipped}
 
 
+# The issue's machine: LangGraph's invoke took 1,245 µs there when it set the targets.
+ISSUE_LANGGRAPH_US = 1245.0
+
+
 def targets(section: dict[str, Any]) -> list[dict[str, Any]]:
+    """The issue's targets in µs as it states them, and, when LangGraph ran beside trackway,
+    the same targets at the issue machine's speed: this VM's speed moves by ±50% within an
+    hour, so the µs figures are scaled by LangGraph's time here over its 1,245 µs there."""
     p50 = {r["variant"]: r["p50_us"] for r in section["rows"]}
-    return [
-        {
-            "target": "trackway awaited fixed cost <= 80 µs per run (issue 39)",
-            "measured": p50["tw_awaited"],
-            "threshold": "<= 80",
-            "pass": p50["tw_awaited"] <= 80,
-        },
-        {
-            "target": "trackway run_sync fixed cost <= 200 µs per run (issue 39)",
-            "measured": p50["tw_run_sync"],
-            "threshold": "<= 200",
-            "pass": p50["tw_run_sync"] <= 200,
-        },
-    ]
+    out = []
+    for variant, label, limit in (
+        ("tw_awaited", "awaited", 80.0),
+        ("tw_run_sync", "run_sync", 200.0),
+    ):
+        out.append(
+            {
+                "target": f"trackway {label} fixed cost <= {limit:.0f} µs per run (issue 39)",
+                "measured": p50[variant],
+                "threshold": f"<= {limit:.0f}",
+                "pass": p50[variant] <= limit,
+            }
+        )
+        if "langgraph" in p50:
+            scaled = p50[variant] * ISSUE_LANGGRAPH_US / p50["langgraph"]
+            out.append(
+                {
+                    "target": f"trackway {label} fixed cost at the issue machine's speed "
+                    f"(µs here × 1,245 / LangGraph's µs here) <= {limit:.0f} µs",
+                    "measured": scaled,
+                    "threshold": f"<= {limit:.0f}",
+                    "pass": scaled <= limit,
+                }
+            )
+    return out
 
 
 def table(section: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:

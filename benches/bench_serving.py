@@ -6,7 +6,7 @@ same process run; then many paused runs (an agent that asks a person) resumed by
 See ``benches/README.md``.
 
     .venv/bin/python benches/bench_serving.py [--quick] [--no-peers] [--only memory,sqlite,postgres]
-        [--sizes 10,100] [--peer-max 1000] [--paused 10000] [--no-paused]
+        [--sizes 10,100] [--peer-max 1000] [--paused 10000] [--no-paused] [--gc-freeze]
 
 PostgreSQL runs when ``TRACKWAY_TEST_PG_DSN`` is set (each cell in a schema of its own);
 without it its rows say skipped, and why.
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import shutil
 import statistics
@@ -78,7 +79,9 @@ HEADERS = [
 ]
 
 
-async def _cell_async(name: str, store: str, n: int, where: dict[str, Any]) -> dict[str, Any]:
+async def _cell_async(
+    name: str, store: str, n: int, where: dict[str, Any], freeze: bool = False
+) -> dict[str, Any]:
     traces = Traces()
     async with system(name, store, traces, where) as run:
         keys = [f"warm {i}" for i in range(WARM_RUNS)]
@@ -86,12 +89,18 @@ async def _cell_async(name: str, store: str, n: int, where: dict[str, Any]) -> d
         traces.by_key.clear()
         keys = [f"go {i}" for i in range(n)]
         base = settle_heap()
-        cpu = time.process_time()
-        with RssPeak() as rss, GcTime() as gc_time:
-            t = clock()
-            await _all(run, traces, keys)
-            wall = clock() - t
-        cpu = time.process_time() - cpu
+        if freeze:  # the server tuning --gc-freeze measures: startup's heap out of the GC
+            gc.freeze()
+        try:
+            cpu = time.process_time()
+            with RssPeak() as rss, GcTime() as gc_time:
+                t = clock()
+                await _all(run, traces, keys)
+                wall = clock() - t
+            cpu = time.process_time() - cpu
+        finally:
+            if freeze:
+                gc.unfreeze()
     added = added_per_call(list(traces.by_key.values()))
     return {
         "n": n,
@@ -118,16 +127,17 @@ async def _all(run: Any, traces: Traces, keys: Sequence[str]) -> None:
     await asyncio.gather(*(one(k) for k in keys))
 
 
-def cell(name: str, store: str, n: int, pg: str | None) -> dict[str, Any]:
-    """One (system, store, N) cell in a fresh temp dir (and schema), on a fresh event loop."""
+def cell(name: str, store: str, n: int, pg: str | None, freeze: bool = False) -> dict[str, Any]:
+    """One (system, store, N) cell in a fresh temp dir (and schema), on a fresh event loop;
+    ``freeze``: ``gc.freeze()`` once the warm-up runs are done (``--gc-freeze``)."""
     where: dict[str, Any] = {"dir": tempfile.mkdtemp(prefix="bench_serving_")}
     try:
         if store == "postgres":
             assert pg is not None
             with pg_schema(pg) as dsn:
                 where["dsn"] = dsn
-                return asyncio.run(_cell_async(name, store, n, where))
-        return asyncio.run(_cell_async(name, store, n, where))
+                return asyncio.run(_cell_async(name, store, n, where, freeze))
+        return asyncio.run(_cell_async(name, store, n, where, freeze))
     finally:
         shutil.rmtree(where["dir"], ignore_errors=True)
 
@@ -221,6 +231,13 @@ def main(argv: list[str] | None = None) -> int:
         "--paused", type=int, default=0, help="paused runs (default 10,000; --quick 1,000)"
     )
     ap.add_argument("--no-paused", action="store_true")
+    ap.add_argument(
+        "--gc-freeze",
+        action="store_true",
+        help="gc.freeze() before each cell's timed runs, for every system alike: the heap "
+        "built at startup (imports, the built agent or graph) leaves the cyclic collector's "
+        "full collections, as a server can do once after startup",
+    )
     args = ap.parse_args(argv)
     sizes = (
         tuple(int(s) for s in args.sizes.split(","))
@@ -245,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
                 "system": name,
                 "store": store,
                 "label": LABELS[name, store],
-                **cell(name, store, n, pg),
+                **cell(name, store, n, pg, args.gc_freeze),
             }
             rows.append(row)
             print(
@@ -300,6 +317,7 @@ def main(argv: list[str] | None = None) -> int:
                 "model_s": MODEL_S,
                 "tool_turns": CALLS - 1,
                 "durability": "sync",
+                "gc_freeze": args.gc_freeze,
             },
             "versions": versions,
             "rows": rows,
