@@ -75,8 +75,8 @@ def run_sync(call: Callable[[], Awaitable[_T]], *, name: str, twin: str) -> _T:
     return _run_on_thread_loop(call)
 
 
-async def _awaited(call: Callable[[], Awaitable[_T]]) -> _T:
-    return await call()
+async def _awaited(awaitable: Awaitable[_T]) -> _T:
+    return await awaitable
 
 
 class _ThreadLoop:
@@ -147,7 +147,11 @@ def _run_on_thread_loop(call: Callable[[], Awaitable[_T]]) -> _T:
     # not made the thread's current loop: the caller's policy is left as it was
     loop = _thread_loop() if kept else asyncio.new_event_loop()
     try:
-        task = loop.create_task(_awaited(call), context=contextvars.copy_context())
+        # as asyncio.run(main()) takes main() made outside the loop: an async function's
+        # coroutine is the task's own (no wrapper's frame); any other awaitable is wrapped
+        awaitable = call()
+        coro = awaitable if asyncio.iscoroutine(awaitable) else _awaited(awaitable)
+        task = loop.create_task(coro, context=contextvars.copy_context())
         interrupted = False
 
         def on_sigint(signum: int, frame: object) -> None:
