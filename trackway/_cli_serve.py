@@ -14,6 +14,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from ._cli_gc import frozen_startup_heap
 from ._cli_out import EXIT_USAGE, CommandFailed, Out, safe
 from ._cli_resume import load_chart
 from ._cli_store import seal_from_env
@@ -54,9 +55,11 @@ def serve_command(
     auth_spec: str | None,
     dev_loopback: bool,
     a2a: bool = False,
+    gc_freeze: bool = True,
 ) -> int:
     """Serve the agent ``spec`` names until interrupted; print the URL to open first (and,
-    with ``a2a``, host it over A2A at ``/a2a/`` too)."""
+    with ``a2a``, host it over A2A at ``/a2a/`` too); ``gc_freeze``: the startup heap kept
+    out of the collector while serving (``frozen_startup_heap``)."""
     import uvicorn
 
     from trackway.agent import Agent
@@ -105,5 +108,6 @@ def serve_command(
     if a2a:
         out.line(f"A2A: {url}a2a/ (its card at {url}a2a/.well-known/agent-card.json)")
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    server.run(sockets=[sock])
+    with frozen_startup_heap(gc_freeze):
+        server.run(sockets=[sock])
     return 0

@@ -19,6 +19,7 @@ from typing import Any
 
 from trackway.engine import FlowChart, PostgresStore, TrackwayError, Worker
 
+from ._cli_gc import frozen_startup_heap
 from ._cli_out import EXIT_USAGE, CommandFailed, Out, when
 from ._cli_resume import load_chart
 from ._cli_store import open_store
@@ -87,6 +88,7 @@ def run_worker(
     log_format: str,
     max_attempts: int = 5,
     listen: bool = True,
+    gc_freeze: bool = True,
 ) -> int:
     """Claim and drive runs until a signal (or idle, with ``idle_exit``)."""
     _queue_store(where)
@@ -113,7 +115,8 @@ def run_worker(
                 )
             except TrackwayError as exc:
                 raise CommandFailed(str(exc), EXIT_USAGE) from None
-            report = worker.run_sync(idle_exit=idle_exit, handle_signals=True)
+            with frozen_startup_heap(gc_freeze):
+                report = worker.run_sync(idle_exit=idle_exit, handle_signals=True)
     finally:
         logger.removeHandler(handler)
     out.line(

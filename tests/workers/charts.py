@@ -156,3 +156,13 @@ def secret_agent() -> Any:
 
 SECRET_CHARTS = {"secret_desk": secret_agent()}
 """Served by workers whose store has a seal (``TRACKWAY_SEAL_KEY``)."""
+
+
+def _heap(scope: Any) -> None:
+    import gc
+
+    scope["frozen"] = gc.get_freeze_count() > 0  # what the worker's process froze
+
+
+# `trackway worker` freezes its startup heap while it serves (``--gc-freeze``, the default)
+HEAP_CHARTS = {"heap": flow_chart("Heap", _heap, id="heap").build()}

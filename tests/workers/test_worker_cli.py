@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 
 import pytest
@@ -64,3 +65,20 @@ def test_charts_that_are_not_charts_are_refused(
     code = main(["worker", "--store", pg_dsn, "--charts", "tests.workers.charts:STAGES"])
     assert code == 2
     assert "name a FlowChart, an Agent, or a dict" in capsys.readouterr().err
+
+
+def test_the_worker_keeps_its_startup_heap_frozen_while_it_serves(
+    store: PostgresStore, pg_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert gc.get_freeze_count() == 0
+    seen = []
+    for flag in ([], ["--no-gc-freeze"]):
+        assert main(["submit", "heap", "--input", "{}", "--store", pg_dsn]) == 0
+        run_id = capsys.readouterr().out.strip()
+        charts = ["--charts", "tests.workers.charts:HEAP_CHARTS"]
+        argv = ["worker", "--store", pg_dsn, *charts, "--idle-exit", "--poll", "0.02", *flag]
+        assert main(argv) == 0
+        assert "1 claimed, 1 done" in capsys.readouterr().out
+        assert gc.get_freeze_count() == 0  # handed back when the command returned
+        seen.append(store.load(run_id).state["frozen"])
+    assert seen == [True, False]
