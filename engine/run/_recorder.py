@@ -314,6 +314,7 @@ def check_recorder(recorder: object) -> None:
 
 
 _CLASS_HOOKS: dict[type, tuple[str, ...]] = {}
+_HOOK_NAMES = frozenset(HOOKS)
 
 
 def _hooks_of(target: object) -> tuple[str, ...]:
@@ -328,7 +329,7 @@ def _hooks_of(target: object) -> tuple[str, ...]:
             or getattr(cls, h, None) not in (None, getattr(Recorder, h))
         )
     own = getattr(target, "__dict__", None)
-    return HOOKS if own and any(h in own for h in HOOKS) else hooks
+    return HOOKS if own and not _HOOK_NAMES.isdisjoint(own) else hooks
 
 
 _NO_PAYLOAD: Any = object()
@@ -358,7 +359,7 @@ class Dispatch:
         self.redactor = redactor
         self.run_id = run_id
         self._log_len = log_len
-        hooks: dict[str, list[tuple[str, Any, bool]]] = {h: [] for h in HOOKS}
+        hooks: dict[str, list[tuple[str, Any, bool]]] = {}
         self.queues: list[_RunQueue] = []
         for rec in recorders:
             queue = None
@@ -373,12 +374,16 @@ class Dispatch:
                 base = getattr(Recorder, hook)
                 if fn is not None and getattr(fn, "__func__", None) is not base:
                     # a deferred recorder's hook is its run queue: one append, no call
-                    hooks[hook].append(
-                        (label, fn, False) if queue is None else (label, queue, True)
-                    )
-        self._hooks: dict[str, tuple[tuple[str, Any, bool], ...]] = {
-            hook: tuple(fns) for hook, fns in hooks.items()
-        }
+                    entry = (label, fn, False) if queue is None else (label, queue, True)
+                    fns = hooks.get(hook)
+                    if fns is None:
+                        hooks[hook] = [entry]
+                    else:
+                        fns.append(entry)
+        # every hook has its row (a hook nobody defines: an empty one, shared)
+        self._hooks: dict[str, tuple[tuple[str, Any, bool], ...]] = dict.fromkeys(HOOKS, ())
+        for hook, fns in hooks.items():
+            self._hooks[hook] = tuple(fns)
         h = self._hooks
         # whether an emit may be skipped: each recorder that hears emits says, by name, if it
         # wants one (``wants_emit``); None when one of them wants every emit
@@ -402,7 +407,7 @@ class Dispatch:
         self.stage_hooks = bool(
             h["on_stage_start"] or h["on_stage_end"] or h["on_decision"] or h["on_error"]
         )
-        self.any = any(h.values())
+        self.any = bool(hooks)
 
     def fire(self, hook: str, event: Any) -> None:
         hooks = self._hooks[hook]
