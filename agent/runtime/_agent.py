@@ -250,20 +250,30 @@ class Agent(
         self._last: Snapshot | None = None
         self._last_state: Mapping[str, Any] | None = None  # real values, even when redacted
         self._pending: Paused | None = None
+        self._made: tuple[Runtime, FlowChart, int, Executor] | None = None
         self._executor()  # a bad store, durability or redact= is refused at build
 
     def _executor(self, live: LiveLog | None = None) -> Executor:
         """A fresh executor for one run: its own live log, so concurrent runs never share
-        state (an ``Agent`` serves many runs at once, as a web server needs)."""
+        state (an ``Agent`` serves many runs at once, as a web server needs). Built once
+        and copied with each run's recorders while the chart, store, limits and attached
+        recorders stay what they were."""
         runtime = self._runtime
-        return Executor(
+        limit = self._cfg.max_iterations + self._cfg.output_retries + 2
+        recorders = (self._events, live or self._live, *self._attached)
+        made = self._made
+        if made is not None and made[0] is runtime and made[1] is self._chart and made[2] == limit:
+            return made[3]._with_recorders(recorders)
+        executor = Executor(
             self._chart,
-            recorders=[self._events, live or self._live, *self._attached],
-            max_iterations=self._cfg.max_iterations + self._cfg.output_retries + 2,
+            recorders=recorders,
+            max_iterations=limit,
             store=runtime.store,
             durability=runtime.durability,
             redact=runtime.redact,
         )
+        self._made = (runtime, self._chart, limit, executor)
+        return executor
 
     def __repr__(self) -> str:
         return f"<Agent {self._cfg.name!r} model={self._cfg.model!r} tools={list(self._cfg.tools)}>"

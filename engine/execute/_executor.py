@@ -142,6 +142,17 @@ class Executor(ContinuingRuns, SyncTwins):
         """The store's seal: under a policy, real values are kept sealed beside redacted
         ones, so runs resume by id and recover (``_seal``)."""
 
+    def _with_recorders(self, recorders: Sequence[object]) -> Executor:
+        """This executor with other recorders: what the constructor checked of everything
+        else holds, so an agent, which needs an executor per run (a live log of its own),
+        pays only for checking the recorders."""
+        for recorder in recorders:
+            check_recorder(recorder)
+        clone = object.__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        clone.recorders = tuple(recorders)
+        return clone
+
     def __repr__(self) -> str:
         store = type(self.store).__name__ if self.store is not None else None
         return f"<Executor chart={self.chart.id!r} store={store} durability={self.durability}>"
