@@ -33,7 +33,7 @@ import sniffio
 
 from ._errors import ExecutorUsageError
 
-__all__ = ["run_sync"]
+__all__ = ["cancelled_exc_class", "run_sync"]
 
 _T = TypeVar("_T")
 
@@ -55,6 +55,14 @@ def _running_library() -> str | None:
         except sniffio.AsyncLibraryNotFoundError:
             pass
     return None
+
+
+def cancelled_exc_class() -> type[BaseException]:
+    """``anyio.get_cancelled_exc_class()``, without its backend lookup on asyncio (the
+    exception a run in this task is cancelled with; asked once per run)."""
+    if _running_library() == "asyncio":
+        return asyncio.CancelledError
+    return anyio.get_cancelled_exc_class()
 
 
 def run_sync(call: Callable[[], Awaitable[_T]], *, name: str, twin: str) -> _T:

@@ -13,13 +13,12 @@ from collections.abc import Callable, Hashable, Sequence
 from time import time
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import anyio
-
 from ..chart._chart import FlowChart
 from ..core._commit import Commit, CommitKind, ErrorInfo, Outcome, Write, error_info
 from ..core._detail import Control
 from ..core._errors import RecoveryError, StoreWriteError, caused_by
 from ..core._state import StateStore
+from ..core._sync import cancelled_exc_class
 from ..core._typed import StateValidator
 from ..observe._redact import Redactor
 from ._recorder import Dispatch
@@ -142,7 +141,7 @@ class RunContext:
         self.max_iterations = max_iterations
         self.recorders = Dispatch(recorders, run_id, self.log.__len__, redactor)
         self.validators: dict[int, StateValidator | None] = {}
-        self.cancelled_exc = anyio.get_cancelled_exc_class()
+        self.cancelled_exc = cancelled_exc_class()
         self.resume_value: Any = None
         self.resume_taken = True
         self.resume_target = ""  # the paused stage's path, without any ":resumeN"

@@ -290,3 +290,16 @@ def test_anyio_state_and_timers_a_call_left_do_not_reach_the_next_call() -> None
     second = Executor(flow_chart("B", use_a_thread, id="b").build()).run_sync()
     assert second.status == "done" and second.state["from_thread"] == "ran"
     assert fired == []
+
+
+def test_the_cancelled_class_a_run_catches_is_the_running_backends() -> None:
+    from tests.backends import run_async
+    from trackway.engine.core._sync import cancelled_exc_class
+
+    async def asked() -> tuple[type[BaseException], type[BaseException]]:
+        return cancelled_exc_class(), anyio.get_cancelled_exc_class()
+
+    ours, anyios = run_async(asked)
+    assert ours is anyios
+    expected = "asyncio" if current_backend() == "asyncio" else "trio"
+    assert ours.__module__.split(".")[0] == expected
