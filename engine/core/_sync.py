@@ -25,6 +25,7 @@ import os
 import signal
 import sys
 import threading
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -196,8 +197,17 @@ def _run_on_thread_loop(call: Callable[[], Awaitable[_T]]) -> _T:
                 loop.close()
 
 
+# Python 3.11's weak set of every task alive in the process (later versions keep tasks
+# elsewhere: then every call looks, as asyncio.run does)
+_ALL_TASKS = getattr(asyncio.tasks, "_all_tasks", None)
+if not isinstance(_ALL_TASKS, weakref.WeakSet):
+    _ALL_TASKS = None
+
+
 def _cancel_left(loop: asyncio.AbstractEventLoop) -> None:
     """Cancel and await the tasks the call left running (as ``asyncio.run`` does)."""
+    if _ALL_TASKS is not None and len(_ALL_TASKS) <= 1:
+        return  # the call's own task (still held by the caller) is the only one alive
     left = [t for t in asyncio.all_tasks(loop) if not t.done()]
     if not left:
         return
