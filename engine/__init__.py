@@ -122,14 +122,14 @@ from .stores._checkpoint import Checkpoint as Checkpoint
 from .stores._memory_rows import MemoryRows as MemoryRows
 from .stores._paused import PausedRun as PausedRun
 from .stores._postgres import PostgresStore as PostgresStore
-from .stores._run_queue import QueueEntry as QueueEntry
-from .stores._run_queue import WorkerInfo as WorkerInfo
 from .stores._sqlite import SqliteStore as SqliteStore
 from .stores._store import CommitMeta as CommitMeta
 from .stores._store import Durability as Durability
 from .stores._store import MemoryStore as MemoryStore
 from .stores._store import RunInfo as RunInfo
 from .stores._store import RunStore as RunStore
+from .stores.queue._run_queue import QueueEntry as QueueEntry
+from .stores.queue._run_queue import WorkerInfo as WorkerInfo
 
 __all__ = [
     "CHECKPOINT_FORMAT",

@@ -73,11 +73,10 @@ def schema_host() -> Iterator[tuple[str, list[str]]]:
 _SERVICES = Services()
 
 NEEDS_POSTGRES = (
-    "*/engine/_postgres.py",
-    "*/engine/_run_queue.py",
-    "*/engine/_worker.py",
-    "*/engine/_worker_target.py",
-    "*/agent/_worker_target.py",
+    "*/engine/stores/_postgres.py",
+    "*/engine/stores/queue/*.py",
+    "*/engine/scale/_worker*.py",
+    "*/agent/runtime/_worker_target.py",
     "*/trackway/_cli_worker.py",
 )
 """Modules only PostgreSQL exercises: without it, the coverage floor is measured without

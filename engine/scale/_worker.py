@@ -42,9 +42,9 @@ from ..execute._recovery import RECOVERABLE_FAILURES
 from ..observe._redact import RedactionPolicy, Redactor
 from ..run._release import Released, StopSignal, driving_with
 from ..stores._postgres import PostgresStore
-from ..stores._queue_listen import QueueListener
-from ..stores._run_queue import Claim, PgRunQueue, new_worker_id
 from ..stores._store import Durability
+from ..stores.queue._listen import QueueListener
+from ..stores.queue._run_queue import Claim, PgRunQueue, new_worker_id
 from ._worker_attempt import attempt, frames, give_up
 from ._worker_leases import leave, renew_leases
 from ._worker_listen import start_listening, wake_from_thread

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from ..core._errors import CheckpointClaimedError, StoreError, TrackwayError, UnknownRunError
 from ..execute._recovery import RECOVERABLE_FAILURES
 from ..stores._postgres import PostgresStore
-from ..stores._queue_claims import Claim
+from ..stores.queue._claims import Claim
 from ._worker_target import WorkOutcome, WorkTarget
 
 __all__ = ["attempt", "frames", "give_up"]

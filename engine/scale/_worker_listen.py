@@ -11,7 +11,7 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
-from ..stores._queue_listen import QueueListener
+from ..stores.queue._listen import QueueListener
 
 __all__ = ["start_listening", "wake_from_thread"]
 

@@ -21,7 +21,7 @@ class LeaseFence:
     """The hooks a write asks (mixed into :class:`~._sqlstore.SqlRunStore`)."""
 
     _fences: Mapping[str, str] = MappingProxyType({})
-    """Runs whose writes must hold a worker's lease, with its token (see ``_queue_claims``)."""
+    """Runs whose writes must hold a worker's lease, with its token (see ``queue._claims``)."""
 
     def _live_run_nos(self, db: Any, run_nos: Sequence[int]) -> set[int]:  # pragma: no cover
         raise NotImplementedError  # the store's own

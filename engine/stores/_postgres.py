@@ -12,8 +12,8 @@ from ..core._errors import ConfigurationError, StoreError
 from ..observe._seal import Seal, check_seal
 from ._artifact_rows import ARTIFACTS_TABLE
 from ._pg_sessions import PgSessions, check_pool_size
-from ._run_queue import QUEUE_SCHEMA, PgRunQueue
 from ._sqlstore import SPAN, SqlRunStore, commit_rows, run_deleted
+from .queue._run_queue import QUEUE_SCHEMA, PgRunQueue
 
 _ONE_STATEMENT = 8  # up to this many commit rows: lock and insert in one statement
 _ROW = "(%s::bigint, %s::text, %s::text, %s::text, %s::text, %s::float8, %s::float8, %s::bytea)"

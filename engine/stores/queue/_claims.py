@@ -26,9 +26,9 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from ..core._errors import SealError
-from ..observe._seal import Seal, is_sealed
-from ._queue_listen import NOTIFY_SQL, QueueListener
+from ...core._errors import SealError
+from ...observe._seal import Seal, is_sealed
+from ._listen import NOTIFY_SQL, QueueListener
 
 __all__ = ["NOW", "Claim", "QueueClaims"]
 

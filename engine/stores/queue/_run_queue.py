@@ -9,7 +9,7 @@ database's clock (``clock_timestamp()``), so workers on hosts whose clocks disag
 agree on who holds what. The run itself lives in the ordinary tables: the queue only says
 who drives it and what it waits on.
 
-What workers call (claims, leases, fencing, sealed inputs) is in ``_queue_claims``.
+What workers call (claims, leases, fencing, sealed inputs) is in ``_claims``.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from ..core._errors import ConfigurationError, SealRequiredError, UnknownRunError
-from ..core._paths import new_run_id
-from ._queue_claims import NOW as _NOW
-from ._queue_claims import Claim, QueueClaims
-from ._queue_listen import NOTIFY_SQL
+from ...core._errors import ConfigurationError, SealRequiredError, UnknownRunError
+from ...core._paths import new_run_id
+from ._claims import NOW as _NOW
+from ._claims import Claim, QueueClaims
+from ._listen import NOTIFY_SQL
 
 __all__ = ["Claim", "PgRunQueue", "QueueEntry", "WorkerInfo", "new_worker_id"]
 
@@ -145,7 +145,7 @@ _ENTRY = (
 
 class PgRunQueue(QueueClaims):
     """The queue's queries, mixed into :class:`PostgresStore`: what users call here, what
-    workers call in :class:`~._queue_claims.QueueClaims`."""
+    workers call in :class:`~._claims.QueueClaims`."""
 
     # -- what users call ---------------------------------------------------------------
 
