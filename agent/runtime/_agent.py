@@ -26,7 +26,6 @@ from pydantic import BaseModel
 
 from trackway.engine import (
     Checkpoint,
-    CheckpointClaimedError,
     Durability,
     Executor,
     FlowChart,
@@ -385,27 +384,6 @@ class Agent(
         value = answer_value(payload, answer)  # (claimed once, whoever resumes it)
         value = resume_value(self._cfg.time, value, time)  # .time(): the resume's clock
         return lambda ex: ex.resume(cp, value, timeout=timeout, raise_on_error=False)
-
-    async def abandon_pause(self) -> dict[str, Any] | None:
-        """Drop the question this agent's last run waits on, on the record: the waiting call
-        gets a result saying the question was withdrawn and the run ends. Returns what was
-        dropped (``question``, ``id``, ``name``), or ``None`` when nothing was waiting."""
-        pending = self._pending
-        if pending is None:
-            return None
-        self._refuse_if_busy()
-        try:
-            await self._drive(
-                lambda ex: ex.resume(pending.checkpoint, {"abandon": True}, raise_on_error=False)
-            )
-        except CheckpointClaimedError:
-            self._pending = None  # answered elsewhere: nothing waits here any more
-            raise
-        return {
-            "question": pending.question,
-            "id": pending.call["id"],
-            "name": pending.call["name"],
-        }
 
     async def _drive(
         self,

@@ -9,7 +9,14 @@ import functools
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
-from trackway.engine import Checkpoint, Executor, RunResult, Snapshot, thaw
+from trackway.engine import (
+    Checkpoint,
+    CheckpointClaimedError,
+    Executor,
+    RunResult,
+    Snapshot,
+    thaw,
+)
 from trackway.engine.core._sync import run_sync
 from trackway.tools import Identity
 
@@ -45,7 +52,8 @@ class Turn(NamedTuple):
 
 
 class Continuing:
-    """``checkpoint``, ``follow_up``, ``resume_on_error`` (mixed into ``Agent``)."""
+    """``checkpoint``, ``follow_up``, ``resume_on_error``, ``abandon_pause`` (mixed into
+    ``Agent``)."""
 
     _cfg: AgentConfig
     _running: bool
@@ -72,6 +80,8 @@ class Continuing:
 
         def _state(self) -> Mapping[str, Any]: ...
 
+        def _refuse_if_busy(self) -> None: ...
+
         def _resuming(
             self,
             checkpoint: Checkpoint | str | bytes,
@@ -80,6 +90,27 @@ class Continuing:
             session_id: str | None,
             timeout: float | None,
         ) -> Callable[[Executor], Awaitable[RunResult]]: ...
+
+    async def abandon_pause(self) -> dict[str, Any] | None:
+        """Drop the question this agent's last run waits on, on the record: the waiting call
+        gets a result saying the question was withdrawn and the run ends. Returns what was
+        dropped (``question``, ``id``, ``name``), or ``None`` when nothing was waiting."""
+        pending = self._pending
+        if pending is None:
+            return None
+        self._refuse_if_busy()
+        try:
+            await self._drive(
+                lambda ex: ex.resume(pending.checkpoint, {"abandon": True}, raise_on_error=False)
+            )
+        except CheckpointClaimedError:
+            self._pending = None  # answered elsewhere: nothing waits here any more
+            raise
+        return {
+            "question": pending.question,
+            "id": pending.call["id"],
+            "name": pending.call["name"],
+        }
 
     def _with_checkpoint(self, error: Exception, state: Mapping[str, Any]) -> Exception:
         """A provider failure, carrying the conversation up to the last completed iteration

@@ -21,10 +21,11 @@ from typing import Any
 
 import orjson
 
-from ..core._commit import Commit, EmittedEvent, ErrorInfo, Write
+from ..core._commit import Commit, EmittedEvent, ErrorInfo, Op, Write
 from ..core._detail import CommitDetail, Condition, DecisionEvidence, RuleEvidence
 from ..core._errors import ConfigurationError
-from ..core._values import FrozenDict, FrozenList, thaw, to_bytes
+from ..core._state import MISSING
+from ..core._values import FrozenDict, FrozenList, freeze, thaw, to_bytes
 from ._hidden_values import HiddenValues
 from ._seal import Seal
 
@@ -292,6 +293,28 @@ class Redactor:
     def hide_items(self, frame_prefix: str) -> None:
         """``item`` in the branch frames under ``frame_prefix`` came from a hidden key."""
         self._item_frames.append(frame_prefix)
+
+    def event(self, hook: str, event: Any) -> Any:
+        """A recorder's event (its ``hook``) with the state values it carries through the
+        funnel: a read's value, a write, an emit's payload, a decision's evidence, the
+        run's input."""
+        if hook == "on_read":
+            if event.value is MISSING:  # absent: nothing to hide
+                return event
+            if event.key == "item" and self.item_hidden(event.stage_path):
+                return event._replace(value=self.marker)
+            return event._replace(value=self.value(event.key, event.value))
+        if hook == "on_write":
+            return event._replace(op=Op._make(self.write(tuple(event.op))))
+        if hook == "on_emit":
+            kept = self.payload(event.name, event.payload)
+            return event if kept is event.payload else event._replace(payload=freeze(kept))
+        if hook == "on_decision":
+            also = ("item",) if self.item_hidden(event.stage_path) else ()
+            return event._replace(evidence=self.evidence(event.evidence, also))
+        if hook == "on_run_start":
+            return event._replace(input=self.state(event.input))
+        return event
 
     def item_hidden(self, stage_path: str) -> bool:
         return any(stage_path.startswith(p) for p in self._item_frames)

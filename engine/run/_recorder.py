@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from ..core._commit import Commit, EmittedEvent, ErrorInfo, Op, error_info
 from ..core._errors import ConfigurationError
 from ..core._snapshot import ObserverStats, RecorderFailure
-from ..core._state import MISSING
 from ..core._values import freeze
 
 if TYPE_CHECKING:
@@ -414,7 +413,7 @@ class Dispatch:
         if not hooks:
             return
         if self.redactor is not None:
-            event = _redact_event(self.redactor, hook, event)
+            event = self.redactor.event(hook, event)
         for label, fn, queued in hooks:
             if queued:
                 fn.push(hook, event)
@@ -472,7 +471,7 @@ class Dispatch:
             EmitEvent, (self.run_id, scope.stage_path, self._log_len(), event.name, payload)
         )
         if self.redactor is not None:
-            heard = _redact_event(self.redactor, "on_emit", heard)
+            heard = self.redactor.event("on_emit", heard)
         for label, fn, queued in self._hooks["on_emit"]:
             if queued:
                 fn.push("on_emit", heard)
@@ -481,24 +480,3 @@ class Dispatch:
                 fn(heard)
             except Exception as exc:
                 self._failed(label, "on_emit", exc)
-
-
-def _redact_event(r: Redactor, hook: str, event: Any) -> Any:
-    """Events that carry state values get them through the redaction funnel."""
-    if hook == "on_read":
-        if event.value is MISSING:  # absent: nothing to hide
-            return event
-        if event.key == "item" and r.item_hidden(event.stage_path):
-            return event._replace(value=r.marker)
-        return event._replace(value=r.value(event.key, event.value))
-    if hook == "on_write":
-        return event._replace(op=Op._make(r.write(tuple(event.op))))
-    if hook == "on_emit":
-        kept = r.payload(event.name, event.payload)
-        return event if kept is event.payload else event._replace(payload=freeze(kept))
-    if hook == "on_decision":
-        also = ("item",) if r.item_hidden(event.stage_path) else ()
-        return event._replace(evidence=r.evidence(event.evidence, also))
-    if hook == "on_run_start":
-        return event._replace(input=r.state(event.input))
-    return event
