@@ -7,7 +7,7 @@ See ``benches/README.md``.
 
     .venv/bin/python benches/bench_serving.py [--quick] [--no-peers] [--only memory,sqlite,postgres]
         [--sizes 10,100] [--peer-max 1000] [--paused 10000] [--no-paused] [--gc-freeze]
-        [--rounds 3]
+        [--rounds 3] [--steady SECONDS]
 
 PostgreSQL runs when ``TRACKWAY_TEST_PG_DSN`` is set (each cell in a schema of its own);
 without it its rows say skipped, and why.
@@ -33,6 +33,7 @@ os.environ.setdefault("LANGCHAIN_TRACING_V2", "false")
 warnings.filterwarnings("ignore")
 
 import _serving_paused as paused_case  # noqa: E402
+import _serving_steady as steady_case  # noqa: E402
 from _common import dist_version, pg_schema, print_table, print_targets, write_json  # noqa: E402
 from _serving_load import (  # noqa: E402
     CALLS,
@@ -218,6 +219,47 @@ def targets(rows: list[dict[str, Any]], sizes: Sequence[int]) -> list[dict[str, 
     return out
 
 
+STEADY_HEADERS = [
+    "N in flight",
+    "startup heap",
+    "runs",
+    "runs/s",
+    "CPU ms/run",
+    "of it GC ms",
+    "full collections",
+    "promoted/run",
+]
+
+
+def steady(n: int, seconds: float) -> int:
+    """``--steady``: the collector's cost per run with N runs kept in flight."""
+    print(f"bench_serving --steady: {n} runs in flight, {seconds:g} s timed", flush=True)
+    rows = steady_case.measure(n, seconds)
+    print_table(
+        "Steady state (trackway, no store): the garbage collector per run",
+        STEADY_HEADERS,
+        [
+            [
+                r["n"],
+                "frozen" if r["frozen"] else "collected",
+                r["runs"],
+                r["runs_per_s"],
+                r["cpu_ms_per_run"],
+                r["gc_ms_per_run"],
+                r["gc_full_collections"],
+                r["promoted_per_run"],
+            ]
+            for r in rows
+        ],
+        numeric=range(2, 8),
+    )
+    write_json(
+        "bench_serving_steady",
+        {"config": {"n": n, "seconds": seconds, "warm_s": 2.0}, "rows": rows},
+    )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="N = 10, 100, 1,000; 1,000 paused runs")
@@ -232,6 +274,15 @@ def main(argv: list[str] | None = None) -> int:
         "--paused", type=int, default=0, help="paused runs (default 10,000; --quick 1,000)"
     )
     ap.add_argument("--no-paused", action="store_true")
+    ap.add_argument(
+        "--steady",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="only the steady-state garbage collector measure: N runs (the first of "
+        "--sizes, else 1,000) kept in flight for SECONDS after a 2 s warm-up, in 2 pairs "
+        "frozen (gc.freeze()) and not",
+    )
     ap.add_argument(
         "--rounds",
         type=int,
@@ -253,6 +304,8 @@ def main(argv: list[str] | None = None) -> int:
         else (QUICK_SIZES if args.quick else SIZES)
     )
     args.rounds = args.rounds or (1 if args.quick else 3)
+    if args.steady:
+        return steady(int(args.sizes.split(",")[0]) if args.sizes else 1000, args.steady)
     pg = os.environ.get(PG_ENV)
     pairs, notes = plan(args)
     print(

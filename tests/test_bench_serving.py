@@ -117,3 +117,29 @@ def test_fixed_cost_targets_also_read_at_the_issue_machines_speed(bench: ModuleT
     # without LangGraph beside it, only the µs as the issue states them
     alone = fixed.targets({"rows": rows[:2]})
     assert len(alone) == 2
+
+
+def test_the_steady_measure_counts_runs_collector_time_and_promotions(bench: ModuleType) -> None:
+    steady = sys.modules["_serving_steady"]
+    rows = steady.measure(10, 0.3, warm=0.1, pairs=1)
+    assert [r["frozen"] for r in rows] == [False, True]
+    for row in rows:
+        assert row["runs"] >= 10  # each of the 10 workers finished a run (4 x 20 ms each)
+        assert row["promoted_per_run"] >= 0
+        assert 0 <= row["gc_ms_per_run"] < row["cpu_ms_per_run"]
+    import gc
+
+    assert gc.get_freeze_count() == 0  # the frozen cell handed the heap back
+
+
+def test_promotions_count_what_a_generation_1_collection_keeps(bench: ModuleType) -> None:
+    import gc
+
+    steady = sys.modules["_serving_steady"]
+    with steady.Promotions() as promoted:
+        kept = [[i] for i in range(1000)]  # 1,001 young lists, alive through the collection
+        gc.collect(1)
+    assert promoted.count >= len(kept)
+    with steady.Promotions() as none:
+        gc.collect(2)  # only generation-1 collections promote into the old generation
+    assert none.count == 0
