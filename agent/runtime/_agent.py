@@ -255,8 +255,8 @@ class Agent(
     def _executor(self, live: LiveLog | None = None) -> Executor:
         """A fresh executor for one run: its own live log, so concurrent runs never share
         state (an ``Agent`` serves many runs at once, as a web server needs). Built once
-        and copied with each run's recorders while the chart, store, limits and attached
-        recorders stay what they were."""
+        and copied with each run's recorders while the chart, the runtime (store,
+        durability, redaction) and the iteration limit stay what they were."""
         runtime = self._runtime
         limit = self._cfg.max_iterations + self._cfg.output_retries + 2
         recorders = (self._events, live or self._live, *self._attached)
