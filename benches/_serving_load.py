@@ -1,6 +1,7 @@
 """The serving workload shared by every system in ``bench_serving.py``: a model that sleeps
 ``MODEL_S`` per call and stamps when each call starts and returns, the traces those stamps
-make, what a trace says about the framework's added time, and an RSS sampler.
+make, what a trace says about the framework's added time, the garbage collector's time and
+what it promotes, and an RSS sampler.
 
 A run is ``TOOL_TURNS`` model calls that each ask for one tool call, then one call that
 answers: ``TOOL_TURNS + 1`` model calls. A run's trace is ``[run_start, call_start,
@@ -116,6 +117,29 @@ class GcTime:
             self.full += info["generation"] == 2
 
     def __enter__(self) -> GcTime:
+        gc.callbacks.append(self._hook)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        gc.callbacks.remove(self._hook)
+
+
+class Promotions:
+    """Objects promoted to the old generation while entered (``gc.callbacks``)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._young = 0
+
+    def _hook(self, phase: str, info: dict[str, Any]) -> None:
+        if info["generation"] != 1:  # only a generation-1 collection promotes to the old one
+            return
+        if phase == "start":
+            self._young = len(gc.get_objects(0)) + len(gc.get_objects(1))
+        else:
+            self.count += self._young - info["collected"]
+
+    def __enter__(self) -> Promotions:
         gc.callbacks.append(self._hook)
         return self
 

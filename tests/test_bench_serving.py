@@ -135,11 +135,11 @@ def test_the_steady_measure_counts_runs_collector_time_and_promotions(bench: Mod
 def test_promotions_count_what_a_generation_1_collection_keeps(bench: ModuleType) -> None:
     import gc
 
-    steady = sys.modules["_serving_steady"]
-    with steady.Promotions() as promoted:
+    load = sys.modules["_serving_load"]
+    with load.Promotions() as promoted:
         kept = [[i] for i in range(1000)]  # 1,001 young lists, alive through the collection
         gc.collect(1)
     assert promoted.count >= len(kept)
-    with steady.Promotions() as none:
+    with load.Promotions() as none:
         gc.collect(2)  # only generation-1 collections promote into the old generation
     assert none.count == 0
