@@ -101,7 +101,7 @@ async def run_events(
     while True:
         snapshot = await anyio.to_thread.run_sync(_load, store, run_id)
         for commit in snapshot.commits:
-            if commit.seq < cursor[0] or not commit.events:
+            if commit.seq < cursor[0] or not commit.emitted:
                 continue
             for sent in commit_events(commit):
                 if sent.key > cursor:
@@ -130,7 +130,7 @@ async def _stored(store: RunStore, run_id: str, cursor: EventKey, upto: int) -> 
     return [
         sent
         for commit in snapshot.commits
-        if cursor[0] <= commit.seq <= upto and commit.events
+        if cursor[0] <= commit.seq <= upto and commit.emitted
         for sent in commit_events(commit)
         if sent.key > cursor
     ]

@@ -19,6 +19,7 @@ __all__ = [
     "Commit",
     "CommitDoc",
     "CommitKind",
+    "Emitted",
     "EmittedEvent",
     "ErrorInfo",
     "Op",
@@ -77,6 +78,11 @@ class ErrorInfo(NamedTuple):
 
     type: str
     message: str
+
+
+Emitted: TypeAlias = tuple[str, bytes]
+"""An event as the log keeps it: a plain ``(name, json_bytes)`` tuple (untracked by the
+cycle collector, like :data:`Write`); :class:`EmittedEvent` is the named view."""
 
 
 class EmittedEvent(NamedTuple):
@@ -162,7 +168,8 @@ class Commit(NamedTuple):
     detail: CommitDetail | None = None
     """Decision evidence, merge, pause or limit records (JSON), when the stage has them:
     the shapes are named in :class:`~trackway.engine.CommitDetail`."""
-    events: tuple[EmittedEvent, ...] = ()
+    emitted: tuple[Emitted, ...] = ()
+    """The events as plain tuples (see :attr:`events` for named views)."""
     attempts: int = 1
     sealed: bytes | None = None
     """Store-only: the real commit, sealed, when a redaction policy changed this one and the
@@ -172,6 +179,11 @@ class Commit(NamedTuple):
     def ops(self) -> tuple[Op, ...]:
         """The stage's writes, in the order it made them."""
         return tuple(Op._make(w) for w in self.writes)
+
+    @property
+    def events(self) -> tuple[EmittedEvent, ...]:
+        """The stage's ``scope.emit`` events, in the order it emitted them."""
+        return tuple(EmittedEvent._make(e) for e in self.emitted)
 
     @property
     def keys_written(self) -> tuple[str, ...]:
@@ -196,7 +208,7 @@ class Commit(NamedTuple):
             "outcome": self.outcome,
             "error": None if self.error is None else list(self.error),
             "detail": self.detail,
-            "events": [{"name": e.name, "payload": orjson.Fragment(e.data)} for e in self.events],
+            "events": [{"name": n, "payload": orjson.Fragment(d)} for n, d in self.emitted],
             "attempts": self.attempts,
         }
 
@@ -228,10 +240,8 @@ class Commit(NamedTuple):
             doc["error"] = list(self.error)
         if self.detail is not None:
             doc["detail"] = self.detail
-        if self.events:
-            doc["events"] = [
-                {"name": e.name, "payload": orjson.Fragment(e.data)} for e in self.events
-            ]
+        if self.emitted:
+            doc["events"] = [{"name": n, "payload": orjson.Fragment(d)} for n, d in self.emitted]
         if self.attempts != 1:
             doc["attempts"] = self.attempts
         if self.sealed is not None:
@@ -255,8 +265,8 @@ class Commit(NamedTuple):
                 writes = tuple(
                     (o["kind"], o["key"], _json_bytes(o["value"]), o["value"]) for o in d["ops"]
                 )
-            events = tuple(
-                EmittedEvent(e["name"], _json_bytes(e["payload"])) for e in d.get("events", ())
+            emitted: tuple[Emitted, ...] = tuple(
+                (e["name"], _json_bytes(e["payload"])) for e in d.get("events", ())
             )
         except TypeError:  # orjson.JSONEncodeError is one
             refused = _unkept_value(d)
@@ -279,7 +289,7 @@ class Commit(NamedTuple):
             outcome=d["outcome"],
             error=None if err is None else ErrorInfo(err[0], err[1]),
             detail=d.get("detail"),
-            events=events,
+            emitted=emitted,
             attempts=d.get("attempts", 1),
         )
 

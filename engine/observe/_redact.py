@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from ..core._commit import Commit, EmittedEvent, ErrorInfo, Op, Write
+from ..core._commit import Commit, Emitted, ErrorInfo, Op, Write
 from ..core._detail import CommitDetail, Condition, DecisionEvidence, RuleEvidence
 from ..core._errors import ConfigurationError
 from ..core._state import MISSING
@@ -232,19 +232,20 @@ class Redactor:
             kept = payload if masked == original else masked
         return kept if self.hidden is None else self._unquoted(kept)
 
-    def _event(self, event: EmittedEvent) -> EmittedEvent:
-        v = self.emit_verdict(event.name)
+    def _event(self, event: Emitted) -> Emitted:
+        name, data = event
+        v = self.emit_verdict(name)
         hidden = self.hidden
-        if hidden is not None and hidden.found_in(event.data):
-            masked = self.payload(event.name, orjson.loads(event.data))
-            return EmittedEvent(event.name, to_bytes(masked))
+        if hidden is not None and hidden.found_in(data):
+            masked = self.payload(name, orjson.loads(data))
+            return (name, to_bytes(masked))
         if v is None:
             return event
         if isinstance(v, str):  # "whole"
-            return EmittedEvent(event.name, self._marker_bytes)
-        decoded = orjson.loads(event.data)
-        masked = self.payload(event.name, decoded)
-        return event if masked is decoded else EmittedEvent(event.name, to_bytes(masked))
+            return (name, self._marker_bytes)
+        decoded = orjson.loads(data)
+        masked = self.payload(name, decoded)
+        return event if masked is decoded else (name, to_bytes(masked))
 
     # -- engine messages -------------------------------------------------------------------
 
@@ -343,18 +344,14 @@ class Redactor:
         writes = tuple(self.write(w, also) for w in c.writes)
         changed = any(a is not b for a, b in zip(writes, c.writes, strict=True))
         detail = self.detail(c.detail, also)
-        events = c.events
-        if self.masks_emits and events:
-            kept = tuple(self._event(e) for e in events)
-            if any(a is not b for a, b in zip(kept, events, strict=True)):
-                events = kept
-        if self.hidden is not None and events is c.events and events:
-            kept = tuple(self._event(e) for e in events)
-            if any(a is not b for a, b in zip(kept, events, strict=True)):
-                events = kept
-        if not changed and detail is c.detail and events is c.events:
+        emitted = c.emitted
+        if (self.masks_emits or self.hidden is not None) and emitted:
+            kept = tuple(self._event(e) for e in emitted)
+            if any(a is not b for a, b in zip(kept, emitted, strict=True)):
+                emitted = kept
+        if not changed and detail is c.detail and emitted is c.emitted:
             return c
-        return c._replace(writes=writes, detail=detail, events=events)
+        return c._replace(writes=writes, detail=detail, emitted=emitted)
 
     def detail(
         self, detail: CommitDetail | None, also: tuple[str, ...] = ()

@@ -32,7 +32,9 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from ..core._commit import Commit, EmittedEvent, ErrorInfo, Op, error_info
+import orjson
+
+from ..core._commit import Commit, Emitted, ErrorInfo, Op, error_info
 from ..core._errors import ConfigurationError
 from ..core._snapshot import ObserverStats, RecorderFailure
 from ..core._values import freeze
@@ -462,13 +464,14 @@ class Dispatch:
     def write(self, scope: Scope, op: Op) -> None:
         self.fire("on_write", WriteEvent(self.run_id, scope.stage_path, self._log_len(), op))
 
-    def emit(self, scope: Scope, event: EmittedEvent, owned: Any = _NO_PAYLOAD) -> None:
+    def emit(self, scope: Scope, event: Emitted, owned: Any = _NO_PAYLOAD) -> None:
         """Tell the recorders about an emit the scope found wanted (``emit_wanted``).
         ``owned``: the payload as decoded when it was encoded (engine-owned), handed out
         read-only instead of decoding ``event`` again."""
-        payload = event.payload if owned is _NO_PAYLOAD else freeze(owned)
+        name, data = event
+        payload = freeze(orjson.loads(data) if owned is _NO_PAYLOAD else owned)
         heard = _new_tuple(  # EmitEvent(...) without its Python-level __new__: once per emit
-            EmitEvent, (self.run_id, scope.stage_path, self._log_len(), event.name, payload)
+            EmitEvent, (self.run_id, scope.stage_path, self._log_len(), name, payload)
         )
         if self.redactor is not None:
             heard = self.redactor.event("on_emit", heard)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from orjson import dumps
 
-from ..core._commit import EmittedEvent, Op, Write
+from ..core._commit import Emitted, Op, Write
 from ..core._errors import MissingKeyError, StateValueError
 from ..core._state import DELETED, MISSING, fold_ops
 from ..core._values import (
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
 __all__ = ["PauseSignal", "TrackedScope"]
 
-_new_tuple = tuple.__new__
 
 _T = TypeVar("_T")
 
@@ -90,7 +89,7 @@ class TrackedScope:
         self._touched: dict[str, list[Write]] = {}
         self._staged: dict[str, Any] = {}
         self._reads: dict[str, None] = {}
-        self._events: list[EmittedEvent] = []
+        self._events: list[Emitted] = []
         self._broke: str | None = None
 
     # -- reads ---------------------------------------------------------------------------
@@ -329,7 +328,7 @@ class TrackedScope:
         if not isinstance(name, str) or not name.isprintable():
             name = check_key(name, self.stage_path, "event name")
         data, owned = encode_value(payload, name, self.stage_path, EVENT_PAYLOAD)
-        event = EmittedEvent(name, data)
+        event = (name, data)
         self._events.append(event)
         rec = self._rec
         # the listeners get the copy decoded at the write, never a new one; an emit nobody
@@ -359,8 +358,7 @@ class TrackedScope:
         except TypeError:  # not JSON after all: the checked path names the part
             self.emit(name, payload)
             return
-        # EmittedEvent(name, data) without the Python-level __new__; data at its exact size
-        event = _new_tuple(EmittedEvent, (name, b"%b" % data))
+        event = (name, b"%b" % data)  # data at its exact size
         self._events.append(event)
         rec = self._rec
         if rec.on_emit and (rec.emit_wanted is None or rec.emit_wanted(name)):
