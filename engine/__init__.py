@@ -19,6 +19,7 @@ from .core._commit import CommitDoc as CommitDoc
 from .core._commit import EmittedEvent as EmittedEvent
 from .core._commit import ErrorInfo as ErrorInfo
 from .core._commit import Op as Op
+from .core._commit import write_value as write_value
 from .core._detail import CommitDetail as CommitDetail
 from .core._detail import Condition as Condition
 from .core._detail import Control as Control
@@ -258,4 +259,5 @@ __all__ = [
     "run_sync",
     "select",
     "thaw",
+    "write_value",
 ]

@@ -34,6 +34,7 @@ from trackway.engine import (
     StagePath,
     StageStartEvent,
     SubflowEvent,
+    write_value,
 )
 
 from ._narrative import UNTOLD, Detail, Narrative
@@ -80,7 +81,8 @@ class _Frames:
         if commit.kind == "subflow-input":
             self._isolated.add(commit.frame)
         own = self._own.setdefault(commit.frame, {})
-        for kind, key, _, raw in commit.writes:
+        for w in commit.writes:
+            kind, key, raw = w[0], w[1], write_value(w)
             if kind == "set":
                 own[key] = raw
             elif kind == "delete":

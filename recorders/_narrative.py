@@ -34,6 +34,7 @@ from trackway.engine import (
     StageStartEvent,
     SubflowEvent,
     UnknownRunError,
+    write_value,
 )
 
 from ._narrative_run import Frame, Run
@@ -318,7 +319,8 @@ class Narrative(Recorder):
         path = commit.stage_path
         depth = _depth(path)
         out = []
-        for kind, key, _, raw in commit.writes:
+        for w in commit.writes:
+            kind, key, raw = w[0], w[1], write_value(w)
             if kind == "set":
                 text = f"{verb or 'wrote'} {key}"
                 if self.values:

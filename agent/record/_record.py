@@ -24,6 +24,7 @@ from trackway.engine import (
     Snapshot,
     load_document,
     thaw,
+    write_value,
 )
 from trackway.recorders import RECORDING_FORMAT as JSONL_FORMAT
 from trackway.recorders import load_recording as load_jsonl_recording
@@ -122,7 +123,7 @@ def _decided(state: Any, commit: Any) -> tuple[str, ...] | None:
         return None
     for op in reversed(commit.writes):
         if op[1] == "receipts":
-            value = thaw(op[3])
+            value = thaw(write_value(op))
             receipt = value[-1] if isinstance(value, list) else value
             return tuple(receipt["cache"]["breakpoints"])
     return None
@@ -156,7 +157,7 @@ def receipts(record: Record) -> list[dict[str, Any]]:
         written = [op for op in commit.writes if op[1] == "receipts"]
         if not written:
             continue
-        value = thaw(written[-1][3])  # an append carries the items added; a set, the list
+        value = thaw(write_value(written[-1]))  # an append carries the items added; a set, the list
         receipt = dict(value[-1] if isinstance(value, list) else value)
         member = member_of(commit.stage_path)
         if member:

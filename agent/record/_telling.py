@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from trackway.engine import Commit, thaw
+from trackway.engine import Commit, thaw, write_value
 from trackway.recorders import Teller, Telling, register_teller
 
 from ..grounding._gate import gate_lines
@@ -66,18 +66,18 @@ _MAX_NAMES = 6  # tool names listed on a model call's line before "and N more"
 def _last_write(commit: Commit, key: str) -> Any:
     """The value the commit's last write to ``key`` carried (an append: the items added)."""
     found = None
-    for _, written, _, raw in commit.writes:
-        if written == key:
-            found = raw
-    return None if found is None else thaw(found)
+    for w in commit.writes:
+        if w[1] == key:
+            found = w
+    return None if found is None else thaw(write_value(found))
 
 
 def _appended(commit: Commit, key: str) -> list[Any]:
     """Every item the commit appended to ``key``, over all its writes, in order."""
     items: list[Any] = []
-    for kind, written, _, raw in commit.writes:
-        if written == key and kind == "append":
-            items += _items(thaw(raw))
+    for w in commit.writes:
+        if w[1] == key and w[0] == "append":
+            items += _items(thaw(write_value(w)))
     return items
 
 

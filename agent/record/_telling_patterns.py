@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from trackway.engine import Commit, thaw
+from trackway.engine import Commit, thaw, write_value
 from trackway.recorders import Teller, Telling, register_teller
 
 __all__ = ["PATTERN_KINDS", "PATTERN_STAGES", "tell_pattern"]
@@ -29,8 +29,8 @@ def _events(commit: Commit, name: str) -> list[dict[str, Any]]:
 
 
 def _start(commit: Commit) -> list[str]:
-    for _, key, _, raw in commit.writes:
-        value = thaw(raw)
+    for w in commit.writes:
+        key, value = w[1], thaw(write_value(w))
         if key == "swarm" and isinstance(value, dict):
             return [f"Starting with {value.get('entry')} (at most {value.get('max_hops')} hops)"]
         if key == "tot" and isinstance(value, dict):

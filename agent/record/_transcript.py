@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from trackway.engine import Snapshot, thaw
+from trackway.engine import Snapshot, thaw, write_value
 
 from ..messages._members import member_of
 from ..messages._messages import Message
@@ -43,11 +43,11 @@ def transcript(record: Record) -> list[TranscriptCall]:
         seen[member] = len(messages)
         answer: Mapping[str, Any] = {}
         receipt: Mapping[str, Any] = {}
-        for _kind, key, _, raw in commit.writes:
-            if key == "response":
-                answer = dict(thaw(raw))
-            elif key == "receipts":
-                value = thaw(raw)
+        for w in commit.writes:
+            if w[1] == "response":
+                answer = dict(thaw(write_value(w)))
+            elif w[1] == "receipts":
+                value = thaw(write_value(w))
                 receipt = value[-1] if isinstance(value, list) else value
         usage = receipt.get("usage")
         calls.append(TranscriptCall(k, member, tuple(messages[start:]), answer, usage))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Sequence
-from typing import Any, Literal, NamedTuple, NotRequired, TypeAlias
+from typing import Any, Final, Literal, NamedTuple, NotRequired, TypeAlias
 
 import orjson
 from typing_extensions import TypedDict  # pydantic validates these on 3.11
@@ -27,6 +27,8 @@ __all__ = [
     "Outcome",
     "Write",
     "error_info",
+    "log_writes",
+    "write_value",
 ]
 
 OpKind = Literal["set", "append", "merge", "delete"]
@@ -47,8 +49,33 @@ Write: TypeAlias = tuple[OpKind, str, bytes, Any]
 """A write as the log keeps it: a plain ``(kind, key, json_bytes, value)`` tuple.
 
 Plain tuples of atoms are untracked by Python's cycle collector, so a long log does not make
-garbage collection slower; :class:`Op` is the named view handed to users.
+garbage collection slower; :class:`Op` is the named view handed to users. A run's own log
+keeps a list or dict value as its JSON bytes only (``value`` is ``None``; see
+:func:`log_writes`): read a write's value with :func:`write_value`.
 """
+
+_ATOMS: Final = frozenset({str, int, float, bool, type(None)})
+
+
+def log_writes(ops: tuple[Write, ...]) -> tuple[Write, ...]:
+    """The writes as a run's log keeps them, once applied to its state: a value that is not
+    an atom (a list, a dict, a frozen view) as its JSON bytes only, so the write tuple holds
+    no container and the cycle collector stops tracking it (a server keeps many runs' logs
+    across every await). The state holds the decoded value; :func:`write_value` decodes the
+    log's copy when a reader asks."""
+    for w in ops:
+        if type(w[3]) not in _ATOMS:
+            return tuple(w if type(w[3]) in _ATOMS else (w[0], w[1], w[2], None) for w in ops)
+    return ops
+
+
+def write_value(w: Write) -> Any:
+    """A write's value, engine-owned: kept in the write, or decoded from its JSON when the
+    log kept the bytes only (:func:`log_writes`). ``None`` for a delete."""
+    raw = w[3]
+    if raw is None and w[0] != "delete":
+        return orjson.loads(w[2])
+    return raw
 
 
 class Op(NamedTuple):
@@ -62,12 +89,13 @@ class Op(NamedTuple):
     key: str
     data: bytes
     raw: Any
-    """The engine-owned decoded value (internal; use :attr:`value`)."""
+    """The engine-owned decoded value, or ``None`` where the log keeps the JSON only
+    (internal; use :attr:`value`)."""
 
     @property
     def value(self) -> Any:
         """The written value, read-only."""
-        return freeze(self.raw)
+        return freeze(write_value(self))
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "key": self.key, "value": orjson.Fragment(self.data)}
@@ -257,13 +285,17 @@ class Commit(NamedTuple):
         if row is not None:
             d = {**d, **dict(zip(ROW_FIELDS, row, strict=True))}
         try:
+            # as a run's log keeps them (log_writes): a container as its JSON only
             if "w" in d:
                 writes: tuple[Write, ...] = tuple(
-                    (kind, key, _json_bytes(value), value) for kind, key, value in d["w"]
+                    (kind, key, _json_bytes(value), value if type(value) in _ATOMS else None)
+                    for kind, key, value in d["w"]
                 )
             else:
                 writes = tuple(
-                    (o["kind"], o["key"], _json_bytes(o["value"]), o["value"]) for o in d["ops"]
+                    (o["kind"], o["key"], _json_bytes(v), v if type(v) in _ATOMS else None)
+                    for o in d["ops"]
+                    for v in (o["value"],)
                 )
             emitted: tuple[Emitted, ...] = tuple(
                 (e["name"], _json_bytes(e["payload"])) for e in d.get("events", ())

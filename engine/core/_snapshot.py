@@ -8,7 +8,7 @@ from typing import Any, NamedTuple, NotRequired
 import orjson
 from typing_extensions import TypedDict  # pydantic validates these on 3.11
 
-from ._commit import Commit, CommitDoc, ErrorInfo
+from ._commit import Commit, CommitDoc, ErrorInfo, write_value
 from ._documents import check_document, load_document, unencodable
 from ._errors import DocumentError, OutOfRangeError
 from ._paths import StagePath
@@ -66,7 +66,9 @@ def _check_writes(store: StateStore, c: Commit) -> None:
     """Refuse a logged write a run could not have made: an append of something other than a
     list of new items, or to a key holding no list; a merge into a key holding no dict."""
     staged: dict[str, Any] = {}
-    for kind, key, _, raw in c.writes:
+    for w in c.writes:
+        kind, key = w[0], w[1]
+        raw = write_value(w)
         current = staged.get(key, MISSING) if key in staged else store.get(key)
         problem = None
         if kind == "append":

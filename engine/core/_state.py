@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final
 
-from ._commit import Write
+from ._commit import Write, write_value
 from ._frozen import list_view
 from ._values import FrozenDict, FrozenList, freeze
 
@@ -39,7 +39,9 @@ def fold_ops(current: Any, ops: Iterable[Write], *, in_place: bool) -> Any:
     its newest view (committing); staging passes ``False`` so nothing shared is touched.
     """
     value = current
-    for kind, _, _, raw in ops:
+    for op in ops:
+        kind = op[0]
+        raw = write_value(op)
         if kind == "set":
             # A fresh backing list: extending the op's own list later would rewrite the log.
             value = FrozenList(list(raw)) if type(raw) is list else freeze(raw)
@@ -114,6 +116,8 @@ class StateStore:
         ``seq``: its last)."""
         for op in ops:
             kind, key, _, raw = op
+            if raw is None and kind != "delete":  # a log's container, kept as JSON only
+                raw = write_value(op)
             if kind == "set":  # no need of the current value; a fresh backing list (fold_ops)
                 value = list_view(list(raw), len(raw)) if type(raw) is list else freeze(raw)
             else:

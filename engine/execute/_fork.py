@@ -22,7 +22,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from ..core._commit import Commit, Write
+from ..core._commit import Commit, Write, log_writes
 from ..core._detail import CommitDetail
 from ..core._errors import ChartMismatchError, ExecutorUsageError, OutOfRangeError, StateValueError
 from ..core._paths import new_run_id
@@ -126,5 +126,5 @@ def _fork_commit(run: RunContext, parent: str, k: int, changes: Mapping[str, Any
     now = time.time()
     return Commit(
         len(run.log) + 1, run.run_id, path, FORK_KIND, "Forked from", FORK_KIND, "", now, now,
-        tuple(writes), (), "ok", None, detail,
+        log_writes(tuple(writes)), (), "ok", None, detail,
     )  # fmt: skip

@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from ..core._commit import Commit, Emitted, ErrorInfo, Op, Write
+from ..core._commit import Commit, Emitted, ErrorInfo, Op, Write, write_value
 from ..core._detail import CommitDetail, Condition, DecisionEvidence, RuleEvidence
 from ..core._errors import ConfigurationError
 from ..core._state import MISSING
@@ -172,14 +172,15 @@ class Redactor:
         hidden = self.hidden
         if hidden is None or kept[0] == "delete" or not hidden.found_in(kept[2]):
             return kept
-        masked = hidden.mask(thaw(kept[3]))
+        masked = hidden.mask(thaw(write_value(kept)))
         return (kept[0], kept[1], to_bytes(masked), masked)
 
     def _write(self, w: Write, also: tuple[str, ...]) -> Write:
-        kind, key, _, raw = w
+        kind, key = w[0], w[1]
         v = _WHOLE if key in also else self.verdict(key)
         if kind == "delete":
             return w
+        raw = write_value(w)
         if v is None:
             if not isinstance(raw, (dict, list, FrozenDict, FrozenList)):
                 return w

@@ -14,7 +14,15 @@ from time import time
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..chart._chart import FlowChart
-from ..core._commit import Commit, CommitKind, ErrorInfo, Outcome, Write, error_info
+from ..core._commit import (
+    Commit,
+    CommitKind,
+    ErrorInfo,
+    Outcome,
+    Write,
+    error_info,
+    log_writes,
+)
 from ..core._detail import Control
 from ..core._errors import RecoveryError, StoreWriteError, caused_by
 from ..core._state import StateStore
@@ -294,7 +302,7 @@ class Frame:
                 self.name,
                 started,
                 time(),
-                ops,
+                log_writes(ops),  # applied above: the log keeps containers as JSON only
                 reads,
                 outcome,
                 error,

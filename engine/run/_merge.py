@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ..chart._chart import MergePolicy
-from ..core._commit import Commit, Write
+from ..core._commit import Commit, Write, write_value
 from ..core._errors import MergeConflictError
 from ..core._state import DELETED, MISSING, StateStore, fold_ops
 from ..core._values import encode_value, to_bytes
@@ -40,7 +40,7 @@ def net_effects(branch: BranchResult) -> dict[str, Effect]:
         final = branch.store.get(key)
         final = DELETED if final is MISSING else final
         if all(op[0] == "append" for op in ops):
-            items = [item for op in ops for item in op[3]]
+            items = [item for op in ops for item in write_value(op)]
             out[key] = Effect(items, final)
         else:
             out[key] = Effect(None, final)

@@ -26,7 +26,7 @@ from trackway.agent import (
     replay,
     save_recording,
 )
-from trackway.engine import thaw
+from trackway.engine import thaw, write_value
 from trackway.tools import (
     Clock,
     ToolDefinitionError,
@@ -82,7 +82,13 @@ def _ops(agent: Agent, drop_time: bool = False) -> list[tuple[str, list[tuple[st
             if drop_time and key == "time_rows":
                 continue
             if drop_time and key == "settings":
-                raw = orjson.dumps({k: v for k, v in thaw(value).items() if k != "time"})
+                raw = orjson.dumps(
+                    {
+                        k: v
+                        for k, v in thaw(write_value((op, key, raw, value))).items()
+                        if k != "time"
+                    }
+                )
             ops.append((op, key, raw))
         out.append((c.stage_id, ops))
     return out
