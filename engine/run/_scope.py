@@ -85,11 +85,13 @@ class TrackedScope:
         self._rec = strand.run.recorders  # read on every tracked read and write
         self.stage_path = stage_path
         self.stage_id = stage_id
-        self._ops: list[Write] = []
+        # the lists are made at the first write and emit (a stage awaiting a model call holds
+        # its scope across the await, so a server with many runs in flight keeps each one)
+        self._ops: list[Write] | tuple[()] = ()
         self._touched: dict[str, list[Write]] = {}
         self._staged: dict[str, Any] = {}
         self._reads: dict[str, None] = {}
-        self._events: list[Emitted] = []
+        self._events: list[Emitted] | tuple[()] = ()
         self._broke: str | None = None
 
     # -- reads ---------------------------------------------------------------------------
@@ -190,7 +192,10 @@ class TrackedScope:
     # -- writes --------------------------------------------------------------------------
 
     def _stage(self, op: Write) -> None:
-        self._ops.append(op)
+        made = self._ops
+        if isinstance(made, tuple):
+            made = self._ops = []
+        made.append(op)
         key = op[1]
         ops = self._touched.get(key)
         if ops is None:
@@ -329,7 +334,10 @@ class TrackedScope:
             name = check_key(name, self.stage_path, "event name")
         data, owned = encode_value(payload, name, self.stage_path, EVENT_PAYLOAD)
         event = (name, data)
-        self._events.append(event)
+        events = self._events
+        if isinstance(events, tuple):
+            events = self._events = []
+        events.append(event)
         rec = self._rec
         # the listeners get the copy decoded at the write, never a new one; an emit nobody
         # wants (``Recorder.wants_emit``) makes no event object
@@ -359,7 +367,10 @@ class TrackedScope:
             self.emit(name, payload)
             return
         event = (name, b"%b" % data)  # data at its exact size
-        self._events.append(event)
+        events = self._events
+        if isinstance(events, tuple):
+            events = self._events = []
+        events.append(event)
         rec = self._rec
         if rec.on_emit and (rec.emit_wanted is None or rec.emit_wanted(name)):
             rec.emit(self, event, payload)
