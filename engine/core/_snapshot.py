@@ -8,7 +8,7 @@ from typing import Any, NamedTuple, NotRequired
 import orjson
 from typing_extensions import TypedDict  # pydantic validates these on 3.11
 
-from ._commit import Commit, CommitDoc, ErrorInfo, write_value
+from ._commit import Commit, CommitDoc, ErrorInfo
 from ._documents import check_document, load_document, unencodable
 from ._errors import DocumentError, OutOfRangeError
 from ._paths import StagePath
@@ -62,29 +62,39 @@ class _SnapshotDoc(TypedDict):
 _STATUSES = ("done", "broken", "failed", "paused", "running", "incomplete")
 
 
+_SHAPES: dict[bytes, type] = {b"[": list, b"{": dict}
+_STAGED: dict[type | None, Any] = {list: FrozenList([]), dict: FrozenDict({})}
+
+
+def _shape_name(shape: type | None) -> str:
+    return "null" if shape is None else shape.__name__  # None: a JSON null
+
+
 def _check_writes(store: StateStore, c: Commit) -> None:
     """Refuse a logged write a run could not have made: an append of something other than a
     list of new items, or to a key holding no list; a merge into a key holding no dict."""
     staged: dict[str, Any] = {}
     for w in c.writes:
-        kind, key = w[0], w[1]
-        raw = write_value(w)
+        kind, key, data, raw = w
+        # the value's type is all this needs: a container the log keeps as JSON only
+        # (``log_writes``) is read from its first byte, not decoded a second time
+        shape = type(raw) if raw is not None or kind == "delete" else _SHAPES.get(data[:1])
         current = staged.get(key, MISSING) if key in staged else store.get(key)
         problem = None
         if kind == "append":
-            if type(raw) is not list:
-                problem = f"appends a {type(raw).__name__}, not a list of new items"
+            if shape is not list:
+                problem = f"appends a {_shape_name(shape)}, not a list of new items"
             elif current is not MISSING and not isinstance(current, FrozenList):
                 problem = f"appends to {key!r}, which holds a {type(current).__name__}"
             staged[key] = FrozenList([])
         elif kind == "merge":
-            if type(raw) is not dict:
-                problem = f"merges a {type(raw).__name__}, not a dict"
+            if shape is not dict:
+                problem = f"merges a {_shape_name(shape)}, not a dict"
             elif current is not MISSING and not isinstance(current, FrozenDict):
                 problem = f"merges into {key!r}, which holds a {type(current).__name__}"
             staged[key] = FrozenDict({})
         elif kind == "set":
-            staged[key] = freeze(raw)
+            staged[key] = _STAGED.get(shape, raw) if raw is None else freeze(raw)
         else:
             staged[key] = MISSING
         if problem is not None:

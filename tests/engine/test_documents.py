@@ -43,6 +43,14 @@ def test_a_snapshot_round_trips_and_rebuilds_time_travel():
         (lambda d: d["commits"][0].update(stage_path="#/#:x"), "commits.0.stage_path", "#"),
         (lambda d: d["commits"][2].update(run_id="run-other"), "commits.2.run_id", "another"),
         (lambda d: d["commits"][1]["ops"][0].update(value="x"), "commits.1", "appends a str"),
+        # a container the log keeps as JSON only is judged by its shape, never decoded twice
+        (lambda d: d["commits"][1]["ops"][0].update(value={"x": 1}), "commits.1", "a dict"),
+        (lambda d: d["commits"][1]["ops"][0].update(value=None), "commits.1", "appends a null"),
+        (
+            lambda d: d["commits"][1]["ops"][0].update(kind="merge", value=["x"]),
+            "commits.1",
+            "merges a list, not a dict",
+        ),
         (lambda d: d["commits"][1]["ops"][0].update(key="a"), "commits.1", "holds a int"),
     ],
 )
