@@ -73,8 +73,8 @@ class SentEvent(NamedTuple):
 def commit_events(commit: Commit) -> list[SentEvent]:
     """The events a commit holds, with their ids (the record's own bytes, as retained)."""
     return [
-        SentEvent((commit.seq, i), e.name, orjson.loads(e.data))
-        for i, e in enumerate(commit.events)
+        SentEvent((commit.seq, i), name, orjson.loads(data))
+        for i, (name, data) in enumerate(commit.emitted)
     ]
 
 

@@ -285,18 +285,12 @@ class Commit(NamedTuple):
         if row is not None:
             d = {**d, **dict(zip(ROW_FIELDS, row, strict=True))}
         try:
+            w = d["w"] if "w" in d else [(o["kind"], o["key"], o["value"]) for o in d["ops"]]
             # as a run's log keeps them (log_writes): a container as its JSON only
-            if "w" in d:
-                writes: tuple[Write, ...] = tuple(
-                    (kind, key, _json_bytes(value), value if type(value) in _ATOMS else None)
-                    for kind, key, value in d["w"]
-                )
-            else:
-                writes = tuple(
-                    (o["kind"], o["key"], _json_bytes(v), v if type(v) in _ATOMS else None)
-                    for o in d["ops"]
-                    for v in (o["value"],)
-                )
+            writes: tuple[Write, ...] = tuple(
+                (kind, key, _json_bytes(value), value if type(value) in _ATOMS else None)
+                for kind, key, value in w
+            )
             emitted: tuple[Emitted, ...] = tuple(
                 (e["name"], _json_bytes(e["payload"])) for e in d.get("events", ())
             )

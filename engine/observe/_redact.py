@@ -180,14 +180,14 @@ class Redactor:
         v = _WHOLE if key in also else self.verdict(key)
         if kind == "delete":
             return w
+        if v == _WHOLE:  # the value is never read: no decode
+            return ("set", key, self._marker_bytes, self.marker)
         raw = write_value(w)
         if v is None:
             if not isinstance(raw, (dict, list, FrozenDict, FrozenList)):
                 return w
             masked, changed = self._nested(thaw(raw))
             return (kind, key, to_bytes(masked), masked) if changed else w
-        if v == _WHOLE:
-            return ("set", key, self._marker_bytes, self.marker)
         if kind == "append":
             masked = [self._mask(thaw(item), key) for item in raw]
         else:  # set, merge: mask the value (or the merged entries)
