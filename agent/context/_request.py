@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
+from operator import is_ as _is
 from typing import Any, NamedTuple
 
 from trackway.engine import thaw
-from trackway.engine.core._values import FrozenList
+from trackway.engine.core._values import FrozenDict, FrozenList
 from trackway.engine.run._scope import TrackedScope
 
 from ..messages._history_messages import fields_set, message_of, trusted
@@ -436,15 +437,32 @@ def assemble(
 
 def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     return (
-        a[0] is b[0]
-        and a[1] is b[1]
-        and a[2] is b[2]
+        _same_value(a[0], b[0])
+        and (a[1] is b[1] or (type(a[1]) is str and a[1] == b[1]))
+        and _same_value(a[2], b[2])
         and a[3] is b[3]
         and a[4] is b[4]
         and a[5] is b[5]
         and a[6] is b[6]
         and a[7] == b[7]  # the findings piece: text, compared by value
     )
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    """``a`` and ``b`` are one committed value, or views of the same engine-owned data (two
+    runs' settings or tools written through ``AcrossRuns``): identity, never ``==``, which
+    holds for ``1``, ``1.0`` and ``True`` though their JSON differs."""
+    if a is b:
+        return True
+    t = type(a)
+    if t is not type(b):
+        return False
+    if t is FrozenDict:
+        return a._data is b._data
+    if t is FrozenList:
+        n = a._n
+        return n == b._n and all(map(_is, a._backing[:n], b._backing[:n]))
+    return False
 
 
 def _upto(items: list[Message], n: int) -> tuple[Message, ...]:

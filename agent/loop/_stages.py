@@ -18,6 +18,7 @@ from trackway.engine import Decision, Scope, StagePath, thaw
 from trackway.engine.run._scope import TrackedScope
 from trackway.tools import Identity
 
+from ..context._across_runs import AcrossRuns
 from ..context._compaction import seed_compaction, window_settings
 from ..context._config import (
     CONFIGURABLE,
@@ -32,7 +33,7 @@ from ..context._findings import (
     served_ids,
     strip_answer,
 )
-from ..context._request import MessageCache, assemble, receipt_for
+from ..context._request import assemble, receipt_for
 from ..context._window import window_stage
 from ..grounding._contingent import contingent_at_answer
 from ..grounding._gate import evidence_stages, gated
@@ -80,6 +81,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
     """The stage functions of one agent, closed over its configuration."""
     vias: dict[bool, tuple[object, dict[str, Any] | None]] = {}  # by streamed: see call_llm
     at_input, at_output = bool(cfg.links("input")), bool(cfg.links("output"))  # message doors
+    shared = AcrossRuns()  # the settings, tools and request frame its runs share
 
     def seed(scope: Scope, admitted: str | None = None) -> None:
         message = scope["message"] if admitted is None else admitted  # as the input door left it
@@ -157,7 +159,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
             if "instructions" in chosen:
                 scope["resolved_instructions"] = chosen["instructions"]
         settle_output(cfg, settings)  # the schema, its native format, the fallback chain
-        scope["settings"] = settings
+        shared.write(scope, "settings", settings)
         scope["user_message"] = message
         scope["iteration"] = 1
         scope["max_iterations"] = cfg.max_iterations
@@ -181,7 +183,7 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
     def tools(scope: Scope) -> None:
         if cfg.skills is not None:  # the declarations, as data: served and judged from it
             scope["skills"] = cfg.skills.data
-        scope["tools"] = [specs(name) for name in first_offer(cfg)]
+        shared.write(scope, "tools", [specs(name) for name in first_offer(cfg)])
         if cfg.asks_people:  # which calls wait for a person: replay needs no code for it
             scope["people"] = {
                 "asks": {n: dict(t.asks) for n, t in cfg.tools.items() if t.asks is not None},
@@ -212,9 +214,10 @@ def stage_functions(cfg: AgentConfig) -> dict[str, Callable[..., Any]]:
         scope = cast(TrackedScope, given)  # the engine's scope: native calls
         # one cache per run and per mounted copy of the chart; it dies with the run
         mount = StagePath.parent_of(scope.stage_path)  # the key only: no parse
-        cache = scope.run_local(("agent-messages", id(cfg), mount), MessageCache)
+        cache = scope.run_local(("agent-messages", id(cfg), mount), shared.cache)
         decided = cache_decision(cfg, scope)  # a cache policy function's, call by call
         assembled = assemble(scope, cache, None if decided is None else decided[0])
+        shared.keep(cache)
         k = len(scope.get("receipts", [])) + 1
         iteration = scope["iteration"]
         built = scope._emit_built  # the loop's own events: exact JSON, encoded once

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 from orjson import dumps
 
@@ -299,6 +299,30 @@ class TrackedScope:
         if validator is not None:
             validator.check_append(key, data, self.stage_path)
         self._stage(("append", key, data, items))
+
+    def _set_reused(
+        self, key: str, value: Any, kept: tuple[bytes, Any] | None
+    ) -> tuple[bytes, Any]:
+        """``scope[key] = value`` for a value a stage builds alike run after run (an agent's
+        settings, its tools): where its JSON is ``kept``'s, the write holds ``kept``'s
+        engine-owned value instead of a fresh decode, so those runs share one read-only object
+        (and what is cached by its identity). Else the checked path writes it. Returns what to
+        keep for the next run (the one write a key takes, as ``scope[key] = value``)."""
+        try:
+            data = b"%b" % dumps(value, default=to_plain, option=DUMP_OPTIONS)
+        except TypeError:
+            data = None
+        # ``kept[1] == value`` as well: the checked path's test (the value is what its JSON
+        # decodes to), so a tuple or a NaN that writes the same JSON is refused as before
+        if kept is None or data != kept[0] or kept[1] != value:
+            self[key] = value  # checked: refuses what would not come back from JSON
+            op = cast("list[Write]", self._ops)[-1]  # a list once written
+            return (op[2], op[3])
+        validator = self._strand.validator
+        if validator is not None:
+            validator.check_set(key, data, self.stage_path)
+        self._stage(("set", key, data, kept[1]))
+        return kept
 
     def merge(self, key: object, values: Mapping[str, Any]) -> None:
         if not isinstance(values, Mapping):

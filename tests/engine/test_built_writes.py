@@ -3,6 +3,10 @@
 - ``TrackedScope._set_built`` / ``_extend_built`` (a value the library built of plain JSON,
   handed over): the same commit bytes and the same state as ``scope[key] = v`` / ``scope.extend``;
   anything orjson refuses takes the checked path and is refused as before.
+- ``TrackedScope._set_reused`` (a value a stage builds alike run after run): where its JSON
+  and value are the last run's, the run holds the last run's engine-owned data, with the same
+  commit and state as ``scope[key] = v``; a value the checked path refuses (a tuple, a NaN
+  that writes the same JSON) is refused as before.
 - ``Recorder.wants_emit``: an emit no recorder wants makes no event object, yet is in its
   commit as every event is; a recorder without a filter still hears everything.
 - The state is applied op by op: a key written several times in one commit ends as the
@@ -86,6 +90,77 @@ def test_an_extend_built_onto_a_non_list_is_refused_naming_the_key() -> None:
         _run(stage)
     assert isinstance(raised.value.__cause__, StateValueError)
     assert "cannot append to state key 'k'" in str(raised.value.__cause__)
+
+
+def _reusing(values: list[Any]) -> tuple[list[Any], list[Any]]:
+    """Run one chart once per value, each run writing it through ``_set_reused`` with what
+    the last run kept; return each run's result and its checked twin's."""
+    kept: list[Any] = [None]
+    at: list[Any] = [None]
+
+    def reused(scope: Any) -> None:
+        kept[0] = scope._set_reused("v", at[0], kept[0])
+
+    def checked(scope: Any) -> None:
+        scope["v"] = at[0]
+
+    fast, slow = (
+        Executor(flow_chart("S", reused).build()),
+        Executor(flow_chart("S", checked).build()),
+    )
+    runs: list[Any] = []
+    twins: list[Any] = []
+    for value in values:
+        at[0] = value
+        runs.append(fast.run_sync({}))
+        twins.append(slow.run_sync({}))
+    return runs, twins
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(
+    values=st.lists(json_values, min_size=1, max_size=4).flatmap(
+        lambda vs: st.lists(st.sampled_from(vs), min_size=2, max_size=6)
+    )
+)
+def test_a_reused_write_commits_what_the_checked_write_commits(values: list[Any]) -> None:
+    runs, twins = _reusing(values)
+    for run, twin in zip(runs, twins, strict=True):
+        assert run.snapshot.commits[0].writes == twin.snapshot.commits[0].writes
+        assert thaw(run.snapshot.state) == thaw(twin.snapshot.state)
+
+
+def test_runs_writing_the_same_json_share_the_engine_owned_value() -> None:
+    settings_ = {"model": "m", "temperature": 0.5, "stop": ["x"]}
+    runs, _ = _reusing([dict(settings_), dict(settings_), {"model": "n"}, {"model": "n"}])
+    first, second, third, fourth = (run.snapshot.state["v"] for run in runs)
+    assert first._data is second._data  # one decode for both runs
+    assert third._data is not second._data  # the JSON changed: a fresh value
+    assert third._data is fourth._data
+    assert thaw(first) == settings_ and thaw(third) == {"model": "n"}
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"stop": ("x",)},  # a tuple writes the JSON of the list before it
+        {"t": float("nan")},  # a NaN writes the JSON of the null before it
+    ],
+)
+def test_a_reused_write_refuses_what_the_checked_write_refuses(bad: dict[str, Any]) -> None:
+    good = {k: ["x"] if isinstance(v, tuple) else None for k, v in bad.items()}
+    kept: list[Any] = [None]
+    value: list[Any] = [good]
+
+    def stage(scope: Any) -> None:
+        kept[0] = scope._set_reused("v", value[0], kept[0])
+
+    executor = Executor(flow_chart("S", stage).build())
+    executor.run_sync({})
+    value[0] = bad
+    with pytest.raises(Exception) as raised:
+        executor.run_sync({})
+    assert isinstance(raised.value.__cause__, StateValueError)
 
 
 class _Picky(Recorder):
