@@ -211,15 +211,21 @@ class MemoryStore(MemoryTables, ArtifactTables):
                 "ended_at": None,
                 "initial": dict(initial),
                 "commits": [],
-                "meta": [],
                 "outcome": None,
             }
 
     def append(self, run_id: str, commits: Sequence[Commit]) -> None:
         with self._lock:
             run = self._run(run_id)
-            run["commits"].extend(exact_bytes(c.to_bytes()) for c in commits)  # kept: exact size
-            run["meta"].extend(CommitMeta.of(c) for c in commits)
+            # each commit as a plain (slim document, row) pair, as a SQL store keeps it: no
+            # named tuple, so a finished run leaves the cycle collector nothing to walk
+            run["commits"].extend(
+                (
+                    exact_bytes(c.to_bytes(slim=True)),
+                    (c.seq, c.stage_path, c.kind, c.frame, c.outcome, c.started_at, c.ended_at),
+                )
+                for c in commits
+            )
 
     def finish_run(self, run_id: str, status: str, outcome: Any = None) -> None:
         with self._lock:
@@ -264,7 +270,7 @@ class MemoryStore(MemoryTables, ArtifactTables):
 
     def history(self, run_id: str) -> list[CommitMeta]:
         with self._lock:
-            return list(self._run(run_id)["meta"])
+            return [CommitMeta._make(row) for _, row in self._run(run_id)["commits"]]
 
     def list_runs(self) -> list[RunInfo]:
         with self._lock:
