@@ -62,7 +62,7 @@ def fold_ops(current: Any, ops: Iterable[Write], *, in_place: bool) -> Any:
     return value
 
 
-def _last_at(h: list[Any], seq: int) -> int:
+def _last_at(h: list[Any] | tuple[Any, Any], seq: int) -> int:
     """In a key's versions ``[seq0, value0, seq1, value1, ...]`` (seqs ascending), the index
     of the newest version's seq at or before ``seq``; -2 when every version is later."""
     lo, hi = 0, len(h) >> 1
@@ -87,8 +87,10 @@ class StateStore:
     def __init__(self, parent: StateStore | None = None) -> None:
         # each key's versions as one flat list, ``[seq0, value0, seq1, value1, ...]``: one
         # object per key for the cyclic collector to walk, not three (a run holds its state
-        # across every await, so a server with many runs in flight pays for each one)
-        self._keys: dict[str, list[Any]] = {}
+        # across every await, so a server with many runs in flight pays for each one); a key
+        # with one version keeps a plain ``(seq, value)`` tuple, which the collector stops
+        # walking once it finds a scalar value in it
+        self._keys: dict[str, list[Any] | tuple[Any, Any]] = {}
         self._parent = parent
         self.reads_through = parent is not None
         """Whether a key this store never wrote is read from a parent."""
@@ -132,8 +134,10 @@ class StateStore:
     def _push(self, key: str, seq: int, value: Any) -> None:
         self.latest[key] = value
         h = self._keys.get(key)
-        if h is None:
-            self._keys[key] = [seq, value]
+        if h is None:  # a key written once (most are) keeps a plain tuple: see __init__
+            self._keys[key] = (seq, value)
+        elif isinstance(h, tuple):
+            self._keys[key] = (seq, value) if h[0] == seq else [h[0], h[1], seq, value]
         elif h[-2] == seq:
             h[-1] = value
         else:
