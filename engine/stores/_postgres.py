@@ -198,6 +198,7 @@ class PostgresStore(PgRunQueue, SqlRunStore):
     """
 
     _P = "%s"
+    _RETURNING = True
 
     def __init__(
         self,

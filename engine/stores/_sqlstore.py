@@ -7,6 +7,7 @@ parameter placeholder ``_P`` and, if its connection has no ``executemany``, ``_i
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
@@ -59,6 +60,10 @@ class SqlRunStore(SealedRows, LeaseFence, DamagedRows, SqlMemoryRows, SqlArtifac
     on its artifacts table)."""
 
     _P = "?"
+    _RETURNING = sqlite3.sqlite_version_info >= (3, 35, 0)
+    """Whether the dialect has ``INSERT ... RETURNING`` (SQLite from 3.35, PostgreSQL): a
+    run's number then comes back from ``begin_run`` itself, so its first commits take the
+    one-statement path instead of a lookup first."""
     _run_nos: dict[str, int]
 
     # -- what a dialect provides -----------------------------------------------------------
@@ -96,13 +101,17 @@ class SqlRunStore(SealedRows, LeaseFence, DamagedRows, SqlMemoryRows, SqlArtifac
         fenced = run_id in self._fences  # a worker's: the lease is checked first
         with self._tx() if fenced else self._one() as db:
             self._check_lease(db, run_id)
-            db.execute(
+            cur = db.execute(
                 "INSERT INTO trackway_runs (run_id, chart_id, status, started_at, initial, "
                 f"sealed) VALUES ({p}, {p}, 'running', {p}, {p}, {p}) ON CONFLICT (run_id) "
                 "DO UPDATE SET status = 'running', ended_at = NULL, outcome = NULL, "
-                "sealed = COALESCE(excluded.sealed, trackway_runs.sealed)",
+                "sealed = COALESCE(excluded.sealed, trackway_runs.sealed)"
+                + (" RETURNING run_no" if self._RETURNING else ""),
                 (run_id, chart_id, time.time(), initial_doc(initial), sealed),
             )
+            row = cur.fetchone() if self._RETURNING else None
+        if row is not None:  # known once the run's row is committed
+            self._run_nos[run_id] = int(row[0])
 
     def append(self, run_id: str, commits: Sequence[Commit]) -> None:
         """Write commits of a run this store holds; a run deleted meanwhile (by another

@@ -207,3 +207,36 @@ def test_resuming_an_embedded_checkpoint_with_a_new_store_stores_the_whole_log(s
     second = Executor(pc.approval_chart(), store=store).resume_sync(first.checkpoint, "ok")
     assert store.load(first.run_id) == second.snapshot
     assert [m.seq for m in store.history(first.run_id)] == [1, 2, 3, 4]
+
+
+def test_begin_run_learns_the_run_number_so_its_first_commits_need_no_lookup(tmp_path):
+    # INSERT ... RETURNING gives the number with the run's row: the first append goes in
+    # without a SELECT of it (a group of a thousand runs' first commits once did a thousand)
+    store = SqliteStore(tmp_path / "runs.db")
+    try:
+        seen: list[str] = []
+        store._db.set_trace_callback(seen.append)
+        result = Executor(growing_chart(3), store=store).run_sync({"i": 0})
+        store._db.set_trace_callback(None)
+        assert any("RETURNING run_no" in s for s in seen)
+        assert not [s for s in seen if "SELECT run_no FROM trackway_runs WHERE run_id" in s]
+        assert store.load(result.run_id) == result.snapshot
+        store.delete(result.run_id)  # begun again after a delete: a new number, learned anew
+        store.begin_run(result.run_id, "step", {})
+        store.append(result.run_id, result.snapshot.commits)
+        assert store.load(result.run_id).commits == result.snapshot.commits
+    finally:
+        store.close()
+
+
+def test_a_finished_run_in_a_memory_store_leaves_the_collector_nothing_per_commit():
+    import gc
+
+    store = MemoryStore()
+    result = Executor(growing_chart(5), store=store).run_sync({"i": 0})
+    gc.collect()
+    gc.collect()  # a pair is untracked after its row tuple is
+    kept = store._runs[result.run_id]["commits"]
+    assert len(kept) == 5 and not any(gc.is_tracked(pair) for pair in kept)
+    assert store.load(result.run_id) == result.snapshot
+    assert [m.seq for m in store.history(result.run_id)] == [1, 2, 3, 4, 5]
