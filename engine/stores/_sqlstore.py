@@ -109,9 +109,9 @@ class SqlRunStore(SealedRows, LeaseFence, DamagedRows, SqlMemoryRows, SqlArtifac
                 + (" RETURNING run_no" if self._RETURNING else ""),
                 (run_id, chart_id, time.time(), initial_doc(initial), sealed),
             )
-            row = cur.fetchone() if self._RETURNING else None
-        if row is not None:  # known once the run's row is committed
-            self._run_nos[run_id] = int(row[0])
+            rows = cur.fetchall() if self._RETURNING else ()  # all: the statement ends here
+        if rows:  # known once the run's row is committed
+            self._run_nos[run_id] = int(rows[0][0])
 
     def append(self, run_id: str, commits: Sequence[Commit]) -> None:
         """Write commits of a run this store holds; a run deleted meanwhile (by another
