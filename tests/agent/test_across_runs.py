@@ -24,17 +24,10 @@ from tests.law import assert_law
 from trackway import Agent, define_tool, mock
 from trackway.agent.messages._messages import sha256
 
-LOOKUP = define_tool(
-    name="lookup",
-    description="Look a word up.",
-    input_schema={"type": "object", "properties": {"word": {"type": "string"}}},
-    execute=lambda args, ctx: "found",
-)
-SPELL = define_tool(
-    name="spell",
-    description="Spell a word.",
-    input_schema={"type": "object", "properties": {"word": {"type": "string"}}},
-    execute=lambda args, ctx: "w-o-r-d",
+WORD = {"type": "object", "properties": {"word": {"type": "string"}}}
+LOOKUP, SPELL = (
+    define_tool(name=name, description=f"{name} a word", input_schema=WORD, execute=answer)
+    for name, answer in (("lookup", lambda a, c: "found"), ("spell", lambda a, c: "w-o-r-d"))
 )
 
 
