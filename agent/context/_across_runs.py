@@ -47,5 +47,13 @@ class AcrossRuns:
         return cache
 
     def keep(self, cache: MessageCache) -> None:
-        """Lend the frame this call was served to the agent's next run."""
-        self.frame = cache._frame
+        """Lend the frame this call was served to the agent's next run, where it can serve
+        one: a frame built from the run's own pieces (system pieces, what memory recalled,
+        the ontology, the findings piece) could never match another run's, so it is not
+        kept, nor anything of the run with it."""
+        frame = cache._frame
+        if frame is not None and frame.source[3:] == _NO_PIECES:
+            self.frame = frame
+
+
+_NO_PIECES = (None, None, None, None, None)

@@ -131,3 +131,21 @@ def test_runs_on_threads_at_once_each_get_their_own_request() -> None:
     assert len(provider.requests) == 100
     for request in provider.requests:
         assert request.extra_body == {"who": request.messages[0].content}
+
+
+def test_a_frame_built_from_a_runs_own_pieces_is_not_kept_for_the_next() -> None:
+    from trackway.agent.context._across_runs import AcrossRuns
+    from trackway.agent.context._request import MessageCache, _frame_of
+    from trackway.engine.core._values import freeze
+
+    settings_ = freeze({"model": "m"})
+    shelf = AcrossRuns()
+    own = MessageCache()
+    own._frame = _frame_of(settings_, "Be brief.", None, freeze([{"text": "a run's note"}]), None)
+    shelf.keep(own)
+    assert shelf.frame is None  # nothing of that run stays behind it
+    plain = MessageCache()
+    plain._frame = _frame_of(settings_, "Be brief.", None, None, None)
+    shelf.keep(plain)
+    assert shelf.frame is plain._frame
+    assert shelf.cache()._frame is plain._frame
