@@ -7,7 +7,7 @@ See ``benches/README.md``.
 
     .venv/bin/python benches/bench_serving.py [--quick] [--no-peers] [--only memory,sqlite,postgres]
         [--sizes 10,100] [--peer-max 1000] [--paused 10000] [--no-paused] [--gc-freeze]
-        [--rounds 3] [--steady SECONDS]
+        [--rounds 3] [--steady SECONDS] [--census]
 
 PostgreSQL runs when ``TRACKWAY_TEST_PG_DSN`` is set (each cell in a schema of its own);
 without it its rows say skipped, and why.
@@ -32,6 +32,7 @@ os.environ.setdefault("LANGSMITH_TRACING", "false")
 os.environ.setdefault("LANGCHAIN_TRACING_V2", "false")
 warnings.filterwarnings("ignore")
 
+import _serving_census as census_case  # noqa: E402
 import _serving_paused as paused_case  # noqa: E402
 import _serving_steady as steady_case  # noqa: E402
 from _common import dist_version, pg_schema, print_table, print_targets, write_json  # noqa: E402
@@ -231,6 +232,30 @@ STEADY_HEADERS = [
 ]
 
 
+def census(n: int) -> int:
+    """``--census``: the objects a run in flight keeps for the collector, and what a
+    finished run leaves behind, with no store and on ``MemoryStore``."""
+    print(f"bench_serving --census: {n} runs held at their third model call", flush=True)
+    rows = census_case.measure(n)
+    print_table(
+        "What a run keeps for the cyclic collector (trackway, tracked objects per run)",
+        ["store", "N", "in flight", "left per finished run", "in flight, by type"],
+        [
+            [
+                r["store"],
+                r["n"],
+                r["in_flight_per_run"],
+                r["left_per_finished_run"],
+                ", ".join(f"{k} {v:g}" for k, v in list(r["in_flight_by_type"].items())[:6]),
+            ]
+            for r in rows
+        ],
+        numeric=range(1, 4),
+    )
+    write_json("bench_serving_census", {"config": {"n": n, "held_at_call": 3}, "rows": rows})
+    return 0
+
+
 def steady(n: int, seconds: float) -> int:
     """``--steady``: the collector's cost per run with N runs kept in flight."""
     print(f"bench_serving --steady: {n} runs in flight, {seconds:g} s timed", flush=True)
@@ -284,6 +309,13 @@ def main(argv: list[str] | None = None) -> int:
         "frozen (gc.freeze()) and not",
     )
     ap.add_argument(
+        "--census",
+        action="store_true",
+        help="only count what a run keeps for the garbage collector: N runs (the first of "
+        "--sizes, else 1,000) held at their third model call, with no store and on "
+        "MemoryStore, and what each finished run leaves behind",
+    )
+    ap.add_argument(
         "--rounds",
         type=int,
         default=0,
@@ -306,6 +338,8 @@ def main(argv: list[str] | None = None) -> int:
     args.rounds = args.rounds or (1 if args.quick else 3)
     if args.steady:
         return steady(int(args.sizes.split(",")[0]) if args.sizes else 1000, args.steady)
+    if args.census:
+        return census(int(args.sizes.split(",")[0]) if args.sizes else 1000)
     pg = os.environ.get(PG_ENV)
     pairs, notes = plan(args)
     print(

@@ -143,3 +143,17 @@ def test_promotions_count_what_a_generation_1_collection_keeps(bench: ModuleType
     with load.Promotions() as none:
         gc.collect(2)  # only generation-1 collections promote into the old generation
     assert none.count == 0
+
+
+def test_the_census_counts_what_runs_in_flight_keep_and_finished_runs_leave(
+    bench: ModuleType,
+) -> None:
+    census = sys.modules["_serving_census"]
+    none, memory = census.measure(300)  # enough runs that one-off objects (caches) fade
+    assert (none["store"], memory["store"]) == ("none", "memory")
+    for row in (none, memory):
+        assert row["in_flight_per_run"] > 20  # a held run keeps its state, log and stack
+        assert sum(row["in_flight_by_type"].values()) <= row["in_flight_per_run"] + 1e-9
+    assert none["left_per_finished_run"] < 1  # nothing of a finished run stays, no store
+    # MemoryStore keeps each run's row (a dict and its commits' list, at least)
+    assert memory["left_per_finished_run"] >= none["left_per_finished_run"] + 2
