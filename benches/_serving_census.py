@@ -61,14 +61,12 @@ class _Since:
         _collect()
         self._held = gc.get_objects()
         self._ids = {id(o) for o in self._held}
+        self._ids |= {id(self._held), id(self._ids)}  # not counted as new either
 
     def new(self) -> collections.Counter[str]:
         _collect()
-        mine = (self._held, self._ids)
         return collections.Counter(
-            type(o).__name__
-            for o in gc.get_objects()
-            if id(o) not in self._ids and not any(o is m for m in mine)
+            type(o).__name__ for o in gc.get_objects() if id(o) not in self._ids
         )
 
 

@@ -171,6 +171,12 @@ ROW_FIELDS = ("seq", "stage_path", "kind", "frame", "outcome", "started_at", "en
 """Commit fields a store keeps in columns of their own (see ``Commit.to_bytes(slim=True)``)."""
 
 
+def row_of(c: Commit) -> tuple[int, str, str, str, str, float, float]:
+    """A commit's ``ROW_FIELDS`` values, in that order (a store's columns, and the fields of
+    ``CommitMeta``)."""
+    return (c.seq, c.stage_path, c.kind, c.frame, c.outcome, c.started_at, c.ended_at)
+
+
 class Commit(NamedTuple):
     """The writes of one executed stage, in the order they were made.
 

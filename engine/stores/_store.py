@@ -19,7 +19,7 @@ from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 import anyio.to_thread
 import orjson
 
-from ..core._commit import Commit
+from ..core._commit import Commit, row_of
 from ..core._errors import ConfigurationError, DocumentError, UnknownRunError
 from ..core._snapshot import Snapshot
 from ..core._values import exact_bytes
@@ -78,7 +78,7 @@ class CommitMeta(NamedTuple):
 
     @classmethod
     def of(cls, c: Commit) -> CommitMeta:
-        return cls(c.seq, c.stage_path, c.kind, c.frame, c.outcome, c.started_at, c.ended_at)
+        return cls._make(row_of(c))
 
 
 @runtime_checkable
@@ -219,13 +219,7 @@ class MemoryStore(MemoryTables, ArtifactTables):
             run = self._run(run_id)
             # each commit as a plain (slim document, row) pair, as a SQL store keeps it: no
             # named tuple, so a finished run leaves the cycle collector nothing to walk
-            run["commits"].extend(
-                (
-                    exact_bytes(c.to_bytes(slim=True)),
-                    (c.seq, c.stage_path, c.kind, c.frame, c.outcome, c.started_at, c.ended_at),
-                )
-                for c in commits
-            )
+            run["commits"].extend((exact_bytes(c.to_bytes(slim=True)), row_of(c)) for c in commits)
 
     def finish_run(self, run_id: str, status: str, outcome: Any = None) -> None:
         with self._lock:

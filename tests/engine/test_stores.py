@@ -11,7 +11,15 @@ import pytest
 from tests.backends import run_async
 from tests.pg import pg_schema
 from trackway import CheckpointClaimedError, Executor, MemoryStore, flow_chart
-from trackway.engine import PostgresStore, RunStore, SqliteStore, StoreError, UnknownRunError
+from trackway.engine import (
+    CommitMeta,
+    PostgresStore,
+    RunStore,
+    SqliteStore,
+    StoreError,
+    UnknownRunError,
+)
+from trackway.engine.core._commit import ROW_FIELDS, row_of
 
 from . import pause_charts as pc
 
@@ -240,3 +248,16 @@ def test_a_finished_run_in_a_memory_store_leaves_the_collector_nothing_per_commi
     assert len(kept) == 5 and not any(gc.is_tracked(pair) for pair in kept)
     assert store.load(result.run_id) == result.snapshot
     assert [m.seq for m in store.history(result.run_id)] == [1, 2, 3, 4, 5]
+    assert CommitMeta._fields == ROW_FIELDS  # a row is read back as its metadata
+
+
+def test_commit_meta_of_a_commit_is_its_row() -> None:
+    result = Executor(growing_chart(2)).run_sync({"i": 0})
+    for commit in result.snapshot.commits:
+        meta = CommitMeta.of(commit)
+        assert tuple(meta) == row_of(commit)
+        assert (meta.seq, meta.stage_path, meta.ended_at) == (
+            commit.seq,
+            commit.stage_path,
+            commit.ended_at,
+        )
