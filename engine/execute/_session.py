@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import replace
@@ -25,6 +26,7 @@ from ..core._values import thaw, to_bytes
 from ..run._context import RunContext, error_info
 from ..run._sinks import Sink
 from ..stores._checkpoint import Checkpoint, core_digest, masked
+from ..stores._group_commit import GroupSink, RunClosing, RunOpening
 from ..stores._sqlstore import initial_doc
 from ..stores._store import Durability, RunStore, make_sink
 
@@ -95,15 +97,25 @@ def call_store(
     run is under way, so the failure fails it (:class:`StoreWriteError`)."""
     try:
         return action(store)
-    except StoreWriteError:
-        raise
-    except TrackwayError as exc:
-        if not in_run:
-            raise
-        raise StoreWriteError(f"{type(store).__name__} could not {what}: {exc}") from exc
     except Exception as exc:
-        cls = StoreWriteError if in_run else StoreError
-        raise cls(f"{type(store).__name__} could not {what}: {type(exc).__name__}: {exc}") from exc
+        failure = store_failure(store, exc, what, in_run=in_run)
+        if failure is exc:
+            raise
+        raise failure from exc
+
+
+def store_failure(store: RunStore, exc: Exception, what: str, *, in_run: bool) -> Exception:
+    """The error a store's failure raises: a trackway error as it is (or, in a run, as the
+    :class:`StoreWriteError` that fails it), any other naming the store and what it could
+    not do."""
+    if isinstance(exc, StoreWriteError):
+        return exc
+    if isinstance(exc, TrackwayError):
+        if not in_run:
+            return exc
+        return StoreWriteError(f"{type(store).__name__} could not {what}: {exc}")
+    cls = StoreWriteError if in_run else StoreError
+    return cls(f"{type(store).__name__} could not {what}: {type(exc).__name__}: {exc}")
 
 
 class RunEnding(NamedTuple):
@@ -128,38 +140,73 @@ class StoreSession:
         self.offload = bool(getattr(store, "offloads_io", False))
         """Open and close the run in a worker thread, off the event loop (a store whose
         calls wait on a network: the loop serves the other runs meanwhile)."""
+        self.groups_ends = hasattr(store, "write_group")
+        """The store writes runs' openings and endings in a group transaction: concurrent
+        ``"sync"`` runs open and end in the group commit's flushes."""
 
     def call(self, action: Callable[[RunStore], _T], what: str, *, in_run: bool = False) -> _T:
         return call_store(self.store, action, what, in_run=in_run)
 
-    def begin(self, run: RunContext, *, with_log: bool = False) -> None:
-        """Open (or reopen) the run in the store, through the redaction funnel like every
-        other retained write; ``with_log`` also stores the commits it already has."""
-        redactor = run.redactor
+    def opening(self, run: RunContext) -> RunOpening:
+        """What opening the run stores: its input through the redaction funnel, like every
+        other retained write, and the real input sealed beside where a policy hid some."""
         initial = run.initial
-        if redactor is None:
-            self.call(lambda s: s.begin_run(run.run_id, self.chart_id, initial), "open the run")
-        else:
+        sealed = None
+        redactor = run.redactor
+        if redactor is not None:
             initial = {k: to_bytes(v) for k, v in redactor.initial(run.initial).items()}
             seal = redactor.seal
-            if seal is not None and initial != run.initial:  # the real input, sealed beside
+            if seal is not None and initial != run.initial:
                 sealed = seal.seal(initial_doc(run.initial), f"initial:{run.run_id}")
-                self.call(
-                    lambda s: s.begin_run(run.run_id, self.chart_id, initial, sealed=sealed),  # type: ignore[call-arg]
-                    "open the run",
-                )
-            else:
-                self.call(lambda s: s.begin_run(run.run_id, self.chart_id, initial), "open the run")
+        return RunOpening(self.chart_id, initial, sealed, time.time())
+
+    def begin(self, run: RunContext, *, with_log: bool = False) -> None:
+        """Open (or reopen) the run in the store; ``with_log`` also stores the commits it
+        already has."""
+        chart_id, initial, sealed, _ = self.opening(run)
+        if sealed is None:
+            self.call(lambda s: s.begin_run(run.run_id, chart_id, initial), "open the run")
+        else:
+            self.call(
+                lambda s: s.begin_run(run.run_id, chart_id, initial, sealed=sealed),  # type: ignore[call-arg]
+                "open the run",
+            )
+        redactor = run.redactor
         if with_log and run.log:
             log = run.log if redactor is None else [redactor.for_store(c) for c in run.log]
             self.call(lambda s: s.append(run.run_id, log), "store the log so far")
 
     async def opened(self, run: RunContext, *, with_log: bool = False) -> None:
-        """``begin``, in a worker thread where the store's calls wait on a network."""
-        if self.offload:
-            await anyio.to_thread.run_sync(functools.partial(self.begin, run, with_log=with_log))
-        else:
-            self.begin(run, with_log=with_log)
+        """``begin``: in the group commit's next flush where other runs share it, else in a
+        worker thread where the store's calls wait on a network."""
+        grouped = None
+        if self.groups_ends and self.durability == "sync" and not with_log:
+            grouped = self._grouped(self.open_sink(run))
+        try:
+            if grouped is not None:
+                try:
+                    await grouped.open_run(self.opening(run))
+                except Exception as exc:
+                    failure = store_failure(self.store, exc, "open the run", in_run=False)
+                    if failure is exc:
+                        raise
+                    raise failure from exc
+            elif self.offload:
+                await anyio.to_thread.run_sync(
+                    functools.partial(self.begin, run, with_log=with_log)
+                )
+            else:
+                self.begin(run, with_log=with_log)
+        except BaseException:
+            self.drop_sink(run)
+            raise
+
+    def _grouped(self, sink: Sink) -> GroupSink | None:
+        """The run's group-commit sink, where its opening or ending can join a flush: the
+        store writes them in a group, and other runs share the committer now."""
+        if self.groups_ends and isinstance(sink, GroupSink) and sink.shared:
+            return sink
+        return None
 
     def adopt(self, run: RunContext, *, embedded: bool) -> None:
         """Reopen a resumed run; a run the store has never seen gets the log so far first."""
@@ -174,9 +221,18 @@ class StoreSession:
         self.begin(run, with_log=not known)
 
     def open_sink(self, run: RunContext) -> Sink:
-        sink = make_sink(self.store, run.run_id, self.durability, self.queue_size)
-        run.sink = sink
+        """The run's sink (made once: ``opened`` may have made it to open the run)."""
+        sink = run.sink
+        if sink is None:
+            sink = run.sink = make_sink(self.store, run.run_id, self.durability, self.queue_size)
         return sink
+
+    def drop_sink(self, run: RunContext) -> None:
+        """The run never started: close the sink ``opened`` made for it."""
+        sink, run.sink = run.sink, None
+        closer: Callable[[], None] | None = getattr(sink, "close", None)
+        if closer is not None:
+            closer()
 
     def close(self, run: RunContext, sink: Sink, ending: RunEnding) -> None:
         """Flush the last commits, keep the checkpoint (masked under a policy) with the
@@ -189,7 +245,17 @@ class StoreSession:
         """``close``, off the event loop where it would wait there: ``"batch"`` drains its
         queue in a worker thread; with a store that offloads, a group-commit sink settles on
         the loop (never blocking it) and the run's end is written in a worker thread. Never
-        abandoned by a cancellation."""
+        abandoned by a cancellation. Where other runs share the group commit, the run's end
+        rides in its next flush with the last commits (not a run that pauses: its checkpoint
+        is written on its own; nor one whose writes failed: its end is then recorded alone)."""
+        grouped = self._grouped(sink)
+        if grouped is not None and ending.checkpoint is None and grouped.error is None:
+            closing = RunClosing(ending.status, self.outcome(run, ending), time.time())
+            try:
+                await grouped.close_run(closing)
+            finally:
+                grouped.close()
+            return
         loop_bound = getattr(sink, "loop_bound", False)
         if self.durability == "batch" or (self.offload and not loop_bound):
             with anyio.CancelScope(shield=True):
@@ -228,7 +294,7 @@ class StoreSession:
     def record_end(self, run: RunContext, ending: RunEnding) -> None:
         """Keep the checkpoint and record how the run ended (the store calls of ``close``
         after its sink is flushed)."""
-        status, info, checkpoint, broke, carried = ending
+        status, checkpoint, carried = ending.status, ending.checkpoint, ending.carried
         if checkpoint is not None:
             # the digest of what the run returns: a resume is checked against it
             kept = replace(checkpoint, digest=core_digest(checkpoint, carried))
@@ -251,17 +317,23 @@ class StoreSession:
                     "save the checkpoint",
                     in_run=True,
                 )
-        outcome: dict[str, Any] = {
-            "error": None if info is None else list(info),
-            "break_reason": broke,
+        outcome = self.outcome(run, ending)
+        self.call(
+            lambda s: s.finish_run(run.run_id, status, outcome), "finish the run", in_run=True
+        )
+
+    @staticmethod
+    def outcome(run: RunContext, ending: RunEnding) -> dict[str, Any]:
+        """How the run ended, as its store keeps it: the error, the break reason, and the
+        recorders that failed."""
+        return {
+            "error": None if ending.info is None else list(ending.info),
+            "break_reason": ending.broke,
             "recorder_failures": [
                 {"recorder": f.recorder, "hook": f.hook, "error": list(f.error)}
                 for f in run.recorders.failures
             ],
         }
-        self.call(
-            lambda s: s.finish_run(run.run_id, status, outcome), "finish the run", in_run=True
-        )
 
     def release(self, sink: Sink) -> None:
         """A worker let the run go at a stage boundary: write what it committed and leave

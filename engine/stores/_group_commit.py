@@ -14,8 +14,13 @@ queue for the next flush. A commit is acknowledged (its run goes on) only once t
 holding it is durable, so the guarantee is ``"sync"``'s, with the fsync amortized over every
 run that joined.
 
+A run's opening and its ending join the flushes too, where the store can write them in the
+group (``write_group``, the SQL stores): a run opens before its first stage starts and
+returns once its end is recorded, as with a write of its own, but the transaction (and its
+fsync, or its round trip) is shared. A run's end rides with its last commits.
+
 A failed flush fails exactly the runs whose commits it held (with the store's error, as a
-:class:`StoreWriteError`); a run deleted meanwhile fails alone (``append_group`` reports it
+:class:`StoreWriteError`); a run deleted meanwhile fails alone (``write_group`` reports it
 per run). After a failure nothing more of that run is written, so its stored log stays a
 gap-free prefix.
 """
@@ -24,7 +29,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import anyio
 import anyio.to_thread
@@ -36,7 +41,17 @@ if TYPE_CHECKING:
     from ..core._commit import Commit
     from ._store import RunStore
 
-__all__ = ["ENABLED", "STATS", "FlushStats", "GroupSink", "append_group", "group_sink"]
+__all__ = [
+    "ENABLED",
+    "STATS",
+    "FlushStats",
+    "GroupSink",
+    "GroupWrite",
+    "RunClosing",
+    "RunOpening",
+    "append_group",
+    "group_sink",
+]
 
 ENABLED = True
 """Private switch: ``False`` gives every ``"sync"`` run the old direct write per commit (one
@@ -47,6 +62,34 @@ ON_LOOP = True
 for it (the scale bench measures the loop-side write against it)."""
 
 _COMMITTERS: RunVar[dict[int, _Committer]] = RunVar("trackway_group_committers")
+
+
+class RunOpening(NamedTuple):
+    """What ``begin_run`` writes: the chart, the input (as stored), its sealed copy, and
+    when the run started."""
+
+    chart_id: str
+    initial: dict[str, bytes]
+    sealed: bytes | None
+    started_at: float
+
+
+class RunClosing(NamedTuple):
+    """What ``finish_run`` writes: how the run ended, and when."""
+
+    status: str
+    outcome: Any
+    ended_at: float
+
+
+class GroupWrite(NamedTuple):
+    """One run's share of a group transaction. A run's opening is written alone (its
+    commits come only once it is open), its commits before its ending."""
+
+    run_id: str
+    opening: RunOpening | None = None
+    commits: Sequence[Commit] = ()
+    closing: RunClosing | None = None
 
 
 class FlushStats:
@@ -188,28 +231,40 @@ class _Committer:
             with self.lock:
                 if self.pending is flush:
                     self.pending = None  # runs queuing from now on start the next flush
-                items = [(s, cs) for s, cs in self.queue.items() if s.error is None]
+                items = [
+                    GroupWrite(s.run_id, s.opening, cs, s.closing)
+                    for s, cs in self.queue.items()
+                    if s.error is None
+                ]
+                sinks = [s for s in self.queue if s.error is None]
                 self.queue = {}
-                for s, _ in items:
+                for s in sinks:
                     s.holder = flush
+                    s.opening = s.closing = None
                 if not items:
                     return
                 flush.size = len(items)
                 self.writing = flush
             try:
-                failed = append_group(self.store, [(s.run_id, cs) for s, cs in items])
+                if any(i.opening is not None or i.closing is not None for i in items):
+                    # only queued where the store has it (see the session's ``_grouped``)
+                    failed = self.store.write_group(items)  # type: ignore[attr-defined]
+                else:
+                    failed = append_group(self.store, [(i.run_id, i.commits) for i in items])
             except Exception as exc:  # the whole transaction failed: every run in it fails
-                failed = {s.run_id: exc for s, _ in items}
+                failed = {i.run_id: exc for i in items}
             with self.lock:
-                for sink, commits in items:
-                    err = failed.get(sink.run_id)
+                for sink, (run_id, opening, commits, closing) in zip(sinks, items, strict=True):
+                    err = failed.get(run_id)
                     if err is None:
-                        sink.durable += len(commits)
-                    else:
+                        sink.durable += len(commits) + (opening is not None) + (closing is not None)
+                    elif commits:
                         sink.fail(err, commits[0])
+                    else:
+                        sink.fail(err, None, "open the run" if opening else "finish the run")
                     sink.holder = None
                 self.writing = None
-            STATS.add(sum(len(cs) for _, cs in items))
+            STATS.add(sum(len(i.commits) for i in items))
         finally:
             flush.finished.set()
 
@@ -220,10 +275,13 @@ class GroupSink:
     __slots__ = (
         "_committer",
         "_reported",
+        "closing",
         "durable",
         "error",
         "failed_at",
+        "failed_what",
         "holder",
+        "opening",
         "queued",
         "run_id",
     )
@@ -234,11 +292,14 @@ class GroupSink:
     def __init__(self, committer: _Committer, run_id: str) -> None:
         self._committer = committer
         self.run_id = run_id
-        self.queued = 0  # commits handed to the sink (counted on the loop thread only)
+        self.queued = 0  # writes handed to the sink (counted on the loop thread only)
         self.durable = 0  # of those, durable (updated under the committer's lock)
-        self.holder: _Flush | None = None  # the flush that took this run's commits
+        self.holder: _Flush | None = None  # the flush that took this run's writes
+        self.opening: RunOpening | None = None  # queued for the next flush (see open_run)
+        self.closing: RunClosing | None = None  # queued for the next flush (see close_run)
         self.error: Exception | None = None
         self.failed_at: Commit | None = None
+        self.failed_what = "write"
         self._reported = False
         committer.users += 1
 
@@ -247,8 +308,37 @@ class GroupSink:
         """Commits are not yet durable: the run waits in ``room()`` before going on."""
         return self.durable < self.queued
 
-    def fail(self, error: Exception, first: Commit) -> None:
-        self.error, self.failed_at = error, first
+    @property
+    def shared(self) -> bool:
+        """Other runs share this committer now (alone, a run writes directly)."""
+        return self._committer.users > 1
+
+    def fail(self, error: Exception, first: Commit | None, what: str = "write") -> None:
+        self.error, self.failed_at, self.failed_what = error, first, what
+
+    async def open_run(self, opening: RunOpening) -> None:
+        """Open the run in the next group flush, and wait until that is durable (shielded:
+        once queued, the opening is written). A failure raises the store's own error."""
+        await self._write_part(opening, None)
+        if self.error is not None:
+            self._reported = True
+            raise self.error
+
+    async def close_run(self, closing: RunClosing) -> None:
+        """Record how the run ended in the next group flush, with its last commits, and wait
+        until that is durable (shielded); a failure raises :class:`StoreWriteError`."""
+        await self._write_part(None, closing)
+        self._raise_once()
+
+    async def _write_part(self, opening: RunOpening | None, closing: RunClosing | None) -> None:
+        c = self._committer
+        self.queued += 1
+        with c.lock:
+            self.opening, self.closing = opening, closing
+            if self not in c.queue:
+                c.queue[self] = []
+        with anyio.CancelScope(shield=True):
+            await c.settle(self, self.queued)
 
     def __call__(self, commit: Commit) -> None:
         if self.error is not None:
@@ -310,9 +400,9 @@ class GroupSink:
             return
         self._reported = True
         at = self.failed_at
-        where = "" if at is None else f" commit {at.seq} ({at.stage_path})"
+        where = self.failed_what if at is None else f"write commit {at.seq} ({at.stage_path})"
         raise StoreWriteError(
-            f"{type(self._committer.store).__name__} could not write{where}: "
+            f"{type(self._committer.store).__name__} could not {where}: "
             f"{type(err).__name__}: {err}",
             stage_path=None if at is None else at.stage_path,
         ) from err

@@ -11,27 +11,13 @@ from ..core._commit import Commit
 from ..core._errors import ConfigurationError, StoreError
 from ..observe._seal import Seal, check_seal
 from ._artifact_rows import ARTIFACTS_TABLE
+from ._group_rows import PgGroupRows
 from ._pg_sessions import PgSessions, check_pool_size
-from ._sqlstore import SPAN, SqlRunStore, commit_rows, run_deleted
+from ._sqlstore import commit_rows, run_deleted
 from .queue._run_queue import QUEUE_SCHEMA, PgRunQueue
 
 _ONE_STATEMENT = 8  # up to this many commit rows: lock and insert in one statement
 _ROW = "(%s::bigint, %s::text, %s::text, %s::text, %s::text, %s::float8, %s::float8, %s::bytea)"
-
-_COLUMNS = (
-    "unnest(%s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[], %s::float8[], "
-    "%s::float8[], %s::bytea[])"
-)
-_UNNEST = "INSERT INTO trackway_commits SELECT * FROM " + _COLUMNS
-_GROUP_ONE = (
-    "WITH live AS (SELECT run_no FROM trackway_runs WHERE run_no = ANY(%s) ORDER BY run_no "
-    "FOR SHARE), ins AS (INSERT INTO trackway_commits SELECT v.* FROM "
-    + _COLUMNS
-    + " AS v (id, stage_path, kind, frame, outcome, started_at, ended_at, doc) "
-    "WHERE v.id / %s IN (SELECT run_no FROM live)) SELECT run_no FROM live"
-)
-"""A group of unfenced runs in ONE statement (its own transaction): lock the runs' rows,
-insert the commits of those still there, and name them."""
 
 __all__ = ["PostgresStore"]
 
@@ -176,7 +162,7 @@ def _where(dsn: str) -> str:
     return f"{host}:{info.get('port') or 5432}/{info.get('dbname') or ''}"
 
 
-class PostgresStore(PgRunQueue, SqlRunStore):
+class PostgresStore(PgRunQueue, PgGroupRows):
     """A :class:`RunStore` on PostgreSQL. Claims are atomic across processes and hosts.
 
     ``dsn`` is a libpq connection string or URL. Install with ``pip install
@@ -367,36 +353,6 @@ class PostgresStore(PgRunQueue, SqlRunStore):
         with self._one() as db:
             self._write_commits(db, run_id, run_no, commit_rows(run_no, commits))
 
-    def append_group(self, items: Sequence[tuple[str, Sequence[Commit]]]) -> dict[str, Exception]:
-        """A group of runs whose numbers are known and which no worker's lease fences, in
-        ONE statement (its own transaction, one round trip): the runs' rows locked, the
-        commits of those still there inserted, the others returned as deleted. Else as
-        every SQL store does."""
-        nos: dict[str, int] = {}
-        for run_id, _ in items:
-            no = self._run_nos.get(run_id)
-            if no is None or run_id in self._fences:
-                return super().append_group(items)
-            nos[run_id] = no
-        rows = [row for run_id, commits in items for row in commit_rows(nos[run_id], commits)]
-        columns = [list(column) for column in zip(*rows, strict=True)] if rows else [[]] * 8
-        with self._one() as db:
-            found = db.execute(_GROUP_ONE, (sorted(set(nos.values())), *columns, SPAN)).fetchall()
-        live = {int(r[0]) for r in found}
-        failed: dict[str, Exception] = {}
-        for run_id, no in nos.items():
-            if no not in live:
-                self._run_nos.pop(run_id, None)
-                failed[run_id] = run_deleted(run_id, self)
-        return failed
-
-    def _insert_group(self, db: Any, rows: Sequence[tuple[Any, ...]]) -> None:
-        """One statement whatever the group's size: a column of each field as an array
-        (the query text never changes, so neither the driver nor the server parses it
-        again; a ``VALUES`` list of 800 placeholders cost the driver ~19 ms to parse)."""
-        if rows:
-            db.execute(_UNNEST, [list(column) for column in zip(*rows, strict=True)])
-
     def _insert_many(self, db: Any, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
         with db.cursor() as cur:
             cur.executemany(sql, rows)
@@ -414,38 +370,6 @@ class PostgresStore(PgRunQueue, SqlRunStore):
         if token is None:
             return "", ()
         return _HELD, (run_id, token)
-
-    def _group_locks(
-        self, db: Any, run_nos: Sequence[int], run_ids: Sequence[str]
-    ) -> tuple[set[int], set[str]]:
-        """The live runs and the lost leases of a group in one query, each row locked for
-        this transaction (a prune, or another worker's claim, waits until it ends)."""
-        fences = self._fences
-        pairs = {r: fences[r] for r in run_ids if r in fences}
-        if not pairs:
-            return self._live_run_nos(db, run_nos), set()
-        rows = db.execute(
-            "WITH r AS (SELECT run_no FROM trackway_runs WHERE run_no = ANY(%s) "
-            "ORDER BY run_no FOR SHARE), q AS (SELECT run_id FROM trackway_queue "
-            "WHERE state = 'running' AND (run_id, lease_token) IN "
-            "(SELECT * FROM unnest(%s::text[], %s::text[])) FOR SHARE) "
-            "SELECT run_no, NULL FROM r UNION ALL SELECT NULL, run_id FROM q",
-            (list(run_nos), list(pairs), list(pairs.values())),
-        ).fetchall()
-        live = {int(no) for no, _ in rows if no is not None}
-        held = {rid for _, rid in rows if rid is not None}
-        return live, set(pairs) - held
-
-    def _live_run_nos(self, db: Any, run_nos: Sequence[int]) -> set[int]:
-        """Group commit: lock the runs' rows for this transaction in one query (a concurrent
-        prune waits until it ends) and return the ones still there."""
-        if not run_nos:
-            return set()
-        cur = db.execute(
-            "SELECT run_no FROM trackway_runs WHERE run_no = ANY(%s) ORDER BY run_no FOR SHARE",
-            (list(run_nos),),
-        )
-        return {int(r[0]) for r in cur.fetchall()}
 
     def close(self) -> None:
         self._sessions.close()

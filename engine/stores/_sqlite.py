@@ -13,7 +13,7 @@ from typing import Any, Literal
 from ..core._errors import ConfigurationError, StoreError
 from ..observe._seal import Seal, check_seal
 from ._artifact_rows import ARTIFACTS_TABLE
-from ._sqlstore import SqlRunStore
+from ._group_rows import GroupRows
 
 __all__ = ["SqliteStore"]
 
@@ -131,7 +131,7 @@ _LIVE_KEPT = 10_000  # run numbers remembered as live at most (then asked again)
 PAGE_SIZE = 8192  # ~1 KB commit documents pack 7 to a page (3 on 4 KB pages)
 
 
-class SqliteStore(SqlRunStore):
+class SqliteStore(GroupRows):
     """Runs, commits and checkpoints in one SQLite file (WAL mode).
 
     ``synchronous="FULL"`` (default) makes each transaction durable against power loss;

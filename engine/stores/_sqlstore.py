@@ -31,9 +31,12 @@ from ._store import CheckpointClaim, CommitMeta, RunInfo, select_prunable, snaps
 
 __all__ = [
     "SqlRunStore",
+    "close_sql",
     "initial_doc",
     "initial_from_doc",
     "lease_lost",
+    "open_sql",
+    "outcome_doc",
     "run_deleted",
 ]
 
@@ -41,9 +44,6 @@ SPAN = 1 << 32
 """Commits of one run have ids ``run_no * SPAN + seq``."""
 ROW = "id & 4294967295, " + ", ".join(ROW_FIELDS[1:])
 """The columns of a commit row, seq first (the low 32 bits of the id)."""
-GROUP_ROWS = 100
-"""Commit rows per INSERT statement in ``append_group``: one statement (one release of the
-GIL while it runs) instead of one per row, within any SQLite's limit of 999 parameters."""
 
 
 def initial_doc(initial: dict[str, bytes]) -> bytes:
@@ -96,17 +96,12 @@ class SqlRunStore(SealedRows, LeaseFence, DamagedRows, SqlMemoryRows, SqlArtifac
     ) -> None:
         """Open (or reopen) a run; ``sealed``: its real input, sealed, when a redaction
         policy hid some of ``initial`` (a store with a seal only)."""
-        p = self._P
         self._run_nos.pop(run_id, None)  # a run deleted elsewhere and begun again: a new number
         fenced = run_id in self._fences  # a worker's: the lease is checked first
         with self._tx() if fenced else self._one() as db:
             self._check_lease(db, run_id)
             cur = db.execute(
-                "INSERT INTO trackway_runs (run_id, chart_id, status, started_at, initial, "
-                f"sealed) VALUES ({p}, {p}, 'running', {p}, {p}, {p}) ON CONFLICT (run_id) "
-                "DO UPDATE SET status = 'running', ended_at = NULL, outcome = NULL, "
-                "sealed = COALESCE(excluded.sealed, trackway_runs.sealed)"
-                + (" RETURNING run_no" if self._RETURNING else ""),
+                open_sql(self._P, self._RETURNING),
                 (run_id, chart_id, time.time(), initial_doc(initial), sealed),
             )
             rows = cur.fetchall() if self._RETURNING else ()  # all: the statement ends here
@@ -132,19 +127,11 @@ class SqlRunStore(SealedRows, LeaseFence, DamagedRows, SqlMemoryRows, SqlArtifac
         self._insert_many(db, f"INSERT INTO trackway_commits VALUES ({marks})", rows)
 
     def finish_run(self, run_id: str, status: str, outcome: Any = None) -> None:
-        p = self._P
         held, fence = self._held_clause(run_id)
         with self._one() as db:  # the lease, if any, is checked in the same statement
             cur = db.execute(
-                f"UPDATE trackway_runs SET status = {p}, ended_at = {p}, outcome = {p} "
-                f"WHERE run_id = {p}{held}",
-                (
-                    status,
-                    time.time(),
-                    None if outcome is None else orjson.dumps(outcome),
-                    run_id,
-                    *fence,
-                ),
+                close_sql(self._P, held),
+                (status, time.time(), outcome_doc(outcome), run_id, *fence),
             )
             if cur.rowcount != 1:
                 self._check_lease(db, run_id)  # a lost lease, said as such
@@ -363,60 +350,6 @@ class SqlRunStore(SealedRows, LeaseFence, DamagedRows, SqlMemoryRows, SqlArtifac
             if not self._delete(db, run_id):
                 raise UnknownRunError(f"no run {run_id!r} in {self!r}")
 
-    # -- group commit ----------------------------------------------------------------------
-
-    def append_group(self, items: Sequence[tuple[str, Sequence[Commit]]]) -> dict[str, Exception]:
-        """Write the commits of several runs in ONE transaction (one fsync for all of them:
-        group commit under ``durability="sync"``). A run deleted meanwhile (pruned) is left
-        out and returned with its error, and the others are written; any other failure
-        rolls the whole transaction back and raises."""
-        failed: dict[str, Exception] = {}
-        with self._tx() as db:
-            nos: dict[str, int] = {}
-            for run_id, _ in items:
-                try:
-                    nos[run_id] = self._run_no(db, run_id)
-                except UnknownRunError:  # begun, so deleted since (by this store object)
-                    failed[run_id] = run_deleted(run_id, self)
-            # the runs still there, and a worker's whose lease was lost (left out)
-            live, lost = self._group_locks(db, sorted(set(nos.values())), list(nos))
-            for run_id in lost:
-                failed[run_id] = lease_lost(run_id)
-                del nos[run_id]
-            rows: list[tuple[Any, ...]] = []
-            for run_id, commits in items:
-                run_no = nos.get(run_id)
-                if run_no is None:
-                    continue
-                if run_no not in live:
-                    self._run_nos.pop(run_id, None)
-                    failed[run_id] = run_deleted(run_id, self)
-                    continue
-                rows.extend(commit_rows(run_no, commits))
-            self._insert_group(db, rows)
-        return failed
-
-    def _insert_group(self, db: Any, rows: Sequence[tuple[Any, ...]]) -> None:
-        """Insert a group's commit rows: one statement per ``GROUP_ROWS`` rows."""
-        row = "(" + ", ".join([self._P] * 8) + ")"
-        for i in range(0, len(rows), GROUP_ROWS):
-            chunk = rows[i : i + GROUP_ROWS]
-            db.execute(
-                "INSERT INTO trackway_commits VALUES " + ", ".join([row] * len(chunk)),
-                [value for one in chunk for value in one],
-            )
-
-    def _live_run_nos(self, db: Any, run_nos: Sequence[int]) -> set[int]:
-        """Which of these runs still exist, inside this transaction (which serializes
-        writers in SQLite; PostgreSQL locks the rows instead)."""
-        live: set[int] = set()
-        for i in range(0, len(run_nos), 500):  # within any SQLite's limit on parameters
-            chunk = run_nos[i : i + 500]
-            marks = ", ".join([self._P] * len(chunk))
-            cur = db.execute(f"SELECT run_no FROM trackway_runs WHERE run_no IN ({marks})", chunk)
-            live.update(int(r[0]) for r in cur.fetchall())
-        return live
-
     def _run_no(self, db: Any, run_id: str) -> int:
         no = self._run_nos.get(run_id)
         if no is None:
@@ -485,6 +418,31 @@ def commit_rows(run_no: int, commits: Sequence[Commit]) -> list[tuple[Any, ...]]
         )
         for c in commits
     ]
+
+
+def open_sql(p: str, returning: bool) -> str:
+    """Open (or reopen) a run: its row inserted, or set running again; ``returning``: the
+    run's number comes back."""
+    return (
+        "INSERT INTO trackway_runs (run_id, chart_id, status, started_at, initial, sealed) "
+        f"VALUES ({p}, {p}, 'running', {p}, {p}, {p}) ON CONFLICT (run_id) DO UPDATE SET "
+        "status = 'running', ended_at = NULL, outcome = NULL, "
+        "sealed = COALESCE(excluded.sealed, trackway_runs.sealed)"
+        + (" RETURNING run_no" if returning else "")
+    )
+
+
+def close_sql(p: str, held: str) -> str:
+    """Record how a run ended (status, end time, outcome), ``held``: only while a worker's
+    lease is (see ``_held_clause``)."""
+    return (
+        f"UPDATE trackway_runs SET status = {p}, ended_at = {p}, outcome = {p} "
+        f"WHERE run_id = {p}{held}"
+    )
+
+
+def outcome_doc(outcome: Any) -> bytes | None:
+    return None if outcome is None else orjson.dumps(outcome)
 
 
 def run_deleted(run_id: str, store: object) -> UnknownRunError:

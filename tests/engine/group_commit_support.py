@@ -17,6 +17,7 @@ import pytest
 from tests.pg import pg_schema
 from trackway import Commit, Executor, FlowChart, PostgresStore, RunResult, SqliteStore, flow_chart
 from trackway.engine import RunStore
+from trackway.engine.stores._group_commit import GroupWrite
 
 MARKER = "BOOM-MARKER"  # a commit holding this value trips the injected store fault
 
@@ -26,14 +27,39 @@ MARKER = "BOOM-MARKER"  # a commit holding this value trips the injected store f
 
 class Spy:
     """Mixed into a real store: keeps the runs of every group transaction and its outcome
-    (the runs it reported failed, or the exception that rolled it back)."""
+    (the runs it reported failed, or the exception that rolled it back), what each group
+    held (``parts``: the runs it opened and ended, with how), and the runs opened and ended
+    on their own (``alone``)."""
 
     groups: list[tuple[list[str], Any]]
+    parts: list[tuple[list[str], list[tuple[str, str]]]]
+    alone: list[tuple[str, str]]
 
     def append_group(self, items: Sequence[tuple[str, Sequence[Commit]]]) -> dict[str, Exception]:
-        ids = [run_id for run_id, _ in items]
+        return self._spied([run_id for run_id, _ in items], super().append_group, items)  # type: ignore[misc]
+
+    def write_group(self, items: Sequence[GroupWrite]) -> dict[str, Exception]:
+        if all(i.opening is None and i.closing is None for i in items):
+            return super().write_group(items)  # type: ignore[misc,no-any-return] # its append_group is spied
+        self.parts.append(
+            (
+                [i.run_id for i in items if i.opening is not None],
+                [(i.run_id, i.closing.status) for i in items if i.closing is not None],
+            )
+        )
+        return self._spied([i.run_id for i in items], super().write_group, items)  # type: ignore[misc]
+
+    def begin_run(self, run_id: str, *args: Any, **kwargs: Any) -> None:
+        self.alone.append((run_id, "open"))
+        super().begin_run(run_id, *args, **kwargs)  # type: ignore[misc]
+
+    def finish_run(self, run_id: str, status: str, outcome: Any = None) -> None:
+        self.alone.append((run_id, status))
+        super().finish_run(run_id, status, outcome)  # type: ignore[misc]
+
+    def _spied(self, ids: list[str], write: Any, items: Any) -> dict[str, Exception]:
         try:
-            failed: dict[str, Exception] = super().append_group(items)  # type: ignore[misc]
+            failed: dict[str, Exception] = write(items)
         except Exception as exc:
             self.groups.append((ids, exc))
             raise
@@ -44,13 +70,13 @@ class Spy:
 class SpySqlite(Spy, SqliteStore):
     def __init__(self, path: Path) -> None:
         super().__init__(path)
-        self.groups = []
+        self.groups, self.parts, self.alone = [], [], []
 
 
 class SpyPostgres(Spy, PostgresStore):
     def __init__(self, dsn: str) -> None:
         super().__init__(dsn)
-        self.groups = []
+        self.groups, self.parts, self.alone = [], [], []
 
 
 @pytest.fixture(name="kind", params=["sqlite", "postgres"])
