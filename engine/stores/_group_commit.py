@@ -231,18 +231,18 @@ class _Committer:
             with self.lock:
                 if self.pending is flush:
                     self.pending = None  # runs queuing from now on start the next flush
-                items = [
-                    GroupWrite(s.run_id, s.opening, cs, s.closing)
+                taken = [
+                    (s, GroupWrite(s.run_id, s.opening, cs, s.closing))
                     for s, cs in self.queue.items()
                     if s.error is None
                 ]
-                sinks = [s for s in self.queue if s.error is None]
                 self.queue = {}
-                for s in sinks:
+                for s, _ in taken:
                     s.holder = flush
                     s.opening = s.closing = None
-                if not items:
+                if not taken:
                     return
+                items = [item for _, item in taken]
                 flush.size = len(items)
                 self.writing = flush
             try:
@@ -254,7 +254,7 @@ class _Committer:
             except Exception as exc:  # the whole transaction failed: every run in it fails
                 failed = {i.run_id: exc for i in items}
             with self.lock:
-                for sink, (run_id, opening, commits, closing) in zip(sinks, items, strict=True):
+                for sink, (run_id, opening, commits, closing) in taken:
                     err = failed.get(run_id)
                     if err is None:
                         sink.durable += len(commits) + (opening is not None) + (closing is not None)

@@ -12,7 +12,7 @@ and raises, so nothing of it is half written.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from ..core._commit import Commit
 from ..core._errors import LeaseLostError, UnknownRunError
@@ -204,10 +204,13 @@ _CLOSE_ALL = (
 statement; the runs it did not find were deleted meanwhile."""
 
 
-def _solo(run_ids: Sequence[str], fences: Any) -> bool:
-    """Whether these runs must take one statement each: a worker's run (its lease is checked
-    on its own), or a run named twice (one statement may touch a row once)."""
-    return any(r in fences for r in run_ids) or len(set(run_ids)) != len(run_ids)
+def _named_twice(run_ids: Sequence[str]) -> bool:
+    """A run named twice in a group (two runs given one id at once) takes one statement
+    each: one statement may touch a row only once."""
+    return len(set(run_ids)) != len(run_ids)
+
+
+_Part = TypeVar("_Part", RunOpening, RunClosing)
 
 
 class PgGroupRows(GroupRows):
@@ -244,8 +247,12 @@ class PgGroupRows(GroupRows):
         failed: dict[str, Exception],
     ) -> dict[str, int]:
         run_ids = [run_id for run_id, _ in openings]
-        if not openings or _solo(run_ids, self._fences):
+        if not openings or _named_twice(run_ids):
             return super()._open_rows(db, openings, failed)
+        openings = self._leases_held(db, openings, failed)
+        if not openings:
+            return {}
+        run_ids = [run_id for run_id, _ in openings]
         for run_id in run_ids:
             self._run_nos.pop(run_id, None)
         rows = db.execute(
@@ -267,9 +274,13 @@ class PgGroupRows(GroupRows):
         failed: dict[str, Exception],
     ) -> None:
         run_ids = [run_id for run_id, _ in closings]
-        if _solo(run_ids, self._fences):
+        if _named_twice(run_ids):
             super()._close_rows(db, closings, failed)
             return
+        closings = self._leases_held(db, closings, failed)
+        if not closings:
+            return
+        run_ids = [run_id for run_id, _ in closings]
         found = db.execute(
             _CLOSE_ALL,
             (
@@ -283,6 +294,17 @@ class PgGroupRows(GroupRows):
         for run_id in run_ids:
             if run_id not in ended:
                 failed[run_id] = run_deleted(run_id, self)
+
+    def _leases_held(
+        self, db: Any, parts: Sequence[tuple[str, _Part]], failed: dict[str, Exception]
+    ) -> list[tuple[str, _Part]]:
+        """The parts of runs no lost lease fences; a worker's run whose lease is lost goes to
+        ``failed``, and the leases held stay locked until the transaction ends (no other
+        worker claims those runs before the group commits)."""
+        lost = self._hold_leases(db, [run_id for run_id, _ in parts]) if self._fences else set()
+        for run_id in lost:
+            failed[run_id] = lease_lost(run_id)
+        return [(run_id, part) for run_id, part in parts if run_id not in lost]
 
     def _insert_group(self, db: Any, rows: Sequence[tuple[Any, ...]]) -> None:
         """One statement whatever the group's size (a ``VALUES`` list of 800 placeholders

@@ -116,8 +116,9 @@ def test_the_old_path_switch_and_a_memory_store_write_directly(tmp_path: Path) -
 
 
 class Delegating:
-    """A store of the user's own, without ``append_group``: group commit falls back to one
-    ``append`` per run in each flush (here over a real SQLite file)."""
+    """A store of the user's own, without ``append_group`` or ``write_group``: group commit
+    falls back to one ``append`` per run in each flush, and its runs open and end with
+    calls of their own (here over a real SQLite file)."""
 
     def __init__(self, inner: SqliteStore) -> None:
         self._inner = inner
@@ -128,7 +129,7 @@ class Delegating:
         self._inner.append(run_id, commits)
 
     def __getattr__(self, name: str) -> Any:
-        if name == "append_group":
+        if name in ("append_group", "write_group"):
             raise AttributeError(name)
         return getattr(self._inner, name)
 
