@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import anyio.to_thread
+
 from ..chart._chart import FlowChart
 from ..core._errors import CheckpointError, ExecutorUsageError, RecoveryError
 from ..core._paths import StagePath
@@ -18,7 +20,7 @@ from ..run._context import RunContext
 from ..run._cursor import RootCursor
 from ..stores._checkpoint import Checkpoint, check_chart
 from ..stores._store import RunStore
-from ._recovery import recovery_plan, replay_index
+from ._recovery import Pending, recovery_plan, replay_index
 from ._session import StoreSession, claim
 from ._trust import as_checkpoint, trusted_log
 
@@ -73,6 +75,27 @@ class ContinuingRuns:
         run id (the checkpoint it waits on now) or a checkpoint id (``store.paused()`` lists
         both).
         """
+        session = self._session
+        if session is not None and session.offload:  # its lookups and claim wait on a network
+            claimed = await anyio.to_thread.run_sync(self._claimed, checkpoint, value)
+        else:
+            claimed = self._claimed(checkpoint, value)
+        cp, snapshot, owned, known = claimed
+        run = self._continued(cp.run_id, snapshot)
+        run.resume_value = freeze(owned)
+        run.resume_taken = False
+        run.resume_target = str(StagePath.parse(cp.paused_at).base())
+        if session is not None:
+            await session.opened(run, with_log=not known)
+        return await self._drive(run, cp.cursor, timeout, raise_on_error)
+
+    def _claimed(
+        self, checkpoint: Checkpoint | str | bytes, value: Any
+    ) -> tuple[Checkpoint, Snapshot, Any, bool]:
+        """``resume``'s store work before the run opens: the checkpoint checked and claimed,
+        the log it continues, the resume value, and whether the store knows the run (a
+        checkpoint that carries its log may come from elsewhere: its log is then stored as
+        the run opens)."""
         cp = as_checkpoint(checkpoint, self.store, opened=self.redact is not None)
         if cp.redacted or cp.cursor is None:
             raise CheckpointError(
@@ -90,13 +113,9 @@ class ContinuingRuns:
             if self._seal is not None:
                 sealed = self._seal.seal(data, f"answer:{cp.checkpoint_id}")
         claim(self.store, cp, kept_answer, sealed)  # the store keeps the answer
-        run = self._continued(cp.run_id, snapshot)
-        run.resume_value = freeze(owned)
-        run.resume_taken = False
-        run.resume_target = str(StagePath.parse(cp.paused_at).base())
-        if self._session is not None:
-            self._session.adopt(run, embedded=cp.snapshot is not None)
-        return await self._drive(run, cp.cursor, timeout, raise_on_error)
+        session = self._session
+        known = session is None or session.knows(cp.run_id, embedded=cp.snapshot is not None)
+        return cp, snapshot, owned, known
 
     async def recover(
         self, run_id: str, *, timeout: float | None = None, raise_on_error: bool = True
@@ -124,6 +143,27 @@ class ContinuingRuns:
                 "which keeps the real values sealed beside the redacted ones"
             )
         session = self._session
+        if session.offload:  # its lookups wait on a network
+            read = await anyio.to_thread.run_sync(self._recovery, session, run_id, opened)
+        else:
+            read = self._recovery(session, run_id, opened)
+        snapshot, pending = read
+        run = self._continued(run_id, snapshot)
+        run.replay = replay_index(snapshot.commits)
+        if pending is not None:  # a resume claimed its answer and died before using it
+            where = pending.paused_at or run_id
+            run.resume_value = freeze(encode_value(pending.value, "resume value", where)[1])
+            run.resume_taken = False
+            if pending.paused_at:
+                run.resume_target = str(StagePath.parse(pending.paused_at).base())
+        await session.opened(run)
+        return await self._drive(run, None, timeout, raise_on_error)
+
+    def _recovery(
+        self, session: StoreSession, run_id: str, opened: bool
+    ) -> tuple[Snapshot, Pending | None]:
+        """``recover``'s store work before the run opens: its log, and the answer a resume
+        claimed and did not use, if any."""
         snapshot = session.call(
             lambda s: s._load(run_id, opened=True) if opened else s.load(run_id),  # type: ignore[attr-defined]
             f"load run {run_id!r}",
@@ -135,13 +175,4 @@ class ContinuingRuns:
         pending = session.call(
             lambda s: recovery_plan(s, snapshot, opened=opened), "read the run's claims"
         )
-        run = self._continued(run_id, snapshot)
-        run.replay = replay_index(snapshot.commits)
-        if pending is not None:  # a resume claimed its answer and died before using it
-            where = pending.paused_at or run_id
-            run.resume_value = freeze(encode_value(pending.value, "resume value", where)[1])
-            run.resume_taken = False
-            if pending.paused_at:
-                run.resume_target = str(StagePath.parse(pending.paused_at).base())
-        session.begin(run)
-        return await self._drive(run, None, timeout, raise_on_error)
+        return snapshot, pending

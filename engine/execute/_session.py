@@ -208,17 +208,18 @@ class StoreSession:
             return sink
         return None
 
-    def adopt(self, run: RunContext, *, embedded: bool) -> None:
-        """Reopen a resumed run; a run the store has never seen gets the log so far first."""
+    def knows(self, run_id: str, *, embedded: bool) -> bool:
+        """Whether the store holds a resumed run: one whose checkpoint carries its log
+        (``embedded``) may come from elsewhere, and then gets the log so far as it opens."""
         from ..core._errors import UnknownRunError
 
-        known = True
-        if embedded:
-            try:
-                self.call(lambda s: s.history(run.run_id), "look the run up")
-            except UnknownRunError:
-                known = False
-        self.begin(run, with_log=not known)
+        if not embedded:
+            return True
+        try:
+            self.call(lambda s: s.history(run_id), "look the run up")
+        except UnknownRunError:
+            return False
+        return True
 
     def open_sink(self, run: RunContext) -> Sink:
         """The run's sink (made once: ``opened`` may have made it to open the run)."""

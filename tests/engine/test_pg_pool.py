@@ -137,6 +137,83 @@ def test_a_run_opening_behind_a_lock_blocks_the_loop_only_without_offload(offloa
             store.close()
 
 
+_WATCHED = (
+    "load",
+    "_load",
+    "history",
+    "load_checkpoint",
+    "claim_checkpoint",
+    "checkpoint_claim",
+    "begin_run",
+    "save_checkpoint",
+    "finish_run",
+)
+"""What a resume or a recovery asks the store, besides its commits (a lone run writes those
+on the loop: nothing else of its own could run meanwhile)."""
+
+
+class _Threads(PostgresStore):
+    """Notes the thread of every call in ``_WATCHED``."""
+
+    def __init__(self, dsn: str, *, offload: bool) -> None:
+        super().__init__(dsn, offload=offload)
+        self.threads: list[tuple[str, int]] = []
+
+
+def _watch(name: str) -> Any:
+    def call(self: _Threads, *args: Any, **kwargs: Any) -> Any:
+        self.threads.append((name, threading.get_ident()))
+        return getattr(PostgresStore, name)(self, *args, **kwargs)
+
+    return call
+
+
+for _name in _WATCHED:
+    setattr(_Threads, _name, _watch(_name))
+
+
+@pytest.mark.usefixtures("async_backend")
+@pytest.mark.parametrize("offload", [True, False])
+def test_resume_and_recover_keep_their_store_calls_off_the_loop_with_offload(
+    offload: bool,
+) -> None:
+    """A resume looks up its checkpoint and log and claims it, a recovery reads the run's
+    log and claims, and both reopen the run: with ``offload`` none of it waits on the loop."""
+
+    def ask(s: Any) -> None:
+        s.pause({"q": 1})
+
+    chart = (
+        flow_chart("Ask", ask, id="ask", on_resume=lambda s, v: s.__setitem__("a", v))
+        .then("B", lambda s: s.__setitem__("b", 1), id="b")
+        .build()
+    )
+    with pg_schema("tw") as dsn:
+        store = _Threads(dsn, offload=offload)
+        executor = Executor(chart, store=store)
+        try:
+            paused = executor.run_sync()
+            store.begin_run("stopped", chart.id, {})  # a run whose process died at once
+
+            async def main() -> tuple[int, list[Any]]:
+                loop = threading.get_ident()
+                assert paused.checkpoint is not None
+                resumed = await executor.resume(paused.checkpoint.checkpoint_id, "yes")
+                recovered = await executor.recover("stopped")
+                return loop, [resumed, recovered]
+
+            store.threads.clear()
+            loop, results = run_async(main)
+            assert [r.status for r in results] == ["done", "paused"]  # it paused again
+            assert results[0].state["a"] == "yes"
+            called = {name for name, _ in store.threads}
+            assert {"load_checkpoint", "claim_checkpoint", "begin_run", "_load"} <= called
+            on_loop = [name for name, thread in store.threads if thread == loop]
+            assert on_loop == ([] if offload else [name for name, _ in store.threads])
+        finally:
+            store.close()
+
+
 @pytest.mark.parametrize("where", ["statement", "commit"])
 def test_a_session_lost_inside_a_transaction_fails_the_call_as_a_store_error(where: str) -> None:
     """Ended after ``BEGIN`` (before a statement, or before ``COMMIT``): the call fails with
