@@ -424,15 +424,21 @@ class Worker:
                 error=outcome.error,
             )
         except Exception as exc:
-            log_line(
-                logging.ERROR,
-                "settle_failed",
-                f"could not record how {claim.run_id} went "
-                f"({exc}); its lease expires and another worker finds out from its log",
-                self,
-                run_id=claim.run_id,
-            )
-            return
+            # a connection lost during the settle may have committed it: read the row back
+            try:
+                kept = self.store._queue_settled(claim, state)
+            except Exception:
+                kept = False
+            if not kept:
+                log_line(
+                    logging.ERROR,
+                    "settle_failed",
+                    f"could not record how {claim.run_id} went "
+                    f"({exc}); its lease expires and another worker finds out from its log",
+                    self,
+                    run_id=claim.run_id,
+                )
+                return
         if not kept:
             log_line(
                 logging.WARNING,

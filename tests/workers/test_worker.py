@@ -18,7 +18,7 @@ from psycopg.conninfo import make_conninfo
 from tests.backends import run_async
 from trackway import Executor, MemoryStore, PostgresStore
 from trackway.agent import Agent, mock, served_at
-from trackway.engine import ConfigurationError, UnknownRunError, Worker
+from trackway.engine import ConfigurationError, StoreError, UnknownRunError, Worker
 from trackway.engine.run._release import Released, StopSignal, driving_with
 from trackway.tools import ask_human
 
@@ -420,3 +420,50 @@ def test_every_write_of_a_fenced_run_holds_its_lease(store: PostgresStore) -> No
 def _raise_first(failed: dict[str, Exception]) -> None:
     for error in failed.values():
         raise error
+
+
+@pytest.mark.parametrize("landed", [True, False])
+def test_a_settle_whose_connection_is_lost_is_read_back(
+    store: PostgresStore, caplog: pytest.LogCaptureFixture, landed: bool
+) -> None:
+    """The connection is lost during the settle (a restart): it may have committed. The
+    worker reads the row back: a settle that landed is reported settled, once; one that
+    did not is reported failed, and the next worker takes the run over once its lease runs
+    out. (The lost connection is injected: it cannot be timed against a real COMMIT here.)"""
+    rid = store.submit("steps", {"seed": 1})
+    real = store._queue_settle
+    calls: list[str] = []
+
+    def settle(run_id: str, token: str, state: str, **kw: Any) -> bool:
+        calls.append(state)
+        if len(calls) == 1:
+            if landed:
+                real(run_id, token, state, **kw)
+            raise StoreError("the connection to PostgreSQL was lost during a transaction")
+        return real(run_id, token, state, **kw)
+
+    store._queue_settle = settle  # type: ignore[method-assign]
+    with caplog.at_level(logging.INFO, logger="trackway.worker"):
+        report = _worker(store, lease_seconds=0.6).run_sync(idle_exit=True)
+        if not landed:  # still leased to the first worker: the next one takes it over
+            assert store.queued(rid).state == "running" and report.done == 0
+            time.sleep(0.7)
+            report = _worker(store).run_sync(idle_exit=True)
+    events = [getattr(r, "event", "") for r in caplog.records]
+    assert store.queued(rid).state == "done" and store.load(rid).status == "done"
+    assert events.count("settled") == 1 and report.done == 1
+    assert events.count("settle_failed") == (0 if landed else 1)
+    assert calls == (["done"] if landed else ["done", "done"])
+
+
+def test_a_settle_read_back_tells_a_later_claim_apart(store: PostgresStore) -> None:
+    """A settle read back counts only if no worker claimed the run since (the row's claim
+    count), so another worker's settle is never taken for this one's."""
+    rid = store.submit("steps", {})
+    (first,) = store._queue_claim("w1", 0.0, 1, ["steps"])
+    assert not store._queue_settled(first, "done")  # not settled: still running, leased
+    (second,) = store._queue_claim("w2", 30.0, 1, ["steps"], idle=True)  # w1's lease ran out
+    assert second.claims == first.claims + 1
+    assert store._queue_settle(rid, second.token, "done")
+    assert store._queue_settled(second, "done") and not store._queue_settled(second, "failed")
+    assert not store._queue_settled(first, "done")  # w2 settled it, not w1

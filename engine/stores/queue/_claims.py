@@ -56,6 +56,8 @@ class Claim(NamedTuple):
     unanswered (``PgRunQueue._queue_answer`` opens it)."""
     token: str = ""
     solo: bool = False
+    claims: int = 0
+    """The row's claim count with this claim: a later claim by another worker raises it."""
 
 
 def _raw(value: Any) -> bytes | None:
@@ -63,7 +65,7 @@ def _raw(value: Any) -> bytes | None:
 
 
 def _claim(r: Sequence[Any]) -> Claim:
-    return Claim(r[0], r[1], bytes(r[2]), r[3], r[4], r[5], _raw(r[6]), r[7], r[8])
+    return Claim(r[0], r[1], bytes(r[2]), r[3], r[4], r[5], _raw(r[6]), r[7], r[8], r[9])
 
 
 _FRESH = "(state IN ('queued', 'answered') OR (state = 'running' AND worker IS NULL))"
@@ -72,7 +74,7 @@ _SUSPECT = f"(state = 'running' AND worker IS NOT NULL AND lease_until < {_NOW})
 """Runnable rows whose worker died (or froze) holding them: claimed solo."""
 _CLAIMED = (
     "RETURNING q.run_id, q.name, q.input, picked.was, q.attempts, q.checkpoint_id, q.answer, "
-    "q.lease_token, q.solo"
+    "q.lease_token, q.solo, q.claims"
 )
 
 
@@ -185,6 +187,17 @@ class QueueClaims:
             if settled is not None and release:  # claimable again: a listening worker wakes
                 db.execute(NOTIFY_SQL, (settled[0],))
             return settled is not None
+
+    def _queue_settled(self, claim: Claim, state: str) -> bool:
+        """Whether this claim's settle as ``state`` landed: asked when the connection was
+        lost during it (it may have committed). It did if the row holds ``state`` with no
+        lease and no worker claimed the run since."""
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT state, claims, lease_token FROM trackway_queue WHERE run_id = %s",
+                (claim.run_id,),
+            ).fetchone()
+        return row is not None and (row[0], row[1], row[2]) == (state, claim.claims, None)
 
     def _queue_listener(
         self, names: Sequence[str], heard: Callable[[], None], label: str
