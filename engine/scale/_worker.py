@@ -348,7 +348,8 @@ class Worker:
             sig = self._active[claim.run_id]
         if self._stopping:
             sig.request("the worker is stopping")
-        self._counts["claimed"] += 1
+        with self._lock:
+            self._counts["claimed"] += 1
         log_line(
             logging.INFO,
             "claimed",
@@ -397,7 +398,10 @@ class Worker:
         with self._lock:
             self._active.pop(claim.run_id, None)
         try:
-            self._settle(claim, outcome)
+            if self.store.offloads_io:  # the settle waits on the server: not on the loop
+                await anyio.to_thread.run_sync(self._settle, claim, outcome)
+            else:
+                self._settle(claim, outcome)
         finally:
             with self._lock:
                 self._tokens.pop(claim.run_id, None)
@@ -450,7 +454,8 @@ class Worker:
             )
             return
         key = "released" if outcome.retry else outcome.status
-        self._counts[key] = self._counts.get(key, 0) + 1
+        with self._lock:  # settles of several runs may end at once, in worker threads
+            self._counts[key] = self._counts.get(key, 0) + 1
         log_line(
             logging.INFO,
             "settled",

@@ -467,3 +467,20 @@ def test_a_settle_read_back_tells_a_later_claim_apart(store: PostgresStore) -> N
     assert store._queue_settle(rid, second.token, "done")
     assert store._queue_settled(second, "done") and not store._queue_settled(second, "failed")
     assert not store._queue_settled(first, "done")  # w2 settled it, not w1
+
+
+def test_a_settle_waits_on_the_server_off_the_event_loop(store: PostgresStore) -> None:
+    """How each run went is recorded from a worker thread: the loop serves the other runs
+    meanwhile (the store offloads, as ``PostgresStore`` does by default)."""
+    rids = [store.submit("steps", {"seed": i}) for i in range(3)]
+    real = store._queue_settle
+    threads: list[int] = []
+
+    def settle(*args: Any, **kw: Any) -> bool:
+        threads.append(threading.get_ident())
+        return real(*args, **kw)
+
+    store._queue_settle = settle  # type: ignore[method-assign]
+    report = _worker(store).run_sync(idle_exit=True)  # its event loop runs in this thread
+    assert report.done == 3 and all(store.queued(r).state == "done" for r in rids)
+    assert len(threads) == 3 and threading.get_ident() not in threads
