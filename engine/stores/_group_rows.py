@@ -50,6 +50,12 @@ class GroupRows(SqlRunStore):
                 raise ValueError(f"run {i.run_id!r}: an opening is written alone")
         failed: dict[str, Exception] = {}
         with self._tx() as db:
+            # a worker's runs: every lease of the group held (locked in run id order) at
+            # once, before any other row, so two transactions never lock them crosswise
+            fenced = sorted({i.run_id for i in items if i.run_id in self._fences})
+            for run_id in self._hold_leases(db, fenced) if fenced else ():
+                failed[run_id] = lease_lost(run_id)
+            items = [i for i in items if i.run_id not in failed]
             opened = self._open_rows(
                 db, [(i.run_id, i.opening) for i in items if i.opening is not None], failed
             )
@@ -325,7 +331,7 @@ class PgGroupRows(GroupRows):
             "WITH r AS (SELECT run_no FROM trackway_runs WHERE run_no = ANY(%s) "
             "ORDER BY run_no FOR SHARE), q AS (SELECT run_id FROM trackway_queue "
             "WHERE state = 'running' AND (run_id, lease_token) IN "
-            "(SELECT * FROM unnest(%s::text[], %s::text[])) FOR SHARE) "
+            "(SELECT * FROM unnest(%s::text[], %s::text[])) ORDER BY run_id FOR SHARE) "
             "SELECT run_no, NULL FROM r UNION ALL SELECT NULL, run_id FROM q",
             (list(run_nos), list(pairs), list(pairs.values())),
         ).fetchall()

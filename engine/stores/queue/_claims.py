@@ -142,11 +142,15 @@ class QueueClaims:
             )
             if not held:
                 return set()
+            # the rows locked in run id order, as every writer that holds leases locks them
+            # (a group transaction's FOR SHARE): taken in any other order, two such
+            # transactions can deadlock
             rows = db.execute(
-                f"UPDATE trackway_queue SET lease_until = {_NOW} + %s WHERE state = 'running' "
+                "WITH mine AS (SELECT run_id FROM trackway_queue WHERE state = 'running' "
                 "AND (run_id, lease_token) IN (SELECT * FROM unnest(%s::text[], %s::text[])) "
-                "RETURNING run_id",
-                (lease, list(held), list(held.values())),
+                f"ORDER BY run_id FOR UPDATE) UPDATE trackway_queue q SET lease_until = {_NOW} "
+                "+ %s FROM mine WHERE q.run_id = mine.run_id RETURNING q.run_id",
+                (list(held), list(held.values()), lease),
             ).fetchall()
         return {r[0] for r in rows}
 
@@ -275,7 +279,7 @@ class QueueClaims:
             return set()
         rows = db.execute(
             "SELECT run_id FROM trackway_queue WHERE state = 'running' AND (run_id, lease_token) "
-            "IN (SELECT * FROM unnest(%s::text[], %s::text[])) FOR SHARE",
+            "IN (SELECT * FROM unnest(%s::text[], %s::text[])) ORDER BY run_id FOR SHARE",
             (list(pairs), list(pairs.values())),
         ).fetchall()
         return set(pairs) - {r[0] for r in rows}
