@@ -175,14 +175,18 @@ def _fault_on_runs(store: Any, when: str) -> None:
         )
 
 
-async def _run_each(executor: Executor, inputs: list[dict[str, Any]]) -> list[Any]:
-    """Every run at once; a run that could not open comes back as its exception."""
+async def _run_each(
+    executor: Executor, inputs: list[dict[str, Any]], refused: list[StoreError]
+) -> list[Any]:
+    """Every run at once; a run that could not open comes back as its exception (and is
+    added to ``refused`` as it comes)."""
     out: list[Any] = [None] * len(inputs)
 
     async def one(i: int) -> None:
         try:
             out[i] = await executor.run(inputs[i], raise_on_error=False)
         except StoreError as exc:
+            refused.append(exc)
             out[i] = exc
 
     async with anyio.create_task_group() as tasks:
@@ -203,9 +207,11 @@ def test_a_fault_opening_a_run_fails_the_runs_of_that_flush_and_stores_none_of_i
     _fault_on_runs(spy, "open")
     acked: dict[int, int] = {}
     inputs = inputs_of(16)
-    victim = 9
+    victim = 15  # opens last, while every other run holds its first stage: it opens in a group
     inputs[victim]["mark"] = MARKER
-    results = run_async(_run_each, Executor(counting_chart(4, acked), store=spy), inputs)
+    seen: list[StoreError] = []
+    chart = counting_chart(4, acked, late=0, until=lambda: bool(seen))
+    results = run_async(_run_each, Executor(chart, store=spy), inputs, seen)
 
     ids = _failed_group(spy)
     stored = {i.run_id: i for i in spy.list_runs()}
@@ -233,9 +239,10 @@ def test_a_fault_ending_a_run_fails_the_runs_of_that_flush_and_keeps_what_was_ac
     _fault_on_runs(spy, "close")
     acked: dict[int, int] = {}
     inputs = inputs_of(16)
-    victim = 5
+    victim = 0  # ends while every other run holds its first stage: it ends in a group
     inputs[victim]["mark"] = MARKER
-    results = run_async(run_all, Executor(counting_chart(4, acked), store=spy), inputs)
+    chart = counting_chart(4, acked, late=1, until=lambda: acked.get(victim, 0) >= 3)
+    results = run_async(run_all, Executor(chart, store=spy), inputs)
 
     ids = _failed_group(spy)
     gone = results[victim]
