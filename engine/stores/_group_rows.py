@@ -12,7 +12,7 @@ and raises, so nothing of it is half written.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from ..core._commit import Commit
 from ..core._errors import LeaseLostError, UnknownRunError
@@ -86,19 +86,14 @@ class GroupRows(SqlRunStore):
         openings: Sequence[tuple[str, RunOpening]],
         failed: dict[str, Exception],
     ) -> dict[str, int]:
-        """Open runs (``begin_run`` each) and return their numbers; a worker's run whose
-        lease is lost is left out, in ``failed``."""
+        """Open runs (``begin_run`` each) and return their numbers (a worker's leases were
+        held by ``write_group`` first)."""
         if not openings:
             return {}
-        fenced = [run_id for run_id, _ in openings if run_id in self._fences]
-        lost = self._hold_leases(db, fenced) if fenced else set()
         p = self._P
         sql = open_sql(p, self._RETURNING)
         nos: dict[str, int] = {}
         for run_id, (chart_id, initial, sealed, started_at) in openings:
-            if run_id in lost:
-                failed[run_id] = lease_lost(run_id)
-                continue
             self._run_nos.pop(run_id, None)  # deleted elsewhere and begun again: a new number
             cur = db.execute(sql, (run_id, chart_id, started_at, initial_doc(initial), sealed))
             if not self._RETURNING:
@@ -216,9 +211,6 @@ def _named_twice(run_ids: Sequence[str]) -> bool:
     return len(set(run_ids)) != len(run_ids)
 
 
-_Part = TypeVar("_Part", RunOpening, RunClosing)
-
-
 class PgGroupRows(GroupRows):
     """PostgreSQL's group writes: each part of a group in one statement (a column of each
     field as an array, so the query text never changes and is parsed once)."""
@@ -255,10 +247,6 @@ class PgGroupRows(GroupRows):
         run_ids = [run_id for run_id, _ in openings]
         if not openings or _named_twice(run_ids):
             return super()._open_rows(db, openings, failed)
-        openings = self._leases_held(db, openings, failed)
-        if not openings:
-            return {}
-        run_ids = [run_id for run_id, _ in openings]
         for run_id in run_ids:
             self._run_nos.pop(run_id, None)
         rows = db.execute(
@@ -283,10 +271,6 @@ class PgGroupRows(GroupRows):
         if _named_twice(run_ids):
             super()._close_rows(db, closings, failed)
             return
-        closings = self._leases_held(db, closings, failed)
-        if not closings:
-            return
-        run_ids = [run_id for run_id, _ in closings]
         found = db.execute(
             _CLOSE_ALL,
             (
@@ -300,17 +284,6 @@ class PgGroupRows(GroupRows):
         for run_id in run_ids:
             if run_id not in ended:
                 failed[run_id] = run_deleted(run_id, self)
-
-    def _leases_held(
-        self, db: Any, parts: Sequence[tuple[str, _Part]], failed: dict[str, Exception]
-    ) -> list[tuple[str, _Part]]:
-        """The parts of runs no lost lease fences; a worker's run whose lease is lost goes to
-        ``failed``, and the leases held stay locked until the transaction ends (no other
-        worker claims those runs before the group commits)."""
-        lost = self._hold_leases(db, [run_id for run_id, _ in parts]) if self._fences else set()
-        for run_id in lost:
-            failed[run_id] = lease_lost(run_id)
-        return [(run_id, part) for run_id, part in parts if run_id not in lost]
 
     def _insert_group(self, db: Any, rows: Sequence[tuple[Any, ...]]) -> None:
         """One statement whatever the group's size (a ``VALUES`` list of 800 placeholders
