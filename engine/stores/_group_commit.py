@@ -156,7 +156,7 @@ class _Committer:
     (every run waits for it) first waits, without blocking the loop, for the one before it.
     """
 
-    __slots__ = ("lock", "pending", "queue", "store", "users", "write_lock", "writing")
+    __slots__ = ("lock", "parts", "pending", "queue", "store", "users", "write_lock", "writing")
 
     def __init__(self, store: RunStore) -> None:
         self.store = store
@@ -166,6 +166,7 @@ class _Committer:
         self.queue: dict[GroupSink, list[Commit]] = {}
         self.pending: _Flush | None = None
         self.writing: _Flush | None = None  # the flush whose transaction is under way
+        self.parts = 0  # openings and endings queued (a flush of commits alone has none)
 
     async def settle(self, sink: GroupSink, target: int) -> None:
         """Wait until ``sink``'s commits up to ``target`` are durable (or failed): wait for
@@ -232,30 +233,29 @@ class _Committer:
                 if self.pending is flush:
                     self.pending = None  # runs queuing from now on start the next flush
                 taken = [
-                    (s, GroupWrite(s.run_id, s.opening, cs, s.closing))
-                    for s, cs in self.queue.items()
-                    if s.error is None
+                    (s, cs, s.opening, s.closing) for s, cs in self.queue.items() if s.error is None
                 ]
+                parts, self.parts = self.parts, 0
                 self.queue = {}
-                for s, _ in taken:
+                for s, *_ in taken:
                     s.holder = flush
                     s.opening = s.closing = None
                 if not taken:
                     return
-                items = [item for _, item in taken]
-                flush.size = len(items)
+                flush.size = len(taken)
                 self.writing = flush
             try:
-                if any(i.opening is not None or i.closing is not None for i in items):
-                    # only queued where the store has it (see the session's ``_grouped``)
-                    failed = self.store.write_group(items)  # type: ignore[attr-defined]
-                else:
-                    failed = append_group(self.store, [(i.run_id, i.commits) for i in items])
+                if parts:  # only queued where the store has it (see the session's ``_grouped``)
+                    failed = self.store.write_group(  # type: ignore[attr-defined]
+                        [GroupWrite(s.run_id, o, cs, e) for s, cs, o, e in taken]
+                    )
+                else:  # commits alone: no record built per run
+                    failed = append_group(self.store, [(s.run_id, cs) for s, cs, _, _ in taken])
             except Exception as exc:  # the whole transaction failed: every run in it fails
-                failed = {i.run_id: exc for i in items}
+                failed = {s.run_id: exc for s, *_ in taken}
             with self.lock:
-                for sink, (run_id, opening, commits, closing) in taken:
-                    err = failed.get(run_id)
+                for sink, commits, opening, closing in taken:
+                    err = failed.get(sink.run_id)
                     if err is None:
                         sink.durable += len(commits) + (opening is not None) + (closing is not None)
                     elif commits:
@@ -264,7 +264,7 @@ class _Committer:
                         sink.fail(err, None, "open the run" if opening else "finish the run")
                     sink.holder = None
                 self.writing = None
-            STATS.add(sum(len(i.commits) for i in items))
+            STATS.add(sum(len(cs) for _, cs, _, _ in taken))
         finally:
             flush.finished.set()
 
@@ -335,6 +335,7 @@ class GroupSink:
         self.queued += 1
         with c.lock:
             self.opening, self.closing = opening, closing
+            c.parts += 1
             if self not in c.queue:
                 c.queue[self] = []
         with anyio.CancelScope(shield=True):
