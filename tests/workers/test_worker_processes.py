@@ -217,7 +217,10 @@ def test_twenty_sigkills_mid_run_and_every_run_completes_whole(
     for rid in runs:
         entry = store.queued(rid)
         snap = store.load(rid)
-        assert (entry.state, snap.status) == ("done", "done")
+        assert (entry.state, snap.status) == ("done", "done"), (
+            f"{rid}: {entry.error!r} after {entry.claims} claims ({entry.attempts} attempts); "
+            f"{snap.error!r}"
+        )
         assert _log_is_whole(store, rid) == EXPECTED_PATHS  # nothing twice, nothing skipped
         assert snap.state["total"] == TOTAL and snap.state["seed"] == runs.index(rid)
         recovered += entry.claims > 1
