@@ -5,7 +5,6 @@ under ``.findings()``), and an answer judged against the output schema."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from contextlib import aclosing
 from typing import Any
 
 from pydantic import BaseModel
@@ -66,7 +65,7 @@ async def stream_model(cfg: AgentConfig, scope: TrackedScope, request: Any) -> L
     stream: Any = getattr(cfg.provider, "stream", None)  # there is one: see streams()
     pieces = stream(request)
     held = AnswerHoldback() if cfg.findings else None  # notes never reach the stream
-    async with aclosing(pieces):  # closed here if the run stops mid-stream
+    try:
         async for piece in pieces:
             if isinstance(piece, StreamDelta):
                 text = piece.text if held is None or not piece.text else held.feed(piece.text)
@@ -74,6 +73,8 @@ async def stream_model(cfg: AgentConfig, scope: TrackedScope, request: Any) -> L
                     scope.emit("stream.token", {"text": text})
             else:
                 final = piece
+    finally:
+        await pieces.aclose()  # closed here if the run stops mid-stream (as aclosing does)
     if held is not None and (tail := held.finish()):
         scope.emit("stream.token", {"text": tail})
     if final is None:

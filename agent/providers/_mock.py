@@ -144,17 +144,52 @@ class MockProvider:
     async def complete(self, request: LLMRequest) -> LLMResponse:
         return self._next(request)
 
-    async def stream(self, request: LLMRequest) -> AsyncIterator[StreamDelta | LLMResponse]:
-        response = self._next(request)
-        if self._stream and response.content:
-            words = response.content.split(" ")
-            for i, word in enumerate(words):
-                yield StreamDelta(text=word if i == 0 else " " + word)
-        yield response
+    def stream(self, request: LLMRequest) -> AsyncIterator[StreamDelta | LLMResponse]:
+        """The answer's words (with ``stream=True``), then the answer itself."""
+        return _Pieces(self, request)
 
     @property
     def streams(self) -> bool:
         return self._stream
+
+
+class _Pieces:
+    """A mock stream: an async iterator, not an async generator, so a call costs no
+    registration with the event loop's generator bookkeeping (a test double should not
+    weigh on what a bench measures). The reply is taken at the first step, as a
+    generator's body would take it."""
+
+    __slots__ = ("_items", "_provider", "_request")
+
+    def __init__(self, provider: MockProvider, request: LLMRequest) -> None:
+        self._provider: MockProvider | None = provider
+        self._request = request
+        self._items: list[StreamDelta | LLMResponse] = []
+
+    def __aiter__(self) -> _Pieces:
+        return self
+
+    async def __anext__(self) -> StreamDelta | LLMResponse:
+        provider = self._provider
+        if provider is not None:
+            self._provider = None
+            response = provider._next(self._request)
+            items = self._items
+            if provider._stream and response.content:
+                words = response.content.split(" ")
+                items.extend(
+                    StreamDelta(text=word if i == 0 else " " + word) for i, word in enumerate(words)
+                )
+            items.append(response)
+            items.reverse()  # handed out from the end
+        if not self._items:
+            raise StopAsyncIteration
+        return self._items.pop()
+
+    async def aclose(self) -> None:
+        """Stop the stream: nothing more is handed out (nor asked of the script)."""
+        self._provider = None
+        self._items.clear()
 
 
 def mock(
@@ -171,8 +206,10 @@ def mock(
     if given != 1:
         raise ProviderConfigError("mock() takes exactly one of reply=, replies= or respond=")
     if reply is not None:
+        # a text reply is the same answer every call: built (and validated) once
+        answer = _as_response(reply, 0) if isinstance(reply, str) else reply
         return MockProvider(
-            respond=lambda _request: reply, stream=stream, keep_requests=keep_requests
+            respond=lambda _request: answer, stream=stream, keep_requests=keep_requests
         )
     return MockProvider(
         replies=replies, respond=respond, stream=stream, keep_requests=keep_requests

@@ -262,7 +262,7 @@ class Agent(
         recorders = (self._events, live or self._live, *self._attached)
         made = self._made
         if made is not None and made[0] is runtime and made[1] is self._chart and made[2] == limit:
-            return made[3]._with_recorders(recorders)
+            return made[3]._with_recorders(recorders, checked=2)  # its bus and live log
         executor = Executor(
             self._chart,
             recorders=recorders,

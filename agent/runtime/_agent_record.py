@@ -27,13 +27,20 @@ class LiveLog(Recorder):
 
     def __init__(self) -> None:
         self.run_id = ""
-        self.initial: dict[str, Any] = {}
+        self._input: Mapping[str, Any] = {}
         self.commits: list[Commit] = []
+
+    @property
+    def initial(self) -> dict[str, Any]:
+        """The run's input, as plain values (thawed when asked: most runs never are)."""
+        thawed: dict[str, Any] = thaw(self._input)
+        return thawed
 
     def on_run_start(self, event: RunStartEvent) -> None:
         if event.seq == 0:
-            self.commits = []
-            self.initial = thaw(event.input)
+            if self.commits:
+                self.commits = []
+            self._input = event.input  # frozen values: kept as they are, never changed
         self.run_id = event.run_id
 
     def on_commit(self, commit: Commit) -> None:

@@ -146,9 +146,10 @@ class StateStore:
 
     def current(self) -> dict[str, Any]:
         """Every live key of this frame (and its parent) with its current value."""
-        out = {} if self._parent is None else self._parent.current()
-        for key, h in self._keys.items():
-            v = h[-1]
+        if self._parent is None:  # a run's own state: its newest values, deletes left out
+            return {key: v for key, v in self.latest.items() if v is not DELETED}
+        out = self._parent.current()
+        for key, v in self.latest.items():  # each key's newest value (``_push`` keeps both)
             if v is DELETED:
                 out.pop(key, None)
             else:

@@ -11,7 +11,6 @@ and splitting it would scatter that one decision.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -67,6 +66,29 @@ class RunResult:
     error: RunError | None = None
     break_reason: str | None = None
     checkpoint: Checkpoint | None = None
+
+
+def _result(
+    run_id: str,
+    status: RunStatus,
+    state: FrozenDict,
+    snapshot: Snapshot,
+    error: RunError | None,
+    break_reason: str | None,
+    checkpoint: Checkpoint | None,
+) -> RunResult:
+    """``RunResult(...)`` without the frozen dataclass's ``object.__setattr__`` per field
+    (once per run); ``test_executor`` checks it sets every field the class has."""
+    result = object.__new__(RunResult)
+    d = result.__dict__
+    d["run_id"] = run_id
+    d["status"] = status
+    d["state"] = state
+    d["snapshot"] = snapshot
+    d["error"] = error
+    d["break_reason"] = break_reason
+    d["checkpoint"] = checkpoint
+    return result
 
 
 class Executor(ContinuingRuns, SyncTwins):
@@ -142,11 +164,14 @@ class Executor(ContinuingRuns, SyncTwins):
         """The store's seal: under a policy, real values are kept sealed beside redacted
         ones, so runs resume by id and recover (``_seal``)."""
 
-    def _with_recorders(self, recorders: Sequence[object]) -> Executor:
+    def _with_recorders(
+        self, recorders: Sequence[object], *, checked: int = 0
+    ) -> Executor:
         """This executor with other recorders: what the constructor checked of everything
         else holds, so an agent, which needs an executor per run (a live log of its own),
-        pays only for checking the recorders."""
-        for recorder in recorders:
+        pays only for checking the recorders; the first ``checked`` are its own, known
+        good."""
+        for recorder in recorders[checked:]:
             check_recorder(recorder)
         clone = object.__new__(type(self))
         clone.__dict__.update(self.__dict__)
@@ -278,21 +303,23 @@ class Executor(ContinuingRuns, SyncTwins):
         session = self._session
         sink: Sink | None = None if session is None else session.open_sink(run)
         rec = run.recorders
-        rec.fire(
-            "on_run_start",
-            RunStartEvent(run.run_id, self.chart.id, len(run.log), run.root.current()),
-        )
+        if rec.defines("on_run_start"):
+            rec.fire(
+                "on_run_start",
+                RunStartEvent(run.run_id, self.chart.id, len(run.log), run.root.current()),
+            )
         error: RunError | None = None
         broke: str | None = None
         paused: Paused | None = None
         run.deadline = None if timeout is None else time.monotonic() + timeout
         try:
-            with anyio.fail_after(timeout) if timeout is not None else contextlib.nullcontext():
-                if opening is not None:
-                    if opening.writes:
-                        run.root.apply(opening.seq, opening.writes)
-                    run.append(opening)
+            if timeout is None:  # no deadline: no cancel scope around the walk
+                _opened(run, opening)
                 broke = await run_root(run, cursor)
+            else:
+                with anyio.fail_after(timeout):
+                    _opened(run, opening)
+                    broke = await run_root(run, cursor)
         except RunError as exc:
             error = exc
         except Paused as exc:
@@ -316,7 +343,7 @@ class Executor(ContinuingRuns, SyncTwins):
             run.locals.close()
             raise
         run.locals.close()
-        if error is None and paused is None:
+        if error is None and paused is None and self.chart.output_schema is not None:
             hidden = None if run.redactor is None else run.redactor.hidden_path
             error = check_output(self.chart, run.root.current(), hidden)
         status: RunStatus = (
@@ -348,8 +375,10 @@ class Executor(ContinuingRuns, SyncTwins):
         if info is not None and rec.any:
             at = error.stage_path if error is not None else None
             rec.fire("on_error", ErrorEvent(run.run_id, at, len(run.log), info))
-        rec.fire("on_run_end", RunEndEvent(run.run_id, len(run.log), status, info, broke))
-        rec.flush()  # deferred recorders hear everything before run() returns or pauses
+        if rec.defines("on_run_end"):
+            rec.fire("on_run_end", RunEndEvent(run.run_id, len(run.log), status, info, broke))
+        if rec.queues:
+            rec.flush()  # deferred recorders hear everything before run() returns or pauses
         live = Snapshot(
             run_id=run.run_id,
             chart_id=self.chart.id,
@@ -360,7 +389,7 @@ class Executor(ContinuingRuns, SyncTwins):
             break_reason=broke,
             error=info,
             recorder_failures=rec.failures,
-            observer_stats=rec.stats(),
+            observer_stats=rec.stats() if rec.queues else (),
         )
         snapshot = live if run.redactor is None else redacted_snapshot(live, run.redactor)
         if checkpoint is not None:
@@ -369,14 +398,8 @@ class Executor(ContinuingRuns, SyncTwins):
             error.snapshot = snapshot
             if raise_on_error:
                 raise error
-        return RunResult(
-            run_id=run.run_id,
-            status=status,
-            state=FrozenDict(run.root.current()),
-            snapshot=snapshot,
-            error=error,
-            break_reason=broke,
-            checkpoint=checkpoint,
+        return _result(
+            run.run_id, status, FrozenDict(run.root.current()), snapshot, error, broke, checkpoint
         )
 
     def _finish_checkpoint(
@@ -409,3 +432,11 @@ class Executor(ContinuingRuns, SyncTwins):
                 validator.check_input(key, data)
             run.initial[key] = data
             run.root.seed(key, freeze(owned))
+
+
+def _opened(run: RunContext, opening: Commit | None) -> None:
+    """Land ``opening`` (a fork's first commit), if any, in the run's log before its walk."""
+    if opening is not None:
+        if opening.writes:
+            run.root.apply(opening.seq, opening.writes)
+        run.append(opening)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import logging
+import types
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
@@ -314,23 +315,27 @@ def check_recorder(recorder: object) -> None:
         _CHECKED.add(type(target))
 
 
-_CLASS_HOOKS: dict[type, tuple[str, ...]] = {}
+_CLASS_HOOKS: dict[type, tuple[tuple[str, ...], bool]] = {}
 _HOOK_NAMES = frozenset(HOOKS)
 
 
-def _hooks_of(target: object) -> tuple[str, ...]:
-    """The hooks ``target`` may define: its class's (once per class) and its own."""
+def _hooks_of(target: object) -> tuple[tuple[str, ...], bool]:
+    """The hooks ``target`` may define (its class's, worked out once per class, or its
+    own), and whether they are sure: each a plain function of its class, heard as its bound
+    method with nothing to check per run (not so for a class making hooks on demand,
+    ``__getattr__``, nor for hooks set on the instance)."""
     cls = type(target)
-    hooks = _CLASS_HOOKS.get(cls)
-    if hooks is None:  # a class making hooks on demand (__getattr__): every hook, asked per run
-        hooks = _CLASS_HOOKS[cls] = tuple(
-            h
-            for h in HOOKS
-            if hasattr(cls, "__getattr__")
-            or getattr(cls, h, None) not in (None, getattr(Recorder, h))
-        )
+    known = _CLASS_HOOKS.get(cls)
+    if known is None:
+        if hasattr(cls, "__getattr__"):  # every hook, asked per run
+            known = (HOOKS, False)
+        else:
+            defined = [h for h in HOOKS if getattr(cls, h, None) not in (None, getattr(Recorder, h))]
+            sure = all(isinstance(getattr(cls, h), types.FunctionType) for h in defined)
+            known = (tuple(defined), sure)
+        _CLASS_HOOKS[cls] = known
     own = getattr(target, "__dict__", None)
-    return HOOKS if own and not _HOOK_NAMES.isdisjoint(own) else hooks
+    return (HOOKS, False) if own and not _HOOK_NAMES.isdisjoint(own) else known
 
 
 _NO_PAYLOAD: Any = object()
@@ -356,24 +361,29 @@ class Dispatch:
         log_len: Any,
         redactor: Redactor | None = None,
     ) -> None:
-        self.failures: list[RecorderFailure] = []
+        # () until a recorder fails, or until a deferred recorder queues: most runs have none
+        self.failures: list[RecorderFailure] | tuple[()] = ()
         self.redactor = redactor
         self.run_id = run_id
         self._log_len = log_len
         hooks: dict[str, list[tuple[str, Any, bool]]] = {}
-        self.queues: list[_RunQueue] = []
+        self.queues: list[_RunQueue] | tuple[()] = ()
         for rec in recorders:
             queue = None
             target = rec
             if isinstance(rec, Deferred):
                 queue = _RunQueue(rec, self)
+                if not isinstance(self.queues, list):
+                    self.queues = []
                 self.queues.append(queue)
                 target = rec.recorder
             label = str(getattr(target, "name", None) or type(target).__name__)
-            for hook in _hooks_of(target):
+            defined, sure = _hooks_of(target)
+            for hook in defined:
                 fn = getattr(target, hook, None)
-                base = getattr(Recorder, hook)
-                if fn is not None and getattr(fn, "__func__", None) is not base:
+                if sure or (
+                    fn is not None and getattr(fn, "__func__", None) is not getattr(Recorder, hook)
+                ):
                     # a deferred recorder's hook is its run queue: one append, no call
                     entry = (label, fn, False) if queue is None else (label, queue, True)
                     fns = hooks.get(hook)
@@ -447,7 +457,10 @@ class Dispatch:
 
     def _failed(self, label: str, hook: str, exc: Exception) -> None:
         info = error_info(exc)
-        self.failures.append(RecorderFailure(label, hook, info))
+        failures = self.failures
+        if not isinstance(failures, list):
+            failures = self.failures = []
+        failures.append(RecorderFailure(label, hook, info))
         _log.warning("recorder %s failed in %s: %s: %s", label, hook, info[0], info[1])
 
     def flush(self) -> None:

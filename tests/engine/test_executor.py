@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -238,3 +239,24 @@ def test_async_and_sync_stages_mix():
 
     chart = flow_chart("A", a).then("B", lambda s: s.__setitem__("b", s["a"] + 1)).build()
     assert dict(Executor(chart).run_sync().state) == {"a": 1, "b": 2}
+
+
+def test_the_fast_result_sets_every_field_a_run_result_has() -> None:
+    """``_result`` builds a RunResult without its __init__: a field added to the class and
+    not to it would be missing from every run's result."""
+    import dataclasses
+
+    from trackway.engine.execute._executor import RunResult, _result
+
+    def write(scope: Any) -> None:
+        scope["x"] = 1
+
+    result = Executor(flow_chart("A", write).build()).run_sync()
+    names = [f.name for f in dataclasses.fields(RunResult)]
+    assert list(vars(result)) == names
+    again = RunResult(**{n: getattr(result, n) for n in names})
+    assert again == result and repr(again) == repr(result)
+    built = _result(*(getattr(result, n) for n in names))
+    assert built == result
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.status = "failed"  # type: ignore[misc]
