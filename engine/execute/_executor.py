@@ -164,9 +164,7 @@ class Executor(ContinuingRuns, SyncTwins):
         """The store's seal: under a policy, real values are kept sealed beside redacted
         ones, so runs resume by id and recover (``_seal``)."""
 
-    def _with_recorders(
-        self, recorders: Sequence[object], *, checked: int = 0
-    ) -> Executor:
+    def _with_recorders(self, recorders: Sequence[object], *, checked: int = 0) -> Executor:
         """This executor with other recorders: what the constructor checked of everything
         else holds, so an agent, which needs an executor per run (a live log of its own),
         pays only for checking the recorders; the first ``checked`` are its own, known

@@ -330,7 +330,8 @@ def _hooks_of(target: object) -> tuple[tuple[str, ...], bool]:
         if hasattr(cls, "__getattr__"):  # every hook, asked per run
             known = (HOOKS, False)
         else:
-            defined = [h for h in HOOKS if getattr(cls, h, None) not in (None, getattr(Recorder, h))]
+            own_of = [(h, getattr(cls, h, None)) for h in HOOKS]
+            defined = [h for h, fn in own_of if fn is not None and fn is not getattr(Recorder, h)]
             sure = all(isinstance(getattr(cls, h), types.FunctionType) for h in defined)
             known = (tuple(defined), sure)
         _CLASS_HOOKS[cls] = known
