@@ -17,8 +17,9 @@ Paths are plain ``str`` on the hot path (``join`` formats them); readers parse t
 
 from __future__ import annotations
 
+import os
+import random
 import re
-import secrets
 import time
 import unicodedata
 from dataclasses import dataclass
@@ -185,4 +186,11 @@ def new_run_id() -> str:
     """A run id that sorts by start time: ``run-<ns since epoch, hex>-<random>``. The root of
     every path above; here, below the executor that starts runs and the queue that submits
     them, so both name runs the same way."""
-    return f"run-{time.time_ns():016x}-{secrets.token_hex(3)}"
+    return f"run-{time.time_ns():016x}-{_suffixes.getrandbits(24):06x}"
+
+
+_suffixes = random.Random(os.urandom(16))
+"""Run ids' random suffixes: seeded once per process from the OS (and again in a forked
+child, so parent and child never draw the same), not a system call per run. A suffix only
+tells apart runs that start in the same nanosecond; it is not a secret."""
+os.register_at_fork(after_in_child=lambda: _suffixes.seed(os.urandom(16)))

@@ -60,8 +60,11 @@ def _running_library() -> str | None:
 
 def cancelled_exc_class() -> type[BaseException]:
     """``anyio.get_cancelled_exc_class()``, without its backend lookup on asyncio (the
-    exception a run in this task is cancelled with; asked once per run)."""
-    if _running_library() == "asyncio":
+    exception a run in this task is cancelled with; asked once per run, from a task). A
+    library other than asyncio says its name to sniffio; asyncio is found without asking
+    for the running loop (which costs a ``getpid`` system call each time)."""
+    name = sniffio.thread_local.name or sniffio.current_async_library_cvar.get()
+    if name is None and "curio" not in sys.modules:
         return asyncio.CancelledError
     return anyio.get_cancelled_exc_class()
 

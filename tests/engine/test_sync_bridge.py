@@ -202,6 +202,7 @@ def _loop_seen() -> Any:
 
 def test_a_thread_keeps_one_loop_between_calls_and_it_is_closed_when_the_thread_ends() -> None:
     _asyncio_only()
+    asyncio.set_event_loop(None)  # no current loop, and none made on demand (any test order)
     assert _loop_seen() is _loop_seen()  # kept: no new loop, self-pipe and executor a call
     with pytest.raises(RuntimeError):
         asyncio.get_event_loop_policy().get_event_loop()  # not made the thread's current loop
