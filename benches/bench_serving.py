@@ -7,7 +7,7 @@ See ``benches/README.md``.
 
     .venv/bin/python benches/bench_serving.py [--quick] [--no-peers] [--only memory,sqlite,postgres]
         [--sizes 10,100] [--peer-max 1000] [--paused 10000] [--no-paused] [--gc-freeze]
-        [--rounds 3] [--steady SECONDS] [--census]
+        [--gc-young N] [--rounds 3] [--steady SECONDS] [--census]
 
 PostgreSQL runs when ``TRACKWAY_TEST_PG_DSN`` is set (each cell in a schema of its own);
 without it its rows say skipped, and why.
@@ -280,7 +280,10 @@ def steady(n: int, seconds: float) -> int:
     )
     write_json(
         "bench_serving_steady",
-        {"config": {"n": n, "seconds": seconds, "warm_s": 2.0}, "rows": rows},
+        {
+            "config": {"n": n, "seconds": seconds, "warm_s": 2.0, "gc": gc.get_threshold()},
+            "rows": rows,
+        },
     )
     return 0
 
@@ -329,7 +332,18 @@ def main(argv: list[str] | None = None) -> int:
         "built at startup (imports, the built agent or graph) leaves the cyclic collector's "
         "full collections, as a server can do once after startup",
     )
+    ap.add_argument(
+        "--gc-young",
+        type=int,
+        default=0,
+        help="allocations between the collector's young collections, for the whole process "
+        "(every system alike; Python's default is 700): what trackway.engine.serving_gc, "
+        "trackway serve and trackway worker set while serving",
+    )
     args = ap.parse_args(argv)
+    if args.gc_young:
+        gc.set_threshold(args.gc_young, *gc.get_threshold()[1:])
+        print(f"bench_serving: gc threshold {gc.get_threshold()} for every system", flush=True)
     sizes = (
         tuple(int(s) for s in args.sizes.split(","))
         if args.sizes
@@ -427,6 +441,7 @@ def main(argv: list[str] | None = None) -> int:
                 "tool_turns": CALLS - 1,
                 "durability": "sync",
                 "gc_freeze": args.gc_freeze,
+                "gc_young": args.gc_young or gc.get_threshold()[0],
                 "rounds_at_target": args.rounds,
             },
             "versions": versions,

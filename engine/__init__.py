@@ -82,6 +82,8 @@ from .core._values import FrozenList as FrozenList
 from .core._values import thaw as thaw
 from .execute._executor import Executor as Executor
 from .execute._executor import RunResult as RunResult
+from .execute._serving_gc import SERVING_YOUNG_THRESHOLD as SERVING_YOUNG_THRESHOLD
+from .execute._serving_gc import serving_gc as serving_gc
 from .execute._stream import RunStream as RunStream
 from .observe._causal import CausalChain as CausalChain
 from .observe._causal import CausalProfile as CausalProfile
@@ -136,6 +138,7 @@ __all__ = [
     "CHECKPOINT_FORMAT",
     "MISSING",
     "OPERATORS",
+    "SERVING_YOUNG_THRESHOLD",
     "SNAPSHOT_FORMAT",
     "Branch",
     "BranchRunner",
@@ -258,6 +261,7 @@ __all__ = [
     "register_causal_profile",
     "run_sync",
     "select",
+    "serving_gc",
     "thaw",
     "write_value",
 ]

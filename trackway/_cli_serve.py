@@ -14,7 +14,8 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from ._cli_gc import frozen_startup_heap
+from trackway.engine import SERVING_YOUNG_THRESHOLD, serving_gc
+
 from ._cli_out import EXIT_USAGE, CommandFailed, Out, safe
 from ._cli_resume import load_chart
 from ._cli_store import seal_from_env
@@ -56,10 +57,11 @@ def serve_command(
     dev_loopback: bool,
     a2a: bool = False,
     gc_freeze: bool = True,
+    gc_young: int = SERVING_YOUNG_THRESHOLD,
 ) -> int:
     """Serve the agent ``spec`` names until interrupted; print the URL to open first (and,
-    with ``a2a``, host it over A2A at ``/a2a/`` too); ``gc_freeze``: the startup heap kept
-    out of the collector while serving (``frozen_startup_heap``)."""
+    with ``a2a``, host it over A2A at ``/a2a/`` too); ``gc_freeze`` and ``gc_young``: the
+    collector as it serves (``serving_gc``; ``gc_young=0`` keeps the process's threshold)."""
     import uvicorn
 
     from trackway.agent import Agent
@@ -108,6 +110,6 @@ def serve_command(
     if a2a:
         out.line(f"A2A: {url}a2a/ (its card at {url}a2a/.well-known/agent-card.json)")
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    with frozen_startup_heap(gc_freeze):
+    with serving_gc(freeze=gc_freeze, young=gc_young or None):
         server.run(sockets=[sock])
     return 0

@@ -17,9 +17,15 @@ import sys
 import time
 from typing import Any
 
-from trackway.engine import FlowChart, PostgresStore, TrackwayError, Worker
+from trackway.engine import (
+    SERVING_YOUNG_THRESHOLD,
+    FlowChart,
+    PostgresStore,
+    TrackwayError,
+    Worker,
+    serving_gc,
+)
 
-from ._cli_gc import frozen_startup_heap
 from ._cli_out import EXIT_USAGE, CommandFailed, Out, when
 from ._cli_resume import load_chart
 from ._cli_store import open_store
@@ -89,6 +95,7 @@ def run_worker(
     max_attempts: int = 5,
     listen: bool = True,
     gc_freeze: bool = True,
+    gc_young: int = SERVING_YOUNG_THRESHOLD,
 ) -> int:
     """Claim and drive runs until a signal (or idle, with ``idle_exit``)."""
     _queue_store(where)
@@ -115,7 +122,7 @@ def run_worker(
                 )
             except TrackwayError as exc:
                 raise CommandFailed(str(exc), EXIT_USAGE) from None
-            with frozen_startup_heap(gc_freeze):
+            with serving_gc(freeze=gc_freeze, young=gc_young or None):
                 report = worker.run_sync(idle_exit=idle_exit, handle_signals=True)
     finally:
         logger.removeHandler(handler)

@@ -162,7 +162,9 @@ def _heap(scope: Any) -> None:
     import gc
 
     scope["frozen"] = gc.get_freeze_count() > 0  # what the worker's process froze
+    scope["young"] = gc.get_threshold()[0]  # and how often it collects young objects
 
 
 # `trackway worker` freezes its startup heap while it serves (``--gc-freeze``, the default)
+# and spaces its young collections (``--gc-young``)
 HEAP_CHARTS = {"heap": flow_chart("Heap", _heap, id="heap").build()}

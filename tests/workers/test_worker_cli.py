@@ -9,6 +9,7 @@ import pytest
 
 from trackway import PostgresStore
 from trackway.cli import main
+from trackway.engine import SERVING_YOUNG_THRESHOLD
 
 
 def test_submit_work_answer_and_list(
@@ -67,12 +68,14 @@ def test_charts_that_are_not_charts_are_refused(
     assert "name a FlowChart, an Agent, or a dict" in capsys.readouterr().err
 
 
-def test_the_worker_keeps_its_startup_heap_frozen_while_it_serves(
+def test_the_worker_tunes_the_collector_while_it_serves_and_hands_it_back(
     store: PostgresStore, pg_dsn: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert gc.get_freeze_count() == 0
+    thresholds = gc.get_threshold()
     seen = []
-    for flag in ([], ["--no-gc-freeze"]):
+    flags = ([], ["--no-gc-freeze", "--gc-young", "0"], ["--gc-young", "5000"])
+    for flag in flags:
         assert main(["submit", "heap", "--input", "{}", "--store", pg_dsn]) == 0
         run_id = capsys.readouterr().out.strip()
         charts = ["--charts", "tests.workers.charts:HEAP_CHARTS"]
@@ -80,5 +83,11 @@ def test_the_worker_keeps_its_startup_heap_frozen_while_it_serves(
         assert main(argv) == 0
         assert "1 claimed, 1 done" in capsys.readouterr().out
         assert gc.get_freeze_count() == 0  # handed back when the command returned
-        seen.append(store.load(run_id).state["frozen"])
-    assert seen == [True, False]
+        assert gc.get_threshold() == thresholds
+        state = store.load(run_id).state
+        seen.append((state["frozen"], state["young"]))
+    assert seen == [
+        (True, SERVING_YOUNG_THRESHOLD),
+        (False, thresholds[0]),  # 0: the process's own
+        (True, 5000),
+    ]
