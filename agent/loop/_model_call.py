@@ -5,6 +5,7 @@ under ``.findings()``), and an answer judged against the output schema."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import aclosing
 from typing import Any
 
 from pydantic import BaseModel
@@ -65,7 +66,10 @@ async def stream_model(cfg: AgentConfig, scope: TrackedScope, request: Any) -> L
     stream: Any = getattr(cfg.provider, "stream", None)  # there is one: see streams()
     pieces = stream(request)
     held = AnswerHoldback() if cfg.findings else None  # notes never reach the stream
-    try:
+    # closed here if the run stops mid-stream; ``async with``, not an ``await`` in a
+    # ``finally``, which the compiled build gets wrong (a handled cancellation is raised
+    # again there: tests/agent/test_runtime.py, a tool cancelling its own call)
+    async with aclosing(pieces):
         async for piece in pieces:
             if isinstance(piece, StreamDelta):
                 text = piece.text if held is None or not piece.text else held.feed(piece.text)
@@ -73,8 +77,6 @@ async def stream_model(cfg: AgentConfig, scope: TrackedScope, request: Any) -> L
                     scope.emit("stream.token", {"text": text})
             else:
                 final = piece
-    finally:
-        await pieces.aclose()  # closed here if the run stops mid-stream (as aclosing does)
     if held is not None and (tail := held.finish()):
         scope.emit("stream.token", {"text": tail})
     if final is None:
