@@ -42,10 +42,15 @@ _backend = "asyncio"
 """The anyio backend ``run_sync`` starts (the test suite runs every test on both)."""
 
 
+def _named_library() -> str | None:
+    """The library sniffio's own markers name (trio sets them; asyncio does not)."""
+    return sniffio.thread_local.name or sniffio.current_async_library_cvar.get()
+
+
 def _running_library() -> str | None:
-    # sniffio's own markers first (trio sets them), then asyncio's running loop: what
+    # sniffio's own markers first, then asyncio's running loop: what
     # sniffio.current_async_library() asks, without the exception it raises when none runs
-    name = sniffio.thread_local.name or sniffio.current_async_library_cvar.get()
+    name = _named_library()
     if name is not None:
         return name
     if asyncio._get_running_loop() is not None:  # a task, or a loop callback outside one
@@ -63,8 +68,7 @@ def cancelled_exc_class() -> type[BaseException]:
     exception a run in this task is cancelled with; asked once per run, from a task). A
     library other than asyncio says its name to sniffio; asyncio is found without asking
     for the running loop (which costs a ``getpid`` system call each time)."""
-    name = sniffio.thread_local.name or sniffio.current_async_library_cvar.get()
-    if name is None and "curio" not in sys.modules:
+    if _named_library() is None and "curio" not in sys.modules:
         return asyncio.CancelledError
     return anyio.get_cancelled_exc_class()
 
