@@ -31,6 +31,14 @@ __all__ = ["RUNNERS", "NodeRunner", "run_chain", "run_root"]
 # (letting timeouts and cancellation in) at least every _YIELD_SECONDS of work.
 _YIELD_SECONDS = 0.005
 
+# Stage starts of every walker in the process (one shared cell: bumping it stores no
+# attribute or global). When it moved during an async stage by more than that stage's own
+# start, other runs walked while the stage awaited: the run has held the loop only since it
+# woke, so it goes on at once rather than queueing again behind every run woken with it
+# (many runs whose model calls return together). A count another thread moved only skips
+# one yield; the next 5 ms of work still yields.
+_STARTS = [0]
+
 
 async def _run_stage_node(strand: Strand, node: Node) -> str | None:
     await run_stage(
@@ -140,10 +148,14 @@ async def run_chain(strand: Strand, chart: FlowChart, resume: ChainCursor | None
             strand.control = strand.decision if node.branch_of is not None else strand.base_control
             if node.kind == "stage":
                 # RUNNERS["stage"] inlined: the hot path, one coroutine frame less per stage
+                starts = _STARTS[0] + 1
+                _STARTS[0] = starts
                 await run_stage(
                     strand, node.id, node.name, node.fn, node.is_async, "stage", node.retry,
                     on_resume=node.on_resume,
                 )  # fmt: skip
+                if node.is_async and _STARTS[0] != starts:
+                    last_yield = time()  # other runs walked while it awaited
                 nxt = node.next
             else:
                 nxt = await RUNNERS[node.kind].run(strand, node)
