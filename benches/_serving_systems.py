@@ -4,7 +4,7 @@ async context manager yielding ``run(key) -> answer`` for one run.
 
 - trackway: ``Agent`` with a custom async provider; store none, ``MemoryStore``,
   ``SqliteStore`` (a temp file) or ``PostgresStore`` (a schema of its own), durability
-  ``"sync"`` (the default);
+  ``"sync"`` (the default; ``--durability`` picks another);
 - LangGraph: ``create_react_agent`` with no checkpointer, ``InMemorySaver``,
   ``AsyncSqliteSaver`` or ``AsyncPostgresSaver`` (``from_conn_string``: one connection),
   driven by ``ainvoke`` with a ``thread_id`` per run;
@@ -84,6 +84,11 @@ class SleepyProvider:
         return LLMResponse(content=answer_for(key))
 
 
+DURABILITY = {"trackway": "sync"}
+"""When a trackway run's commits reach its store (``--durability``; ``"sync"``, the default:
+each before the run's next stage)."""
+
+
 def trackway_agent(provider: Any, store: Any, *tools: Any) -> Any:
     from trackway import Agent
     from trackway.tools import define_tool
@@ -94,7 +99,9 @@ def trackway_agent(provider: Any, store: Any, *tools: Any) -> Any:
         input_schema={"type": "object", "properties": {"key": {"type": "string"}}},
         execute=lambda args, ctx: TOOL_RESULT,
     )
-    builder = Agent.create(provider=provider, model="sleepy", store=store).tool(lookup)
+    builder = Agent.create(
+        provider=provider, model="sleepy", store=store, durability=DURABILITY["trackway"]
+    ).tool(lookup)
     for tool in tools:
         builder = builder.tool(tool)
     return builder.build()

@@ -49,6 +49,7 @@ from _serving_load import (  # noqa: E402
     settle_heap,
 )
 from _serving_systems import (  # noqa: E402
+    DURABILITY,
     LABELS,
     PEER_DISTS,
     PROBES,
@@ -340,7 +341,17 @@ def main(argv: list[str] | None = None) -> int:
         "(every system alike; Python's default is 700): what trackway.engine.serving_gc, "
         "trackway serve and trackway worker set while serving",
     )
+    ap.add_argument(
+        "--durability",
+        choices=("sync", "batch", "exit"),
+        default="sync",
+        help="when a trackway run's commits reach its store (default sync: each before the "
+        "run's next stage); the peers keep theirs",
+    )
     args = ap.parse_args(argv)
+    DURABILITY["trackway"] = args.durability
+    if args.durability != "sync":
+        print(f"bench_serving: trackway durability {args.durability!r}", flush=True)
     if args.gc_young:
         gc.set_threshold(args.gc_young, *gc.get_threshold()[1:])
         print(f"bench_serving: gc threshold {gc.get_threshold()} for every system", flush=True)
@@ -439,7 +450,7 @@ def main(argv: list[str] | None = None) -> int:
                 "peer_max": args.peer_max,
                 "model_s": MODEL_S,
                 "tool_turns": CALLS - 1,
-                "durability": "sync",
+                "durability": args.durability,
                 "gc_freeze": args.gc_freeze,
                 "gc_young": args.gc_young or gc.get_threshold()[0],
                 "rounds_at_target": args.rounds,
