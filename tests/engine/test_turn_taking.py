@@ -18,13 +18,14 @@ from trackway.engine import RunTimeoutError
 RUNS = 8
 
 
-def _woken_together(order: list[tuple[int, str]]) -> Any:
+def _woken_together(order: list[tuple[int, str]], entered: list[int]) -> Any:
     """A chart whose first stage waits for one shared event (every run wakes in the same
     instant, as model calls that return together do), held for longer than the walker's
     5 ms yield budget, then two plain stages that note the run's order."""
     release = anyio.Event()
 
     async def wait(scope: Any) -> None:
+        entered.append(scope["i"])
         await release.wait()
         order.append((scope["i"], "woke"))
 
@@ -44,7 +45,8 @@ def test_a_run_woken_with_others_takes_its_next_stages_without_queueing_again() 
 
 async def _woken() -> None:
     order: list[tuple[int, str]] = []
-    chart, release = _woken_together(order)
+    entered: list[int] = []
+    chart, release = _woken_together(order, entered)
     executor = Executor(chart)
     results: list[Any] = []
 
@@ -58,9 +60,14 @@ async def _woken() -> None:
         release.set()
     assert all(r.status == "done" for r in results)
     # each run went on from its wake-up to its end in one go, not back in the loop's queue
-    # behind the other woken runs: its three notes are adjacent
-    runs = [order[k : k + 3] for k in range(0, len(order), 3)]
-    assert len(runs) == RUNS
+    # behind the other woken runs: its three notes are adjacent. The run that began waiting
+    # last saw no other run walk while it waited (they all waited too), so it may yield
+    # once: it is left out (trio wakes the runs in an order of its own choosing).
+    last = entered[-1]
+    assert [n for i, n in order if i == last] == ["woke", "first", "second"]
+    rest = [(i, n) for i, n in order if i != last]
+    runs = [rest[k : k + 3] for k in range(0, len(rest), 3)]
+    assert len(runs) == RUNS - 1
     assert all(
         a[0] == b[0] == c[0] and (a[1], b[1], c[1]) == ("woke", "first", "second")
         for a, b, c in runs
