@@ -25,6 +25,7 @@ from ..core._snapshot import Snapshot
 from ..core._values import thaw, to_bytes
 from ..run._context import RunContext, error_info
 from ..run._sinks import Sink
+from ..stores._batch_writer import BatchSink
 from ..stores._checkpoint import Checkpoint, core_digest, masked
 from ..stores._group_commit import GroupSink, RunClosing, RunOpening
 from ..stores._sqlstore import initial_doc
@@ -244,7 +245,8 @@ class StoreSession:
 
     async def closed(self, run: RunContext, sink: Sink, ending: RunEnding) -> None:
         """``close``, off the event loop where it would wait there: ``"batch"`` drains its
-        queue in a worker thread; with a store that offloads, a group-commit sink settles on
+        queue in a worker thread (its end written with its last commits where the store
+        writes groups); with a store that offloads, a group-commit sink settles on
         the loop (never blocking it) and the run's end is written in a worker thread. Never
         abandoned by a cancellation. Where other runs share the group commit, the run's end
         rides in its next flush with the last commits (not a run that pauses: its checkpoint
@@ -256,6 +258,14 @@ class StoreSession:
                 await grouped.close_run(closing)
             finally:
                 grouped.close()
+            return
+        if isinstance(sink, BatchSink) and sink.ends_in_group and ending.checkpoint is None:
+            # the run's end rides in the batch writer's next transaction, with its last
+            # commits (no transaction of its own); a lost write is recorded as end_sink does
+            closing = RunClosing(ending.status, self.outcome(run, ending), time.time())
+            sink.end_with(closing)
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self.end_sink, run, sink)
             return
         loop_bound = getattr(sink, "loop_bound", False)
         if self.durability == "batch" or (self.offload and not loop_bound):

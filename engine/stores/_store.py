@@ -3,20 +3,18 @@
 One interface (:class:`RunStore`), three implementations: :class:`MemoryStore` here,
 ``SqliteStore`` (the embedded default) and ``PostgresStore``. The executor writes each commit
 through a *durability sink*: ``"sync"`` (durable before the next stage starts), ``"batch"``
-(a writer thread group-commits from a bounded queue; a full queue blocks the run, so memory
-never grows without bound) or ``"exit"`` (written when the run pauses or ends).
+(the store's writer thread group-commits every run's bounded queue; a full queue holds the
+run before its next stage, so memory never grows without bound) or ``"exit"`` (written when
+the run pauses or ends).
 """
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
-from collections import deque
 from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
-import anyio.to_thread
 import orjson
 
 from ..core._commit import Commit, row_of
@@ -25,6 +23,7 @@ from ..core._snapshot import Snapshot
 from ..core._values import exact_bytes
 from ..run._sinks import Sink
 from ._artifact_rows import ArtifactTables
+from ._batch_writer import batch_sink
 from ._checkpoint import Checkpoint
 from ._damaged import corrupt
 from ._group_commit import group_sink
@@ -376,90 +375,6 @@ class _ExitSink:
             self._pending = []
 
 
-class _BatchSink:
-    """A writer thread group-commits from a bounded queue. When the queue is full, the run
-    waits before its next stage (``waiting``, then ``make_room`` in a worker thread), so
-    memory stays bounded and the event loop is never blocked."""
-
-    def __init__(self, store: RunStore, run_id: str, queue_size: int, batch_size: int) -> None:
-        self._store = store
-        self._run_id = run_id
-        self.waiting = False
-        self._overflow: deque[Commit] = deque()  # at most one commit per running strand
-        self._queue: queue.Queue[Commit | None] = queue.Queue(maxsize=queue_size)
-        self._batch_size = batch_size
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._write, name=f"trackway-{run_id}", daemon=True)
-        self._thread.start()
-
-    def __call__(self, commit: Commit) -> None:
-        if self._error is not None:
-            raise self._error
-        if not self._overflow:
-            try:
-                self._queue.put_nowait(commit)
-                return
-            except queue.Full:
-                pass
-        self._overflow.append(commit)
-        self.waiting = True
-
-    async def room(self) -> None:
-        """``make_room`` in a worker thread: the event loop keeps turning meanwhile."""
-        await anyio.to_thread.run_sync(self.make_room, abandon_on_cancel=True)
-
-    def make_room(self) -> None:
-        """Move the waiting commits into the queue as the writer frees room (blocks: call
-        it from a worker thread)."""
-        while self._overflow:
-            if self._error is not None:
-                raise self._error
-            try:
-                self._queue.put(self._overflow[0], timeout=0.05)
-            except queue.Full:
-                continue
-            self._overflow.popleft()
-        self.waiting = False
-
-    def _write(self) -> None:
-        q = self._queue
-        while True:
-            first = q.get()
-            if first is None:
-                q.task_done()
-                return
-            batch = [first]
-            stop = False
-            while len(batch) < self._batch_size:
-                try:
-                    item = q.get_nowait()
-                except queue.Empty:
-                    break
-                if item is None:
-                    stop = True
-                    break
-                batch.append(item)
-            try:
-                if self._error is None:
-                    self._store.append(self._run_id, batch)
-            except BaseException as exc:  # surfaced to the run at the next commit or flush
-                self._error = exc
-            for _ in range(len(batch) + stop):
-                q.task_done()
-            if stop:
-                return
-
-    def flush(self) -> None:
-        self.make_room()
-        self._queue.join()
-        if self._error is not None:
-            raise self._error
-
-    def close(self) -> None:
-        self._queue.put(None)
-        self._thread.join()
-
-
 def make_sink(store: RunStore, run_id: str, durability: Durability, queue_size: int = 1024) -> Sink:
     if durability == "sync":
         # Concurrent runs on one store and loop share each fsync (group commit); a
@@ -471,5 +386,6 @@ def make_sink(store: RunStore, run_id: str, durability: Durability, queue_size: 
         return _SyncSink(store, run_id)
     if durability == "exit":
         return _ExitSink(store, run_id)
-    # one transaction takes everything already queued: fewer fsyncs, same bound on memory
-    return _BatchSink(store, run_id, queue_size, batch_size=queue_size + 1)
+    # the store's one writer thread, shared by its batch runs: one transaction takes what
+    # every run has queued (up to queue_size + 1 of each), same bounds on memory as before
+    return batch_sink(store, run_id, queue_size)
