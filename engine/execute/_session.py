@@ -268,7 +268,7 @@ class StoreSession:
                 await anyio.to_thread.run_sync(self.end_sink, run, sink)
             return
         loop_bound = getattr(sink, "loop_bound", False)
-        if self.durability == "batch" or (self.offload and not loop_bound):
+        if isinstance(sink, BatchSink) or (self.offload and not loop_bound):
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(self.close, run, sink, ending)
         elif self.offload:

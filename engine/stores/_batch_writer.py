@@ -1,4 +1,5 @@
-"""``durability="batch"``: one writer thread per store, shared by every run on it.
+"""``durability="batch"`` (and ``"exit"`` on the SQL stores): one writer thread per store,
+shared by every run on it.
 
 A run's commits queue in its :class:`BatchSink` and the run goes on; the store's writer
 takes what every run has queued and writes it in one transaction (``append_group`` where
@@ -8,6 +9,10 @@ transaction takes at most ``queue_size + 1`` of a run's commits, and a run with 
 ``queue_size`` queued waits before its next stage (``waiting``, then ``room()`` in a worker
 thread) until the writer has taken them, so its unwritten window stays at most
 ``2 * queue_size + 1`` commits of finished stages and memory never grows without bound.
+
+Under ``"exit"`` a sink *holds* its commits (``hold=True``: no bound, nothing written)
+until the run pauses or ends; then the writer takes all of them at once, in one transaction
+it may share with other runs.
 
 A run's ending rides with its last commits where the store writes groups (``write_group``,
 the SQL stores): ``end_with(closing)`` before the run's flush, and how it ended is recorded
@@ -111,10 +116,12 @@ class _Writer:
 class BatchSink:
     """One run's end of its store's batch writer (a ``run._sinks.Sink``)."""
 
-    def __init__(self, writer: _Writer, run_id: str, queue_size: int) -> None:
+    def __init__(self, writer: _Writer, run_id: str, queue_size: int, hold: bool = False) -> None:
         self._writer = writer
         self.run_id = run_id
         self._queue_size = queue_size
+        self._hold = hold  # "exit": written only once the run pauses or ends
+        self._exit = hold  # then all at once, in one transaction
         self._pending: list[Commit] = []  # queued, not yet taken by the writer
         self._closing: RunClosing | None = None  # the run's ending, queued after them
         self._inflight = 0  # taken, not yet written (commits, and the ending)
@@ -123,7 +130,7 @@ class BatchSink:
 
     @property
     def waiting(self) -> bool:
-        return len(self._pending) > self._queue_size
+        return not self._hold and len(self._pending) > self._queue_size
 
     def __call__(self, commit: Commit) -> None:
         if self.error is not None:
@@ -133,7 +140,7 @@ class BatchSink:
             if self.error is not None:  # failed while this commit was made: never after a gap
                 raise self.error
             self._pending.append(commit)
-            if self not in writer.queued:
+            if not self._hold and self not in writer.queued:
                 writer.queued[self] = None
                 writer.cond.notify_all()
 
@@ -150,6 +157,7 @@ class BatchSink:
             if self.error is not None:
                 return  # the flush raises it; the session records the ending alone
             self._closing = closing
+            self._hold = False
             if self not in writer.queued:
                 writer.queued[self] = None
                 writer.cond.notify_all()
@@ -157,7 +165,7 @@ class BatchSink:
     def _take(self) -> tuple[list[Commit], RunClosing | None]:
         """The writer takes up to ``queue_size + 1`` commits, and the ending once none is
         left behind it (under its lock)."""
-        n = self._queue_size + 1
+        n = len(self._pending) if self._exit else self._queue_size + 1
         taken, self._pending = self._pending[:n], self._pending[n:]
         closing = None
         if not self._pending and self._closing is not None:
@@ -180,9 +188,15 @@ class BatchSink:
 
     def flush(self) -> None:
         """Block until every commit of this run (and its ending, if queued) is written (call
-        it from a worker thread)."""
-        cond = self._writer.cond
+        it from a worker thread); held commits (``"exit"``) are handed to the writer first."""
+        writer = self._writer
+        cond = writer.cond
         with cond:
+            if self._hold:
+                self._hold = False
+                if self._pending and self not in writer.queued:
+                    writer.queued[self] = None
+                    cond.notify_all()
             while self._unwritten() and self.error is None:
                 cond.wait()
         if self.error is not None:
@@ -204,14 +218,15 @@ class BatchSink:
         return bool(self._pending or self._inflight or self._closing is not None)
 
 
-def batch_sink(store: RunStore, run_id: str, queue_size: int) -> BatchSink:
-    """A run's sink on ``store``'s shared batch writer (started if it is not running)."""
+def batch_sink(store: RunStore, run_id: str, queue_size: int, hold: bool = False) -> BatchSink:
+    """A run's sink on ``store``'s shared writer (started if it is not running); ``hold``
+    for ``"exit"``."""
     with _WRITERS_LOCK:
         writer = _WRITERS.get(id(store))
         if writer is None or writer.store is not store:
             writer = _WRITERS[id(store)] = _Writer(store)
         writer.join()
-    return BatchSink(writer, run_id, queue_size)
+    return BatchSink(writer, run_id, queue_size, hold)
 
 
 def _leave(writer: _Writer) -> None:

@@ -385,6 +385,11 @@ def make_sink(store: RunStore, run_id: str, durability: Durability, queue_size: 
                 return grouped
         return _SyncSink(store, run_id)
     if durability == "exit":
+        if getattr(store, "offloads_io", False) and hasattr(store, "write_group"):
+            # a store that keeps its I/O off the loop (PostgresStore): the held commits go,
+            # with the run's end, in its writer thread's next transaction, shared by the
+            # runs ending with it; a local file (SqliteStore) answers too fast for the hop
+            return batch_sink(store, run_id, queue_size, hold=True)
         return _ExitSink(store, run_id)
     # the store's one writer thread, shared by its batch runs: one transaction takes what
     # every run has queued (up to queue_size + 1 of each), same bounds on memory as before

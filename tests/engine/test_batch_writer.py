@@ -297,3 +297,98 @@ def test_a_batch_run_whose_last_write_fails_is_recorded_failed(tmp_path: Path) -
     (info,) = store.list_runs()
     assert info.status == "failed" and store.alone == ["run-x"]
     store.close()
+
+
+def test_exit_runs_write_nothing_until_they_end_then_all_at_once_with_their_end(
+    tmp_path: Path,
+) -> None:
+    """As on ``PostgresStore``, whose I/O is off the loop (``offloads_io``); a plain
+    ``SqliteStore`` keeps writing an exit run on the loop."""
+    store = _CountingSqlite(tmp_path / "runs.db")
+    store.offloads_io = True  # type: ignore[attr-defined]
+    seen_mid_run: list[int] = []
+
+    def step(scope: Any) -> None:
+        count = scope.get("n", 0) + 1
+        scope["n"] = count
+        if count == 5:
+            seen_mid_run.append(len(store.history(scope.run_id)))
+        if count == 8:
+            scope.break_("done")
+
+    chart = flow_chart("Step", step, id="step").loop_to("step").build()
+    executor = Executor(chart, store=store, durability="exit")
+    calls: list[dict[str, int]] = []
+    write_group = store.write_group
+
+    def spy(items: Sequence[Any]) -> dict[str, Exception]:
+        calls.append({i.run_id: len(i.commits) for i in items})
+        return write_group(items)
+
+    store.write_group = spy  # type: ignore[method-assign]
+    results: list[Any] = []
+
+    async def main() -> None:
+        async def one(i: int) -> None:
+            results.append(await executor.run({}, run_id=f"run-{i}"))
+
+        async with anyio.create_task_group() as tg:
+            for i in range(6):
+                tg.start_soon(one, i)
+
+    run_async(main)
+    assert seen_mid_run == [0] * 6  # nothing stored while the runs ran
+    assert store.alone == [] and sorted(store.in_group) == [f"run-{i}" for i in range(6)]
+    # each run's 8 commits went in one transaction (with its end), not spread over several
+    assert sorted(n for call in calls for n in call.values()) == [8] * 6
+    for result in results:
+        assert store.load(result.run_id) == result.snapshot
+    assert {info.status for info in store.list_runs()} == {"broken"}
+    store.close()
+
+
+def test_an_exit_run_writes_its_commits_when_it_pauses_and_the_rest_when_resumed(
+    tmp_path: Path,
+) -> None:
+    from . import pause_charts as pc
+
+    store = SqliteStore(tmp_path / "runs.db")
+    first = Executor(pc.approval_chart(), store=store, durability="exit").run_sync({"amount": 3})
+    assert first.status == "paused"
+    assert len(store.history(first.run_id)) == len(first.snapshot)
+    second = Executor(pc.approval_chart(), store=store, durability="exit").resume_sync(
+        first.checkpoint, "yes"
+    )
+    assert second.status == "done"
+    assert store.load(first.run_id) == second.snapshot
+    store.close()
+
+
+@pytest.mark.parametrize("durability", ["exit", "batch"])
+def test_concurrent_runs_on_postgres_share_its_writer_and_land_whole(durability: str) -> None:
+    from tests.pg import pg_schema
+    from trackway import PostgresStore
+
+    with pg_schema("bw") as dsn:
+        store = PostgresStore(dsn)
+        seen: list[int] = []
+        executor = Executor(_chart(seen), store=store, durability=durability, queue_size=2)
+        results: list[Any] = []
+
+        async def main() -> None:
+            async def one() -> None:
+                results.append(await executor.run({}))
+
+            async with anyio.create_task_group() as tg:
+                for _ in range(12):
+                    tg.start_soon(one)
+
+        try:
+            run_async(main)
+            assert max(seen) == 1
+            statuses = {info.run_id: info.status for info in store.list_runs()}
+            for result in results:
+                assert statuses[result.run_id] == "done"
+                assert store.load(result.run_id) == result.snapshot
+        finally:
+            store.close()
