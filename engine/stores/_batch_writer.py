@@ -1,5 +1,5 @@
-"""``durability="batch"`` (and ``"exit"`` on the SQL stores): one writer thread per store,
-shared by every run on it.
+"""``durability="batch"`` (and ``"exit"`` on a store that keeps its I/O off the loop): one
+writer thread per store, shared by every run on it.
 
 A run's commits queue in its :class:`BatchSink` and the run goes on; the store's writer
 takes what every run has queued and writes it in one transaction (``append_group`` where
