@@ -55,7 +55,15 @@ def end_idle_sessions(store: Any, dsn: str) -> list[int]:
     # every session the pool manages, the one it may be opening in the background included
     # (counted in ``pool_size`` from the moment it starts): one left out would serve the
     # next call alive and the replacement would go unseen
-    held = [pool.getconn(timeout=10) for _ in range(max(1, pool.get_stats()["pool_size"]))]
+    held: list[Any] = []
+    while True:
+        # a getconn that waited can make the pool grow by one more session in the
+        # background (CI saw that one serve the next call alive): take until none is left
+        size = max(1, pool.get_stats()["pool_size"])
+        while len(held) < size:
+            held.append(pool.getconn(timeout=10))
+        if pool.get_stats()["pool_size"] <= len(held):
+            break
     pids = [db.info.backend_pid for db in held]
     try:
         with psycopg.connect(dsn, autocommit=True) as admin:
