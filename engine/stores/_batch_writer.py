@@ -135,14 +135,12 @@ class BatchSink:
     def __call__(self, commit: Commit) -> None:
         if self.error is not None:
             raise self.error
-        writer = self._writer
-        with writer.cond:
+        with self._writer.cond:
             if self.error is not None:  # failed while this commit was made: never after a gap
                 raise self.error
             self._pending.append(commit)
-            if not self._hold and self not in writer.queued:
-                writer.queued[self] = None
-                writer.cond.notify_all()
+            if not self._hold:
+                self._enqueue()
 
     @property
     def ends_in_group(self) -> bool:
@@ -152,15 +150,12 @@ class BatchSink:
     def end_with(self, closing: RunClosing) -> None:
         """Queue how the run ended, to be written with its last commits (the run has ended:
         no commit follows); ``flush`` then waits for it too. Needs ``ends_in_group``."""
-        writer = self._writer
-        with writer.cond:
+        with self._writer.cond:
             if self.error is not None:
                 return  # the flush raises it; the session records the ending alone
             self._closing = closing
             self._hold = False
-            if self not in writer.queued:
-                writer.queued[self] = None
-                writer.cond.notify_all()
+            self._enqueue()
 
     def _take(self) -> tuple[list[Commit], RunClosing | None]:
         """The writer takes up to ``queue_size + 1`` commits, and the ending once none is
@@ -189,16 +184,8 @@ class BatchSink:
     def flush(self) -> None:
         """Block until every commit of this run (and its ending, if queued) is written (call
         it from a worker thread); held commits (``"exit"``) are handed to the writer first."""
-        writer = self._writer
-        cond = writer.cond
-        with cond:
-            if self._hold:
-                self._hold = False
-                if self._pending and self not in writer.queued:
-                    writer.queued[self] = None
-                    cond.notify_all()
-            while self._unwritten() and self.error is None:
-                cond.wait()
+        with self._writer.cond:
+            self._wait_written()
         if self.error is not None:
             raise self.error
 
@@ -208,14 +195,28 @@ class BatchSink:
         if self._closed:
             return
         self._closed = True
-        cond = self._writer.cond
-        with cond:
-            while self._unwritten() and self.error is None:
-                cond.wait()
+        with self._writer.cond:
+            self._wait_written()
         _leave(self._writer)
 
-    def _unwritten(self) -> bool:
-        return bool(self._pending or self._inflight or self._closing is not None)
+    def _enqueue(self) -> None:
+        """Under the writer's lock: have the writer take this run's commits (or ending)."""
+        writer = self._writer
+        if self not in writer.queued:
+            writer.queued[self] = None
+            writer.cond.notify_all()
+
+    def _wait_written(self) -> None:
+        """Under the writer's lock: hand held commits (``"exit"``) over, then wait until
+        nothing of this run is unwritten, or a write of it failed."""
+        if self._hold:
+            self._hold = False
+            if self._pending:
+                self._enqueue()
+        while (self._pending or self._inflight or self._closing is not None) and (
+            self.error is None
+        ):
+            self._writer.cond.wait()
 
 
 def batch_sink(store: RunStore, run_id: str, queue_size: int, hold: bool = False) -> BatchSink:
